@@ -1,0 +1,57 @@
+"""acp-fast: the fastest correct codec for the Agent Client Protocol (ACP).
+
+The public surface is the same whichever backend runs: the compiled Rust core
+(``BACKEND == "rust"``) or the pure-Python fallback built on orjson (``BACKEND == "python"``).
+Set ``ACP_FAST_BACKEND=python`` to force the fallback, ``ACP_FAST_BACKEND=rust`` to make a missing
+native module an ImportError.
+"""
+
+from __future__ import annotations
+
+import os as _os
+
+from .batch import Batch
+from .errors import AcpError, DecodeError, EncodeError
+
+_choice = _os.environ.get("ACP_FAST_BACKEND", "").strip().lower()
+if _choice not in ("", "rust", "python"):
+    raise ImportError(f"ACP_FAST_BACKEND must be 'rust' or 'python', found {_choice!r}")
+
+if _choice == "python":
+    from . import _fallback as _backend
+else:
+    try:
+        from . import _native as _backend  # type: ignore[no-redef]
+    except ImportError:
+        if _choice == "rust":
+            raise
+        from . import _fallback as _backend  # type: ignore[no-redef]
+
+BACKEND: str = _backend.BACKEND
+loads = _backend.loads
+dumps = _backend.dumps
+decode = _backend.decode
+encode = _backend.encode
+FrameDecoder = _backend.FrameDecoder
+Message = _backend.Message
+
+try:
+    from importlib.metadata import version as _version
+
+    __version__ = _version("acp-fast")
+except Exception:  # pragma: no cover - running from a source tree without metadata
+    __version__ = "0.0.0"
+
+__all__ = [
+    "BACKEND",
+    "AcpError",
+    "Batch",
+    "DecodeError",
+    "EncodeError",
+    "FrameDecoder",
+    "Message",
+    "decode",
+    "dumps",
+    "encode",
+    "loads",
+]

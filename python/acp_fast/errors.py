@@ -1,0 +1,100 @@
+"""The one exception hierarchy of acp-fast, shared by the Rust core and the fallback.
+
+Both backends raise these very classes (the native module imports them), and both build their
+messages through the constructors here, so the text of an error never depends on the backend.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Optional
+
+__all__ = ["AcpError", "DecodeError", "EncodeError"]
+
+
+class AcpError(ValueError):
+    """Base class of every error acp-fast raises for bad input."""
+
+
+class DecodeError(AcpError, json.JSONDecodeError):
+    """A frame or JSON document could not be decoded.
+
+    ``code`` is the JSON-RPC error code to answer with (-32700 parse error, -32600 invalid
+    request); ``kind`` is a stable snake_case id to match on; ``position`` is the byte offset of
+    the problem within the frame (or document); ``line`` is the 1-based line number within the
+    stream when the error came from a :class:`FrameDecoder`; ``raw`` holds the offending line's
+    bytes when they were kept. ``lineno``/``colno``/``pos``/``msg``/``doc`` keep code written for
+    :class:`json.JSONDecodeError` working (columns count bytes).
+    """
+
+    def __init__(
+        self,
+        description: str,
+        *,
+        code: int = -32700,
+        kind: str = "invalid_json",
+        position: Optional[int] = None,
+        lineno: Optional[int] = None,
+        colno: Optional[int] = None,
+        line: Optional[int] = None,
+        raw: Optional[bytes] = None,
+    ) -> None:
+        message = description if lineno is None else f"{description} at line {lineno} column {colno}"
+        ValueError.__init__(self, message)
+        self.message = message
+        self.msg = description
+        self.doc = ""
+        self.pos = position
+        self.position = position
+        self.lineno = lineno
+        self.colno = colno
+        self.code = code
+        self.kind = kind
+        self.line = line
+        self.raw = raw
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __repr__(self) -> str:
+        return f"DecodeError({self.message!r}, code={self.code}, kind={self.kind!r}, position={self.position}, line={self.line})"
+
+    def __reduce__(self) -> Any:
+        return (_rebuild_decode_error, (self.msg, self.code, self.kind, self.position, self.lineno, self.colno, self.line, self.raw))
+
+    def _key(self) -> tuple:
+        return (self.code, self.kind, self.message, self.position, self.line, self.raw)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return self._key() == other._key()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+
+def _rebuild_decode_error(msg, code, kind, position, lineno, colno, line, raw):  # type: ignore[no-untyped-def]
+    return DecodeError(msg, code=code, kind=kind, position=position, lineno=lineno, colno=colno, line=line, raw=raw)
+
+
+class EncodeError(AcpError, TypeError):
+    """A Python object cannot be written as JSON. ``path`` says where (``$.params.items[3]``)."""
+
+    def __init__(self, description: str, *, path: str = "$", kind: str = "unsupported_type") -> None:
+        message = f"{description} at {path}"
+        ValueError.__init__(self, message)
+        self.message = message
+        self.msg = description
+        self.path = path
+        self.kind = kind
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __reduce__(self) -> Any:
+        return (_rebuild_encode_error, (self.msg, self.path, self.kind))
+
+
+def _rebuild_encode_error(msg, path, kind):  # type: ignore[no-untyped-def]
+    return EncodeError(msg, path=path, kind=kind)

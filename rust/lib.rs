@@ -1,0 +1,17 @@
+//! acp-fast: a fast, exact codec for the Agent Client Protocol (ACP).
+//!
+//! The core modules below know nothing about Python; the PyO3 binding layer (`python`) is compiled
+//! only with the `python` feature, so `cargo test` runs without libpython.
+
+pub mod encoder;
+pub mod error;
+pub mod framing;
+pub mod message;
+pub mod scanner;
+
+#[cfg(feature = "python")]
+mod python;
+
+pub use error::DecodeError;
+pub use framing::{Event, Framer};
+pub use message::{parse_frame, Envelope, Frame, Kind};

@@ -1,0 +1,566 @@
+//! The JSON-RPC 2.0 envelope: classify a frame, validate it, and locate the fields that routing
+//! needs (`id`, `method`, `params.sessionId`, `params.update.sessionUpdate`,
+//! `params.update.toolCallId`) in the same pass that validates the JSON — no tree is built.
+//!
+//! Wire names (camelCase) live here and nowhere else. Mirror: `_fallback/message.py`; the rules
+//! and their order are fixed in docs/DESIGN.md §5.
+
+use crate::error::{describe_value, DecodeError, JsonType};
+use crate::scanner::{self, parse_i64, string_equals, Scanner, Str};
+
+/// What a valid message is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Request,
+    Notification,
+    Response,
+    Error,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Request => "request",
+            Kind::Notification => "notification",
+            Kind::Response => "response",
+            Kind::Error => "error",
+        }
+    }
+}
+
+/// Where a value sits in the frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    pub ty: JsonType,
+    pub start: usize,
+    pub end: usize,
+    /// Set for string values.
+    pub string: Option<Str>,
+    /// Set for numbers without fraction/exponent.
+    pub is_int: bool,
+}
+
+impl Span {
+    fn str(&self) -> Option<Str> {
+        self.string
+    }
+
+    fn shifted(mut self, by: usize) -> Self {
+        self.start -= by;
+        self.end -= by;
+        if let Some(s) = self.string.as_mut() {
+            s.start -= by;
+            s.end -= by;
+        }
+        self
+    }
+}
+
+/// A validated message: its kind and where its routing fields are. Offsets are relative to the
+/// message's own bytes (for a batch entry: to the entry).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Envelope {
+    pub kind: Kind,
+    pub id: Option<Span>,
+    pub method: Option<Str>,
+    pub params: Option<Span>,
+    pub result: Option<Span>,
+    pub error: Option<Span>,
+    pub session_id: Option<Str>,
+    pub update_kind: Option<Str>,
+    pub tool_call_id: Option<Str>,
+}
+
+/// One entry of a batch: its byte range in the frame and what it decoded to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BatchEntry {
+    pub start: usize,
+    pub end: usize,
+    pub result: Result<Envelope, DecodeError>,
+}
+
+/// A decoded frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Frame {
+    Single(Envelope),
+    Batch(Vec<BatchEntry>),
+}
+
+/// Members of an object as first read (last duplicate wins), before validation.
+#[derive(Default, Clone, Copy)]
+struct Members {
+    open: usize,
+    jsonrpc: Option<Span>,
+    id: Option<Span>,
+    method: Option<Span>,
+    params: Option<Span>,
+    result: Option<Span>,
+    error: Option<Span>,
+    session_id: Option<Span>,
+    update_kind: Option<Span>,
+    tool_call_id: Option<Span>,
+    /// For error objects: `code` and `message`.
+    error_code: Option<Span>,
+    error_message: Option<Span>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Level {
+    Top,
+    Params,
+    Update,
+    ErrorObject,
+}
+
+/// Identify the key of a member, unescaping only when it has escapes.
+#[inline(always)]
+fn key_is(data: &[u8], key: Str, name: &[u8]) -> bool {
+    if key.escaped {
+        string_equals(data, key, name)
+    } else {
+        key.end - key.start == name.len() && &data[key.start..key.end] == name
+    }
+}
+
+/// Scan a value, returning its span.
+#[inline]
+fn scan_span(sc: &mut Scanner<'_>) -> Result<Span, DecodeError> {
+    let ty = sc.peek_type();
+    let start = sc.pos;
+    match ty {
+        Some(JsonType::String) => {
+            let s = sc.scan_string()?;
+            Ok(Span { ty: JsonType::String, start, end: sc.pos, string: Some(s), is_int: false })
+        }
+        Some(JsonType::Number) => {
+            let n = sc.scan_number()?;
+            Ok(Span { ty: JsonType::Number, start, end: sc.pos, string: None, is_int: n.is_int })
+        }
+        _ => {
+            let ty = sc.skip_value()?;
+            Ok(Span { ty, start, end: sc.pos, string: None, is_int: false })
+        }
+    }
+}
+
+/// Read an object at the cursor, recording the members of interest at `level`.
+fn scan_members(sc: &mut Scanner<'_>, level: Level, m: &mut Members) -> Result<(), DecodeError> {
+    let data = sc.data;
+    sc.enter()?;
+    match sc.peek() {
+        Some(b'}') => {
+            sc.pos += 1;
+            sc.leave();
+            return Ok(());
+        }
+        Some(b'"') => {}
+        _ => return Err(sc.expect(b'"', "a string key").unwrap_err()),
+    }
+    loop {
+        let key = sc.scan_key()?;
+        sc.skip_ws();
+        let value_start = sc.pos;
+        match level {
+            Level::Top if key_is(data, key, b"params") => {
+                // A later duplicate "params" replaces everything read from an earlier one.
+                m.session_id = None;
+                m.update_kind = None;
+                m.tool_call_id = None;
+                if sc.peek() == Some(b'{') {
+                    scan_members(sc, Level::Params, m)?;
+                    m.params = Some(Span { ty: JsonType::Object, start: value_start, end: sc.pos, string: None, is_int: false });
+                } else {
+                    m.params = Some(scan_span(sc)?);
+                }
+            }
+            Level::Top if key_is(data, key, b"error") => {
+                m.error_code = None;
+                m.error_message = None;
+                if sc.peek() == Some(b'{') {
+                    scan_members(sc, Level::ErrorObject, m)?;
+                    m.error = Some(Span { ty: JsonType::Object, start: value_start, end: sc.pos, string: None, is_int: false });
+                } else {
+                    m.error = Some(scan_span(sc)?);
+                }
+            }
+            Level::Top => {
+                let span = scan_span(sc)?;
+                if key_is(data, key, b"jsonrpc") {
+                    m.jsonrpc = Some(span);
+                } else if key_is(data, key, b"id") {
+                    m.id = Some(span);
+                } else if key_is(data, key, b"method") {
+                    m.method = Some(span);
+                } else if key_is(data, key, b"result") {
+                    m.result = Some(span);
+                }
+            }
+            Level::Params if key_is(data, key, b"update") => {
+                m.update_kind = None;
+                m.tool_call_id = None;
+                if sc.peek() == Some(b'{') {
+                    scan_members(sc, Level::Update, m)?;
+                } else {
+                    sc.skip_value()?;
+                }
+            }
+            Level::Params => {
+                let span = scan_span(sc)?;
+                if key_is(data, key, b"sessionId") {
+                    m.session_id = Some(span);
+                }
+            }
+            Level::Update => {
+                let span = scan_span(sc)?;
+                if key_is(data, key, b"sessionUpdate") {
+                    m.update_kind = Some(span);
+                } else if key_is(data, key, b"toolCallId") {
+                    m.tool_call_id = Some(span);
+                }
+            }
+            Level::ErrorObject => {
+                let span = scan_span(sc)?;
+                if key_is(data, key, b"code") {
+                    m.error_code = Some(span);
+                } else if key_is(data, key, b"message") {
+                    m.error_message = Some(span);
+                }
+            }
+        }
+        match sc.peek() {
+            Some(b',') => {
+                sc.pos += 1;
+                if sc.peek() != Some(b'"') {
+                    return Err(sc.expect(b'"', "a string key").unwrap_err());
+                }
+            }
+            Some(b'}') => {
+                sc.pos += 1;
+                sc.leave();
+                return Ok(());
+            }
+            _ => return Err(sc.expect(b'}', "',' or '}'").unwrap_err()),
+        }
+    }
+}
+
+fn is_int64(data: &[u8], span: &Span) -> bool {
+    span.ty == JsonType::Number && span.is_int && parse_i64(&data[span.start..span.end]).is_some()
+}
+
+fn valid_id(data: &[u8], span: &Span) -> bool {
+    matches!(span.ty, JsonType::String | JsonType::Null) || is_int64(data, span)
+}
+
+#[cold]
+fn invalid_value(data: &[u8], kind: &'static str, what: &str, span: &Span) -> DecodeError {
+    DecodeError::invalid(kind, format!("expected {what}, found {}", describe_value(data, span.ty, span.start, span.end)), span.start)
+}
+
+const ID_WHAT: &str = "\"id\" to be a string, an integer or null";
+
+/// Apply the JSON-RPC rules of DESIGN §5 (rows 2–13) to the members of one object.
+fn validate(data: &[u8], m: &Members) -> Result<Envelope, DecodeError> {
+    let Some(jsonrpc) = m.jsonrpc else {
+        return Err(DecodeError::invalid(
+            "missing_jsonrpc",
+            "expected \"jsonrpc\": \"2.0\", found no \"jsonrpc\" member".to_owned(),
+            m.open,
+        ));
+    };
+    if !jsonrpc.str().is_some_and(|s| string_equals(data, s, b"2.0")) {
+        return Err(invalid_value(data, "invalid_jsonrpc", "\"jsonrpc\": \"2.0\"", &jsonrpc));
+    }
+    let str_of = |span: Option<Span>| span.and_then(|s| s.str());
+    let kind;
+    if let Some(method) = m.method {
+        if method.ty != JsonType::String {
+            return Err(invalid_value(data, "invalid_method", "\"method\" to be a string", &method));
+        }
+        if let Some(id) = &m.id {
+            if !valid_id(data, id) {
+                return Err(invalid_value(data, "invalid_id", ID_WHAT, id));
+            }
+        }
+        if let Some(params) = &m.params {
+            if !matches!(params.ty, JsonType::Object | JsonType::Array | JsonType::Null) {
+                return Err(invalid_value(data, "invalid_params", "\"params\" to be an object, an array or null", params));
+            }
+        }
+        kind = if m.id.is_some() { Kind::Request } else { Kind::Notification };
+    } else {
+        match (m.result.is_some(), m.error.is_some()) {
+            (true, true) => {
+                return Err(DecodeError::invalid(
+                    "result_and_error",
+                    "expected only one of \"result\" and \"error\", found both".to_owned(),
+                    m.open,
+                ))
+            }
+            (false, false) => {
+                return Err(DecodeError::invalid(
+                    "missing_method",
+                    "expected a \"method\", \"result\" or \"error\" member, found none".to_owned(),
+                    m.open,
+                ))
+            }
+            _ => {}
+        }
+        let Some(id) = &m.id else {
+            return Err(DecodeError::invalid(
+                "missing_id",
+                "expected an \"id\" member in a response, found none".to_owned(),
+                m.open,
+            ));
+        };
+        if !valid_id(data, id) {
+            return Err(invalid_value(data, "invalid_id", ID_WHAT, id));
+        }
+        if let Some(error) = &m.error {
+            if error.ty != JsonType::Object {
+                return Err(invalid_value(data, "invalid_error", "\"error\" to be an object", error));
+            }
+            match &m.error_code {
+                Some(code) if is_int64(data, code) => {}
+                Some(code) => return Err(invalid_value(data, "invalid_error", "\"error.code\" to be an integer", code)),
+                None => {
+                    return Err(DecodeError::invalid(
+                        "invalid_error",
+                        "expected \"error.code\" to be an integer, found none".to_owned(),
+                        error.start,
+                    ))
+                }
+            }
+            match &m.error_message {
+                Some(msg) if msg.ty == JsonType::String => {}
+                Some(msg) => return Err(invalid_value(data, "invalid_error", "\"error.message\" to be a string", msg)),
+                None => {
+                    return Err(DecodeError::invalid(
+                        "invalid_error",
+                        "expected \"error.message\" to be a string, found none".to_owned(),
+                        error.start,
+                    ))
+                }
+            }
+            kind = Kind::Error;
+        } else {
+            kind = Kind::Response;
+        }
+    }
+    let params_object = m.params.is_some_and(|p| p.ty == JsonType::Object);
+    Ok(Envelope {
+        kind,
+        id: if kind == Kind::Notification { None } else { m.id },
+        method: str_of(m.method),
+        params: m.params,
+        result: if kind == Kind::Response { m.result } else { None },
+        error: if kind == Kind::Error { m.error } else { None },
+        session_id: if params_object { str_of(m.session_id) } else { None },
+        update_kind: if params_object { str_of(m.update_kind) } else { None },
+        tool_call_id: if params_object { str_of(m.tool_call_id) } else { None },
+    })
+}
+
+impl Envelope {
+    fn shifted(mut self, by: usize) -> Self {
+        let shift_str = |s: Option<Str>| {
+            s.map(|mut s| {
+                s.start -= by;
+                s.end -= by;
+                s
+            })
+        };
+        self.id = self.id.map(|s| s.shifted(by));
+        self.params = self.params.map(|s| s.shifted(by));
+        self.result = self.result.map(|s| s.shifted(by));
+        self.error = self.error.map(|s| s.shifted(by));
+        self.method = shift_str(self.method);
+        self.session_id = shift_str(self.session_id);
+        self.update_kind = shift_str(self.update_kind);
+        self.tool_call_id = shift_str(self.tool_call_id);
+        self
+    }
+}
+
+/// Strip one trailing `\n`, then one trailing `\r`.
+pub fn strip_line_ending(line: &[u8]) -> &[u8] {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    line.strip_suffix(b"\r").unwrap_or(line)
+}
+
+/// Decode one frame (without its line ending): JSON first, then the JSON-RPC rules.
+pub fn parse_frame(data: &[u8]) -> Result<Frame, DecodeError> {
+    if let Some(at) = memchr::memchr(b'\n', data) {
+        return Err(DecodeError::json("embedded_newline", "expected one frame per line, found a newline".to_owned(), at));
+    }
+    scanner::check_utf8(data)?;
+    let mut sc = Scanner::new(data);
+    if data.starts_with(b"\xEF\xBB\xBF") {
+        return Err(sc.parse_document(&mut scanner::Skip).unwrap_err());
+    }
+    match sc.peek() {
+        Some(b'{') => {
+            let mut m = Members { open: sc.pos, ..Members::default() };
+            scan_members(&mut sc, Level::Top, &mut m)?;
+            sc.finish()?;
+            Ok(Frame::Single(validate(data, &m)?))
+        }
+        Some(b'[') => parse_batch(&mut sc),
+        _ => {
+            let span = scan_span(&mut sc)?;
+            sc.finish()?;
+            Err(DecodeError::invalid(
+                "not_an_object",
+                format!("expected a JSON-RPC message object or a batch array, found {}", span.ty.name()),
+                span.start,
+            ))
+        }
+    }
+}
+
+fn parse_batch(sc: &mut Scanner<'_>) -> Result<Frame, DecodeError> {
+    let data = sc.data;
+    let open = sc.pos;
+    sc.enter()?;
+    // Read the whole array first: a JSON error anywhere makes the frame a parse error.
+    let mut raw_entries: Vec<(usize, usize, Result<Members, JsonType>)> = Vec::new();
+    if sc.peek() == Some(b']') {
+        sc.pos += 1;
+        sc.leave();
+        sc.finish()?;
+        return Err(DecodeError::invalid(
+            "empty_batch",
+            "expected at least one message in the batch, found an empty array".to_owned(),
+            open,
+        ));
+    }
+    loop {
+        sc.skip_ws();
+        let start = sc.pos;
+        if sc.peek() == Some(b'{') {
+            let mut m = Members { open: start, ..Members::default() };
+            scan_members(sc, Level::Top, &mut m)?;
+            raw_entries.push((start, sc.pos, Ok(m)));
+        } else {
+            let ty = sc.skip_value()?;
+            raw_entries.push((start, sc.pos, Err(ty)));
+        }
+        match sc.peek() {
+            Some(b',') => sc.pos += 1,
+            Some(b']') => {
+                sc.pos += 1;
+                sc.leave();
+                break;
+            }
+            _ => return Err(sc.expect(b']', "',' or ']'").unwrap_err()),
+        }
+    }
+    sc.finish()?;
+    let entries = raw_entries
+        .into_iter()
+        .map(|(start, end, m)| {
+            let result = match m {
+                Ok(m) => validate(data, &m).map(|env| env.shifted(start)),
+                Err(ty) => Err(DecodeError::invalid(
+                    "not_an_object",
+                    format!("expected a JSON-RPC message object, found {}", ty.name()),
+                    start,
+                )),
+            };
+            BatchEntry { start, end, result }
+        })
+        .collect();
+    Ok(Frame::Batch(entries))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn single(s: &str) -> Envelope {
+        match parse_frame(s.as_bytes()).unwrap_or_else(|e| panic!("{s}: {e}")) {
+            Frame::Single(e) => e,
+            Frame::Batch(_) => panic!("batch"),
+        }
+    }
+
+    fn text(data: &str, s: Option<Str>) -> Option<&str> {
+        s.map(|s| &data[s.start..s.end])
+    }
+
+    #[test]
+    fn classifies_and_locates() {
+        let f = r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call","toolCallId":"c1","title":"x"}}}"#;
+        let e = single(f);
+        assert_eq!(e.kind, Kind::Notification);
+        assert_eq!(text(f, e.method), Some("session/update"));
+        assert_eq!(text(f, e.session_id), Some("s1"));
+        assert_eq!(text(f, e.update_kind), Some("tool_call"));
+        assert_eq!(text(f, e.tool_call_id), Some("c1"));
+        assert!(e.id.is_none());
+
+        let r = single(r#"{"jsonrpc":"2.0","id":7,"result":{"sessionId":"zz"}}"#);
+        assert_eq!(r.kind, Kind::Response);
+        assert!(r.session_id.is_none());
+        assert_eq!(single(r#"{"id":null,"method":"x","jsonrpc":"2.0"}"#).kind, Kind::Request);
+        let err = single(r#"{"jsonrpc":"2.0","id":"a","error":{"code":-32601,"message":"nope"}}"#);
+        assert_eq!(err.kind, Kind::Error);
+    }
+
+    #[test]
+    fn escaped_keys_and_duplicates() {
+        let f = r#"{"jsonrpc":"2.0","\u006dethod":"a","method":"b","params":{"sessionId":"s"},"params":[1]}"#;
+        let e = single(f);
+        assert_eq!(text(f, e.method), Some("b"));
+        assert!(e.session_id.is_none());
+    }
+
+    #[test]
+    fn invalid_requests() {
+        let cases: &[(&str, &str, usize)] = &[
+            (r#"{"method":"x"}"#, "missing_jsonrpc", 0),
+            (r#"{"jsonrpc":"1.0","method":"x"}"#, "invalid_jsonrpc", 11),
+            (r#"{"jsonrpc":"2.0","method":1}"#, "invalid_method", 26),
+            (r#"{"jsonrpc":"2.0","method":"x","id":1.5}"#, "invalid_id", 35),
+            (r#"{"jsonrpc":"2.0","method":"x","id":9223372036854775808}"#, "invalid_id", 35),
+            (r#"{"jsonrpc":"2.0","method":"x","params":3}"#, "invalid_params", 39),
+            (r#"{"jsonrpc":"2.0","id":1,"result":1,"error":{}}"#, "result_and_error", 0),
+            (r#"{"jsonrpc":"2.0","id":1}"#, "missing_method", 0),
+            (r#"{"jsonrpc":"2.0","result":1}"#, "missing_id", 0),
+            (r#"{"jsonrpc":"2.0","id":1,"error":"x"}"#, "invalid_error", 32),
+            (r#"{"jsonrpc":"2.0","id":1,"error":{"message":"m"}}"#, "invalid_error", 32),
+            (r#"{"jsonrpc":"2.0","id":1,"error":{"code":1.0,"message":"m"}}"#, "invalid_error", 40),
+            (r#"{"jsonrpc":"2.0","id":1,"error":{"code":1}}"#, "invalid_error", 32),
+            ("3", "not_an_object", 0),
+            ("[]", "empty_batch", 0),
+        ];
+        for &(f, kind, pos) in cases {
+            let e = parse_frame(f.as_bytes()).expect_err(f);
+            assert_eq!((e.code, e.kind, e.position), (crate::error::INVALID_REQUEST, kind, Some(pos)), "{f}: {e}");
+        }
+        let e = parse_frame(br#"{"jsonrpc":"1.0","method":"x"}"#).unwrap_err();
+        assert_eq!(e.description, r#"expected "jsonrpc": "2.0", found string "1.0""#);
+    }
+
+    #[test]
+    fn json_errors_win() {
+        let e = parse_frame(br#"{"method":1,"x":}"#).unwrap_err();
+        assert_eq!(e.code, crate::error::PARSE_ERROR);
+        let e = parse_frame(br#"[{"jsonrpc":"2.0","method":"a"},]"#).unwrap_err();
+        assert_eq!(e.code, crate::error::PARSE_ERROR);
+    }
+
+    #[test]
+    fn batches() {
+        let f = r#"[{"jsonrpc":"2.0","method":"a"}, 1, {"jsonrpc":"2.0","id":2,"result":null}]"#;
+        let Frame::Batch(entries) = parse_frame(f.as_bytes()).unwrap() else { panic!() };
+        assert_eq!(entries.len(), 3);
+        let first = entries[0].result.as_ref().unwrap();
+        assert_eq!(first.kind, Kind::Notification);
+        let m = first.method.unwrap();
+        assert_eq!(&f[entries[0].start..entries[0].end][m.start..m.end], "a");
+        let bad = entries[1].result.as_ref().unwrap_err();
+        assert_eq!((bad.kind, bad.position), ("not_an_object", Some(33)));
+        assert_eq!(entries[2].result.as_ref().unwrap().kind, Kind::Response);
+    }
+}

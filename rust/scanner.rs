@@ -1,0 +1,786 @@
+//! The JSON grammar (RFC 8259, strict): validation, skipping, locating values and unescaping.
+//!
+//! One recursive-descent parser, generic over a [`Sink`] that receives the values. The no-op
+//! [`Skip`] sink turns it into a validator that allocates nothing; the binding layer plugs in a
+//! sink that builds Python objects, so validation and building are one pass.
+//!
+//! Mirror: `python/acp_fast/_fallback/scanner.py`. Error kinds, descriptions and positions are
+//! fixed in docs/DESIGN.md §2.
+
+use crate::error::{describe_found, DecodeError, JsonType};
+
+/// Deepest nesting of arrays/objects accepted (orjson's limit).
+pub const MAX_DEPTH: u32 = 1024;
+/// Longest integer lexeme accepted, in digits (CPython's default int/str conversion limit).
+pub const MAX_INT_DIGITS: usize = 4300;
+
+const ESCAPE_HELP: &str = r#"an escape sequence (\" \\ \/ \b \f \n \r \t \uXXXX)"#;
+
+/// A string token: `start..end` is the content between the quotes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Str {
+    pub start: usize,
+    pub end: usize,
+    /// The content holds at least one backslash escape.
+    pub escaped: bool,
+    /// The content holds only ASCII bytes (escapes may still produce non-ASCII).
+    pub ascii: bool,
+}
+
+/// A number token: `start..end` is the lexeme.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Number {
+    pub start: usize,
+    pub end: usize,
+    /// No fraction and no exponent.
+    pub is_int: bool,
+}
+
+/// Receives the values the parser reads. Building cannot fail: the grammar is checked first.
+pub trait Sink {
+    type Value;
+    type Array;
+    type Object;
+    fn null(&mut self) -> Self::Value;
+    fn boolean(&mut self, value: bool) -> Self::Value;
+    fn number(&mut self, data: &[u8], number: Number) -> Self::Value;
+    fn string(&mut self, data: &[u8], string: Str) -> Self::Value;
+    fn array_start(&mut self) -> Self::Array;
+    fn array_push(&mut self, array: &mut Self::Array, value: Self::Value);
+    fn array_end(&mut self, array: Self::Array) -> Self::Value;
+    fn object_start(&mut self) -> Self::Object;
+    fn object_insert(&mut self, object: &mut Self::Object, data: &[u8], key: Str, value: Self::Value);
+    fn object_end(&mut self, object: Self::Object) -> Self::Value;
+}
+
+/// The sink that keeps nothing: parsing with it only validates.
+pub struct Skip;
+
+impl Sink for Skip {
+    type Value = ();
+    type Array = ();
+    type Object = ();
+    #[inline(always)]
+    fn null(&mut self) {}
+    #[inline(always)]
+    fn boolean(&mut self, _: bool) {}
+    #[inline(always)]
+    fn number(&mut self, _: &[u8], _: Number) {}
+    #[inline(always)]
+    fn string(&mut self, _: &[u8], _: Str) {}
+    #[inline(always)]
+    fn array_start(&mut self) {}
+    #[inline(always)]
+    fn array_push(&mut self, (): &mut (), (): ()) {}
+    #[inline(always)]
+    fn array_end(&mut self, (): ()) {}
+    #[inline(always)]
+    fn object_start(&mut self) {}
+    #[inline(always)]
+    fn object_insert(&mut self, (): &mut (), _: &[u8], _: Str, (): ()) {}
+    #[inline(always)]
+    fn object_end(&mut self, (): ()) {}
+}
+
+/// Check that the whole input is UTF-8 (the first check of DESIGN §2.1).
+pub fn check_utf8(data: &[u8]) -> Result<(), DecodeError> {
+    if simdutf8::basic::from_utf8(data).is_ok() {
+        return Ok(());
+    }
+    let at = match simdutf8::compat::from_utf8(data) {
+        Err(e) => e.valid_up_to(),
+        Ok(_) => 0,
+    };
+    Err(DecodeError::json("invalid_utf8", format!("invalid UTF-8 byte 0x{:02X}", data[at]), at))
+}
+
+/// Validate a whole document (UTF-8, BOM, grammar, nothing after the value).
+pub fn validate(data: &[u8]) -> Result<(), DecodeError> {
+    check_utf8(data)?;
+    Scanner::new(data).parse_document(&mut Skip)
+}
+
+/// Cursor over a UTF-8-checked input.
+pub struct Scanner<'a> {
+    pub data: &'a [u8],
+    pub pos: usize,
+    pub depth: u32,
+}
+
+#[cold]
+#[inline(never)]
+fn unexpected(data: &[u8], pos: usize, what: &str) -> DecodeError {
+    if pos >= data.len() {
+        DecodeError::json("eof", format!("expected {what}, found end of input"), data.len())
+    } else {
+        DecodeError::json("unexpected_character", format!("expected {what}, found {}", describe_found(data, pos)), pos)
+    }
+}
+
+#[inline(always)]
+fn is_ws(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+#[inline(always)]
+fn hex_value(b: u8) -> Option<u16> {
+    match b {
+        b'0'..=b'9' => Some(u16::from(b - b'0')),
+        b'a'..=b'f' => Some(u16::from(b - b'a' + 10)),
+        b'A'..=b'F' => Some(u16::from(b - b'A' + 10)),
+        _ => None,
+    }
+}
+
+/// Read 4 hex digits at `at`, or `None` if any is missing/not hex (no error).
+#[inline]
+fn read_hex4(data: &[u8], at: usize) -> Option<u16> {
+    let d = data.get(at..at + 4)?;
+    let mut v = 0u16;
+    for &b in d {
+        v = (v << 4) | hex_value(b)?;
+    }
+    Some(v)
+}
+
+impl<'a> Scanner<'a> {
+    pub fn new(data: &'a [u8]) -> Self {
+        Self { data, pos: 0, depth: 0 }
+    }
+
+    /// One value surrounded by whitespace and nothing else.
+    pub fn parse_document<S: Sink>(&mut self, sink: &mut S) -> Result<S::Value, DecodeError> {
+        if self.data.starts_with(b"\xEF\xBB\xBF") {
+            return Err(DecodeError::json("bom", "unexpected UTF-8 byte order mark".to_owned(), 0));
+        }
+        let value = self.parse_value(sink)?;
+        self.finish()?;
+        Ok(value)
+    }
+
+    /// After the value: only whitespace may follow.
+    pub fn finish(&mut self) -> Result<(), DecodeError> {
+        self.skip_ws();
+        if self.pos < self.data.len() {
+            return Err(unexpected(self.data, self.pos, "end of input"));
+        }
+        Ok(())
+    }
+
+    #[inline(always)]
+    pub fn skip_ws(&mut self) {
+        while let Some(&b) = self.data.get(self.pos) {
+            if !is_ws(b) {
+                break;
+            }
+            self.pos += 1;
+        }
+    }
+
+    /// Next non-whitespace byte (the cursor is left on it).
+    #[inline(always)]
+    pub fn peek(&mut self) -> Option<u8> {
+        self.skip_ws();
+        self.data.get(self.pos).copied()
+    }
+
+    /// Consume `byte` after whitespace, or fail with "expected {what}".
+    #[inline(always)]
+    pub fn expect(&mut self, byte: u8, what: &str) -> Result<(), DecodeError> {
+        if self.peek() == Some(byte) {
+            self.pos += 1;
+            Ok(())
+        } else {
+            Err(unexpected(self.data, self.pos, what))
+        }
+    }
+
+    /// Enter an array/object whose bracket is at `self.pos`.
+    #[inline(always)]
+    pub fn enter(&mut self) -> Result<(), DecodeError> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(DecodeError::json("depth_limit", format!("nesting deeper than {MAX_DEPTH} levels"), self.pos));
+        }
+        self.pos += 1;
+        Ok(())
+    }
+
+    #[inline(always)]
+    pub fn leave(&mut self) {
+        self.depth -= 1;
+    }
+
+    /// The JSON type of the value starting at the next non-whitespace byte, if any.
+    #[inline(always)]
+    pub fn peek_type(&mut self) -> Option<JsonType> {
+        Some(match self.peek()? {
+            b'{' => JsonType::Object,
+            b'[' => JsonType::Array,
+            b'"' => JsonType::String,
+            b't' | b'f' => JsonType::Boolean,
+            b'n' => JsonType::Null,
+            _ => JsonType::Number,
+        })
+    }
+
+    /// Parse any value into `sink`.
+    pub fn parse_value<S: Sink>(&mut self, sink: &mut S) -> Result<S::Value, DecodeError> {
+        match self.peek() {
+            Some(b'"') => {
+                let s = self.scan_string()?;
+                Ok(sink.string(self.data, s))
+            }
+            Some(b'{') => self.parse_object(sink),
+            Some(b'[') => self.parse_array(sink),
+            Some(b'-' | b'0'..=b'9') => {
+                let n = self.scan_number()?;
+                Ok(sink.number(self.data, n))
+            }
+            Some(b't') => {
+                self.literal(b"true", "'true'")?;
+                Ok(sink.boolean(true))
+            }
+            Some(b'f') => {
+                self.literal(b"false", "'false'")?;
+                Ok(sink.boolean(false))
+            }
+            Some(b'n') => {
+                self.literal(b"null", "'null'")?;
+                Ok(sink.null())
+            }
+            _ => Err(unexpected(self.data, self.pos, "a JSON value")),
+        }
+    }
+
+    /// Skip one value, returning its type (validation only).
+    #[inline]
+    pub fn skip_value(&mut self) -> Result<JsonType, DecodeError> {
+        let ty = self.peek_type();
+        self.parse_value(&mut Skip)?;
+        Ok(ty.unwrap_or(JsonType::Null))
+    }
+
+    fn literal(&mut self, word: &[u8], what: &str) -> Result<(), DecodeError> {
+        for (i, &b) in word.iter().enumerate() {
+            if self.data.get(self.pos + i) != Some(&b) {
+                return Err(unexpected(self.data, self.pos + i, what));
+            }
+        }
+        self.pos += word.len();
+        Ok(())
+    }
+
+    fn parse_array<S: Sink>(&mut self, sink: &mut S) -> Result<S::Value, DecodeError> {
+        self.enter()?;
+        let mut array = sink.array_start();
+        if self.peek() == Some(b']') {
+            self.pos += 1;
+            self.leave();
+            return Ok(sink.array_end(array));
+        }
+        loop {
+            let v = self.parse_value(sink)?;
+            sink.array_push(&mut array, v);
+            match self.peek() {
+                Some(b',') => self.pos += 1,
+                Some(b']') => {
+                    self.pos += 1;
+                    self.leave();
+                    return Ok(sink.array_end(array));
+                }
+                _ => return Err(unexpected(self.data, self.pos, "',' or ']'")),
+            }
+        }
+    }
+
+    fn parse_object<S: Sink>(&mut self, sink: &mut S) -> Result<S::Value, DecodeError> {
+        self.enter()?;
+        let mut object = sink.object_start();
+        match self.peek() {
+            Some(b'}') => {
+                self.pos += 1;
+                self.leave();
+                return Ok(sink.object_end(object));
+            }
+            Some(b'"') => {}
+            _ => return Err(unexpected(self.data, self.pos, "a string key")),
+        }
+        loop {
+            let key = self.scan_string()?;
+            self.expect(b':', "':'")?;
+            let v = self.parse_value(sink)?;
+            sink.object_insert(&mut object, self.data, key, v);
+            match self.peek() {
+                Some(b',') => {
+                    self.pos += 1;
+                    if self.peek() != Some(b'"') {
+                        return Err(unexpected(self.data, self.pos, "a string key"));
+                    }
+                }
+                Some(b'}') => {
+                    self.pos += 1;
+                    self.leave();
+                    return Ok(sink.object_end(object));
+                }
+                _ => return Err(unexpected(self.data, self.pos, "',' or '}'")),
+            }
+        }
+    }
+
+    /// Scan the object key at the cursor (after whitespace), then its `:`.
+    #[inline]
+    pub fn scan_key(&mut self) -> Result<Str, DecodeError> {
+        let key = self.scan_string()?;
+        self.expect(b':', "':'")?;
+        Ok(key)
+    }
+
+    /// Scan a string whose opening quote is at the cursor.
+    pub fn scan_string(&mut self) -> Result<Str, DecodeError> {
+        let data = self.data;
+        let start = self.pos + 1;
+        let mut i = start;
+        let mut escaped = false;
+        let mut ascii = true;
+        loop {
+            let (at, high) = find_special(data, i);
+            ascii &= !high;
+            i = at;
+            match data.get(i) {
+                None => return Err(unexpected(data, i, "'\"' to close the string")),
+                Some(b'"') => {
+                    self.pos = i + 1;
+                    return Ok(Str { start, end: i, escaped, ascii });
+                }
+                Some(b'\\') => {
+                    escaped = true;
+                    i = Self::check_escape(data, i)?;
+                }
+                Some(_) => {
+                    return Err(DecodeError::json(
+                        "control_character",
+                        format!("expected an escaped control character in a string, found {}", describe_found(data, i)),
+                        i,
+                    ))
+                }
+            }
+        }
+    }
+
+    /// Validate the escape whose backslash is at `at`; return the offset after it.
+    #[inline]
+    fn check_escape(data: &[u8], at: usize) -> Result<usize, DecodeError> {
+        match data.get(at + 1) {
+            Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => Ok(at + 2),
+            Some(b'u') => {
+                let unit = Self::hex4_checked(data, at + 2)?;
+                match unit {
+                    0xD800..=0xDBFF => {
+                        let next = at + 6;
+                        let low = if data.get(next) == Some(&b'\\') && data.get(next + 1) == Some(&b'u') {
+                            read_hex4(data, next + 2)
+                        } else {
+                            None
+                        };
+                        match low {
+                            Some(0xDC00..=0xDFFF) => Ok(next + 6),
+                            _ => Err(lone_high_surrogate(data, at, low.is_some())),
+                        }
+                    }
+                    0xDC00..=0xDFFF => Err(DecodeError::json(
+                        "lone_surrogate",
+                        format!("unexpected low surrogate escape {}", String::from_utf8_lossy(&data[at..at + 6])),
+                        at,
+                    )),
+                    _ => Ok(at + 6),
+                }
+            }
+            None => Err(unexpected(data, at + 1, ESCAPE_HELP)),
+            Some(_) => Err(DecodeError::json(
+                "invalid_escape",
+                format!("expected {ESCAPE_HELP}, found {}", describe_found(data, at + 1)),
+                at + 1,
+            )),
+        }
+    }
+
+    #[inline]
+    fn hex4_checked(data: &[u8], at: usize) -> Result<u16, DecodeError> {
+        let mut v = 0u16;
+        for i in at..at + 4 {
+            match data.get(i) {
+                None => return Err(unexpected(data, i, "4 hex digits after \\u")),
+                Some(&b) => match hex_value(b) {
+                    Some(h) => v = (v << 4) | h,
+                    None => {
+                        return Err(DecodeError::json(
+                            "invalid_unicode_escape",
+                            format!("expected 4 hex digits after \\u, found {}", describe_found(data, i)),
+                            i,
+                        ))
+                    }
+                },
+            }
+        }
+        Ok(v)
+    }
+
+    /// Scan a number at the cursor (its first byte is `-` or a digit).
+    pub fn scan_number(&mut self) -> Result<Number, DecodeError> {
+        let data = self.data;
+        let start = self.pos;
+        let mut i = start;
+        if data.get(i) == Some(&b'-') {
+            i += 1;
+        }
+        let int_start = i;
+        match data.get(i) {
+            Some(b'0') => i += 1,
+            Some(b'1'..=b'9') => {
+                i += 1;
+                while let Some(b'0'..=b'9') = data.get(i) {
+                    i += 1;
+                }
+            }
+            _ => return Err(unexpected(data, i, "a digit")),
+        }
+        let int_digits = i - int_start;
+        let mut is_int = true;
+        if data.get(i) == Some(&b'.') {
+            is_int = false;
+            i += 1;
+            if !matches!(data.get(i), Some(b'0'..=b'9')) {
+                return Err(unexpected(data, i, "a digit"));
+            }
+            while let Some(b'0'..=b'9') = data.get(i) {
+                i += 1;
+            }
+        }
+        let mut has_exp = false;
+        if let Some(b'e' | b'E') = data.get(i) {
+            is_int = false;
+            has_exp = true;
+            i += 1;
+            if let Some(b'+' | b'-') = data.get(i) {
+                i += 1;
+            }
+            if !matches!(data.get(i), Some(b'0'..=b'9')) {
+                return Err(unexpected(data, i, "a digit"));
+            }
+            while let Some(b'0'..=b'9') = data.get(i) {
+                i += 1;
+            }
+        }
+        let out_of_range = if is_int {
+            int_digits > MAX_INT_DIGITS
+        } else if has_exp || int_digits > 300 {
+            // Only these lexemes can overflow a double.
+            parse_f64(&data[start..i]).is_infinite()
+        } else {
+            false
+        };
+        if out_of_range {
+            return Err(DecodeError::json("number_out_of_range", "number out of range".to_owned(), start));
+        }
+        self.pos = i;
+        Ok(Number { start, end: i, is_int })
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn lone_high_surrogate(data: &[u8], at: usize, next_is_escape: bool) -> DecodeError {
+    let written = String::from_utf8_lossy(&data[at..at + 6]);
+    let next = at + 6;
+    let found = if next_is_escape {
+        String::from_utf8_lossy(&data[next..next + 6]).into_owned()
+    } else {
+        describe_found(data, next)
+    };
+    DecodeError::json("lone_surrogate", format!("expected a low surrogate escape after {written}, found {found}"), at)
+}
+
+/// Parse a number lexeme that the grammar accepted.
+#[inline]
+pub fn parse_f64(lexeme: &[u8]) -> f64 {
+    // The lexeme is ASCII digits/sign/point/exponent, so this is valid UTF-8 and valid Rust syntax.
+    std::str::from_utf8(lexeme).ok().and_then(|s| s.parse::<f64>().ok()).unwrap_or(f64::NAN)
+}
+
+/// Parse an integer lexeme that fits in `i64`, or `None`.
+#[inline]
+pub fn parse_i64(lexeme: &[u8]) -> Option<i64> {
+    let (neg, digits) = match lexeme.first() {
+        Some(b'-') => (true, &lexeme[1..]),
+        _ => (false, lexeme),
+    };
+    if digits.is_empty() || digits.len() > 19 {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        v = v * 10 + u64::from(d - b'0');
+    }
+    if neg {
+        if v <= 1u64 << 63 {
+            Some((v as i64).wrapping_neg())
+        } else {
+            None
+        }
+    } else {
+        i64::try_from(v).ok()
+    }
+}
+
+/// Parse an integer lexeme that fits in `u64` (non-negative), or `None`.
+#[inline]
+pub fn parse_u64(lexeme: &[u8]) -> Option<u64> {
+    if lexeme.is_empty() || lexeme.len() > 20 {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &d in lexeme {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+    }
+    Some(v)
+}
+
+/// Append the unescaped content of a string token to `out` (the token was validated).
+pub fn unescape_into(data: &[u8], s: Str, out: &mut Vec<u8>) {
+    let raw = &data[s.start..s.end];
+    let mut i = 0;
+    while i < raw.len() {
+        let Some(off) = memchr::memchr(b'\\', &raw[i..]) else {
+            out.extend_from_slice(&raw[i..]);
+            break;
+        };
+        out.extend_from_slice(&raw[i..i + off]);
+        i += off;
+        let c = raw[i + 1];
+        i += 2;
+        let byte = match c {
+            b'"' => b'"',
+            b'\\' => b'\\',
+            b'/' => b'/',
+            b'b' => 0x08,
+            b'f' => 0x0c,
+            b'n' => b'\n',
+            b'r' => b'\r',
+            b't' => b'\t',
+            _ => {
+                // 'u': validated by the scanner, surrogates come in pairs.
+                let unit = u32::from(read_hex4(raw, i).unwrap_or(0xFFFD));
+                i += 4;
+                let cp = if (0xD800..=0xDBFF).contains(&unit) {
+                    let low = u32::from(read_hex4(raw, i + 2).unwrap_or(0xDC00));
+                    i += 6;
+                    0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00)
+                } else {
+                    unit
+                };
+                let ch = char::from_u32(cp).unwrap_or('\u{FFFD}');
+                let mut buf = [0u8; 4];
+                out.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
+                continue;
+            }
+        };
+        out.push(byte);
+    }
+}
+
+/// The text of a string token: borrowed when it has no escapes, else unescaped into `scratch`.
+#[inline]
+pub fn string_text<'d>(data: &'d [u8], s: Str, scratch: &'d mut Vec<u8>) -> &'d [u8] {
+    if s.escaped {
+        scratch.clear();
+        unescape_into(data, s, scratch);
+        scratch
+    } else {
+        &data[s.start..s.end]
+    }
+}
+
+/// Does the string token equal `expected` (after unescaping)?
+#[inline]
+pub fn string_equals(data: &[u8], s: Str, expected: &[u8]) -> bool {
+    if s.escaped {
+        let mut buf = Vec::with_capacity(s.end - s.start);
+        unescape_into(data, s, &mut buf);
+        buf == expected
+    } else {
+        &data[s.start..s.end] == expected
+    }
+}
+
+/// Offset of the first `"`, `\` or control byte at or after `i` (or `data.len()`), and whether a
+/// non-ASCII byte was passed on the way.
+#[inline(always)]
+fn find_special(data: &[u8], i: usize) -> (usize, bool) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: SSE2 is part of the x86_64 baseline; loads stay within `data`.
+        unsafe { find_special_sse2(data, i) }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        find_special_scalar(data, i, false)
+    }
+}
+
+#[inline(always)]
+fn find_special_scalar(data: &[u8], mut i: usize, mut high: bool) -> (usize, bool) {
+    while let Some(&b) = data.get(i) {
+        if b == b'"' || b == b'\\' || b < 0x20 {
+            return (i, high);
+        }
+        high |= b >= 0x80;
+        i += 1;
+    }
+    (i, high)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn find_special_sse2(data: &[u8], mut i: usize) -> (usize, bool) {
+    use std::arch::x86_64::{
+        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
+    };
+    let len = data.len();
+    let ptr = data.as_ptr();
+    let quote = _mm_set1_epi8(b'"' as i8);
+    let backslash = _mm_set1_epi8(b'\\' as i8);
+    let ctl = _mm_set1_epi8(0x1f);
+    let mut high = 0i32;
+    while i + 16 <= len {
+        let v = _mm_loadu_si128(ptr.add(i).cast::<__m128i>());
+        let special = _mm_or_si128(
+            _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
+            _mm_cmpeq_epi8(_mm_min_epu8(v, ctl), v),
+        );
+        let mask = _mm_movemask_epi8(special);
+        let hi = _mm_movemask_epi8(v);
+        if mask != 0 {
+            let k = mask.trailing_zeros();
+            high |= hi & ((1i32 << k) - 1);
+            return (i + k as usize, high != 0);
+        }
+        high |= hi;
+        i += 16;
+    }
+    find_special_scalar(data, i, high != 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(input: &[u8]) -> DecodeError {
+        validate(input).expect_err("should fail")
+    }
+
+    #[test]
+    fn accepts() {
+        for s in [
+            "0", "-0", "1.5e+10", "[]", "{}", r#"{"a":[1,2,{"b":null}]}"#, r#""\ud83d\ude00""#, "\"\u{7f}é\"",
+            " \t\r\n true ", r#""\u0000""#, r#"{"a":1,"a":2}"#, "1e-400",
+        ] {
+            validate(s.as_bytes()).unwrap_or_else(|e| panic!("{s}: {e}"));
+        }
+    }
+
+    #[test]
+    fn rejects_with_positions() {
+        let cases: &[(&[u8], &str, usize, &str)] = &[
+            (b"", "eof", 0, "expected a JSON value, found end of input"),
+            (b"  ", "eof", 2, "expected a JSON value, found end of input"),
+            (b"[1,]", "unexpected_character", 3, "expected a JSON value, found ']'"),
+            (b"{\"a\":1,}", "unexpected_character", 7, "expected a string key, found '}'"),
+            (b"{\"a\" 1}", "unexpected_character", 5, "expected ':', found '1'"),
+            (b"01", "unexpected_character", 1, "expected end of input, found '1'"),
+            (b"-a", "unexpected_character", 1, "expected a digit, found 'a'"),
+            (b"1.", "eof", 2, "expected a digit, found end of input"),
+            (b"tx", "unexpected_character", 1, "expected 'true', found 'x'"),
+            (b"nul", "eof", 3, "expected 'null', found end of input"),
+            (b"\"a\tb\"", "control_character", 2, "expected an escaped control character in a string, found U+0009"),
+            (b"\"abc", "eof", 4, "expected '\"' to close the string, found end of input"),
+            (b"\"\\x\"", "invalid_escape", 2, r#"expected an escape sequence (\" \\ \/ \b \f \n \r \t \uXXXX), found 'x'"#),
+            (b"\"\\u12g4\"", "invalid_unicode_escape", 5, "expected 4 hex digits after \\u, found 'g'"),
+            (b"\"\\u12", "eof", 5, "expected 4 hex digits after \\u, found end of input"),
+            (b"\"\\ud800\"", "lone_surrogate", 1, "expected a low surrogate escape after \\ud800, found '\"'"),
+            (b"\"\\ud800\\u0041\"", "lone_surrogate", 1, "expected a low surrogate escape after \\ud800, found \\u0041"),
+            (b"\"\\ud800", "lone_surrogate", 1, "expected a low surrogate escape after \\ud800, found end of input"),
+            (b"\"\\uDC00\"", "lone_surrogate", 1, "unexpected low surrogate escape \\uDC00"),
+            (b"1e400", "number_out_of_range", 0, "number out of range"),
+            (b"[-1e400]", "number_out_of_range", 1, "number out of range"),
+            (b"\xEF\xBB\xBF{}", "bom", 0, "unexpected UTF-8 byte order mark"),
+            (b"\"\xff\"", "invalid_utf8", 1, "invalid UTF-8 byte 0xFF"),
+            (b"[1 2]", "unexpected_character", 3, "expected ',' or ']', found '2'"),
+        ];
+        for &(input, kind, pos, desc) in cases {
+            let e = err(input);
+            assert_eq!((e.kind, e.position, e.description.as_str()), (kind, Some(pos), desc), "{input:?}");
+            assert_eq!(e.code, crate::error::PARSE_ERROR);
+        }
+    }
+
+    #[test]
+    fn depth_limit() {
+        // Debug builds use large frames; give the recursion the room a release build never needs.
+        std::thread::Builder::new().stack_size(64 << 20).spawn(depth_limit_body).unwrap().join().unwrap();
+    }
+
+    fn depth_limit_body() {
+        let ok = format!("{}{}", "[".repeat(1024), "]".repeat(1024));
+        validate(ok.as_bytes()).unwrap();
+        let bad = format!("{}{}", "[".repeat(1025), "]".repeat(1025));
+        let e = err(bad.as_bytes());
+        assert_eq!((e.kind, e.position), ("depth_limit", Some(1024)));
+    }
+
+    #[test]
+    fn long_ints() {
+        let ok = "9".repeat(4300);
+        validate(ok.as_bytes()).unwrap();
+        let bad = "9".repeat(4301);
+        assert_eq!(err(bad.as_bytes()).kind, "number_out_of_range");
+    }
+
+    #[test]
+    fn unescape() {
+        let data = br#""a\n\u00e9\ud83d\ude00\/""#;
+        let mut sc = Scanner::new(data);
+        let s = sc.scan_string().unwrap();
+        assert!(s.escaped);
+        let mut out = Vec::new();
+        unescape_into(data, s, &mut out);
+        assert_eq!(std::str::from_utf8(&out).unwrap(), "a\né😀/");
+    }
+
+    #[test]
+    fn special_finder_flags_non_ascii() {
+        let text = "aaaaaaaaaaaaaaaaaaaaé\"".as_bytes();
+        let (at, high) = find_special(text, 0);
+        assert_eq!(at, text.len() - 1);
+        assert!(high);
+        let (at, high) = find_special(b"abcdefghijklmnopqrstuvwxyz\x01", 0);
+        assert_eq!(at, 26);
+        assert!(!high);
+    }
+
+    #[test]
+    fn ints() {
+        assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
+        assert_eq!(parse_i64(b"9223372036854775807"), Some(i64::MAX));
+        assert_eq!(parse_i64(b"9223372036854775808"), None);
+        assert_eq!(parse_i64(b"-9223372036854775809"), None);
+        assert_eq!(parse_u64(b"18446744073709551615"), Some(u64::MAX));
+        assert_eq!(parse_u64(b"18446744073709551616"), None);
+    }
+}
