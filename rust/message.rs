@@ -543,6 +543,12 @@ mod tests {
     }
 
     #[test]
+    fn garbage_is_a_parse_error() {
+        let e = parse_frame(b"xx").unwrap_err();
+        assert_eq!((e.kind, e.description.as_str()), ("unexpected_character", "expected a JSON value, found 'x'"));
+    }
+
+    #[test]
     fn json_errors_win() {
         let e = parse_frame(br#"{"method":1,"x":}"#).unwrap_err();
         assert_eq!(e.code, crate::error::PARSE_ERROR);

@@ -211,7 +211,7 @@ impl<'a> Scanner<'a> {
         self.depth -= 1;
     }
 
-    /// The JSON type of the value starting at the next non-whitespace byte, if any.
+    /// The JSON type of the value starting at the next non-whitespace byte, if it can start one.
     #[inline(always)]
     pub fn peek_type(&mut self) -> Option<JsonType> {
         Some(match self.peek()? {
@@ -220,7 +220,8 @@ impl<'a> Scanner<'a> {
             b'"' => JsonType::String,
             b't' | b'f' => JsonType::Boolean,
             b'n' => JsonType::Null,
-            _ => JsonType::Number,
+            b'-' | b'0'..=b'9' => JsonType::Number,
+            _ => return None,
         })
     }
 

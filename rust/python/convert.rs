@@ -1,0 +1,492 @@
+//! Python objects ↔ JSON: a scanner sink that builds `dict`/`list`/`str`/… while the grammar is
+//! checked (one pass), and the writer behind `dumps`.
+
+use std::sync::Mutex;
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBytes, PyString, PyType};
+
+use super::errors::EncodeFailure;
+use super::frames::PyMessage;
+use crate::encoder::{self, PathItem, MAX_DEPTH};
+use crate::scanner::{parse_f64, parse_i64, parse_u64, unescape_into, Number, Sink, Str};
+
+// ---------------------------------------------------------------------------------------------
+// Building Python objects
+
+/// A small direct-mapped cache of object keys (the same few dozen keys recur in every frame).
+const KEY_CACHE_SIZE: usize = 1024;
+const KEY_CACHE_MAX_LEN: usize = 48;
+
+struct KeyCache {
+    slots: Vec<Option<(u64, Py<PyString>)>>,
+}
+
+static KEY_CACHE: Mutex<Option<KeyCache>> = Mutex::new(None);
+
+#[inline(always)]
+fn hash_bytes(b: &[u8]) -> u64 {
+    // FNV-1a: keys are short; this is cheap and good enough for a direct-mapped table.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &x in b {
+        h ^= u64::from(x);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// Create a `str` from UTF-8 known to be valid; `ascii` allows the fast copy path.
+#[inline]
+pub fn new_str<'py>(py: Python<'py>, bytes: &[u8], ascii: bool) -> Bound<'py, PyAny> {
+    // SAFETY: `bytes` is valid UTF-8 (checked by the scanner); for the ASCII path we allocate a
+    // compact ASCII string of exactly `len` code points and fill its data buffer.
+    unsafe {
+        let len = bytes.len() as ffi::Py_ssize_t;
+        let ptr = if ascii {
+            let s = ffi::PyUnicode_New(len, 127);
+            if !s.is_null() {
+                std::ptr::copy_nonoverlapping(bytes.as_ptr(), ffi::PyUnicode_DATA(s).cast::<u8>(), bytes.len());
+            }
+            s
+        } else {
+            ffi::PyUnicode_FromStringAndSize(bytes.as_ptr().cast(), len)
+        };
+        Bound::from_owned_ptr_or_err(py, ptr).expect("allocating a str failed")
+    }
+}
+
+/// The sink that builds Python objects.
+pub struct PySink<'py, 'c> {
+    py: Python<'py>,
+    scratch: Vec<u8>,
+    keys: Option<&'c mut KeyCache>,
+}
+
+impl<'py> PySink<'py, '_> {
+    #[inline]
+    fn text(&mut self, data: &[u8], s: Str) -> Bound<'py, PyAny> {
+        if s.escaped {
+            self.scratch.clear();
+            unescape_into(data, s, &mut self.scratch);
+            let ascii = self.scratch.is_ascii();
+            new_str(self.py, &self.scratch, ascii)
+        } else {
+            new_str(self.py, &data[s.start..s.end], s.ascii)
+        }
+    }
+
+    #[inline]
+    fn key(&mut self, data: &[u8], s: Str) -> Bound<'py, PyAny> {
+        let bytes = &data[s.start..s.end];
+        if s.escaped || bytes.len() > KEY_CACHE_MAX_LEN {
+            return self.text(data, s);
+        }
+        let Some(cache) = self.keys.as_deref_mut() else { return self.text(data, s) };
+        let h = hash_bytes(bytes);
+        let slot = &mut cache.slots[(h as usize) % KEY_CACHE_SIZE];
+        if let Some((sh, cached)) = slot {
+            if *sh == h {
+                let cached = cached.bind(self.py);
+                if let Ok(t) = cached.to_str() {
+                    if t.as_bytes() == bytes {
+                        return cached.clone().into_any();
+                    }
+                }
+            }
+        }
+        let fresh = new_str(self.py, bytes, s.ascii);
+        // SAFETY: `fresh` is an exact str we own; interning replaces the pointer in place.
+        let interned = unsafe {
+            let mut p = fresh.into_ptr();
+            ffi::PyUnicode_InternInPlace(&mut p);
+            Bound::from_owned_ptr(self.py, p)
+        };
+        if let Ok(s) = interned.cast::<PyString>() {
+            *slot = Some((h, s.clone().unbind()));
+        }
+        interned
+    }
+}
+
+impl<'py> Sink for PySink<'py, '_> {
+    type Value = Bound<'py, PyAny>;
+    type Array = Vec<Bound<'py, PyAny>>;
+    type Object = Bound<'py, PyAny>;
+
+    #[inline]
+    fn null(&mut self) -> Self::Value {
+        self.py.None().into_bound(self.py)
+    }
+
+    #[inline]
+    fn boolean(&mut self, value: bool) -> Self::Value {
+        pyo3::types::PyBool::new(self.py, value).to_owned().into_any()
+    }
+
+    #[inline]
+    fn number(&mut self, data: &[u8], n: Number) -> Self::Value {
+        let lexeme = &data[n.start..n.end];
+        // SAFETY: plain constructors returning new references (or NULL with an exception set).
+        let ptr = unsafe {
+            if n.is_int {
+                if let Some(v) = parse_i64(lexeme) {
+                    ffi::PyLong_FromLongLong(v)
+                } else if let Some(v) = parse_u64(lexeme) {
+                    ffi::PyLong_FromUnsignedLongLong(v)
+                } else {
+                    let mut text = lexeme.to_vec();
+                    text.push(0);
+                    ffi::PyLong_FromString(text.as_ptr().cast(), std::ptr::null_mut(), 10)
+                }
+            } else {
+                ffi::PyFloat_FromDouble(parse_f64(lexeme))
+            }
+        };
+        // SAFETY: `ptr` is a new reference or NULL.
+        unsafe { Bound::from_owned_ptr_or_err(self.py, ptr) }.expect("number within limits checked by the scanner")
+    }
+
+    #[inline]
+    fn string(&mut self, data: &[u8], s: Str) -> Self::Value {
+        self.text(data, s)
+    }
+
+    #[inline]
+    fn array_start(&mut self) -> Self::Array {
+        Vec::new()
+    }
+
+    #[inline]
+    fn array_push(&mut self, array: &mut Self::Array, value: Self::Value) {
+        array.push(value);
+    }
+
+    #[inline]
+    fn array_end(&mut self, array: Self::Array) -> Self::Value {
+        // SAFETY: PyList_New(n) then SET_ITEM steals one reference per slot, filling every slot.
+        unsafe {
+            let list = ffi::PyList_New(array.len() as ffi::Py_ssize_t);
+            let list = Bound::from_owned_ptr_or_err(self.py, list).expect("allocating a list failed");
+            for (i, item) in array.into_iter().enumerate() {
+                ffi::PyList_SET_ITEM(list.as_ptr(), i as ffi::Py_ssize_t, item.into_ptr());
+            }
+            list
+        }
+    }
+
+    #[inline]
+    fn object_start(&mut self) -> Self::Object {
+        // SAFETY: new reference or NULL.
+        unsafe { Bound::from_owned_ptr_or_err(self.py, ffi::PyDict_New()) }.expect("allocating a dict failed")
+    }
+
+    #[inline]
+    fn object_insert(&mut self, object: &mut Self::Object, data: &[u8], key: Str, value: Self::Value) {
+        let key = self.key(data, key);
+        // SAFETY: object is a dict; SetItem borrows key and value (they are dropped afterwards).
+        unsafe {
+            ffi::PyDict_SetItem(object.as_ptr(), key.as_ptr(), value.as_ptr());
+        }
+    }
+
+    #[inline]
+    fn object_end(&mut self, object: Self::Object) -> Self::Value {
+        object
+    }
+}
+
+/// Parse validated-or-not JSON text into Python objects. `check_utf8` may be skipped when the
+/// bytes were checked before (a stored frame).
+pub fn build<'py>(
+    py: Python<'py>,
+    data: &[u8],
+    check_utf8: bool,
+) -> Result<Bound<'py, PyAny>, crate::error::DecodeError> {
+    if check_utf8 {
+        crate::scanner::check_utf8(data)?;
+    }
+    // `try_lock`: a finalizer run by the allocator could re-enter; then go without the cache.
+    let mut guard = KEY_CACHE.try_lock().ok();
+    let keys = guard.as_deref_mut().map(|slot| {
+        slot.get_or_insert_with(|| KeyCache { slots: (0..KEY_CACHE_SIZE).map(|_| None).collect() })
+    });
+    let mut sink = PySink { py, scratch: Vec::new(), keys };
+    crate::scanner::Scanner::new(data).parse_document(&mut sink)
+}
+
+/// Build the value whose text is `data[start..end]` (a value already validated in a frame).
+pub fn build_span<'py>(py: Python<'py>, data: &[u8], start: usize, end: usize) -> PyResult<Bound<'py, PyAny>> {
+    build(py, &data[start..end], false).map_err(|e| PyTypeError::new_err(e.description))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writing JSON
+
+static ENUM_TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static UUID_TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+pub struct Writer<'py> {
+    py: Python<'py>,
+    pub out: Vec<u8>,
+}
+
+type WResult = Result<(), EncodeFailure>;
+
+#[cold]
+fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "object".to_owned())
+}
+
+#[cold]
+fn surrogate_failure(s: &Bound<'_, PyAny>) -> EncodeFailure {
+    // SAFETY: reading code points of a str by index within its length.
+    let cp = unsafe {
+        let n = ffi::PyUnicode_GetLength(s.as_ptr());
+        (0..n).map(|i| ffi::PyUnicode_ReadChar(s.as_ptr(), i)).find(|c| (0xD800..=0xDFFF).contains(c))
+    };
+    let _ = PyErr::take(s.py());
+    let cp = cp.unwrap_or(0xD800);
+    EncodeFailure::new("invalid_str", format!("expected a str encodable as UTF-8, found unpaired surrogate U+{cp:04X}"))
+}
+
+/// UTF-8 view of a str (or a str subclass), or the `invalid_str` failure.
+#[inline]
+fn str_utf8<'a>(obj: &'a Bound<'_, PyAny>) -> Result<&'a [u8], EncodeFailure> {
+    let mut size: ffi::Py_ssize_t = 0;
+    // SAFETY: obj is a str (checked by the caller); the returned buffer lives as long as obj.
+    let ptr = unsafe { ffi::PyUnicode_AsUTF8AndSize(obj.as_ptr(), &mut size) };
+    if ptr.is_null() {
+        // Clear the UnicodeEncodeError and report it our way.
+        let _ = PyErr::take(obj.py());
+        return Err(surrogate_failure(obj));
+    }
+    // SAFETY: CPython guarantees `size` valid bytes at `ptr`, owned by `obj`.
+    Ok(unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), size as usize) })
+}
+
+impl<'py> Writer<'py> {
+    pub fn new(py: Python<'py>) -> Self {
+        Self { py, out: Vec::with_capacity(256) }
+    }
+
+    pub fn write(&mut self, obj: &Bound<'py, PyAny>, depth: usize) -> WResult {
+        // SAFETY: type pointer comparisons against the interpreter's static type objects.
+        let ty = unsafe { ffi::Py_TYPE(obj.as_ptr()) };
+        unsafe {
+            if ty == &raw mut ffi::PyUnicode_Type {
+                let s = str_utf8(obj)?;
+                encoder::write_str(&mut self.out, s);
+                return Ok(());
+            }
+            if ty == &raw mut ffi::PyDict_Type {
+                return self.write_dict(obj, depth);
+            }
+            if ty == &raw mut ffi::PyList_Type {
+                return self.write_list(obj, depth);
+            }
+            if ty == &raw mut ffi::PyLong_Type {
+                return self.write_int(obj);
+            }
+            if ty == &raw mut ffi::PyFloat_Type {
+                return self.write_float(obj);
+            }
+            if ty == &raw mut ffi::PyBool_Type {
+                let t = obj.as_ptr() == ffi::Py_True();
+                self.out.extend_from_slice(if t { b"true" } else { b"false" });
+                return Ok(());
+            }
+            if obj.is_none() {
+                self.out.extend_from_slice(b"null");
+                return Ok(());
+            }
+            if ty == &raw mut ffi::PyTuple_Type {
+                return self.write_list(obj, depth);
+            }
+        }
+        self.write_other(obj, depth)
+    }
+
+    #[cold]
+    fn write_other(&mut self, obj: &Bound<'py, PyAny>, depth: usize) -> WResult {
+        let py = self.py;
+        if let Ok(m) = obj.cast::<PyMessage>() {
+            self.out.extend_from_slice(m.get().raw_bytes(py));
+            return Ok(());
+        }
+        // SAFETY: the *_Check macros only read type flags.
+        unsafe {
+            let p = obj.as_ptr();
+            if ffi::PyUnicode_Check(p) != 0 {
+                let s = str_utf8(obj)?;
+                encoder::write_str(&mut self.out, s);
+                return Ok(());
+            }
+            if ffi::PyLong_Check(p) != 0 {
+                return self.write_int(obj);
+            }
+            if ffi::PyFloat_Check(p) != 0 {
+                return self.write_float(obj);
+            }
+            if ffi::PyDict_Check(p) != 0 {
+                return self.write_dict(obj, depth);
+            }
+            if ffi::PyList_Check(p) != 0 || ffi::PyTuple_Check(p) != 0 {
+                return self.write_list(obj, depth);
+            }
+        }
+        let enum_ty = ENUM_TYPE.import(py, "enum", "Enum").map_err(EncodeFailure::python)?;
+        if obj.is_instance(enum_ty).map_err(EncodeFailure::python)? {
+            let value = obj.getattr("value").map_err(EncodeFailure::python)?;
+            return self.write(&value, depth);
+        }
+        let uuid_ty = UUID_TYPE.import(py, "uuid", "UUID").map_err(EncodeFailure::python)?;
+        if obj.is_instance(uuid_ty).map_err(EncodeFailure::python)? {
+            let text = obj.str().map_err(EncodeFailure::python)?;
+            encoder::write_str(&mut self.out, text.to_str().map_err(EncodeFailure::python)?.as_bytes());
+            return Ok(());
+        }
+        Err(EncodeFailure::new(
+            "unsupported_type",
+            format!("expected dict, list, tuple, str, int, float, bool or None, found {}", type_name(obj)),
+        ))
+    }
+
+    #[inline]
+    fn write_int(&mut self, obj: &Bound<'py, PyAny>) -> WResult {
+        let mut overflow = 0;
+        // SAFETY: obj is an int (or subclass).
+        let v = unsafe { ffi::PyLong_AsLongLongAndOverflow(obj.as_ptr(), &mut overflow) };
+        if overflow == 0 {
+            if v == -1 && PyErr::occurred(self.py) {
+                return Err(EncodeFailure::python(PyErr::fetch(self.py)));
+            }
+            encoder::write_i64(&mut self.out, v);
+            return Ok(());
+        }
+        self.write_big_int(obj)
+    }
+
+    #[cold]
+    fn write_big_int(&mut self, obj: &Bound<'py, PyAny>) -> WResult {
+        if let Ok(v) = obj.extract::<u64>() {
+            encoder::write_u64(&mut self.out, v);
+            return Ok(());
+        }
+        // SAFETY: int.__repr__ of an exact int via the C API (avoids subclass overrides).
+        let text = unsafe { Bound::from_owned_ptr_or_err(self.py, ffi::PyNumber_ToBase(obj.as_ptr(), 10)) };
+        match text {
+            Ok(t) => {
+                let t = t.cast_into::<PyString>().map_err(|e| EncodeFailure::python(e.into()))?;
+                self.out.extend_from_slice(t.to_str().map_err(EncodeFailure::python)?.as_bytes());
+                Ok(())
+            }
+            Err(_) => Err(EncodeFailure::new(
+                "int_too_large",
+                "expected an int of at most 4300 digits, found a larger one".to_owned(),
+            )),
+        }
+    }
+
+    #[inline]
+    fn write_float(&mut self, obj: &Bound<'py, PyAny>) -> WResult {
+        // SAFETY: obj is a float (or subclass).
+        let v = unsafe { ffi::PyFloat_AS_DOUBLE(obj.as_ptr()) };
+        if !v.is_finite() {
+            let repr = if v.is_nan() {
+                "nan"
+            } else if v > 0.0 {
+                "inf"
+            } else {
+                "-inf"
+            };
+            return Err(EncodeFailure::new("non_finite_float", format!("expected a finite float, found {repr}")));
+        }
+        encoder::write_f64(&mut self.out, v);
+        Ok(())
+    }
+
+    #[cold]
+    fn too_deep() -> EncodeFailure {
+        EncodeFailure::new("depth_limit", format!("nesting deeper than {MAX_DEPTH} levels"))
+    }
+
+    fn write_list(&mut self, obj: &Bound<'py, PyAny>, depth: usize) -> WResult {
+        if depth >= MAX_DEPTH {
+            return Err(Self::too_deep());
+        }
+        let p = obj.as_ptr();
+        // SAFETY: p is a list or tuple (or subclass); items are borrowed while the container is
+        // alive, and we take a strong reference to each before writing it.
+        unsafe {
+            let is_list = ffi::PyList_Check(p) != 0;
+            self.out.push(b'[');
+            let mut i: ffi::Py_ssize_t = 0;
+            loop {
+                let n = if is_list { ffi::PyList_GET_SIZE(p) } else { ffi::PyTuple_GET_SIZE(p) };
+                if i >= n {
+                    break;
+                }
+                let item = if is_list { ffi::PyList_GET_ITEM(p, i) } else { ffi::PyTuple_GET_ITEM(p, i) };
+                let item = Bound::from_borrowed_ptr(self.py, item);
+                if i > 0 {
+                    self.out.push(b',');
+                }
+                self.write(&item, depth + 1).map_err(|e| e.at(PathItem::Index(i as usize)))?;
+                i += 1;
+            }
+            self.out.push(b']');
+        }
+        Ok(())
+    }
+
+    fn write_dict(&mut self, obj: &Bound<'py, PyAny>, depth: usize) -> WResult {
+        if depth >= MAX_DEPTH {
+            return Err(Self::too_deep());
+        }
+        self.out.push(b'{');
+        let mut pos: ffi::Py_ssize_t = 0;
+        let mut key: *mut ffi::PyObject = std::ptr::null_mut();
+        let mut value: *mut ffi::PyObject = std::ptr::null_mut();
+        let mut first = true;
+        // SAFETY: PyDict_Next yields borrowed references valid while the dict is unchanged; we
+        // take strong references before running anything that could call back into Python.
+        unsafe {
+            while ffi::PyDict_Next(obj.as_ptr(), &mut pos, &mut key, &mut value) != 0 {
+                let k = Bound::from_borrowed_ptr(self.py, key);
+                let v = Bound::from_borrowed_ptr(self.py, value);
+                if ffi::PyUnicode_CheckExact(k.as_ptr()) == 0 {
+                    return Err(EncodeFailure::new(
+                        "non_str_key",
+                        format!("expected str dict keys, found {}", type_name(&k)),
+                    ));
+                }
+                if !first {
+                    self.out.push(b',');
+                }
+                first = false;
+                let kb = str_utf8(&k)?;
+                encoder::write_str(&mut self.out, kb);
+                self.out.push(b':');
+                if let Err(e) = self.write(&v, depth + 1) {
+                    let name = String::from_utf8_lossy(kb).into_owned();
+                    return Err(e.at(PathItem::Key(name)));
+                }
+            }
+        }
+        self.out.push(b'}');
+        Ok(())
+    }
+}
+
+/// `dumps(obj)` into a fresh `bytes`, optionally followed by a newline.
+pub fn dumps_bytes<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>, newline: bool) -> PyResult<Bound<'py, PyBytes>> {
+    let mut w = Writer::new(py);
+    w.write(obj, 0).map_err(|e| e.into_pyerr(py))?;
+    if newline {
+        w.out.push(b'\n');
+    }
+    Ok(PyBytes::new(py, &w.out))
+}
