@@ -11,9 +11,13 @@ pub const PARSE_ERROR: i32 = -32700;
 /// JSON-RPC "Invalid Request": valid JSON, but not a valid JSON-RPC 2.0 message.
 pub const INVALID_REQUEST: i32 = -32600;
 
-/// Why a frame or document could not be decoded.
+/// Why a frame or document could not be decoded. Boxed, so that `Result<T, DecodeError>` stays
+/// as small as `T` on the hot path (a large error type made every scanner call copy it around).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DecodeError {
+pub struct DecodeError(Box<ErrorData>);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ErrorData {
     pub code: i32,
     pub kind: &'static str,
     pub description: String,
@@ -25,7 +29,7 @@ impl DecodeError {
     #[cold]
     #[inline(never)]
     pub fn new(code: i32, kind: &'static str, description: String, position: Option<usize>) -> Self {
-        Self { code, kind, description, position }
+        Self(Box::new(ErrorData { code, kind, description, position }))
     }
 
     #[cold]
@@ -43,8 +47,15 @@ impl DecodeError {
     /// Move the error's position by `offset` bytes (used for entries of a batch).
     #[must_use]
     pub fn shifted(mut self, offset: usize) -> Self {
-        self.position = self.position.map(|p| p + offset);
+        self.0.position = self.0.position.map(|p| p + offset);
         self
+    }
+}
+
+impl std::ops::Deref for DecodeError {
+    type Target = ErrorData;
+    fn deref(&self) -> &ErrorData {
+        &self.0
     }
 }
 

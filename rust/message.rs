@@ -28,30 +28,46 @@ impl Kind {
     }
 }
 
-/// Where a value sits in the frame.
+/// Where a value sits in the frame: 12 bytes, so that the envelope walk moves little data.
+/// For strings, `start..end` includes the quotes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Span {
+    pub start: u32,
+    pub end: u32,
     pub ty: JsonType,
-    pub start: usize,
-    pub end: usize,
-    /// Set for string values.
-    pub string: Option<Str>,
-    /// Set for numbers without fraction/exponent.
+    /// Numbers: no fraction and no exponent.
     pub is_int: bool,
+    /// Strings: the content has escapes.
+    pub escaped: bool,
 }
 
 impl Span {
-    fn str(&self) -> Option<Str> {
-        self.string
+    #[inline(always)]
+    fn new(ty: JsonType, start: usize, end: usize) -> Self {
+        Self { start: start as u32, end: end as u32, ty, is_int: false, escaped: false }
+    }
+
+    #[inline(always)]
+    fn of_str(start: usize, s: Str) -> Self {
+        Self { start: start as u32, end: (s.end + 1) as u32, ty: JsonType::String, is_int: false, escaped: s.escaped }
+    }
+
+    pub fn range(&self) -> std::ops::Range<usize> {
+        self.start as usize..self.end as usize
+    }
+
+    /// The string token of a string value.
+    pub fn str(&self) -> Option<Str> {
+        (self.ty == JsonType::String).then(|| Str {
+            start: self.start as usize + 1,
+            end: self.end as usize - 1,
+            escaped: self.escaped,
+        })
     }
 
     fn shifted(mut self, by: usize) -> Self {
-        self.start -= by;
-        self.end -= by;
-        if let Some(s) = self.string.as_mut() {
-            s.start -= by;
-            s.end -= by;
-        }
+        self.start -= by as u32;
+        self.end -= by as u32;
         self
     }
 }
@@ -62,13 +78,14 @@ impl Span {
 pub struct Envelope {
     pub kind: Kind,
     pub id: Option<Span>,
-    pub method: Option<Str>,
+    /// The string fields below are always string spans (`Span::str` is `Some`).
+    pub method: Option<Span>,
     pub params: Option<Span>,
     pub result: Option<Span>,
     pub error: Option<Span>,
-    pub session_id: Option<Str>,
-    pub update_kind: Option<Str>,
-    pub tool_call_id: Option<Str>,
+    pub session_id: Option<Span>,
+    pub update_kind: Option<Span>,
+    pub tool_call_id: Option<Span>,
 }
 
 /// One entry of a batch: its byte range in the frame and what it decoded to.
@@ -130,15 +147,17 @@ fn scan_span(sc: &mut Scanner<'_>) -> Result<Span, DecodeError> {
     match ty {
         Some(JsonType::String) => {
             let s = sc.scan_string()?;
-            Ok(Span { ty: JsonType::String, start, end: sc.pos, string: Some(s), is_int: false })
+            Ok(Span::of_str(start, s))
         }
         Some(JsonType::Number) => {
             let n = sc.scan_number()?;
-            Ok(Span { ty: JsonType::Number, start, end: sc.pos, string: None, is_int: n.is_int })
+            let mut span = Span::new(JsonType::Number, start, sc.pos);
+            span.is_int = n.is_int;
+            Ok(span)
         }
         _ => {
             let ty = sc.skip_value()?;
-            Ok(Span { ty, start, end: sc.pos, string: None, is_int: false })
+            Ok(Span::new(ty, start, sc.pos))
         }
     }
 }
@@ -168,7 +187,7 @@ fn scan_members(sc: &mut Scanner<'_>, level: Level, m: &mut Members) -> Result<(
                 m.tool_call_id = None;
                 if sc.peek() == Some(b'{') {
                     scan_members(sc, Level::Params, m)?;
-                    m.params = Some(Span { ty: JsonType::Object, start: value_start, end: sc.pos, string: None, is_int: false });
+                    m.params = Some(Span::new(JsonType::Object, value_start, sc.pos));
                 } else {
                     m.params = Some(scan_span(sc)?);
                 }
@@ -178,7 +197,7 @@ fn scan_members(sc: &mut Scanner<'_>, level: Level, m: &mut Members) -> Result<(
                 m.error_message = None;
                 if sc.peek() == Some(b'{') {
                     scan_members(sc, Level::ErrorObject, m)?;
-                    m.error = Some(Span { ty: JsonType::Object, start: value_start, end: sc.pos, string: None, is_int: false });
+                    m.error = Some(Span::new(JsonType::Object, value_start, sc.pos));
                 } else {
                     m.error = Some(scan_span(sc)?);
                 }
@@ -245,7 +264,7 @@ fn scan_members(sc: &mut Scanner<'_>, level: Level, m: &mut Members) -> Result<(
 }
 
 fn is_int64(data: &[u8], span: &Span) -> bool {
-    span.ty == JsonType::Number && span.is_int && parse_i64(&data[span.start..span.end]).is_some()
+    span.ty == JsonType::Number && span.is_int && parse_i64(&data[span.range()]).is_some()
 }
 
 fn valid_id(data: &[u8], span: &Span) -> bool {
@@ -254,7 +273,8 @@ fn valid_id(data: &[u8], span: &Span) -> bool {
 
 #[cold]
 fn invalid_value(data: &[u8], kind: &'static str, what: &str, span: &Span) -> DecodeError {
-    DecodeError::invalid(kind, format!("expected {what}, found {}", describe_value(data, span.ty, span.start, span.end)), span.start)
+    let r = span.range();
+    DecodeError::invalid(kind, format!("expected {what}, found {}", describe_value(data, span.ty, r.start, r.end)), r.start)
 }
 
 const ID_WHAT: &str = "\"id\" to be a string, an integer or null";
@@ -271,7 +291,7 @@ fn validate(data: &[u8], m: &Members) -> Result<Envelope, DecodeError> {
     if !jsonrpc.str().is_some_and(|s| string_equals(data, s, b"2.0")) {
         return Err(invalid_value(data, "invalid_jsonrpc", "\"jsonrpc\": \"2.0\"", &jsonrpc));
     }
-    let str_of = |span: Option<Span>| span.and_then(|s| s.str());
+    let str_of = |span: Option<Span>| span.filter(|s| s.ty == JsonType::String);
     let kind;
     if let Some(method) = m.method {
         if method.ty != JsonType::String {
@@ -327,7 +347,7 @@ fn validate(data: &[u8], m: &Members) -> Result<Envelope, DecodeError> {
                     return Err(DecodeError::invalid(
                         "invalid_error",
                         "expected \"error.code\" to be an integer, found none".to_owned(),
-                        error.start,
+                        error.start as usize,
                     ))
                 }
             }
@@ -338,7 +358,7 @@ fn validate(data: &[u8], m: &Members) -> Result<Envelope, DecodeError> {
                     return Err(DecodeError::invalid(
                         "invalid_error",
                         "expected \"error.message\" to be a string, found none".to_owned(),
-                        error.start,
+                        error.start as usize,
                     ))
                 }
             }
@@ -353,8 +373,8 @@ fn validate(data: &[u8], m: &Members) -> Result<Envelope, DecodeError> {
         id: if kind == Kind::Notification { None } else { m.id },
         method: str_of(m.method),
         params: m.params,
-        result: if kind == Kind::Response { m.result } else { None },
-        error: if kind == Kind::Error { m.error } else { None },
+        result: m.result,
+        error: m.error,
         session_id: if params_object { str_of(m.session_id) } else { None },
         update_kind: if params_object { str_of(m.update_kind) } else { None },
         tool_call_id: if params_object { str_of(m.tool_call_id) } else { None },
@@ -363,13 +383,7 @@ fn validate(data: &[u8], m: &Members) -> Result<Envelope, DecodeError> {
 
 impl Envelope {
     fn shifted(mut self, by: usize) -> Self {
-        let shift_str = |s: Option<Str>| {
-            s.map(|mut s| {
-                s.start -= by;
-                s.end -= by;
-                s
-            })
-        };
+        let shift_str = |s: Option<Span>| s.map(|s| s.shifted(by));
         self.id = self.id.map(|s| s.shifted(by));
         self.params = self.params.map(|s| s.shifted(by));
         self.result = self.result.map(|s| s.shifted(by));
@@ -390,6 +404,13 @@ pub fn strip_line_ending(line: &[u8]) -> &[u8] {
 
 /// Decode one frame (without its line ending): JSON first, then the JSON-RPC rules.
 pub fn parse_frame(data: &[u8]) -> Result<Frame, DecodeError> {
+    if data.len() >= u32::MAX as usize {
+        return Err(DecodeError::json(
+            "frame_too_large",
+            format!("expected a frame of at most {} bytes, found a longer line", u32::MAX - 1),
+            u32::MAX as usize - 1,
+        ));
+    }
     if let Some(at) = memchr::memchr(b'\n', data) {
         return Err(DecodeError::json("embedded_newline", "expected one frame per line, found a newline".to_owned(), at));
     }
@@ -412,7 +433,7 @@ pub fn parse_frame(data: &[u8]) -> Result<Frame, DecodeError> {
             Err(DecodeError::invalid(
                 "not_an_object",
                 format!("expected a JSON-RPC message object or a batch array, found {}", span.ty.name()),
-                span.start,
+                span.start as usize,
             ))
         }
     }
@@ -484,8 +505,8 @@ mod tests {
         }
     }
 
-    fn text(data: &str, s: Option<Str>) -> Option<&str> {
-        s.map(|s| &data[s.start..s.end])
+    fn text(data: &str, s: Option<Span>) -> Option<&str> {
+        s.and_then(|s| s.str()).map(|s| &data[s.start..s.end])
     }
 
     #[test]
@@ -563,7 +584,7 @@ mod tests {
         assert_eq!(entries.len(), 3);
         let first = entries[0].result.as_ref().unwrap();
         assert_eq!(first.kind, Kind::Notification);
-        let m = first.method.unwrap();
+        let m = first.method.unwrap().str().unwrap();
         assert_eq!(&f[entries[0].start..entries[0].end][m.start..m.end], "a");
         let bad = entries[1].result.as_ref().unwrap_err();
         assert_eq!((bad.kind, bad.position), ("not_an_object", Some(33)));

@@ -23,8 +23,6 @@ pub struct Str {
     pub end: usize,
     /// The content holds at least one backslash escape.
     pub escaped: bool,
-    /// The content holds only ASCII bytes (escapes may still produce non-ASCII).
-    pub ascii: bool,
 }
 
 /// A number token: `start..end` is the lexeme.
@@ -100,11 +98,109 @@ pub fn validate(data: &[u8]) -> Result<(), DecodeError> {
     Scanner::new(data).parse_document(&mut Skip)
 }
 
+/// Bitmap of the bytes that end a run of string content: `"`, `\\` and bytes below 0x20. Bit
+/// `i % 64` of word `i / 64` stands for byte `i`. Built in one SIMD pass before parsing, so that
+/// finding the end of a string is a few word operations instead of a loop over its bytes.
+struct SpecialIndex {
+    inline: [u64; INLINE_WORDS],
+    heap: Vec<u64>,
+    words: usize,
+}
+
+/// Documents up to 1 KiB keep their index inline (larger ones pay one allocation).
+const INLINE_WORDS: usize = 16;
+
+impl SpecialIndex {
+    fn new(data: &[u8]) -> Self {
+        let words = data.len().div_ceil(64);
+        let mut index = Self { inline: [0; INLINE_WORDS], heap: Vec::new(), words };
+        let out: &mut [u64] = if words <= INLINE_WORDS {
+            &mut index.inline[..words]
+        } else {
+            index.heap = vec![0; words];
+            &mut index.heap
+        };
+        build_special_index(data, out);
+        index
+    }
+
+    #[inline(always)]
+    fn words(&self) -> &[u64] {
+        if self.words <= INLINE_WORDS {
+            &self.inline[..self.words]
+        } else {
+            &self.heap
+        }
+    }
+
+    /// First special byte at or after `i`, or `len`.
+    #[inline(always)]
+    fn next(&self, i: usize, len: usize) -> usize {
+        let words = self.words();
+        let mut w = i >> 6;
+        if w >= words.len() {
+            return len;
+        }
+        let mut bits = words[w] & (u64::MAX << (i & 63));
+        while bits == 0 {
+            w += 1;
+            if w >= words.len() {
+                return len;
+            }
+            bits = words[w];
+        }
+        (w << 6) + bits.trailing_zeros() as usize
+    }
+}
+
+fn build_special_index(data: &[u8], out: &mut [u64]) {
+    let full = data.len() / 64;
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE2 is part of the x86_64 baseline; every load reads 16 bytes inside `data`.
+    unsafe {
+        use std::arch::x86_64::{
+            __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
+        };
+        let quote = _mm_set1_epi8(b'"' as i8);
+        let backslash = _mm_set1_epi8(b'\\' as i8);
+        let ctl = _mm_set1_epi8(0x1f);
+        for (w, slot) in out.iter_mut().enumerate().take(full) {
+            let base = data.as_ptr().add(w * 64);
+            let mut word = 0u64;
+            for k in 0..4 {
+                let v = _mm_loadu_si128(base.add(k * 16).cast::<__m128i>());
+                let m = _mm_or_si128(
+                    _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
+                    _mm_cmpeq_epi8(_mm_min_epu8(v, ctl), v),
+                );
+                word |= u64::from(_mm_movemask_epi8(m) as u16) << (k * 16);
+            }
+            *slot = word;
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    for (w, slot) in out.iter_mut().enumerate().take(full) {
+        *slot = scalar_word(&data[w * 64..w * 64 + 64]);
+    }
+    if full < out.len() {
+        out[full] = scalar_word(&data[full * 64..]);
+    }
+}
+
+#[inline]
+fn scalar_word(chunk: &[u8]) -> u64 {
+    chunk
+        .iter()
+        .enumerate()
+        .fold(0u64, |acc, (i, &b)| if b == b'"' || b == b'\\' || b < 0x20 { acc | (1 << i) } else { acc })
+}
+
 /// Cursor over a UTF-8-checked input.
 pub struct Scanner<'a> {
     pub data: &'a [u8],
     pub pos: usize,
     pub depth: u32,
+    index: SpecialIndex,
 }
 
 #[cold]
@@ -145,7 +241,7 @@ fn read_hex4(data: &[u8], at: usize) -> Option<u16> {
 
 impl<'a> Scanner<'a> {
     pub fn new(data: &'a [u8]) -> Self {
-        Self { data, pos: 0, depth: 0 }
+        Self { data, pos: 0, depth: 0, index: SpecialIndex::new(data) }
     }
 
     /// One value surrounded by whitespace and nothing else.
@@ -169,6 +265,17 @@ impl<'a> Scanner<'a> {
 
     #[inline(always)]
     pub fn skip_ws(&mut self) {
+        // Compact JSON has no whitespace: one compare settles the common case.
+        if let Some(&b) = self.data.get(self.pos) {
+            if b > b' ' {
+                return;
+            }
+        }
+        self.skip_ws_slow();
+    }
+
+    #[inline(never)]
+    fn skip_ws_slow(&mut self) {
         while let Some(&b) = self.data.get(self.pos) {
             if !is_ws(b) {
                 break;
@@ -180,7 +287,12 @@ impl<'a> Scanner<'a> {
     /// Next non-whitespace byte (the cursor is left on it).
     #[inline(always)]
     pub fn peek(&mut self) -> Option<u8> {
-        self.skip_ws();
+        if let Some(&b) = self.data.get(self.pos) {
+            if b > b' ' {
+                return Some(b);
+            }
+        }
+        self.skip_ws_slow();
         self.data.get(self.pos).copied()
     }
 
@@ -338,33 +450,25 @@ impl<'a> Scanner<'a> {
     }
 
     /// Scan a string whose opening quote is at the cursor.
+    #[inline]
     pub fn scan_string(&mut self) -> Result<Str, DecodeError> {
         let data = self.data;
         let start = self.pos + 1;
-        let mut i = start;
+        let mut i = self.index.next(start, data.len());
         let mut escaped = false;
-        let mut ascii = true;
         loop {
-            let (at, high) = find_special(data, i);
-            ascii &= !high;
-            i = at;
             match data.get(i) {
-                None => return Err(unexpected(data, i, "'\"' to close the string")),
                 Some(b'"') => {
                     self.pos = i + 1;
-                    return Ok(Str { start, end: i, escaped, ascii });
+                    return Ok(Str { start, end: i, escaped });
                 }
                 Some(b'\\') => {
                     escaped = true;
-                    i = Self::check_escape(data, i)?;
+                    let after = Self::check_escape(data, i)?;
+                    i = self.index.next(after, data.len());
                 }
-                Some(_) => {
-                    return Err(DecodeError::json(
-                        "control_character",
-                        format!("expected an escaped control character in a string, found {}", describe_found(data, i)),
-                        i,
-                    ))
-                }
+                None => return Err(unexpected(data, i, "'\"' to close the string")),
+                Some(_) => return Err(control_character(data, i)),
             }
         }
     }
@@ -487,6 +591,16 @@ impl<'a> Scanner<'a> {
         self.pos = i;
         Ok(Number { start, end: i, is_int })
     }
+}
+
+#[cold]
+#[inline(never)]
+fn control_character(data: &[u8], at: usize) -> DecodeError {
+    DecodeError::json(
+        "control_character",
+        format!("expected an escaped control character in a string, found {}", describe_found(data, at)),
+        at,
+    )
 }
 
 #[cold]
@@ -620,64 +734,6 @@ pub fn string_equals(data: &[u8], s: Str, expected: &[u8]) -> bool {
     }
 }
 
-/// Offset of the first `"`, `\` or control byte at or after `i` (or `data.len()`), and whether a
-/// non-ASCII byte was passed on the way.
-#[inline(always)]
-fn find_special(data: &[u8], i: usize) -> (usize, bool) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        // SAFETY: SSE2 is part of the x86_64 baseline; loads stay within `data`.
-        unsafe { find_special_sse2(data, i) }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        find_special_scalar(data, i, false)
-    }
-}
-
-#[inline(always)]
-fn find_special_scalar(data: &[u8], mut i: usize, mut high: bool) -> (usize, bool) {
-    while let Some(&b) = data.get(i) {
-        if b == b'"' || b == b'\\' || b < 0x20 {
-            return (i, high);
-        }
-        high |= b >= 0x80;
-        i += 1;
-    }
-    (i, high)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-unsafe fn find_special_sse2(data: &[u8], mut i: usize) -> (usize, bool) {
-    use std::arch::x86_64::{
-        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
-    };
-    let len = data.len();
-    let ptr = data.as_ptr();
-    let quote = _mm_set1_epi8(b'"' as i8);
-    let backslash = _mm_set1_epi8(b'\\' as i8);
-    let ctl = _mm_set1_epi8(0x1f);
-    let mut high = 0i32;
-    while i + 16 <= len {
-        let v = _mm_loadu_si128(ptr.add(i).cast::<__m128i>());
-        let special = _mm_or_si128(
-            _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
-            _mm_cmpeq_epi8(_mm_min_epu8(v, ctl), v),
-        );
-        let mask = _mm_movemask_epi8(special);
-        let hi = _mm_movemask_epi8(v);
-        if mask != 0 {
-            let k = mask.trailing_zeros();
-            high |= hi & ((1i32 << k) - 1);
-            return (i + k as usize, high != 0);
-        }
-        high |= hi;
-        i += 16;
-    }
-    find_special_scalar(data, i, high != 0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -765,14 +821,24 @@ mod tests {
     }
 
     #[test]
-    fn special_finder_flags_non_ascii() {
-        let text = "aaaaaaaaaaaaaaaaaaaaé\"".as_bytes();
-        let (at, high) = find_special(text, 0);
-        assert_eq!(at, text.len() - 1);
-        assert!(high);
-        let (at, high) = find_special(b"abcdefghijklmnopqrstuvwxyz\x01", 0);
-        assert_eq!(at, 26);
-        assert!(!high);
+    fn special_index_finds_every_special_byte() {
+        let mut text = vec![b'a'; 200];
+        for &(at, b) in &[(3usize, b'"'), (63, b'\\'), (64, 0x01), (130, b'"'), (199, 0x1f)] {
+            text[at] = b;
+        }
+        let index = SpecialIndex::new(&text);
+        let mut found = Vec::new();
+        let mut i = 0;
+        while i < text.len() {
+            i = index.next(i, text.len());
+            if i < text.len() {
+                found.push(i);
+                i += 1;
+            }
+        }
+        assert_eq!(found, vec![3, 63, 64, 130, 199]);
+        let big = vec![b'x'; 10_000];
+        assert_eq!(SpecialIndex::new(&big).next(0, big.len()), big.len());
     }
 
     #[test]

@@ -1,8 +1,6 @@
 //! Python objects ↔ JSON: a scanner sink that builds `dict`/`list`/`str`/… while the grammar is
 //! checked (one pass), and the writer behind `dumps`.
 
-use std::sync::Mutex;
-
 use pyo3::exceptions::PyTypeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -10,6 +8,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyString, PyType};
 
 use super::errors::EncodeFailure;
+use super::strcache::{new_str, KEYS};
 use super::frames::PyMessage;
 use crate::encoder::{self, PathItem, MAX_DEPTH};
 use crate::scanner::{parse_f64, parse_i64, parse_u64, unescape_into, Number, Sink, Str};
@@ -17,101 +16,37 @@ use crate::scanner::{parse_f64, parse_i64, parse_u64, unescape_into, Number, Sin
 // ---------------------------------------------------------------------------------------------
 // Building Python objects
 
-/// A small direct-mapped cache of object keys (the same few dozen keys recur in every frame).
-const KEY_CACHE_SIZE: usize = 1024;
-const KEY_CACHE_MAX_LEN: usize = 48;
-
-struct KeyCache {
-    slots: Vec<Option<(u64, Py<PyString>)>>,
-}
-
-static KEY_CACHE: Mutex<Option<KeyCache>> = Mutex::new(None);
-
-#[inline(always)]
-fn hash_bytes(b: &[u8]) -> u64 {
-    // FNV-1a: keys are short; this is cheap and good enough for a direct-mapped table.
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &x in b {
-        h ^= u64::from(x);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h
-}
-
-/// Create a `str` from UTF-8 known to be valid; `ascii` allows the fast copy path.
-#[inline]
-pub fn new_str<'py>(py: Python<'py>, bytes: &[u8], ascii: bool) -> Bound<'py, PyAny> {
-    // SAFETY: `bytes` is valid UTF-8 (checked by the scanner); for the ASCII path we allocate a
-    // compact ASCII string of exactly `len` code points and fill its data buffer.
-    unsafe {
-        let len = bytes.len() as ffi::Py_ssize_t;
-        let ptr = if ascii {
-            let s = ffi::PyUnicode_New(len, 127);
-            if !s.is_null() {
-                std::ptr::copy_nonoverlapping(bytes.as_ptr(), ffi::PyUnicode_DATA(s).cast::<u8>(), bytes.len());
-            }
-            s
-        } else {
-            ffi::PyUnicode_FromStringAndSize(bytes.as_ptr().cast(), len)
-        };
-        Bound::from_owned_ptr_or_err(py, ptr).expect("allocating a str failed")
-    }
-}
-
 /// The sink that builds Python objects.
-pub struct PySink<'py, 'c> {
+pub struct PySink<'py> {
     py: Python<'py>,
     scratch: Vec<u8>,
-    keys: Option<&'c mut KeyCache>,
 }
 
-impl<'py> PySink<'py, '_> {
+impl<'py> PySink<'py> {
     #[inline]
     fn text(&mut self, data: &[u8], s: Str) -> Bound<'py, PyAny> {
         if s.escaped {
             self.scratch.clear();
             unescape_into(data, s, &mut self.scratch);
-            let ascii = self.scratch.is_ascii();
-            new_str(self.py, &self.scratch, ascii)
+            new_str(self.py, &self.scratch)
         } else {
-            new_str(self.py, &data[s.start..s.end], s.ascii)
+            new_str(self.py, &data[s.start..s.end])
         }
     }
 
     #[inline]
     fn key(&mut self, data: &[u8], s: Str) -> Bound<'py, PyAny> {
-        let bytes = &data[s.start..s.end];
-        if s.escaped || bytes.len() > KEY_CACHE_MAX_LEN {
-            return self.text(data, s);
+        if s.escaped {
+            self.scratch.clear();
+            unescape_into(data, s, &mut self.scratch);
+            KEYS.get(self.py, &self.scratch)
+        } else {
+            KEYS.get(self.py, &data[s.start..s.end])
         }
-        let Some(cache) = self.keys.as_deref_mut() else { return self.text(data, s) };
-        let h = hash_bytes(bytes);
-        let slot = &mut cache.slots[(h as usize) % KEY_CACHE_SIZE];
-        if let Some((sh, cached)) = slot {
-            if *sh == h {
-                let cached = cached.bind(self.py);
-                if let Ok(t) = cached.to_str() {
-                    if t.as_bytes() == bytes {
-                        return cached.clone().into_any();
-                    }
-                }
-            }
-        }
-        let fresh = new_str(self.py, bytes, s.ascii);
-        // SAFETY: `fresh` is an exact str we own; interning replaces the pointer in place.
-        let interned = unsafe {
-            let mut p = fresh.into_ptr();
-            ffi::PyUnicode_InternInPlace(&mut p);
-            Bound::from_owned_ptr(self.py, p)
-        };
-        if let Ok(s) = interned.cast::<PyString>() {
-            *slot = Some((h, s.clone().unbind()));
-        }
-        interned
     }
 }
 
-impl<'py> Sink for PySink<'py, '_> {
+impl<'py> Sink for PySink<'py> {
     type Value = Bound<'py, PyAny>;
     type Array = Vec<Bound<'py, PyAny>>;
     type Object = Bound<'py, PyAny>;
@@ -208,18 +143,13 @@ pub fn build<'py>(
     if check_utf8 {
         crate::scanner::check_utf8(data)?;
     }
-    // `try_lock`: a finalizer run by the allocator could re-enter; then go without the cache.
-    let mut guard = KEY_CACHE.try_lock().ok();
-    let keys = guard.as_deref_mut().map(|slot| {
-        slot.get_or_insert_with(|| KeyCache { slots: (0..KEY_CACHE_SIZE).map(|_| None).collect() })
-    });
-    let mut sink = PySink { py, scratch: Vec::new(), keys };
+    let mut sink = PySink { py, scratch: Vec::new() };
     crate::scanner::Scanner::new(data).parse_document(&mut sink)
 }
 
 /// Build the value whose text is `data[start..end]` (a value already validated in a frame).
 pub fn build_span<'py>(py: Python<'py>, data: &[u8], start: usize, end: usize) -> PyResult<Bound<'py, PyAny>> {
-    build(py, &data[start..end], false).map_err(|e| PyTypeError::new_err(e.description))
+    build(py, &data[start..end], false).map_err(|e| PyTypeError::new_err(e.description.clone()))
 }
 
 // ---------------------------------------------------------------------------------------------

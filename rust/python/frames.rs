@@ -6,107 +6,71 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyByteArray, PyBytes, PyList, PyString, PyTuple};
 use pyo3::{intern, IntoPyObjectExt};
 
-use super::convert::{build, build_span, dumps_bytes, new_str};
+use super::convert::{build, build_span, dumps_bytes};
+use super::strcache::VALUES;
 use super::errors::{batch_type, decode_error, decode_error_object, Origin};
 use crate::error::{DecodeError, JsonType, PARSE_ERROR};
 use crate::framing::{Event, Framer, DEFAULT_MAX_FRAME_BYTES};
 use crate::message::{parse_frame, strip_line_ending, Envelope, Frame, Kind, Span};
-use crate::scanner::{parse_i64, string_text, Str};
+use crate::scanner::{parse_i64, string_text};
 
 /// Largest frame a `Message` can hold (offsets are stored as `u32`).
 const MAX_FRAME: usize = u32::MAX as usize - 1;
 
-/// A compact location of a value in the frame.
-#[derive(Clone, Copy)]
-struct Loc {
-    start: u32,
-    end: u32,
-    escaped: bool,
-    ascii: bool,
-}
-
-impl Loc {
-    fn of_str(s: Str) -> Self {
-        Self { start: s.start as u32, end: s.end as u32, escaped: s.escaped, ascii: s.ascii }
-    }
-
-    fn of_span(s: &Span) -> Self {
-        Self { start: s.start as u32, end: s.end as u32, escaped: false, ascii: false }
-    }
-
-    fn as_str(self) -> Str {
-        Str { start: self.start as usize, end: self.end as usize, escaped: self.escaped, ascii: self.ascii }
-    }
-}
-
-/// What a `Message` remembers of its envelope (about 120 bytes).
-#[derive(Clone, Copy)]
-struct Fields {
-    kind: Kind,
-    id: Option<(Loc, JsonType)>,
-    method: Option<Loc>,
-    params: Option<Loc>,
-    result: Option<Loc>,
-    error: Option<Loc>,
-    session_id: Option<Loc>,
-    update_kind: Option<Loc>,
-    tool_call_id: Option<Loc>,
-}
-
-impl Fields {
-    fn new(env: &Envelope) -> Self {
-        Self {
-            kind: env.kind,
-            id: env.id.map(|s| match s.string {
-                Some(st) => (Loc::of_str(st), JsonType::String),
-                None => (Loc::of_span(&s), s.ty),
-            }),
-            method: env.method.map(Loc::of_str),
-            params: env.params.as_ref().map(Loc::of_span),
-            result: env.result.as_ref().map(Loc::of_span),
-            error: env.error.as_ref().map(Loc::of_span),
-            session_id: env.session_id.map(Loc::of_str),
-            update_kind: env.update_kind.map(Loc::of_str),
-            tool_call_id: env.tool_call_id.map(Loc::of_str),
-        }
-    }
-}
-
-/// One JSON-RPC message: the frame's bytes plus where its routing fields are.
+/// One JSON-RPC message: a view of the frame's bytes plus where its routing fields are.
+///
+/// The bytes are not copied out of the buffer they were decoded from: a message holds a reference
+/// to the `bytes` object given to `feed`/`decode` (or to a private copy when a frame spans two
+/// `feed` calls or came from another buffer type), so a message kept alive keeps that buffer
+/// alive too.
 #[pyclass(module = "acp_fast", name = "Message", frozen, weakref)]
 pub struct PyMessage {
-    /// The frame followed by one `\n`: `encode` returns this very object.
-    line_bytes: Py<PyBytes>,
-    fields: Fields,
+    /// `"request"`, `"notification"`, `"response"` or `"error"`.
+    #[pyo3(get)]
+    kind: Py<PyAny>,
+    /// The id (str / int / None; None for notifications).
+    #[pyo3(get)]
+    id: Py<PyAny>,
+    /// The method name, or None for responses.
+    #[pyo3(get)]
+    method: Py<PyAny>,
+    /// `params.sessionId` when it is a string, else None.
+    #[pyo3(get)]
+    session_id: Py<PyAny>,
+    /// `params.update.sessionUpdate` when it is a string, else None.
+    #[pyo3(get)]
+    update_kind: Py<PyAny>,
+    /// `params.update.toolCallId` when it is a string, else None.
+    #[pyo3(get)]
+    tool_call_id: Py<PyAny>,
+    source: Py<PyBytes>,
+    offset: usize,
+    len: usize,
+    fields: Envelope,
     line: Option<u64>,
 }
 
 impl PyMessage {
     /// The frame's bytes without the line ending.
     pub fn raw_bytes<'a>(&'a self, py: Python<'a>) -> &'a [u8] {
-        let b = self.line_bytes.as_bytes(py);
-        &b[..b.len() - 1]
+        &self.source.as_bytes(py)[self.offset..self.offset + self.len]
     }
 
-    fn text<'py>(&self, py: Python<'py>, loc: Option<Loc>) -> Option<Bound<'py, PyAny>> {
-        let loc = loc?;
-        let data = self.raw_bytes(py);
-        let s = loc.as_str();
-        if s.escaped {
-            let mut scratch = Vec::new();
-            let t = string_text(data, s, &mut scratch);
-            let ascii = t.is_ascii();
-            Some(new_str(py, t, ascii))
-        } else {
-            Some(new_str(py, &data[s.start..s.end], s.ascii))
-        }
-    }
-
-    fn value<'py>(&self, py: Python<'py>, loc: Option<Loc>) -> PyResult<Bound<'py, PyAny>> {
-        match loc {
+    fn value<'py>(&self, py: Python<'py>, span: Option<Span>) -> PyResult<Bound<'py, PyAny>> {
+        match span {
             None => Ok(py.None().into_bound(py)),
-            Some(l) => build_span(py, self.raw_bytes(py), l.start as usize, l.end as usize),
+            Some(s) => build_span(py, self.raw_bytes(py), s.start as usize, s.end as usize),
         }
+    }
+
+    /// The frame followed by `\n`: the source itself when it is exactly that, else a copy.
+    fn line_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let src = self.source.bind(py);
+        let all = src.as_bytes();
+        if self.offset == 0 && all.len() == self.len + 1 && all[self.len] == b'\n' {
+            return Ok(src.clone());
+        }
+        line_bytes(py, self.raw_bytes(py))
     }
 }
 
@@ -119,14 +83,80 @@ fn line_bytes<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyBytes>
     })
 }
 
-fn new_message<'py>(py: Python<'py>, data: &[u8], env: &Envelope, line: Option<u64>) -> PyResult<Bound<'py, PyAny>> {
-    let msg = PyMessage { line_bytes: line_bytes(py, data)?.unbind(), fields: Fields::new(env), line };
+/// A buffer that frames are views into: the caller's `bytes`, or a copy.
+struct Source<'py> {
+    bytes: Bound<'py, PyBytes>,
+}
+
+impl<'py> Source<'py> {
+    /// Offset of `frame` within this source, when it lies there.
+    fn locate(&self, frame: &[u8]) -> Option<usize> {
+        let all = self.bytes.as_bytes();
+        let base = all.as_ptr() as usize;
+        let p = frame.as_ptr() as usize;
+        (p >= base && p + frame.len() <= base + all.len()).then(|| p - base)
+    }
+}
+
+/// The `str` of a string span (cached), or None.
+#[inline]
+fn text(py: Python<'_>, data: &[u8], span: Option<Span>) -> Py<PyAny> {
+    match span.and_then(|s| s.str()) {
+        Some(s) => {
+            let mut scratch = Vec::new();
+            VALUES.get(py, string_text(data, s, &mut scratch)).unbind()
+        }
+        None => py.None(),
+    }
+}
+
+fn id_value(py: Python<'_>, data: &[u8], span: Option<Span>) -> PyResult<Py<PyAny>> {
+    match span {
+        Some(s) if s.ty == JsonType::String => Ok(text(py, data, Some(s))),
+        Some(s) if s.ty == JsonType::Number => {
+            Ok(parse_i64(&data[s.range()]).unwrap_or_default().into_bound_py_any(py)?.unbind())
+        }
+        _ => Ok(py.None()),
+    }
+}
+
+fn new_message<'py>(
+    py: Python<'py>,
+    source: &Bound<'py, PyBytes>,
+    offset: usize,
+    len: usize,
+    env: &Envelope,
+    line: Option<u64>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let data = &source.as_bytes()[offset..offset + len];
+    let kind = match env.kind {
+        Kind::Request => intern!(py, "request"),
+        Kind::Notification => intern!(py, "notification"),
+        Kind::Response => intern!(py, "response"),
+        Kind::Error => intern!(py, "error"),
+    };
+    let msg = PyMessage {
+        kind: kind.clone().into_any().unbind(),
+        id: id_value(py, data, env.id)?,
+        method: text(py, data, env.method),
+        session_id: text(py, data, env.session_id),
+        update_kind: text(py, data, env.update_kind),
+        tool_call_id: text(py, data, env.tool_call_id),
+        source: source.clone().unbind(),
+        offset,
+        len,
+        fields: *env,
+        line,
+    };
     Ok(Bound::new(py, msg)?.into_any())
 }
 
-/// Turn a parsed frame into `Message` / `Batch` / `DecodeError` objects.
+/// Turn a parsed frame into `Message` / `Batch` / `DecodeError` objects. `data` lies in `source`
+/// at `offset`.
 fn frame_object<'py>(
     py: Python<'py>,
+    source: &Bound<'py, PyBytes>,
+    offset: usize,
     data: &[u8],
     parsed: Result<Frame, DecodeError>,
     line: Option<u64>,
@@ -136,13 +166,13 @@ fn frame_object<'py>(
         None => Origin::Document(data),
     };
     match parsed {
-        Ok(Frame::Single(env)) => Ok(Ok(new_message(py, data, &env, line)?)),
+        Ok(Frame::Single(env)) => Ok(Ok(new_message(py, source, offset, data.len(), &env, line)?)),
         Ok(Frame::Batch(entries)) => {
             let list = PyList::empty(py);
             for entry in entries {
                 let bytes = &data[entry.start..entry.end];
                 match entry.result {
-                    Ok(env) => list.append(new_message(py, bytes, &env, line)?)?,
+                    Ok(env) => list.append(new_message(py, source, offset + entry.start, bytes.len(), &env, line)?)?,
                     Err(e) => list.append(decode_error_object(py, &e, origin(line), Some(bytes))?)?,
                 }
             }
@@ -153,93 +183,68 @@ fn frame_object<'py>(
     }
 }
 
-/// Run `f` on the bytes of a bytes / bytearray / memoryview / str argument.
-pub fn with_bytes<R>(obj: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) -> PyResult<R>) -> PyResult<R> {
+/// Decode the frame `data` (a slice of `source` if it lies there, else copied).
+fn decode_in<'py>(
+    py: Python<'py>,
+    source: &Source<'py>,
+    data: &[u8],
+    line: Option<u64>,
+) -> PyResult<Result<Bound<'py, PyAny>, Bound<'py, PyAny>>> {
+    let parsed = parse_frame(data);
+    match source.locate(data) {
+        Some(offset) => frame_object(py, &source.bytes, offset, data, parsed, line),
+        None => {
+            let own = PyBytes::new(py, data);
+            frame_object(py, &own, 0, data, parsed, line)
+        }
+    }
+}
+
+/// The bytes of a bytes / bytearray / memoryview / str argument as a `bytes` object (the
+/// argument itself when it is `bytes`).
+fn source_of<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Source<'py>> {
     let py = obj.py();
     if let Ok(b) = obj.cast::<PyBytes>() {
-        return f(b.as_bytes());
+        return Ok(Source { bytes: b.clone() });
     }
     if let Ok(s) = obj.cast::<PyString>() {
         return match s.to_str() {
-            Ok(t) => f(t.as_bytes()),
+            Ok(t) => Ok(Source { bytes: PyBytes::new(py, t.as_bytes()) }),
             Err(_) => {
                 let _ = PyErr::take(py);
-                let cp = s
-                    .to_string_lossy()
-                    .chars()
-                    .position(|c| c == '\u{FFFD}')
-                    .and_then(|i| s.get_item(i).ok())
-                    .and_then(|c| c.cast_into::<PyString>().ok())
-                    .and_then(|c| {
-                        // SAFETY: reading the first code point of a one-character str.
-                        Some(unsafe { pyo3::ffi::PyUnicode_ReadChar(c.as_ptr(), 0) })
-                    })
-                    .unwrap_or(0xD800);
-                let err = DecodeError::new(
-                    PARSE_ERROR,
-                    "invalid_utf8",
-                    format!("expected a str encodable as UTF-8, found unpaired surrogate U+{cp:04X}"),
-                    None,
-                );
-                Err(decode_error(py, &err, Origin::Document(b""), None))
+                Err(surrogate_error(py, s))
             }
         };
     }
     if let Ok(b) = obj.cast::<PyByteArray>() {
-        return f(&b.to_vec());
+        return Ok(Source { bytes: PyBytes::new(py, &b.to_vec()) });
     }
     if let Ok(buf) = pyo3::buffer::PyBuffer::<u8>::get(obj) {
-        return f(&buf.to_vec(py)?);
+        return Ok(Source { bytes: PyBytes::new(py, &buf.to_vec(py)?) });
     }
     let name = obj.get_type().name().map(|n| n.to_string()).unwrap_or_default();
     Err(PyTypeError::new_err(format!("expected bytes, bytearray, memoryview or str, found {name}")))
 }
 
+#[cold]
+fn surrogate_error(py: Python<'_>, s: &Bound<'_, PyString>) -> PyErr {
+    // SAFETY: reading code points of a str by index within its length.
+    let cp = unsafe {
+        let n = pyo3::ffi::PyUnicode_GetLength(s.as_ptr());
+        (0..n).map(|i| pyo3::ffi::PyUnicode_ReadChar(s.as_ptr(), i)).find(|c| (0xD800..=0xDFFF).contains(c))
+    };
+    let _ = PyErr::take(py);
+    let err = DecodeError::new(
+        PARSE_ERROR,
+        "invalid_utf8",
+        format!("expected a str encodable as UTF-8, found unpaired surrogate U+{:04X}", cp.unwrap_or(0xD800)),
+        None,
+    );
+    decode_error(py, &err, Origin::Document(b""), None)
+}
+
 #[pymethods]
 impl PyMessage {
-    #[getter]
-    fn kind<'py>(&self, py: Python<'py>) -> &Bound<'py, PyString> {
-        match self.fields.kind {
-            Kind::Request => intern!(py, "request"),
-            Kind::Notification => intern!(py, "notification"),
-            Kind::Response => intern!(py, "response"),
-            Kind::Error => intern!(py, "error"),
-        }
-    }
-
-    #[getter]
-    fn id<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        match self.fields.id {
-            None | Some((_, JsonType::Null)) => Ok(py.None().into_bound(py)),
-            Some((loc, JsonType::String)) => Ok(self.text(py, Some(loc)).unwrap_or_else(|| py.None().into_bound(py))),
-            Some((loc, _)) => {
-                let data = self.raw_bytes(py);
-                let v = parse_i64(&data[loc.start as usize..loc.end as usize]).unwrap_or_default();
-                v.into_bound_py_any(py)
-            }
-        }
-    }
-
-    #[getter]
-    fn method<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
-        self.text(py, self.fields.method)
-    }
-
-    #[getter]
-    fn session_id<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
-        self.text(py, self.fields.session_id)
-    }
-
-    #[getter]
-    fn update_kind<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
-        self.text(py, self.fields.update_kind)
-    }
-
-    #[getter]
-    fn tool_call_id<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
-        self.text(py, self.fields.tool_call_id)
-    }
-
     #[getter]
     fn raw<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
         PyBytes::new(py, self.raw_bytes(py))
@@ -283,16 +288,16 @@ impl PyMessage {
     }
 
     fn __hash__(&self, py: Python<'_>) -> PyResult<isize> {
-        self.line_bytes.bind(py).hash()
+        PyBytes::new(py, self.raw_bytes(py)).hash()
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        let mut parts = vec![format!("kind={}", self.kind(py).repr()?)];
-        if let Some(m) = self.method(py) {
-            parts.push(format!("method={}", m.repr()?));
+        let mut parts = vec![format!("kind={}", self.kind.bind(py).repr()?)];
+        if !self.method.is_none(py) {
+            parts.push(format!("method={}", self.method.bind(py).repr()?));
         }
         if self.fields.kind != Kind::Notification {
-            parts.push(format!("id={}", self.id(py)?.repr()?));
+            parts.push(format!("id={}", self.id.bind(py).repr()?));
         }
         Ok(format!("Message({})", parts.join(", ")))
     }
@@ -307,24 +312,20 @@ impl PyMessage {
 /// Decode one frame: a `Message`, a `Batch`, or raise `DecodeError`.
 #[pyfunction]
 pub fn decode<'py>(py: Python<'py>, line: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-    with_bytes(line, |bytes| {
-        let data = strip_line_ending(bytes);
-        if data.len() > MAX_FRAME {
-            let err = DecodeError::new(PARSE_ERROR, "frame_too_large", format!("expected a frame of at most {MAX_FRAME} bytes, found a longer line"), Some(MAX_FRAME));
-            return Err(decode_error(py, &err, Origin::Document(data), None));
-        }
-        match frame_object(py, data, parse_frame(data), None)? {
-            Ok(obj) => Ok(obj),
-            Err(err) => Err(PyErr::from_value(err)),
-        }
-    })
+    let source = source_of(line)?;
+    let bytes = source.bytes.as_bytes();
+    let data = strip_line_ending(bytes);
+    match decode_in(py, &source, data, None)? {
+        Ok(obj) => Ok(obj),
+        Err(err) => Err(PyErr::from_value(err)),
+    }
 }
 
 /// Encode a `Message`, a dict or a list (batch) as one frame ending in `\n`.
 #[pyfunction]
 pub fn encode<'py>(py: Python<'py>, message: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
     if let Ok(m) = message.cast::<PyMessage>() {
-        return Ok(m.get().line_bytes.bind(py).clone().into_any());
+        return Ok(m.get().line_bytes(py)?.into_any());
     }
     if message.is_instance(batch_type(py)?)? && message.call_method0(intern!(py, "is_unchanged"))?.is_truthy()? {
         let raw = message.getattr(intern!(py, "raw"))?;
@@ -345,7 +346,7 @@ pub struct PyFrameDecoder {
 }
 
 impl PyFrameDecoder {
-    fn collect<'py>(&mut self, py: Python<'py>, data: Option<&[u8]>) -> PyResult<Bound<'py, PyList>> {
+    fn collect<'py>(&mut self, py: Python<'py>, source: Option<&Source<'py>>) -> PyResult<Bound<'py, PyList>> {
         let out = PyList::empty(py);
         let max = self.framer.max_frame_bytes();
         let mut failure: Option<PyErr> = None;
@@ -354,9 +355,14 @@ impl PyFrameDecoder {
                 return;
             }
             let item = match event {
-                Event::Frame { line, data } => {
-                    frame_object(py, data, parse_frame(data), Some(line)).map(|r| r.unwrap_or_else(|e| e))
+                Event::Frame { line, data } => match source {
+                    Some(src) => decode_in(py, src, data, Some(line)),
+                    None => {
+                        let own = PyBytes::new(py, data);
+                        frame_object(py, &own, 0, data, parse_frame(data), Some(line))
+                    }
                 }
+                .map(|r| r.unwrap_or_else(|e| e)),
                 Event::TooLarge { line } => {
                     let err = DecodeError::new(
                         PARSE_ERROR,
@@ -372,8 +378,8 @@ impl PyFrameDecoder {
                 Err(e) => failure = Some(e),
             }
         };
-        match data {
-            Some(d) => self.framer.feed(d, &mut on_event),
+        match source {
+            Some(src) => self.framer.feed(src.bytes.as_bytes(), &mut on_event),
             None => self.framer.finish(&mut on_event),
         }
         match failure {
@@ -386,19 +392,20 @@ impl PyFrameDecoder {
 #[pymethods]
 impl PyFrameDecoder {
     #[new]
-    #[pyo3(signature = (*, max_frame_bytes = DEFAULT_MAX_FRAME_BYTES))]
-    fn new(max_frame_bytes: usize) -> PyResult<Self> {
-        if max_frame_bytes == 0 || max_frame_bytes > MAX_FRAME {
+    #[pyo3(signature = (*, max_frame_bytes = DEFAULT_MAX_FRAME_BYTES as i64), text_signature = "(*, max_frame_bytes=67108864)")]
+    fn new(max_frame_bytes: i64) -> PyResult<Self> {
+        if max_frame_bytes < 1 || max_frame_bytes as u64 > MAX_FRAME as u64 {
             return Err(PyValueError::new_err(format!(
                 "max_frame_bytes must be between 1 and {MAX_FRAME}, found {max_frame_bytes}"
             )));
         }
-        Ok(Self { framer: Framer::new(max_frame_bytes) })
+        Ok(Self { framer: Framer::new(max_frame_bytes as usize) })
     }
 
     /// Feed bytes; returns the results of every line completed by them, in order.
     fn feed<'py>(&mut self, py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
-        with_bytes(data, |bytes| self.collect(py, Some(bytes)))
+        let source = source_of(data)?;
+        self.collect(py, Some(&source))
     }
 
     /// End of input: decode a last line that has no newline.
@@ -434,7 +441,14 @@ impl PyFrameDecoder {
 /// Parse one JSON document into Python objects.
 #[pyfunction]
 pub fn loads<'py>(py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-    with_bytes(data, |bytes| build(py, bytes, true).map_err(|e| decode_error(py, &e, Origin::Document(bytes), None)))
+    let run = |bytes: &[u8]| build(py, bytes, true).map_err(|e| decode_error(py, &e, Origin::Document(bytes), None));
+    if let Ok(s) = data.cast::<PyString>() {
+        if let Ok(text) = s.to_str() {
+            return run(text.as_bytes());
+        }
+    }
+    let source = source_of(data)?;
+    run(source.bytes.as_bytes())
 }
 
 /// Serialize to compact JSON bytes.

@@ -4,6 +4,7 @@
 mod convert;
 mod errors;
 mod frames;
+mod strcache;
 
 use pyo3::prelude::*;
 

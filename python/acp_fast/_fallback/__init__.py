@@ -1,0 +1,37 @@
+"""The pure-Python backend of acp-fast, built on orjson.
+
+It mirrors the Rust core file for file (docs/DESIGN.md section 1): ``error.py``, ``scanner.py``,
+``encoder.py``, ``message.py``, ``framing.py``. The behaviour is the same byte for byte; only the
+speed differs.
+"""
+
+from __future__ import annotations
+
+from .encoder import dumps
+from .framing import FrameDecoder
+from .message import Message, decode, encode
+from .scanner import loads
+
+BACKEND = "python"
+#: Pure Python has no debug/release builds; "release" says it is fit to benchmark (the native
+#: module reports its cargo profile here).
+build_profile = "release"
+
+try:
+    from importlib.metadata import version as _version
+
+    __version__: str = _version("acp-fast")
+except Exception:  # pragma: no cover - running from a source tree without metadata
+    __version__ = "0.0.0"
+
+__all__ = [
+    "BACKEND",
+    "__version__",
+    "build_profile",
+    "loads",
+    "dumps",
+    "decode",
+    "encode",
+    "Message",
+    "FrameDecoder",
+]

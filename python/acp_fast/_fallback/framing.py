@@ -1,0 +1,182 @@
+"""Newline framing of a byte stream (DESIGN 6): partial lines, CRLF, blank lines, the length
+limit and resynchronisation after an oversized line.
+
+Large buffers are cut with ``bytes.split`` (no per-byte Python loop); a partial line is kept as a
+list of chunks so feeding one byte at a time stays linear. Memory is bounded by
+``max_frame_bytes``: an oversized line is reported as soon as more than that many bytes of it are
+buffered, and its bytes are dropped until the next newline.
+
+Mirror of ``rust/framing.rs``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, List, Union
+
+import orjson
+
+from ..batch import Batch
+from ..errors import DecodeError as PyDecodeError
+from .error import DecodeError, to_python
+from .message import Message, _message, classify, decode_frame, decode_value
+from .scanner import to_bytes
+
+__all__ = ["DEFAULT_MAX_FRAME_BYTES", "FrameDecoder"]
+
+#: 64 MiB.
+DEFAULT_MAX_FRAME_BYTES = 67108864
+
+_orjson_loads = orjson.loads
+_JSONDecodeError = orjson.JSONDecodeError
+
+_BLANK = b" \t\r"
+_BLANK_START = frozenset(_BLANK)
+
+Result = Union[Message, Batch, PyDecodeError]
+
+
+def _too_large(limit: int, line: int) -> PyDecodeError:
+    err = DecodeError.json(
+        "frame_too_large",
+        f"expected a frame of at most {limit} bytes, found a longer line; skipped to the next newline",
+        limit,
+    )
+    return to_python(err, None, line=line, raw=None)
+
+
+class FrameDecoder:
+    """Decode a newline-delimited stream fed in arbitrary pieces.
+
+    ``feed(data)`` returns the results of every line completed by ``data``, in order: a
+    ``Message``, a ``Batch`` or a ``DecodeError`` (with ``line`` and ``raw`` set). ``finish()``
+    handles a last line without a newline. ``line`` counts the lines completed so far (blank lines
+    included), ``buffered`` the bytes held for the current partial line.
+    """
+
+    __slots__ = ("_max", "_line", "_chunks", "_buffered", "_skipping")
+
+    def __init__(self, *, max_frame_bytes=DEFAULT_MAX_FRAME_BYTES):  # type: ignore[no-untyped-def]
+        if type(max_frame_bytes) is not int:
+            if isinstance(max_frame_bytes, bool) or not isinstance(max_frame_bytes, int):
+                raise TypeError(
+                    f"max_frame_bytes must be an int, found {type(max_frame_bytes).__name__}"
+                )
+            max_frame_bytes = int(max_frame_bytes)
+        if max_frame_bytes < 1:
+            raise ValueError(f"max_frame_bytes must be at least 1, found {max_frame_bytes}")
+        self._max = max_frame_bytes
+        self._line = 0
+        self._chunks: List[bytes] = []
+        self._buffered = 0
+        self._skipping = False
+
+    @property
+    def max_frame_bytes(self) -> int:
+        return self._max
+
+    @property
+    def line(self) -> int:
+        """Lines completed so far (blank and oversized lines included)."""
+        return self._line
+
+    @property
+    def buffered(self) -> int:
+        """Bytes held for the current partial line."""
+        return self._buffered
+
+    def __repr__(self) -> str:
+        return f"FrameDecoder(max_frame_bytes={self._max}, line={self._line}, buffered={self._buffered})"
+
+    def feed(self, /, data):  # type: ignore[no-untyped-def]
+        """Results of every line that ``data`` completes, in order."""
+        if type(data) is not bytes:
+            data = to_bytes(data, "feed")
+            if type(data) is DecodeError:
+                # A str with unpaired surrogates: same error as decode(str), nothing is consumed.
+                raise to_python(data, None)
+        out: List[Result] = []
+        if self._skipping:
+            nl = data.find(b"\n")
+            if nl < 0:
+                return out
+            self._skipping = False
+            self._line += 1
+            data = data[nl + 1 :]
+        elif b"\n" not in data:
+            self._hold(data, out)
+            return out
+        parts = data.split(b"\n")
+        tail = parts.pop()
+        if self._chunks:
+            self._chunks.append(parts[0])
+            parts[0] = b"".join(self._chunks)
+            self._chunks = []
+            self._buffered = 0
+        limit = self._max
+        line = self._line
+        blank_start = _BLANK_START
+        append = out.append
+        loads = _orjson_loads
+        message = _message
+        for frame in parts:
+            line += 1
+            if not frame:
+                continue
+            if len(frame) > limit:
+                append(_too_large(limit, line))
+                continue
+            if frame[-1] == 13:  # \r
+                frame = frame[:-1]
+                if not frame:
+                    continue
+            if frame[0] in blank_start and not frame.strip(_BLANK):
+                continue
+            # decode_frame's happy path, inlined (the per-line call is a measurable share).
+            try:
+                value = loads(frame)
+            except _JSONDecodeError:
+                append(decode_frame(frame, line))
+                continue
+            if type(value) is dict:
+                kind = classify(value)
+                if kind is not None:
+                    append(message(frame, value, kind, line))
+                    continue
+            append(decode_value(frame, value, line))
+        self._line = line
+        if tail:
+            self._hold(tail, out)
+        return out
+
+    def _hold(self, data: bytes, out: List[Result]) -> None:
+        """Keep `data` as (the end of) the current partial line, within the limit."""
+        if not data:
+            return
+        size = self._buffered + len(data)
+        if size > self._max:
+            out.append(_too_large(self._max, self._line + 1))
+            self._chunks = []
+            self._buffered = 0
+            self._skipping = True
+            return
+        self._chunks.append(data)
+        self._buffered = size
+
+    def finish(self, /):  # type: ignore[no-untyped-def]
+        """The result of a final line that has no newline (``[]`` if there is none or it is
+        blank); resets the partial line. The decoder may be fed again afterwards."""
+        if self._skipping:
+            self._skipping = False
+            self._line += 1
+            return []
+        if not self._chunks:
+            return []
+        frame = b"".join(self._chunks)
+        self._chunks = []
+        self._buffered = 0
+        self._line += 1
+        if frame[-1] == 13:  # \r
+            frame = frame[:-1]
+        if not frame.strip(_BLANK):
+            return []
+        return [decode_frame(frame, self._line)]

@@ -1,0 +1,123 @@
+//! Direct-mapped caches of short Python strings. Object keys and routing values (method names,
+//! update kinds, session ids) recur in every frame; returning a cached `str` costs a hash and a
+//! compare instead of an allocation, and cached keys are interned so dict lookups stay fast.
+
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::PyString;
+
+const SLOTS: usize = 1024;
+/// Longer strings are not cached.
+pub const MAX_LEN: usize = 64;
+
+/// One cached string: its UTF-8 bytes inline (compared without calling into Python) and the
+/// `str` object.
+struct Slot {
+    len: u8,
+    bytes: [u8; MAX_LEN],
+    obj: Py<PyString>,
+}
+
+pub struct StrCache {
+    /// Taken while a slot table is in use; a re-entrant call (a finalizer run by an allocation)
+    /// simply goes without the cache.
+    busy: AtomicBool,
+    intern: bool,
+    slots: UnsafeCell<Option<Vec<Option<Slot>>>>,
+}
+
+// SAFETY: `slots` is only touched by the holder of `busy`.
+unsafe impl Sync for StrCache {}
+
+pub static KEYS: StrCache = StrCache::new(true);
+pub static VALUES: StrCache = StrCache::new(false);
+
+/// A quick hash of a short string: its length and its first and last 8 bytes. Collisions only
+/// cost a cache miss (the bytes are compared).
+#[inline(always)]
+fn hash_bytes(b: &[u8]) -> u64 {
+    let n = b.len();
+    let (head, tail) = if n >= 8 {
+        (
+            u64::from_le_bytes(b[..8].try_into().unwrap_or_default()),
+            u64::from_le_bytes(b[n - 8..].try_into().unwrap_or_default()),
+        )
+    } else {
+        let mut buf = [0u8; 8];
+        buf[..n].copy_from_slice(b);
+        (u64::from_le_bytes(buf), 0)
+    };
+    let h = (head ^ tail.rotate_left(29) ^ (n as u64)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    h ^ (h >> 32)
+}
+
+/// Create a `str` from valid UTF-8 (the ASCII case copies straight into a compact string).
+#[inline]
+pub fn new_str<'py>(py: Python<'py>, bytes: &[u8]) -> Bound<'py, PyAny> {
+    // SAFETY: `bytes` is valid UTF-8 (checked by the scanner). For ASCII we allocate a compact
+    // ASCII string of exactly `len` code points and fill its data buffer.
+    unsafe {
+        let len = bytes.len() as ffi::Py_ssize_t;
+        let ptr = if bytes.is_ascii() {
+            let s = ffi::PyUnicode_New(len, 127);
+            if !s.is_null() {
+                std::ptr::copy_nonoverlapping(bytes.as_ptr(), ffi::PyUnicode_DATA(s).cast::<u8>(), bytes.len());
+            }
+            s
+        } else {
+            ffi::PyUnicode_FromStringAndSize(bytes.as_ptr().cast(), len)
+        };
+        Bound::from_owned_ptr_or_err(py, ptr).expect("allocating a str failed")
+    }
+}
+
+impl StrCache {
+    const fn new(intern: bool) -> Self {
+        Self { busy: AtomicBool::new(false), intern, slots: UnsafeCell::new(None) }
+    }
+
+    /// The `str` for `bytes` (valid UTF-8), from the cache when possible.
+    #[inline]
+    pub fn get<'py>(&self, py: Python<'py>, bytes: &[u8]) -> Bound<'py, PyAny> {
+        if bytes.len() > MAX_LEN || self.busy.swap(true, Ordering::Acquire) {
+            return new_str(py, bytes);
+        }
+        // SAFETY: we hold `busy`, so no one else touches the table.
+        let table = unsafe { &mut *self.slots.get() };
+        let table = table.get_or_insert_with(|| (0..SLOTS).map(|_| None).collect());
+        let idx = (hash_bytes(bytes) as usize) % SLOTS;
+        if let Some(slot) = &table[idx] {
+            if usize::from(slot.len) == bytes.len() && &slot.bytes[..bytes.len()] == bytes {
+                let out = slot.obj.bind(py).clone().into_any();
+                self.busy.store(false, Ordering::Release);
+                return out;
+            }
+        }
+        // Release the table while allocating: the allocation may run arbitrary finalizers.
+        self.busy.store(false, Ordering::Release);
+        let mut fresh = new_str(py, bytes);
+        if self.intern {
+            // SAFETY: `fresh` is an exact str we own; interning may replace the pointer.
+            fresh = unsafe {
+                let mut p = fresh.into_ptr();
+                ffi::PyUnicode_InternInPlace(&mut p);
+                Bound::from_owned_ptr(py, p)
+            };
+        }
+        if !self.busy.swap(true, Ordering::Acquire) {
+            // SAFETY: we hold `busy` again.
+            if let Some(table) = unsafe { &mut *self.slots.get() } {
+                if let Ok(s) = fresh.cast::<PyString>() {
+                    let mut inline = [0u8; MAX_LEN];
+                    inline[..bytes.len()].copy_from_slice(bytes);
+                    table[idx] = Some(Slot { len: bytes.len() as u8, bytes: inline, obj: s.clone().unbind() });
+                }
+            }
+            self.busy.store(false, Ordering::Release);
+        }
+        fresh
+    }
+}

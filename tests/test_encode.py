@@ -1,0 +1,405 @@
+"""`dumps` (DESIGN.md §4) and `encode` (§4, last paragraph)."""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import datetime
+import decimal
+import enum
+import math
+import random
+import struct
+import uuid
+
+import orjson
+import pytest
+
+import vectors
+from acp_fast import Batch, DecodeError, EncodeError
+from vectors import strict_equal
+
+UNSUPPORTED = "expected dict, list, tuple, str, int, float, bool or None, found "
+
+
+def _encode_error(fn, *args) -> EncodeError:
+    with pytest.raises(EncodeError) as info:
+        fn(*args)
+    err = info.value
+    assert type(err) is EncodeError
+    assert isinstance(err, TypeError) and isinstance(err, ValueError)
+    return err
+
+
+def _check(err: EncodeError, kind: str, description: str, path: str) -> None:
+    assert err.kind == kind
+    assert err.path == path
+    assert err.msg == description
+    assert err.message == f"{description} at {path}"
+    assert str(err) == err.message
+
+
+# ------------------------------------------------------------------------------------------
+# dumps: output bytes
+# ------------------------------------------------------------------------------------------
+
+
+def test_compact_insertion_order_raw_unicode(backend):
+    obj = {"z": [1, 2.5, None, True, False], "a": {"é": "ü😀", "": []}, "m": {}}
+    assert backend.dumps(obj) == '{"z":[1,2.5,null,true,false],"a":{"é":"ü😀","":[]},"m":{}}'.encode()
+
+
+def test_string_escaping(backend):
+    s = "\"\\/\b\f\n\r\t\x00\x01\x1f\x7f\u2028é"
+    expected = b'"\\"\\\\/\\b\\f\\n\\r\\t\\u0000\\u0001\\u001f\x7f\xe2\x80\xa8\xc3\xa9"'
+    assert backend.dumps(s) == expected
+    assert backend.dumps(s) == orjson.dumps(s)
+    assert backend.dumps("\x0b\x1a") == b'"\\u000b\\u001a"'
+
+
+def test_all_control_characters_match_orjson(backend):
+    s = "".join(chr(i) for i in range(0x80))
+    assert backend.dumps(s) == orjson.dumps(s)
+    assert backend.dumps({s: s}) == orjson.dumps({s: s})
+
+
+@pytest.mark.parametrize(
+    "value,expected",
+    [
+        (1.0, b"1.0"), (100.0, b"100.0"), (0.1, b"0.1"), (1.5, b"1.5"), (-2.25, b"-2.25"),
+        (1e-5, b"0.00001"), (1e-6, b"1e-6"), (1.5e-7, b"1.5e-7"), (1e15, b"1000000000000000.0"),
+        (9999999999999998.0, b"9999999999999998.0"), (1e16, b"1e+16"), (1.5e16, b"1.5e+16"),
+        (5e-324, b"5e-324"), (1.7976931348623157e308, b"1.7976931348623157e+308"),
+        (0.0, b"0.0"), (-0.0, b"-0.0"), (0.30000000000000004, b"0.30000000000000004"),
+        (123456789.123, b"123456789.123"), (2.5e-5, b"0.000025"), (-1e100, b"-1e+100"),
+    ],
+)
+def test_float_format(backend, value, expected):
+    assert backend.dumps(value) == expected
+    assert backend.dumps(value) == orjson.dumps(value)
+
+
+def test_random_floats_match_orjson(backend):
+    rng = random.Random(1234)
+    values = []
+    for _ in range(3000):
+        bits = rng.getrandbits(64)
+        f = struct.unpack("<d", struct.pack("<Q", bits))[0]
+        if math.isfinite(f):
+            values.append(f)
+    for _ in range(3000):
+        values.append(rng.uniform(-1e6, 1e6))
+        values.append(rng.random() * 10 ** rng.randint(-30, 30))
+    assert backend.dumps(values) == orjson.dumps(values)
+
+
+def test_ints_any_size(backend):
+    cases = [0, -1, 2**63 - 1, -(2**63), 2**64 - 1, 2**64, -(2**64) - 1, 3**500, 10**4300 - 1, -(10**4300 - 1)]
+    assert backend.dumps(cases[:5]) == orjson.dumps(cases[:5])
+    for n in cases:
+        assert backend.dumps(n) == str(n).encode()
+    assert backend.dumps(10**4300 - 1) == b"9" * 4300
+    assert backend.dumps(-(10**4300 - 1)) == b"-" + b"9" * 4300
+
+
+def test_int_too_large(backend):
+    err = _encode_error(backend.dumps, {"n": [10**4300]})
+    _check(err, "int_too_large", "expected an int of at most 4300 digits, found a larger one", "$.n[0]")
+    err = _encode_error(backend.dumps, -(10**4300))
+    _check(err, "int_too_large", "expected an int of at most 4300 digits, found a larger one", "$")
+
+
+def test_subclasses_and_tuples(backend):
+    class S(str):
+        pass
+
+    class I(int):
+        pass
+
+    class F(float):
+        pass
+
+    class L(list):
+        pass
+
+    class D(dict):
+        pass
+
+    od = collections.OrderedDict([("b", 1), ("a", 2)])
+    obj = D(x=L([S("s"), I(5), F(2.5), (1, (2,)), od]))
+    assert backend.dumps(obj) == b'{"x":["s",5,2.5,[1,[2]],{"b":1,"a":2}]}'
+    plain = D(x=L([S("s"), I(5), 2.5, (1, (2,)), od]))  # orjson refuses float subclasses
+    assert backend.dumps(plain) == orjson.dumps(plain)
+    assert backend.dumps(()) == b"[]"
+
+
+def test_enum_and_uuid(backend):
+    class Color(enum.Enum):
+        RED = "red"
+        NESTED = {"a": [1.5]}
+
+    class Num(enum.IntEnum):
+        ONE = 1
+
+    class Flt(float, enum.Enum):
+        HALF = 0.5
+
+    u = uuid.UUID("12345678-1234-5678-1234-567812345678")
+    obj = [Color.RED, Color.NESTED, Num.ONE, Flt.HALF, u, uuid.UUID(int=5)]
+    assert backend.dumps(obj) == b'["red",{"a":[1.5]},1,0.5,"12345678-1234-5678-1234-567812345678","00000000-0000-0000-0000-000000000005"]'
+    assert backend.dumps(obj) == orjson.dumps(obj)
+
+
+def test_message_inside_dumps_is_raw(backend):
+    raw = b'{ "jsonrpc" : "2.0" , "method" : "x" , "params" : [1.50, 1e2] }'
+    m = backend.decode(raw)
+    assert backend.dumps({"wrapped": m, "list": [m, 1]}) == b'{"wrapped":' + raw + b',"list":[' + raw + b",1]}"
+    assert backend.dumps(m) == raw
+
+
+def test_depth_254_written_255_rejected(backend):
+    deep = []
+    for _ in range(253):
+        deep = [deep]
+    assert _depth_of(deep) == 254
+    assert backend.dumps(deep) == b"[" * 254 + b"]" * 254 == orjson.dumps(deep)
+    err = _encode_error(backend.dumps, [deep])
+    _check(err, "depth_limit", "nesting deeper than 254 levels", "$" + "[0]" * 254)
+
+    d = {}
+    for _ in range(253):
+        d = {"k": d}
+    assert backend.dumps(d) == orjson.dumps(d)
+    err = _encode_error(backend.dumps, {"k": d})
+    _check(err, "depth_limit", "nesting deeper than 254 levels", "$" + ".k" * 254)
+
+
+def _depth_of(x) -> int:
+    n = 0
+    while isinstance(x, list):
+        n += 1
+        x = x[0] if x else None
+    return n
+
+
+def test_cycles_are_depth_errors(backend):
+    loop: list = []
+    loop.append(loop)
+    err = _encode_error(backend.dumps, loop)
+    assert err.kind == "depth_limit" and err.path == "$" + "[0]" * 254
+    d: dict = {}
+    d["self"] = d
+    err = _encode_error(backend.dumps, d)
+    assert err.kind == "depth_limit" and err.path == "$" + ".self" * 254
+
+
+# ------------------------------------------------------------------------------------------
+# dumps: errors and paths
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "value,repr_",
+    [(float("nan"), "nan"), (float("inf"), "inf"), (float("-inf"), "-inf")],
+)
+def test_non_finite_floats(backend, value, repr_):
+    err = _encode_error(backend.dumps, value)
+    _check(err, "non_finite_float", f"expected a finite float, found {repr_}", "$")
+    err = _encode_error(backend.dumps, {"params": {"items": [0, 1, 2, value]}})
+    _check(err, "non_finite_float", f"expected a finite float, found {repr_}", "$.params.items[3]")
+
+
+@dataclasses.dataclass
+class _DC:
+    x: int = 1
+
+
+@pytest.mark.parametrize(
+    "value,type_name",
+    [
+        (datetime.datetime(2024, 1, 1), "datetime"),
+        (datetime.date(2024, 1, 1), "date"),
+        (_DC(), "_DC"),
+        (b"bytes", "bytes"),
+        (bytearray(b"x"), "bytearray"),
+        ({1, 2}, "set"),
+        (frozenset(), "frozenset"),
+        (decimal.Decimal("1.5"), "Decimal"),
+        (object(), "object"),
+        (1j, "complex"),
+        (range(3), "range"),
+        (iter([]), "list_iterator"),
+    ],
+)
+def test_unsupported_types(backend, value, type_name):
+    err = _encode_error(backend.dumps, value)
+    _check(err, "unsupported_type", UNSUPPORTED + type_name, "$")
+
+
+@pytest.mark.parametrize(
+    "obj,path",
+    [
+        ({"a": object()}, "$.a"),
+        ({"_ok1": [object()]}, "$._ok1[0]"),
+        ({"A_b9": {"c": object()}}, "$.A_b9.c"),
+        ({"a b": object()}, '$["a b"]'),
+        ({"1a": object()}, '$["1a"]'),
+        ({"": object()}, '$[""]'),
+        ({"é": object()}, '$["é"]'),
+        ({'x"y\\': object()}, '$["x\\"y\\\\"]'),
+        ({"a-b": [0, {"n\n": object()}]}, '$["a-b"][1]["n\\n"]'),
+        ([0, 1, (2, object())], "$[2][1]"),
+        ({"session/update": object()}, '$["session/update"]'),
+    ],
+)
+def test_paths(backend, obj, path):
+    err = _encode_error(backend.dumps, obj)
+    _check(err, "unsupported_type", UNSUPPORTED + "object", path)
+
+
+def test_non_str_keys(backend):
+    class K(str):
+        pass
+
+    for key, name in [(1, "int"), (None, "NoneType"), ((1, 2), "tuple"), (1.5, "float"), (True, "bool"), (K("a"), "K")]:
+        err = _encode_error(backend.dumps, {"outer": [{key: 1}]})
+        _check(err, "non_str_key", f"expected str dict keys, found {name}", "$.outer[0]")
+    err = _encode_error(backend.dumps, {1: 2})
+    _check(err, "non_str_key", "expected str dict keys, found int", "$")
+
+
+def test_str_subclass_key_rejected_like_orjson(backend):
+    class K(str):
+        pass
+
+    with pytest.raises(TypeError):
+        orjson.dumps({K("a"): 1})
+    err = _encode_error(backend.dumps, {K("a"): 1})
+    assert err.kind == "non_str_key"
+
+
+def test_unpaired_surrogates(backend):
+    err = _encode_error(backend.dumps, "ok\ud800")
+    _check(err, "invalid_str", "expected a str encodable as UTF-8, found unpaired surrogate U+D800", "$")
+    err = _encode_error(backend.dumps, ["x", "a\udfffb\ud800"])
+    _check(err, "invalid_str", "expected a str encodable as UTF-8, found unpaired surrogate U+DFFF", "$[1]")
+    err = _encode_error(backend.dumps, {"a": {"k\udc00": 1}})
+    _check(err, "invalid_str", "expected a str encodable as UTF-8, found unpaired surrogate U+DC00", "$.a")
+
+
+def test_errors_in_document_order(backend):
+    err = _encode_error(backend.dumps, {"a": [1, float("nan")], "b": object()})
+    assert (err.kind, err.path) == ("non_finite_float", "$.a[1]")
+    err = _encode_error(backend.dumps, {"a": object(), 1: 2})
+    assert (err.kind, err.path) == ("unsupported_type", "$.a")
+    err = _encode_error(backend.dumps, {1: object()})  # key before its value
+    assert (err.kind, err.path) == ("non_str_key", "$")
+    err = _encode_error(backend.dumps, [[object()], float("inf")])
+    assert (err.kind, err.path) == ("unsupported_type", "$[0][0]")
+
+
+def test_decode_error_is_unsupported_in_dumps(backend):
+    err = _encode_error(backend.dumps, [DecodeError("x")])
+    _check(err, "unsupported_type", UNSUPPORTED + "DecodeError", "$[0]")
+
+
+# ------------------------------------------------------------------------------------------
+# encode
+# ------------------------------------------------------------------------------------------
+
+VALID = vectors.load("frames_valid")
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c["name"]) for c in VALID])
+def test_encode_decode_round_trip_byte_exact(backend, case):
+    raw = case["bytes"]
+    for ending in (b"", b"\n", b"\r\n", b"\r"):
+        m = backend.decode(raw + ending)
+        out = backend.encode(m)
+        assert out == raw + b"\n"
+        assert out.count(b"\n") == 1
+
+
+def test_encode_keeps_whitespace_and_number_lexemes(backend):
+    raw = b'  {"jsonrpc" :"2.0","id":1, "result":{"n":1.50e+01,"big":123456789012345678901234567890,"s":"\\u00e9"}}\t'
+    assert backend.encode(backend.decode(raw + b"\r\n")) == raw + b"\n"
+
+
+def test_encode_dict_and_list(backend):
+    msg = {"jsonrpc": "2.0", "id": 1, "method": "é", "params": {"f": 1.0}}
+    assert backend.encode(msg) == backend.dumps(msg) + b"\n" == orjson.dumps(msg) + b"\n"
+    assert backend.encode([msg, msg]) == orjson.dumps([msg, msg]) + b"\n"
+    # encode does not validate JSON-RPC rules
+    assert backend.encode({"anything": [1]}) == b'{"anything":[1]}\n'
+    assert backend.encode([]) == b"[]\n"
+
+
+def test_encode_list_with_messages(backend):
+    raw = b'{"jsonrpc":"2.0", "method":"a"}'
+    m = backend.decode(raw)
+    assert backend.encode([m, {"x": 1}]) == b"[" + raw + b',{"x":1}]\n'
+
+
+def test_encode_errors(backend):
+    err = _encode_error(backend.encode, {"a": float("nan")})
+    assert (err.kind, err.path) == ("non_finite_float", "$.a")
+    for bad in ["{}", b"{}", bytearray(b"{}"), 1, None, (1,), object()]:
+        with pytest.raises(TypeError):
+            backend.encode(bad)
+
+
+BATCH = b'[ {"jsonrpc":"2.0","method":"a"} , 1 ,{"jsonrpc":"2.0","id":2,"result":null}]'
+
+
+def test_encode_unchanged_batch_is_raw(backend):
+    batch = backend.decode(BATCH + b"\r\n")
+    assert isinstance(batch, Batch) and isinstance(batch, list)
+    assert batch.raw == BATCH
+    assert backend.encode(batch) == BATCH + b"\n"
+    # same objects placed back is still "unchanged"
+    batch[0] = batch[0]
+    assert backend.encode(batch) == BATCH + b"\n"
+
+
+def test_encode_changed_batch_is_reserialized(backend):
+    batch = backend.decode(BATCH)
+    a, c = batch[0], batch[2]
+    batch.pop(1)  # drop the DecodeError entry
+    assert backend.encode(batch) == b"[" + a.raw + b"," + c.raw + b"]\n"
+    batch.append({"jsonrpc": "2.0", "method": "z"})
+    assert backend.encode(batch) == b"[" + a.raw + b"," + c.raw + b',{"jsonrpc":"2.0","method":"z"}]\n'
+
+
+def test_encode_changed_batch_with_decode_error_entry(backend):
+    batch = backend.decode(BATCH)
+    batch.append(batch[0])
+    err = _encode_error(backend.encode, batch)
+    assert err.kind == "unsupported_type"
+    assert err.path == "$[1]"
+    assert err.msg == UNSUPPORTED + "DecodeError"
+
+
+def test_encode_swapped_batch_entries(backend):
+    batch = backend.decode(b'[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0","method":"b"}]')
+    batch.reverse()
+    assert backend.encode(batch) == b'[{"jsonrpc":"2.0","method":"b"},{"jsonrpc":"2.0","method":"a"}]\n'
+
+
+def test_encode_replaced_with_equal_message_is_changed(backend):
+    # "same objects in the same places": an equal but distinct Message counts as a change
+    raw = b'[ {"jsonrpc":"2.0","method":"a"} ]'
+    batch = backend.decode(raw)
+    batch[0] = backend.decode(b'{"jsonrpc":"2.0","method":"a"}')
+    assert backend.encode(batch) == b'[{"jsonrpc":"2.0","method":"a"}]\n'
+
+
+def test_loads_dumps_round_trip_of_vectors(backend):
+    for case in vectors.load("json_accept"):
+        value = case["value"]
+        out = backend.dumps(value)
+        assert strict_equal(backend.loads(out), value), case["name"]
+        try:
+            expected = orjson.dumps(value)
+        except TypeError:  # ints beyond 64 bits
+            continue
+        assert out == expected, case["name"]
