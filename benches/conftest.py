@@ -28,7 +28,7 @@ try:
 except ImportError:  # a source checkout without an installed package
     sys.path.insert(0, str(BENCHES.parent / "python"))
 
-import contenders as C  # noqa: E402
+from acp_fast.bench import contenders as C  # noqa: E402
 
 SIZES = {
     "mixed": int(os.environ.get("ACP_BENCH_MIXED_FRAMES", C.DEFAULT_SIZES["mixed"])),

@@ -27,18 +27,32 @@ fn main() {
         let data = std::fs::read(&path).expect("read corpus");
         let lines: Vec<&[u8]> = data.split(|&b| b == b'\n').filter(|l| !l.is_empty()).collect();
         let bytes: usize = lines.iter().map(|l| l.len()).sum();
-        println!("{path}: {} frames, {:.0} B/frame", lines.len(), bytes as f64 / lines.len() as f64);
-        time(&lines, bytes, "acp-fast parse_frame (validate+envelope)", |l| _native::parse_frame(l).is_ok());
-        time(&lines, bytes, "acp-fast scanner::validate", |l| _native::scanner::validate(l).is_ok());
-        time(&lines, bytes, "serde_json IgnoredAny", |l| serde_json::from_slice::<serde::de::IgnoredAny>(l).is_ok());
-        time(&lines, bytes, "serde_json Value", |l| serde_json::from_slice::<serde_json::Value>(l).is_ok());
+        println!(
+            "{path}: {} frames, {:.0} B/frame",
+            lines.len(),
+            bytes as f64 / lines.len() as f64
+        );
+        time(&lines, bytes, "acp-fast parse_frame (validate+envelope)", |l| {
+            _native::parse_frame(l).is_ok()
+        });
+        time(&lines, bytes, "acp-fast scanner::validate", |l| {
+            _native::scanner::validate(l).is_ok()
+        });
+        time(&lines, bytes, "serde_json IgnoredAny", |l| {
+            serde_json::from_slice::<serde::de::IgnoredAny>(l).is_ok()
+        });
+        time(&lines, bytes, "serde_json Value", |l| {
+            serde_json::from_slice::<serde_json::Value>(l).is_ok()
+        });
         let mut scratch = Vec::new();
         time(&lines, bytes, "simd-json tape (copy + to_tape)", |l| {
             scratch.clear();
             scratch.extend_from_slice(l);
             simd_json::to_tape(&mut scratch).is_ok()
         });
-        time(&lines, bytes, "sonic-rs IgnoredAny", |l| sonic_rs::from_slice::<serde::de::IgnoredAny>(l).is_ok());
+        time(&lines, bytes, "sonic-rs IgnoredAny", |l| {
+            sonic_rs::from_slice::<serde::de::IgnoredAny>(l).is_ok()
+        });
         time(&lines, bytes, "jiter next_skip", |l| {
             let mut j = jiter::Jiter::new(l);
             j.next_skip().is_ok() && j.finish().is_ok()

@@ -3,11 +3,16 @@
 use std::time::Instant;
 
 fn main() {
-    let path = std::env::args().nth(1).unwrap_or_else(|| "/tmp/mixed.ndjson".to_owned());
+    let path = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "/tmp/mixed.ndjson".to_owned());
     let data = std::fs::read(&path).expect("read corpus");
     let lines: Vec<&[u8]> = data.split(|&b| b == b'\n').filter(|l| !l.is_empty()).collect();
     for (name, f) in [
-        ("parse_frame", (|l: &[u8]| _native::parse_frame(l).is_ok()) as fn(&[u8]) -> bool),
+        (
+            "parse_frame",
+            (|l: &[u8]| _native::parse_frame(l).is_ok()) as fn(&[u8]) -> bool,
+        ),
         ("validate", |l: &[u8]| _native::scanner::validate(l).is_ok()),
     ] {
         let mut best = f64::MAX;

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-import contenders as C
+from acp_fast.bench import contenders as C
 from conftest import BACKENDS, ROUNDS
 
 

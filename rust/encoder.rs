@@ -262,7 +262,10 @@ mod tests {
     fn strings() {
         let mut out = Vec::new();
         write_str(&mut out, "a\u{0}\u{1f}\u{7f}\u{2028}\"\\/é\n\t\u{8}\u{c}".as_bytes());
-        assert_eq!(String::from_utf8(out).unwrap(), "\"a\\u0000\\u001f\u{7f}\u{2028}\\\"\\\\/é\\n\\t\\b\\f\"");
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "\"a\\u0000\\u001f\u{7f}\u{2028}\\\"\\\\/é\\n\\t\\b\\f\""
+        );
         let long = "x".repeat(40) + "\"";
         let mut out = Vec::new();
         write_str(&mut out, long.as_bytes());
@@ -271,7 +274,11 @@ mod tests {
 
     #[test]
     fn paths() {
-        let p = [PathItem::Key("params".into()), PathItem::Index(3), PathItem::Key("a b".into())];
+        let p = [
+            PathItem::Key("params".into()),
+            PathItem::Index(3),
+            PathItem::Key("a b".into()),
+        ];
         assert_eq!(render_path(&p), "$.params[3][\"a b\"]");
         assert_eq!(render_path(&[]), "$");
     }

@@ -29,7 +29,12 @@ impl DecodeError {
     #[cold]
     #[inline(never)]
     pub fn new(code: i32, kind: &'static str, description: String, position: Option<usize>) -> Self {
-        Self(Box::new(ErrorData { code, kind, description, position }))
+        Self(Box::new(ErrorData {
+            code,
+            kind,
+            description,
+            position,
+        }))
     }
 
     #[cold]
@@ -92,7 +97,9 @@ pub fn describe_found(data: &[u8], position: usize) -> String {
             let tail = &data[position..data.len().min(position + 4)];
             let ch = match std::str::from_utf8(tail) {
                 Ok(s) => s.chars().next(),
-                Err(e) => std::str::from_utf8(&tail[..e.valid_up_to()]).ok().and_then(|s| s.chars().next()),
+                Err(e) => std::str::from_utf8(&tail[..e.valid_up_to()])
+                    .ok()
+                    .and_then(|s| s.chars().next()),
             };
             match ch {
                 Some(c) => format!("U+{:04X}", c as u32),
@@ -175,6 +182,9 @@ mod tests {
         assert_eq!(describe_value(b"12", JsonType::Number, 0, 2), "number 12");
         assert_eq!(describe_value(b"true", JsonType::Boolean, 0, 4), "true");
         let long = format!("\"{}\"", "a".repeat(40));
-        assert_eq!(describe_value(long.as_bytes(), JsonType::String, 0, long.len()), "string");
+        assert_eq!(
+            describe_value(long.as_bytes(), JsonType::String, 0, long.len()),
+            "string"
+        );
     }
 }

@@ -44,7 +44,12 @@ fn strip_cr(line: &[u8]) -> &[u8] {
 
 impl Framer {
     pub fn new(max_frame_bytes: usize) -> Self {
-        Self { max_frame_bytes: max_frame_bytes.max(1), partial: Vec::new(), line: 0, skipping: false }
+        Self {
+            max_frame_bytes: max_frame_bytes.max(1),
+            partial: Vec::new(),
+            line: 0,
+            skipping: false,
+        }
     }
 
     pub fn max_frame_bytes(&self) -> usize {
@@ -173,7 +178,14 @@ mod tests {
     fn lines_blank_crlf_and_finish() {
         let mut f = Framer::default();
         let out = run(&mut f, &[b"a\r\n\n  \r\nb\nc"], true);
-        assert_eq!(out, vec![Owned::Frame(1, b"a".to_vec()), Owned::Frame(4, b"b".to_vec()), Owned::Frame(5, b"c".to_vec())]);
+        assert_eq!(
+            out,
+            vec![
+                Owned::Frame(1, b"a".to_vec()),
+                Owned::Frame(4, b"b".to_vec()),
+                Owned::Frame(5, b"c".to_vec())
+            ]
+        );
         assert_eq!(f.line(), 5);
     }
 
@@ -192,11 +204,20 @@ mod tests {
     #[test]
     fn oversized_lines_resync() {
         let stream: &[u8] = b"12345\n1234567890\nab\n123456789";
-        let expected = vec![Owned::Frame(1, b"12345".to_vec()), Owned::TooLarge(2), Owned::Frame(3, b"ab".to_vec()), Owned::TooLarge(4)];
+        let expected = vec![
+            Owned::Frame(1, b"12345".to_vec()),
+            Owned::TooLarge(2),
+            Owned::Frame(3, b"ab".to_vec()),
+            Owned::TooLarge(4),
+        ];
         assert_eq!(run(&mut Framer::new(6), &[stream], true), expected);
         for cut in 0..=stream.len() {
             let mut f = Framer::new(6);
-            assert_eq!(run(&mut f, &[&stream[..cut], &stream[cut..]], true), expected, "cut at {cut}");
+            assert_eq!(
+                run(&mut f, &[&stream[..cut], &stream[cut..]], true),
+                expected,
+                "cut at {cut}"
+            );
             assert!(f.buffered() <= 6);
         }
         let bytes: Vec<&[u8]> = stream.chunks(1).collect();

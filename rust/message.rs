@@ -44,12 +44,24 @@ pub struct Span {
 impl Span {
     #[inline(always)]
     fn new(ty: JsonType, start: usize, end: usize) -> Self {
-        Self { start: start as u32, end: end as u32, ty, is_int: false, escaped: false }
+        Self {
+            start: start as u32,
+            end: end as u32,
+            ty,
+            is_int: false,
+            escaped: false,
+        }
     }
 
     #[inline(always)]
     fn of_str(start: usize, s: Str) -> Self {
-        Self { start: start as u32, end: (s.end + 1) as u32, ty: JsonType::String, is_int: false, escaped: s.escaped }
+        Self {
+            start: start as u32,
+            end: (s.end + 1) as u32,
+            ty: JsonType::String,
+            is_int: false,
+            escaped: s.escaped,
+        }
     }
 
     pub fn range(&self) -> std::ops::Range<usize> {
@@ -274,7 +286,14 @@ fn valid_id(data: &[u8], span: &Span) -> bool {
 #[cold]
 fn invalid_value(data: &[u8], kind: &'static str, what: &str, span: &Span) -> DecodeError {
     let r = span.range();
-    DecodeError::invalid(kind, format!("expected {what}, found {}", describe_value(data, span.ty, r.start, r.end)), r.start)
+    DecodeError::invalid(
+        kind,
+        format!(
+            "expected {what}, found {}",
+            describe_value(data, span.ty, r.start, r.end)
+        ),
+        r.start,
+    )
 }
 
 const ID_WHAT: &str = "\"id\" to be a string, an integer or null";
@@ -295,7 +314,12 @@ fn validate(data: &[u8], m: &Members) -> Result<Envelope, DecodeError> {
     let kind;
     if let Some(method) = m.method {
         if method.ty != JsonType::String {
-            return Err(invalid_value(data, "invalid_method", "\"method\" to be a string", &method));
+            return Err(invalid_value(
+                data,
+                "invalid_method",
+                "\"method\" to be a string",
+                &method,
+            ));
         }
         if let Some(id) = &m.id {
             if !valid_id(data, id) {
@@ -304,10 +328,19 @@ fn validate(data: &[u8], m: &Members) -> Result<Envelope, DecodeError> {
         }
         if let Some(params) = &m.params {
             if !matches!(params.ty, JsonType::Object | JsonType::Array | JsonType::Null) {
-                return Err(invalid_value(data, "invalid_params", "\"params\" to be an object, an array or null", params));
+                return Err(invalid_value(
+                    data,
+                    "invalid_params",
+                    "\"params\" to be an object, an array or null",
+                    params,
+                ));
             }
         }
-        kind = if m.id.is_some() { Kind::Request } else { Kind::Notification };
+        kind = if m.id.is_some() {
+            Kind::Request
+        } else {
+            Kind::Notification
+        };
     } else {
         match (m.result.is_some(), m.error.is_some()) {
             (true, true) => {
@@ -342,7 +375,14 @@ fn validate(data: &[u8], m: &Members) -> Result<Envelope, DecodeError> {
             }
             match &m.error_code {
                 Some(code) if is_int64(data, code) => {}
-                Some(code) => return Err(invalid_value(data, "invalid_error", "\"error.code\" to be an integer", code)),
+                Some(code) => {
+                    return Err(invalid_value(
+                        data,
+                        "invalid_error",
+                        "\"error.code\" to be an integer",
+                        code,
+                    ))
+                }
                 None => {
                     return Err(DecodeError::invalid(
                         "invalid_error",
@@ -353,7 +393,14 @@ fn validate(data: &[u8], m: &Members) -> Result<Envelope, DecodeError> {
             }
             match &m.error_message {
                 Some(msg) if msg.ty == JsonType::String => {}
-                Some(msg) => return Err(invalid_value(data, "invalid_error", "\"error.message\" to be a string", msg)),
+                Some(msg) => {
+                    return Err(invalid_value(
+                        data,
+                        "invalid_error",
+                        "\"error.message\" to be a string",
+                        msg,
+                    ))
+                }
                 None => {
                     return Err(DecodeError::invalid(
                         "invalid_error",
@@ -407,12 +454,19 @@ pub fn parse_frame(data: &[u8]) -> Result<Frame, DecodeError> {
     if data.len() >= u32::MAX as usize {
         return Err(DecodeError::json(
             "frame_too_large",
-            format!("expected a frame of at most {} bytes, found a longer line", u32::MAX - 1),
+            format!(
+                "expected a frame of at most {} bytes, found a longer line",
+                u32::MAX - 1
+            ),
             u32::MAX as usize - 1,
         ));
     }
     if let Some(at) = memchr::memchr(b'\n', data) {
-        return Err(DecodeError::json("embedded_newline", "expected one frame per line, found a newline".to_owned(), at));
+        return Err(DecodeError::json(
+            "embedded_newline",
+            "expected one frame per line, found a newline".to_owned(),
+            at,
+        ));
     }
     scanner::check_utf8(data)?;
     let mut sc = Scanner::new(data);
@@ -421,7 +475,10 @@ pub fn parse_frame(data: &[u8]) -> Result<Frame, DecodeError> {
     }
     match sc.peek() {
         Some(b'{') => {
-            let mut m = Members { open: sc.pos, ..Members::default() };
+            let mut m = Members {
+                open: sc.pos,
+                ..Members::default()
+            };
             scan_members(&mut sc, Level::Top, &mut m)?;
             sc.finish()?;
             Ok(Frame::Single(validate(data, &m)?))
@@ -432,7 +489,10 @@ pub fn parse_frame(data: &[u8]) -> Result<Frame, DecodeError> {
             sc.finish()?;
             Err(DecodeError::invalid(
                 "not_an_object",
-                format!("expected a JSON-RPC message object or a batch array, found {}", span.ty.name()),
+                format!(
+                    "expected a JSON-RPC message object or a batch array, found {}",
+                    span.ty.name()
+                ),
                 span.start as usize,
             ))
         }
@@ -459,7 +519,10 @@ fn parse_batch(sc: &mut Scanner<'_>) -> Result<Frame, DecodeError> {
         sc.skip_ws();
         let start = sc.pos;
         if sc.peek() == Some(b'{') {
-            let mut m = Members { open: start, ..Members::default() };
+            let mut m = Members {
+                open: start,
+                ..Members::default()
+            };
             scan_members(sc, Level::Top, &mut m)?;
             raw_entries.push((start, sc.pos, Ok(m)));
         } else {
@@ -523,7 +586,10 @@ mod tests {
         let r = single(r#"{"jsonrpc":"2.0","id":7,"result":{"sessionId":"zz"}}"#);
         assert_eq!(r.kind, Kind::Response);
         assert!(r.session_id.is_none());
-        assert_eq!(single(r#"{"id":null,"method":"x","jsonrpc":"2.0"}"#).kind, Kind::Request);
+        assert_eq!(
+            single(r#"{"id":null,"method":"x","jsonrpc":"2.0"}"#).kind,
+            Kind::Request
+        );
         let err = single(r#"{"jsonrpc":"2.0","id":"a","error":{"code":-32601,"message":"nope"}}"#);
         assert_eq!(err.kind, Kind::Error);
     }
@@ -543,21 +609,41 @@ mod tests {
             (r#"{"jsonrpc":"1.0","method":"x"}"#, "invalid_jsonrpc", 11),
             (r#"{"jsonrpc":"2.0","method":1}"#, "invalid_method", 26),
             (r#"{"jsonrpc":"2.0","method":"x","id":1.5}"#, "invalid_id", 35),
-            (r#"{"jsonrpc":"2.0","method":"x","id":9223372036854775808}"#, "invalid_id", 35),
+            (
+                r#"{"jsonrpc":"2.0","method":"x","id":9223372036854775808}"#,
+                "invalid_id",
+                35,
+            ),
             (r#"{"jsonrpc":"2.0","method":"x","params":3}"#, "invalid_params", 39),
-            (r#"{"jsonrpc":"2.0","id":1,"result":1,"error":{}}"#, "result_and_error", 0),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"result":1,"error":{}}"#,
+                "result_and_error",
+                0,
+            ),
             (r#"{"jsonrpc":"2.0","id":1}"#, "missing_method", 0),
             (r#"{"jsonrpc":"2.0","result":1}"#, "missing_id", 0),
             (r#"{"jsonrpc":"2.0","id":1,"error":"x"}"#, "invalid_error", 32),
-            (r#"{"jsonrpc":"2.0","id":1,"error":{"message":"m"}}"#, "invalid_error", 32),
-            (r#"{"jsonrpc":"2.0","id":1,"error":{"code":1.0,"message":"m"}}"#, "invalid_error", 40),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"error":{"message":"m"}}"#,
+                "invalid_error",
+                32,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"error":{"code":1.0,"message":"m"}}"#,
+                "invalid_error",
+                40,
+            ),
             (r#"{"jsonrpc":"2.0","id":1,"error":{"code":1}}"#, "invalid_error", 32),
             ("3", "not_an_object", 0),
             ("[]", "empty_batch", 0),
         ];
         for &(f, kind, pos) in cases {
             let e = parse_frame(f.as_bytes()).expect_err(f);
-            assert_eq!((e.code, e.kind, e.position), (crate::error::INVALID_REQUEST, kind, Some(pos)), "{f}: {e}");
+            assert_eq!(
+                (e.code, e.kind, e.position),
+                (crate::error::INVALID_REQUEST, kind, Some(pos)),
+                "{f}: {e}"
+            );
         }
         let e = parse_frame(br#"{"jsonrpc":"1.0","method":"x"}"#).unwrap_err();
         assert_eq!(e.description, r#"expected "jsonrpc": "2.0", found string "1.0""#);
@@ -566,7 +652,10 @@ mod tests {
     #[test]
     fn garbage_is_a_parse_error() {
         let e = parse_frame(b"xx").unwrap_err();
-        assert_eq!((e.kind, e.description.as_str()), ("unexpected_character", "expected a JSON value, found 'x'"));
+        assert_eq!(
+            (e.kind, e.description.as_str()),
+            ("unexpected_character", "expected a JSON value, found 'x'")
+        );
     }
 
     #[test]
@@ -580,7 +669,9 @@ mod tests {
     #[test]
     fn batches() {
         let f = r#"[{"jsonrpc":"2.0","method":"a"}, 1, {"jsonrpc":"2.0","id":2,"result":null}]"#;
-        let Frame::Batch(entries) = parse_frame(f.as_bytes()).unwrap() else { panic!() };
+        let Frame::Batch(entries) = parse_frame(f.as_bytes()).unwrap() else {
+            panic!()
+        };
         assert_eq!(entries.len(), 3);
         let first = entries[0].result.as_ref().unwrap();
         assert_eq!(first.kind, Kind::Notification);

@@ -89,7 +89,11 @@ pub fn check_utf8(data: &[u8]) -> Result<(), DecodeError> {
         Err(e) => e.valid_up_to(),
         Ok(_) => 0,
     };
-    Err(DecodeError::json("invalid_utf8", format!("invalid UTF-8 byte 0x{:02X}", data[at]), at))
+    Err(DecodeError::json(
+        "invalid_utf8",
+        format!("invalid UTF-8 byte 0x{:02X}", data[at]),
+        at,
+    ))
 }
 
 /// Validate a whole document (UTF-8, BOM, grammar, nothing after the value).
@@ -113,7 +117,11 @@ const INLINE_WORDS: usize = 16;
 impl SpecialIndex {
     fn new(data: &[u8]) -> Self {
         let words = data.len().div_ceil(64);
-        let mut index = Self { inline: [0; INLINE_WORDS], heap: Vec::new(), words };
+        let mut index = Self {
+            inline: [0; INLINE_WORDS],
+            heap: Vec::new(),
+            words,
+        };
         let out: &mut [u64] = if words <= INLINE_WORDS {
             &mut index.inline[..words]
         } else {
@@ -189,10 +197,13 @@ fn build_special_index(data: &[u8], out: &mut [u64]) {
 
 #[inline]
 fn scalar_word(chunk: &[u8]) -> u64 {
-    chunk
-        .iter()
-        .enumerate()
-        .fold(0u64, |acc, (i, &b)| if b == b'"' || b == b'\\' || b < 0x20 { acc | (1 << i) } else { acc })
+    chunk.iter().enumerate().fold(0u64, |acc, (i, &b)| {
+        if b == b'"' || b == b'\\' || b < 0x20 {
+            acc | (1 << i)
+        } else {
+            acc
+        }
+    })
 }
 
 /// Cursor over a UTF-8-checked input.
@@ -209,7 +220,11 @@ fn unexpected(data: &[u8], pos: usize, what: &str) -> DecodeError {
     if pos >= data.len() {
         DecodeError::json("eof", format!("expected {what}, found end of input"), data.len())
     } else {
-        DecodeError::json("unexpected_character", format!("expected {what}, found {}", describe_found(data, pos)), pos)
+        DecodeError::json(
+            "unexpected_character",
+            format!("expected {what}, found {}", describe_found(data, pos)),
+            pos,
+        )
     }
 }
 
@@ -241,13 +256,22 @@ fn read_hex4(data: &[u8], at: usize) -> Option<u16> {
 
 impl<'a> Scanner<'a> {
     pub fn new(data: &'a [u8]) -> Self {
-        Self { data, pos: 0, depth: 0, index: SpecialIndex::new(data) }
+        Self {
+            data,
+            pos: 0,
+            depth: 0,
+            index: SpecialIndex::new(data),
+        }
     }
 
     /// One value surrounded by whitespace and nothing else.
     pub fn parse_document<S: Sink>(&mut self, sink: &mut S) -> Result<S::Value, DecodeError> {
         if self.data.starts_with(b"\xEF\xBB\xBF") {
-            return Err(DecodeError::json("bom", "unexpected UTF-8 byte order mark".to_owned(), 0));
+            return Err(DecodeError::json(
+                "bom",
+                "unexpected UTF-8 byte order mark".to_owned(),
+                0,
+            ));
         }
         let value = self.parse_value(sink)?;
         self.finish()?;
@@ -312,7 +336,11 @@ impl<'a> Scanner<'a> {
     pub fn enter(&mut self) -> Result<(), DecodeError> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
-            return Err(DecodeError::json("depth_limit", format!("nesting deeper than {MAX_DEPTH} levels"), self.pos));
+            return Err(DecodeError::json(
+                "depth_limit",
+                format!("nesting deeper than {MAX_DEPTH} levels"),
+                self.pos,
+            ));
         }
         self.pos += 1;
         Ok(())
@@ -495,7 +523,10 @@ impl<'a> Scanner<'a> {
                     }
                     0xDC00..=0xDFFF => Err(DecodeError::json(
                         "lone_surrogate",
-                        format!("unexpected low surrogate escape {}", String::from_utf8_lossy(&data[at..at + 6])),
+                        format!(
+                            "unexpected low surrogate escape {}",
+                            String::from_utf8_lossy(&data[at..at + 6])
+                        ),
                         at,
                     )),
                     _ => Ok(at + 6),
@@ -586,7 +617,11 @@ impl<'a> Scanner<'a> {
             false
         };
         if out_of_range {
-            return Err(DecodeError::json("number_out_of_range", "number out of range".to_owned(), start));
+            return Err(DecodeError::json(
+                "number_out_of_range",
+                "number out of range".to_owned(),
+                start,
+            ));
         }
         self.pos = i;
         Ok(Number { start, end: i, is_int })
@@ -598,7 +633,10 @@ impl<'a> Scanner<'a> {
 fn control_character(data: &[u8], at: usize) -> DecodeError {
     DecodeError::json(
         "control_character",
-        format!("expected an escaped control character in a string, found {}", describe_found(data, at)),
+        format!(
+            "expected an escaped control character in a string, found {}",
+            describe_found(data, at)
+        ),
         at,
     )
 }
@@ -613,14 +651,21 @@ fn lone_high_surrogate(data: &[u8], at: usize, next_is_escape: bool) -> DecodeEr
     } else {
         describe_found(data, next)
     };
-    DecodeError::json("lone_surrogate", format!("expected a low surrogate escape after {written}, found {found}"), at)
+    DecodeError::json(
+        "lone_surrogate",
+        format!("expected a low surrogate escape after {written}, found {found}"),
+        at,
+    )
 }
 
 /// Parse a number lexeme that the grammar accepted.
 #[inline]
 pub fn parse_f64(lexeme: &[u8]) -> f64 {
     // The lexeme is ASCII digits/sign/point/exponent, so this is valid UTF-8 and valid Rust syntax.
-    std::str::from_utf8(lexeme).ok().and_then(|s| s.parse::<f64>().ok()).unwrap_or(f64::NAN)
+    std::str::from_utf8(lexeme)
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok())
+        .unwrap_or(f64::NAN)
 }
 
 /// Parse an integer lexeme that fits in `i64`, or `None`.
@@ -745,8 +790,18 @@ mod tests {
     #[test]
     fn accepts() {
         for s in [
-            "0", "-0", "1.5e+10", "[]", "{}", r#"{"a":[1,2,{"b":null}]}"#, r#""\ud83d\ude00""#, "\"\u{7f}é\"",
-            " \t\r\n true ", r#""\u0000""#, r#"{"a":1,"a":2}"#, "1e-400",
+            "0",
+            "-0",
+            "1.5e+10",
+            "[]",
+            "{}",
+            r#"{"a":[1,2,{"b":null}]}"#,
+            r#""\ud83d\ude00""#,
+            "\"\u{7f}é\"",
+            " \t\r\n true ",
+            r#""\u0000""#,
+            r#"{"a":1,"a":2}"#,
+            "1e-400",
         ] {
             validate(s.as_bytes()).unwrap_or_else(|e| panic!("{s}: {e}"));
         }
@@ -758,22 +813,72 @@ mod tests {
             (b"", "eof", 0, "expected a JSON value, found end of input"),
             (b"  ", "eof", 2, "expected a JSON value, found end of input"),
             (b"[1,]", "unexpected_character", 3, "expected a JSON value, found ']'"),
-            (b"{\"a\":1,}", "unexpected_character", 7, "expected a string key, found '}'"),
+            (
+                b"{\"a\":1,}",
+                "unexpected_character",
+                7,
+                "expected a string key, found '}'",
+            ),
             (b"{\"a\" 1}", "unexpected_character", 5, "expected ':', found '1'"),
             (b"01", "unexpected_character", 1, "expected end of input, found '1'"),
             (b"-a", "unexpected_character", 1, "expected a digit, found 'a'"),
             (b"1.", "eof", 2, "expected a digit, found end of input"),
             (b"tx", "unexpected_character", 1, "expected 'true', found 'x'"),
             (b"nul", "eof", 3, "expected 'null', found end of input"),
-            (b"\"a\tb\"", "control_character", 2, "expected an escaped control character in a string, found U+0009"),
-            (b"\"abc", "eof", 4, "expected '\"' to close the string, found end of input"),
-            (b"\"\\x\"", "invalid_escape", 2, r#"expected an escape sequence (\" \\ \/ \b \f \n \r \t \uXXXX), found 'x'"#),
-            (b"\"\\u12g4\"", "invalid_unicode_escape", 5, "expected 4 hex digits after \\u, found 'g'"),
-            (b"\"\\u12", "eof", 5, "expected 4 hex digits after \\u, found end of input"),
-            (b"\"\\ud800\"", "lone_surrogate", 1, "expected a low surrogate escape after \\ud800, found '\"'"),
-            (b"\"\\ud800\\u0041\"", "lone_surrogate", 1, "expected a low surrogate escape after \\ud800, found \\u0041"),
-            (b"\"\\ud800", "lone_surrogate", 1, "expected a low surrogate escape after \\ud800, found end of input"),
-            (b"\"\\uDC00\"", "lone_surrogate", 1, "unexpected low surrogate escape \\uDC00"),
+            (
+                b"\"a\tb\"",
+                "control_character",
+                2,
+                "expected an escaped control character in a string, found U+0009",
+            ),
+            (
+                b"\"abc",
+                "eof",
+                4,
+                "expected '\"' to close the string, found end of input",
+            ),
+            (
+                b"\"\\x\"",
+                "invalid_escape",
+                2,
+                r#"expected an escape sequence (\" \\ \/ \b \f \n \r \t \uXXXX), found 'x'"#,
+            ),
+            (
+                b"\"\\u12g4\"",
+                "invalid_unicode_escape",
+                5,
+                "expected 4 hex digits after \\u, found 'g'",
+            ),
+            (
+                b"\"\\u12",
+                "eof",
+                5,
+                "expected 4 hex digits after \\u, found end of input",
+            ),
+            (
+                b"\"\\ud800\"",
+                "lone_surrogate",
+                1,
+                "expected a low surrogate escape after \\ud800, found '\"'",
+            ),
+            (
+                b"\"\\ud800\\u0041\"",
+                "lone_surrogate",
+                1,
+                "expected a low surrogate escape after \\ud800, found \\u0041",
+            ),
+            (
+                b"\"\\ud800",
+                "lone_surrogate",
+                1,
+                "expected a low surrogate escape after \\ud800, found end of input",
+            ),
+            (
+                b"\"\\uDC00\"",
+                "lone_surrogate",
+                1,
+                "unexpected low surrogate escape \\uDC00",
+            ),
             (b"1e400", "number_out_of_range", 0, "number out of range"),
             (b"[-1e400]", "number_out_of_range", 1, "number out of range"),
             (b"\xEF\xBB\xBF{}", "bom", 0, "unexpected UTF-8 byte order mark"),
@@ -782,7 +887,11 @@ mod tests {
         ];
         for &(input, kind, pos, desc) in cases {
             let e = err(input);
-            assert_eq!((e.kind, e.position, e.description.as_str()), (kind, Some(pos), desc), "{input:?}");
+            assert_eq!(
+                (e.kind, e.position, e.description.as_str()),
+                (kind, Some(pos), desc),
+                "{input:?}"
+            );
             assert_eq!(e.code, crate::error::PARSE_ERROR);
         }
     }
@@ -790,7 +899,12 @@ mod tests {
     #[test]
     fn depth_limit() {
         // Debug builds use large frames; give the recursion the room a release build never needs.
-        std::thread::Builder::new().stack_size(64 << 20).spawn(depth_limit_body).unwrap().join().unwrap();
+        std::thread::Builder::new()
+            .stack_size(64 << 20)
+            .spawn(depth_limit_body)
+            .unwrap()
+            .join()
+            .unwrap();
     }
 
     fn depth_limit_body() {

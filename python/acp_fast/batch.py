@@ -21,7 +21,8 @@ class Batch(list):  # type: ignore[type-arg]
         super().__init__(entries)
         self.raw = raw
         self.line = line
-        self._decoded = tuple(self)
+        # Only a batch that came from bytes can hand those bytes back.
+        self._decoded = tuple(self) if raw else ()
 
     def is_unchanged(self) -> bool:
         """True while the batch still holds exactly the entries it was decoded with."""

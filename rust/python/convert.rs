@@ -8,8 +8,8 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyString, PyType};
 
 use super::errors::EncodeFailure;
-use super::strcache::{new_str, KEYS};
 use super::frames::PyMessage;
+use super::strcache::{new_str, KEYS};
 use crate::encoder::{self, PathItem, MAX_DEPTH};
 use crate::scanner::{parse_f64, parse_i64, parse_u64, unescape_into, Number, Sink, Str};
 
@@ -143,7 +143,10 @@ pub fn build<'py>(
     if check_utf8 {
         crate::scanner::check_utf8(data)?;
     }
-    let mut sink = PySink { py, scratch: Vec::new() };
+    let mut sink = PySink {
+        py,
+        scratch: Vec::new(),
+    };
     crate::scanner::Scanner::new(data).parse_document(&mut sink)
 }
 
@@ -157,6 +160,7 @@ pub fn build_span<'py>(py: Python<'py>, data: &[u8], start: usize, end: usize) -
 
 static ENUM_TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static UUID_TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static FRAGMENT_TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
 pub struct Writer<'py> {
     py: Python<'py>,
@@ -167,7 +171,10 @@ type WResult = Result<(), EncodeFailure>;
 
 #[cold]
 fn type_name(obj: &Bound<'_, PyAny>) -> String {
-    obj.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "object".to_owned())
+    obj.get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "object".to_owned())
 }
 
 #[cold]
@@ -175,11 +182,16 @@ fn surrogate_failure(s: &Bound<'_, PyAny>) -> EncodeFailure {
     // SAFETY: reading code points of a str by index within its length.
     let cp = unsafe {
         let n = ffi::PyUnicode_GetLength(s.as_ptr());
-        (0..n).map(|i| ffi::PyUnicode_ReadChar(s.as_ptr(), i)).find(|c| (0xD800..=0xDFFF).contains(c))
+        (0..n)
+            .map(|i| ffi::PyUnicode_ReadChar(s.as_ptr(), i))
+            .find(|c| (0xD800..=0xDFFF).contains(c))
     };
     let _ = PyErr::take(s.py());
     let cp = cp.unwrap_or(0xD800);
-    EncodeFailure::new("invalid_str", format!("expected a str encodable as UTF-8, found unpaired surrogate U+{cp:04X}"))
+    EncodeFailure::new(
+        "invalid_str",
+        format!("expected a str encodable as UTF-8, found unpaired surrogate U+{cp:04X}"),
+    )
 }
 
 /// UTF-8 view of a str (or a str subclass), or the `invalid_str` failure.
@@ -199,7 +211,10 @@ fn str_utf8<'a>(obj: &'a Bound<'_, PyAny>) -> Result<&'a [u8], EncodeFailure> {
 
 impl<'py> Writer<'py> {
     pub fn new(py: Python<'py>) -> Self {
-        Self { py, out: Vec::with_capacity(256) }
+        Self {
+            py,
+            out: Vec::with_capacity(256),
+        }
     }
 
     pub fn write(&mut self, obj: &Bound<'py, PyAny>, depth: usize) -> WResult {
@@ -272,6 +287,19 @@ impl<'py> Writer<'py> {
             let value = obj.getattr("value").map_err(EncodeFailure::python)?;
             return self.write(&value, depth);
         }
+        // orjson.Fragment: pre-encoded JSON written as-is, as orjson does.
+        if let Ok(fragment_ty) = FRAGMENT_TYPE.import(py, "orjson", "Fragment") {
+            if obj.is_instance(fragment_ty).map_err(EncodeFailure::python)? {
+                let contents = obj.getattr("contents").map_err(EncodeFailure::python)?;
+                if let Ok(b) = contents.cast::<PyBytes>() {
+                    self.out.extend_from_slice(b.as_bytes());
+                } else {
+                    let s = str_utf8(&contents)?;
+                    self.out.extend_from_slice(s);
+                }
+                return Ok(());
+            }
+        }
         let uuid_ty = UUID_TYPE.import(py, "uuid", "UUID").map_err(EncodeFailure::python)?;
         if obj.is_instance(uuid_ty).map_err(EncodeFailure::python)? {
             let text = obj.str().map_err(EncodeFailure::python)?;
@@ -280,7 +308,10 @@ impl<'py> Writer<'py> {
         }
         Err(EncodeFailure::new(
             "unsupported_type",
-            format!("expected dict, list, tuple, str, int, float, bool or None, found {}", type_name(obj)),
+            format!(
+                "expected dict, list, tuple, str, int, float, bool or None, found {}",
+                type_name(obj)
+            ),
         ))
     }
 
@@ -310,7 +341,8 @@ impl<'py> Writer<'py> {
         match text {
             Ok(t) => {
                 let t = t.cast_into::<PyString>().map_err(|e| EncodeFailure::python(e.into()))?;
-                self.out.extend_from_slice(t.to_str().map_err(EncodeFailure::python)?.as_bytes());
+                self.out
+                    .extend_from_slice(t.to_str().map_err(EncodeFailure::python)?.as_bytes());
                 Ok(())
             }
             Err(_) => Err(EncodeFailure::new(
@@ -332,7 +364,10 @@ impl<'py> Writer<'py> {
             } else {
                 "-inf"
             };
-            return Err(EncodeFailure::new("non_finite_float", format!("expected a finite float, found {repr}")));
+            return Err(EncodeFailure::new(
+                "non_finite_float",
+                format!("expected a finite float, found {repr}"),
+            ));
         }
         encoder::write_f64(&mut self.out, v);
         Ok(())
@@ -355,16 +390,25 @@ impl<'py> Writer<'py> {
             self.out.push(b'[');
             let mut i: ffi::Py_ssize_t = 0;
             loop {
-                let n = if is_list { ffi::PyList_GET_SIZE(p) } else { ffi::PyTuple_GET_SIZE(p) };
+                let n = if is_list {
+                    ffi::PyList_GET_SIZE(p)
+                } else {
+                    ffi::PyTuple_GET_SIZE(p)
+                };
                 if i >= n {
                     break;
                 }
-                let item = if is_list { ffi::PyList_GET_ITEM(p, i) } else { ffi::PyTuple_GET_ITEM(p, i) };
+                let item = if is_list {
+                    ffi::PyList_GET_ITEM(p, i)
+                } else {
+                    ffi::PyTuple_GET_ITEM(p, i)
+                };
                 let item = Bound::from_borrowed_ptr(self.py, item);
                 if i > 0 {
                     self.out.push(b',');
                 }
-                self.write(&item, depth + 1).map_err(|e| e.at(PathItem::Index(i as usize)))?;
+                self.write(&item, depth + 1)
+                    .map_err(|e| e.at(PathItem::Index(i as usize)))?;
                 i += 1;
             }
             self.out.push(b']');

@@ -66,8 +66,11 @@ pub fn decode_error(py: Python<'_>, err: &DecodeError, origin: Origin<'_>, raw: 
     }
 }
 
-/// Why an object could not be encoded, with the path collected while unwinding.
-pub struct EncodeFailure {
+/// Why an object could not be encoded, with the path collected while unwinding. Boxed so that
+/// the writer's `Result<(), EncodeFailure>` is one word.
+pub struct EncodeFailure(Box<Failure>);
+
+pub struct Failure {
     pub kind: &'static str,
     pub description: String,
     /// Innermost step first.
@@ -79,34 +82,45 @@ pub struct EncodeFailure {
 impl EncodeFailure {
     #[cold]
     pub fn new(kind: &'static str, description: String) -> Self {
-        Self { kind, description, path: Vec::new(), python: None }
+        Self(Box::new(Failure {
+            kind,
+            description,
+            path: Vec::new(),
+            python: None,
+        }))
     }
 
     #[cold]
     pub fn python(err: PyErr) -> Self {
-        Self { kind: "", description: String::new(), path: Vec::new(), python: Some(err) }
+        Self(Box::new(Failure {
+            kind: "",
+            description: String::new(),
+            path: Vec::new(),
+            python: Some(err),
+        }))
     }
 
     #[cold]
     #[must_use]
     pub fn at(mut self, item: PathItem) -> Self {
-        self.path.push(item);
+        self.0.path.push(item);
         self
     }
 
     #[cold]
     pub fn into_pyerr(self, py: Python<'_>) -> PyErr {
-        if let Some(e) = self.python {
+        let failure = *self.0;
+        if let Some(e) = failure.python {
             return e;
         }
-        let mut path = self.path;
+        let mut path = failure.path;
         path.reverse();
         let result = (|| -> PyResult<PyErr> {
             let kwargs = PyDict::new(py);
             kwargs.set_item("path", render_path(&path))?;
-            kwargs.set_item("kind", self.kind)?;
+            kwargs.set_item("kind", failure.kind)?;
             let ty = ENCODE_ERROR.import(py, "acp_fast.errors", "EncodeError")?;
-            Ok(PyErr::from_value(ty.call((self.description,), Some(&kwargs))?))
+            Ok(PyErr::from_value(ty.call((failure.description,), Some(&kwargs))?))
         })();
         result.unwrap_or_else(|e| e)
     }

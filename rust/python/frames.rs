@@ -7,8 +7,8 @@ use pyo3::types::{PyByteArray, PyBytes, PyList, PyString, PyTuple};
 use pyo3::{intern, IntoPyObjectExt};
 
 use super::convert::{build, build_span, dumps_bytes};
-use super::strcache::VALUES;
 use super::errors::{batch_type, decode_error, decode_error_object, Origin};
+use super::strcache::VALUES;
 use crate::error::{DecodeError, JsonType, PARSE_ERROR};
 use crate::framing::{Event, Framer, DEFAULT_MAX_FRAME_BYTES};
 use crate::message::{parse_frame, strip_line_ending, Envelope, Frame, Kind, Span};
@@ -113,9 +113,10 @@ fn text(py: Python<'_>, data: &[u8], span: Option<Span>) -> Py<PyAny> {
 fn id_value(py: Python<'_>, data: &[u8], span: Option<Span>) -> PyResult<Py<PyAny>> {
     match span {
         Some(s) if s.ty == JsonType::String => Ok(text(py, data, Some(s))),
-        Some(s) if s.ty == JsonType::Number => {
-            Ok(parse_i64(&data[s.range()]).unwrap_or_default().into_bound_py_any(py)?.unbind())
-        }
+        Some(s) if s.ty == JsonType::Number => Ok(parse_i64(&data[s.range()])
+            .unwrap_or_default()
+            .into_bound_py_any(py)?
+            .unbind()),
         _ => Ok(py.None()),
     }
 }
@@ -209,7 +210,9 @@ fn source_of<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Source<'py>> {
     }
     if let Ok(s) = obj.cast::<PyString>() {
         return match s.to_str() {
-            Ok(t) => Ok(Source { bytes: PyBytes::new(py, t.as_bytes()) }),
+            Ok(t) => Ok(Source {
+                bytes: PyBytes::new(py, t.as_bytes()),
+            }),
             Err(_) => {
                 let _ = PyErr::take(py);
                 Err(surrogate_error(py, s))
@@ -217,13 +220,19 @@ fn source_of<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Source<'py>> {
         };
     }
     if let Ok(b) = obj.cast::<PyByteArray>() {
-        return Ok(Source { bytes: PyBytes::new(py, &b.to_vec()) });
+        return Ok(Source {
+            bytes: PyBytes::new(py, &b.to_vec()),
+        });
     }
     if let Ok(buf) = pyo3::buffer::PyBuffer::<u8>::get(obj) {
-        return Ok(Source { bytes: PyBytes::new(py, &buf.to_vec(py)?) });
+        return Ok(Source {
+            bytes: PyBytes::new(py, &buf.to_vec(py)?),
+        });
     }
     let name = obj.get_type().name().map(|n| n.to_string()).unwrap_or_default();
-    Err(PyTypeError::new_err(format!("expected bytes, bytearray, memoryview or str, found {name}")))
+    Err(PyTypeError::new_err(format!(
+        "expected bytes, bytearray, memoryview or str, found {name}"
+    )))
 }
 
 #[cold]
@@ -231,13 +240,18 @@ fn surrogate_error(py: Python<'_>, s: &Bound<'_, PyString>) -> PyErr {
     // SAFETY: reading code points of a str by index within its length.
     let cp = unsafe {
         let n = pyo3::ffi::PyUnicode_GetLength(s.as_ptr());
-        (0..n).map(|i| pyo3::ffi::PyUnicode_ReadChar(s.as_ptr(), i)).find(|c| (0xD800..=0xDFFF).contains(c))
+        (0..n)
+            .map(|i| pyo3::ffi::PyUnicode_ReadChar(s.as_ptr(), i))
+            .find(|c| (0xD800..=0xDFFF).contains(c))
     };
     let _ = PyErr::take(py);
     let err = DecodeError::new(
         PARSE_ERROR,
         "invalid_utf8",
-        format!("expected a str encodable as UTF-8, found unpaired surrogate U+{:04X}", cp.unwrap_or(0xD800)),
+        format!(
+            "expected a str encodable as UTF-8, found unpaired surrogate U+{:04X}",
+            cp.unwrap_or(0xD800)
+        ),
         None,
     );
     decode_error(py, &err, Origin::Document(b""), None)
@@ -305,7 +319,10 @@ impl PyMessage {
     fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         static DECODE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
         let decode = DECODE.import(py, "acp_fast._native", "decode")?;
-        PyTuple::new(py, [decode.clone().into_any(), PyTuple::new(py, [self.raw(py)])?.into_any()])
+        PyTuple::new(
+            py,
+            [decode.clone().into_any(), PyTuple::new(py, [self.raw(py)])?.into_any()],
+        )
     }
 }
 
@@ -336,7 +353,9 @@ pub fn encode<'py>(py: Python<'py>, message: &Bound<'py, PyAny>) -> PyResult<Bou
         return Ok(dumps_bytes(py, message, true)?.into_any());
     }
     let name = message.get_type().name()?;
-    Err(PyTypeError::new_err(format!("expected a Message, a dict or a list, found {name}")))
+    Err(PyTypeError::new_err(format!(
+        "expected a Message, a dict or a list, found {name}"
+    )))
 }
 
 /// Splits a byte stream into frames and decodes each one.
@@ -367,7 +386,9 @@ impl PyFrameDecoder {
                     let err = DecodeError::new(
                         PARSE_ERROR,
                         "frame_too_large",
-                        format!("expected a frame of at most {max} bytes, found a longer line; skipped to the next newline"),
+                        format!(
+                            "expected a frame of at most {max} bytes, found a longer line; skipped to the next newline"
+                        ),
                         Some(max),
                     );
                     decode_error_object(py, &err, Origin::Stream { line }, None)
@@ -399,7 +420,9 @@ impl PyFrameDecoder {
                 "max_frame_bytes must be between 1 and {MAX_FRAME}, found {max_frame_bytes}"
             )));
         }
-        Ok(Self { framer: Framer::new(max_frame_bytes as usize) })
+        Ok(Self {
+            framer: Framer::new(max_frame_bytes as usize),
+        })
     }
 
     /// Feed bytes; returns the results of every line completed by them, in order.

@@ -12,7 +12,10 @@ use pyo3::prelude::*;
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("BACKEND", "rust")?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    m.add("build_profile", if cfg!(debug_assertions) { "debug" } else { "release" })?;
+    m.add(
+        "build_profile",
+        if cfg!(debug_assertions) { "debug" } else { "release" },
+    )?;
     m.add_function(wrap_pyfunction!(frames::loads, m)?)?;
     m.add_function(wrap_pyfunction!(frames::dumps, m)?)?;
     m.add_function(wrap_pyfunction!(frames::decode, m)?)?;

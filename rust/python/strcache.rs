@@ -76,7 +76,11 @@ pub fn new_str<'py>(py: Python<'py>, bytes: &[u8]) -> Bound<'py, PyAny> {
 
 impl StrCache {
     const fn new(intern: bool) -> Self {
-        Self { busy: AtomicBool::new(false), intern, slots: UnsafeCell::new(None) }
+        Self {
+            busy: AtomicBool::new(false),
+            intern,
+            slots: UnsafeCell::new(None),
+        }
     }
 
     /// The `str` for `bytes` (valid UTF-8), from the cache when possible.
@@ -113,7 +117,11 @@ impl StrCache {
                 if let Ok(s) = fresh.cast::<PyString>() {
                     let mut inline = [0u8; MAX_LEN];
                     inline[..bytes.len()].copy_from_slice(bytes);
-                    table[idx] = Some(Slot { len: bytes.len() as u8, bytes: inline, obj: s.clone().unbind() });
+                    table[idx] = Some(Slot {
+                        len: bytes.len() as u8,
+                        bytes: inline,
+                        obj: s.clone().unbind(),
+                    });
                 }
             }
             self.busy.store(false, Ordering::Release);

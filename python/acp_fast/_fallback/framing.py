@@ -11,7 +11,7 @@ Mirror of ``rust/framing.rs``.
 
 from __future__ import annotations
 
-from typing import Any, List, Union
+from typing import List, Union
 
 import orjson
 

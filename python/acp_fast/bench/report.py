@@ -1,6 +1,6 @@
 """Benchmark report: time every contender outside pytest and print a Markdown report to stdout.
 
-    PYTHONPATH=python python3 benches/report.py > /tmp/report.md
+    acp-fast bench > /tmp/report.md          (or: python -m acp_fast.bench)
 
 Same corpora and contenders as the pytest benchmarks (contenders.py). Each contender first runs
 once untimed (its result is checked against the stdlib ``json`` reference, and the run warms
@@ -29,16 +29,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional
 
-BENCHES = Path(__file__).resolve().parent
-ROOT = BENCHES.parent
-sys.path.insert(0, str(BENCHES))
-try:
-    import acp_fast  # noqa: F401
-except ImportError:  # a source checkout without an installed package
-    sys.path.insert(0, str(ROOT / "python"))
-    import acp_fast  # noqa: F401
+from . import contenders as C
 
-import contenders as C  # noqa: E402
+# The source checkout, when running from one (for the commit id in the report).
+ROOT = Path(__file__).resolve().parents[3]
+
 
 
 @dataclass
@@ -220,7 +215,7 @@ def summary_table(results: Dict[tuple, List[Row]], backends: Dict) -> List[str]:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="acp-fast bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--mixed-frames", type=int, default=C.DEFAULT_SIZES["mixed"], help="frames in the mixed corpus")
     parser.add_argument("--large-frames", type=int, default=C.DEFAULT_SIZES["large"], help="frames in the large corpus")
     parser.add_argument("--seed", type=int, default=0)

@@ -1,0 +1,34 @@
+# The usual tasks. `make test` is the command the README and CI run.
+PYTHON ?= python3
+
+.PHONY: install build test test-rust test-python bench bench-rust lint format
+
+install:  ## build the Rust core (release) and install the package with its test extras
+	$(PYTHON) -m pip install -e '.[test]'
+
+build:  ## rebuild the native module in place after a Rust change
+	$(PYTHON) -m pip install -e . --no-deps --no-build-isolation
+
+test: test-rust test-python  ## everything CI runs
+
+test-rust:
+	cargo test
+
+test-python:  ## one pytest run; every behavioural test runs on both backends
+	$(PYTHON) -m pytest
+
+bench:  ## pytest-benchmark suite (release build), then the Rust core benches
+	$(PYTHON) -m pytest benches --benchmark-enable --benchmark-only
+	$(MAKE) bench-rust
+
+bench-rust:
+	$(PYTHON) -c "from acp_fast import traffic; open('/tmp/acp-mixed.ndjson','wb').write(traffic.generate('mixed', 20000, seed=1)); open('/tmp/acp-large.ndjson','wb').write(traffic.generate('large', 1000, seed=1))"
+	cargo bench --bench json_machinery -- /tmp/acp-mixed.ndjson /tmp/acp-large.ndjson
+
+lint:
+	cargo fmt --check
+	cargo clippy --all-targets --features python -- -D warnings
+	cargo build --no-default-features
+
+format:
+	cargo fmt
