@@ -32,8 +32,8 @@ fn main() {
             lines.len(),
             bytes as f64 / lines.len() as f64
         );
-        time(&lines, bytes, "acp-fast parse_frame (validate+envelope)", |l| {
-            _native::parse_frame(l).is_ok()
+        time(&lines, bytes, "acp-fast parse_line (validate+envelope)", |l| {
+            _native::message::parse_line(l).is_ok()
         });
         time(&lines, bytes, "acp-fast scanner::validate", |l| {
             _native::scanner::validate(l).is_ok()

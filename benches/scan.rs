@@ -11,7 +11,7 @@ fn main() {
     for (name, f) in [
         (
             "parse_frame",
-            (|l: &[u8]| _native::parse_frame(l).is_ok()) as fn(&[u8]) -> bool,
+            (|l: &[u8]| _native::message::parse_line(l).is_ok()) as fn(&[u8]) -> bool,
         ),
         ("validate", |l: &[u8]| _native::scanner::validate(l).is_ok()),
     ] {

@@ -451,6 +451,18 @@ pub fn strip_line_ending(line: &[u8]) -> &[u8] {
 
 /// Decode one frame (without its line ending): JSON first, then the JSON-RPC rules.
 pub fn parse_frame(data: &[u8]) -> Result<Frame, DecodeError> {
+    if let Some(at) = memchr::memchr(b'\n', data) {
+        return Err(DecodeError::json(
+            "embedded_newline",
+            "expected one frame per line, found a newline".to_owned(),
+            at,
+        ));
+    }
+    parse_line(data)
+}
+
+/// `parse_frame` for a line the framer cut, which holds no `\n` by construction.
+pub fn parse_line(data: &[u8]) -> Result<Frame, DecodeError> {
     if data.len() >= u32::MAX as usize {
         return Err(DecodeError::json(
             "frame_too_large",

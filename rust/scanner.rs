@@ -102,40 +102,61 @@ pub fn validate(data: &[u8]) -> Result<(), DecodeError> {
     Scanner::new(data).parse_document(&mut Skip)
 }
 
-/// Bitmap of the bytes that end a run of string content: `"`, `\\` and bytes below 0x20. Bit
-/// `i % 64` of word `i / 64` stands for byte `i`. Built in one SIMD pass before parsing, so that
-/// finding the end of a string is a few word operations instead of a loop over its bytes.
+/// Where a string scan must stop, as a bitmap: bit `i % 64` of word `i / 64` stands for byte `i`.
+///
+/// A byte is *special* when it is an unescaped `"`, a byte below 0x20, or the backslash of an
+/// escape that is not one of the simple two-byte forms (`\uXXXX` and invalid escapes). Simple
+/// escapes (`\n`, `\"`, `\\`, …) are validated in bulk while the index is built, so finding the
+/// end of a string — even one dense with escapes — is a few word operations. Escape runs are
+/// resolved with simdjson's carry trick (odd/even backslash runs). A second bitmap marks every
+/// backslash, to tell whether a string needs unescaping. Built in one SIMD pass before parsing.
 struct SpecialIndex {
-    inline: [u64; INLINE_WORDS],
+    inline: [u64; INLINE_WORDS * 2],
     heap: Vec<u64>,
     words: usize,
 }
 
 /// Documents up to 1 KiB keep their index inline (larger ones pay one allocation).
 const INLINE_WORDS: usize = 16;
+const ODD_BITS: u64 = 0xAAAA_AAAA_AAAA_AAAA;
+
+/// The escape codes that need no further check: `" \ / b f n r t`.
+static SIMPLE_ESCAPE: [bool; 256] = {
+    let mut t = [false; 256];
+    t[b'"' as usize] = true;
+    t[b'\\' as usize] = true;
+    t[b'/' as usize] = true;
+    t[b'b' as usize] = true;
+    t[b'f' as usize] = true;
+    t[b'n' as usize] = true;
+    t[b'r' as usize] = true;
+    t[b't' as usize] = true;
+    t
+};
 
 impl SpecialIndex {
     fn new(data: &[u8]) -> Self {
         let words = data.len().div_ceil(64);
         let mut index = Self {
-            inline: [0; INLINE_WORDS],
+            inline: [0; INLINE_WORDS * 2],
             heap: Vec::new(),
             words,
         };
         let out: &mut [u64] = if words <= INLINE_WORDS {
-            &mut index.inline[..words]
+            &mut index.inline[..words * 2]
         } else {
-            index.heap = vec![0; words];
+            index.heap = vec![0; words * 2];
             &mut index.heap
         };
-        build_special_index(data, out);
+        let (special, backslashes) = out.split_at_mut(words);
+        build_special_index(data, special, backslashes);
         index
     }
 
     #[inline(always)]
-    fn words(&self) -> &[u64] {
+    fn all(&self) -> &[u64] {
         if self.words <= INLINE_WORDS {
-            &self.inline[..self.words]
+            &self.inline[..self.words * 2]
         } else {
             &self.heap
         }
@@ -144,7 +165,7 @@ impl SpecialIndex {
     /// First special byte at or after `i`, or `len`.
     #[inline(always)]
     fn next(&self, i: usize, len: usize) -> usize {
-        let words = self.words();
+        let words = &self.all()[..self.words];
         let mut w = i >> 6;
         if w >= words.len() {
             return len;
@@ -159,51 +180,179 @@ impl SpecialIndex {
         }
         (w << 6) + bits.trailing_zeros() as usize
     }
+
+    /// Is there a backslash in `start..end`?
+    #[inline(always)]
+    fn any_backslash(&self, start: usize, end: usize) -> bool {
+        if start >= end {
+            return false;
+        }
+        let bs = &self.all()[self.words..];
+        let (first, last) = (start >> 6, (end - 1) >> 6);
+        (first..=last).any(|w| {
+            let mut bits = bs[w];
+            if w == first {
+                bits &= u64::MAX << (start & 63);
+            }
+            if w == last {
+                bits &= u64::MAX >> (63 - ((end - 1) & 63));
+            }
+            bits != 0
+        })
+    }
 }
 
-fn build_special_index(data: &[u8], out: &mut [u64]) {
-    let full = data.len() / 64;
+/// Per-block masks of a 64-byte block: quotes, backslashes, control bytes, simple escape codes.
+type Masks = (u64, u64, u64, u64);
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+fn block_masks_avx2(block: &[u8; 64]) -> Masks {
+    use std::arch::x86_64::{
+        __m256i, _mm256_and_si256, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_min_epu8, _mm256_movemask_epi8,
+        _mm256_set1_epi8, _mm256_setr_epi8, _mm256_shuffle_epi8, _mm256_srli_epi16,
+    };
+    // Nibble tables for the simple escape codes " / \ b f n r t (0x22 0x2F 0x5C 0x62 0x66 0x6E 0x72
+    // 0x74): a byte is simple when lo[low nibble] & hi[high nibble] != 0.
+    #[rustfmt::skip]
+    let lo = _mm256_setr_epi8(
+        0, 0, 0b1101, 0, 0b1000, 0, 0b0100, 0, 0, 0, 0, 0, 0b0010, 0, 0b0100, 0b0001,
+        0, 0, 0b1101, 0, 0b1000, 0, 0b0100, 0, 0, 0, 0, 0, 0b0010, 0, 0b0100, 0b0001,
+    );
+    #[rustfmt::skip]
+    let hi = _mm256_setr_epi8(
+        0, 0, 0b0001, 0, 0, 0b0010, 0b0100, 0b1000, 0, 0, 0, 0, 0, 0, 0, 0,
+        0, 0, 0b0001, 0, 0, 0b0010, 0b0100, 0b1000, 0, 0, 0, 0, 0, 0, 0, 0,
+    );
+    let nibble = _mm256_set1_epi8(0x0f);
+    let zero = _mm256_set1_epi8(0);
+    let quote = _mm256_set1_epi8(b'"' as i8);
+    let backslash = _mm256_set1_epi8(b'\\' as i8);
+    let ctl = _mm256_set1_epi8(0x1f);
+    let (mut q, mut b, mut c, mut simple) = (0u64, 0u64, 0u64, 0u64);
+    for k in 0..2 {
+        // SAFETY: 32-byte loads inside the 64-byte block.
+        let v = unsafe { _mm256_loadu_si256(block.as_ptr().add(k * 32).cast::<__m256i>()) };
+        let shift = k * 32;
+        q |= u64::from(_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, quote)) as u32) << shift;
+        b |= u64::from(_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, backslash)) as u32) << shift;
+        c |= u64::from(_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_min_epu8(v, ctl), v)) as u32) << shift;
+        let l = _mm256_shuffle_epi8(lo, _mm256_and_si256(v, nibble));
+        let h = _mm256_shuffle_epi8(hi, _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble));
+        let none = _mm256_cmpeq_epi8(_mm256_and_si256(l, h), zero);
+        simple |= u64::from(!(_mm256_movemask_epi8(none) as u32)) << shift;
+    }
+    (q, b, c, simple)
+}
+
+#[inline(always)]
+fn block_masks_portable(block: &[u8; 64]) -> Masks {
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: SSE2 is part of the x86_64 baseline; every load reads 16 bytes inside `data`.
+    // SAFETY: SSE2 is part of the x86_64 baseline; every load reads 16 bytes inside `block`.
     unsafe {
         use std::arch::x86_64::{
-            __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
+            __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_set1_epi8,
         };
         let quote = _mm_set1_epi8(b'"' as i8);
         let backslash = _mm_set1_epi8(b'\\' as i8);
         let ctl = _mm_set1_epi8(0x1f);
-        for (w, slot) in out.iter_mut().enumerate().take(full) {
-            let base = data.as_ptr().add(w * 64);
-            let mut word = 0u64;
-            for k in 0..4 {
-                let v = _mm_loadu_si128(base.add(k * 16).cast::<__m128i>());
-                let m = _mm_or_si128(
-                    _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
-                    _mm_cmpeq_epi8(_mm_min_epu8(v, ctl), v),
-                );
-                word |= u64::from(_mm_movemask_epi8(m) as u16) << (k * 16);
-            }
-            *slot = word;
+        let (mut q, mut b, mut c) = (0u64, 0u64, 0u64);
+        for k in 0..4 {
+            let v = _mm_loadu_si128(block.as_ptr().add(k * 16).cast::<__m128i>());
+            q |= u64::from(_mm_movemask_epi8(_mm_cmpeq_epi8(v, quote)) as u16) << (k * 16);
+            b |= u64::from(_mm_movemask_epi8(_mm_cmpeq_epi8(v, backslash)) as u16) << (k * 16);
+            c |= u64::from(_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(v, ctl), v)) as u16) << (k * 16);
         }
+        (q, b, c, simple_codes_scalar(block, b))
     }
     #[cfg(not(target_arch = "x86_64"))]
-    for (w, slot) in out.iter_mut().enumerate().take(full) {
-        *slot = scalar_word(&data[w * 64..w * 64 + 64]);
-    }
-    if full < out.len() {
-        out[full] = scalar_word(&data[full * 64..]);
+    {
+        let (mut q, mut b, mut c) = (0u64, 0u64, 0u64);
+        for (i, &x) in block.iter().enumerate() {
+            q |= u64::from(x == b'"') << i;
+            b |= u64::from(x == b'\\') << i;
+            c |= u64::from(x < 0x20) << i;
+        }
+        (q, b, c, simple_codes_scalar(block, b))
     }
 }
 
-#[inline]
-fn scalar_word(chunk: &[u8]) -> u64 {
-    chunk.iter().enumerate().fold(0u64, |acc, (i, &b)| {
-        if b == b'"' || b == b'\\' || b < 0x20 {
-            acc | (1 << i)
-        } else {
-            acc
+/// Simple-code bits, checked only right after backslashes (where codes can be).
+#[inline(always)]
+fn simple_codes_scalar(block: &[u8; 64], backslashes: u64) -> u64 {
+    let mut candidates = backslashes << 1;
+    let mut simple = 0u64;
+    while candidates != 0 {
+        let at = candidates.trailing_zeros() as usize;
+        simple |= u64::from(SIMPLE_ESCAPE[usize::from(block[at])]) << at;
+        candidates &= candidates - 1;
+    }
+    simple
+}
+
+fn build_special_index(data: &[u8], special: &mut [u64], backslashes: &mut [u64]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2 (checked just above).
+            unsafe { build_special_index_avx2(data, special, backslashes) };
+            return;
         }
-    })
+    }
+    build_index_with(data, special, backslashes, block_masks_portable);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn build_special_index_avx2(data: &[u8], special: &mut [u64], backslashes: &mut [u64]) {
+    build_index_with(data, special, backslashes, |b| block_masks_avx2(b));
+}
+
+#[inline(always)]
+fn build_index_with(data: &[u8], special: &mut [u64], backslashes: &mut [u64], masks: impl Fn(&[u8; 64]) -> Masks) {
+    // Carried from block to block: the first byte of this block is escaped.
+    let mut next_is_escaped = 0u64;
+    let mut tail = [0u8; 64];
+    for w in 0..special.len() {
+        let start = w * 64;
+        let block: &[u8; 64] = match data.get(start..start + 64) {
+            Some(b) => b.try_into().unwrap_or(&tail),
+            None => {
+                // The last partial block, padded with zeros (a zero byte is never a simple code).
+                tail = [0u8; 64];
+                tail[..data.len() - start].copy_from_slice(&data[start..]);
+                &tail
+            }
+        };
+        let (quotes, bs, ctl, simple) = masks(block);
+        backslashes[w] = bs;
+        let (escaped, escape) = if bs == 0 {
+            let e = next_is_escaped;
+            next_is_escaped = 0;
+            (e, 0)
+        } else {
+            // simdjson's escape scanner: odd-length backslash runs escape the byte after them.
+            let potential = bs & !next_is_escaped;
+            let maybe_escaped = potential << 1;
+            let codes = ((maybe_escaped | ODD_BITS).wrapping_sub(potential)) ^ ODD_BITS;
+            let escaped = codes ^ (bs | next_is_escaped);
+            let escape = codes & bs;
+            next_is_escaped = escape >> 63;
+            (escaped, escape)
+        };
+        // An escape whose code is not simple makes its backslash special.
+        let hard = ((escape << 1) & !simple) >> 1;
+        let mut word = (quotes & !escaped) | ctl | hard;
+        // The code of an escape on bit 63 is the first byte of the next block.
+        if escape >> 63 != 0 {
+            let code = data.get(start + 64).copied().unwrap_or(0);
+            if !SIMPLE_ESCAPE[usize::from(code)] {
+                word |= 1 << 63;
+            }
+        }
+        special[w] = word;
+    }
 }
 
 /// Cursor over a UTF-8-checked input.
@@ -483,15 +632,14 @@ impl<'a> Scanner<'a> {
         let data = self.data;
         let start = self.pos + 1;
         let mut i = self.index.next(start, data.len());
-        let mut escaped = false;
         loop {
             match data.get(i) {
                 Some(b'"') => {
                     self.pos = i + 1;
+                    let escaped = self.index.any_backslash(start, i);
                     return Ok(Str { start, end: i, escaped });
                 }
                 Some(b'\\') => {
-                    escaped = true;
                     let after = Self::check_escape(data, i)?;
                     i = self.index.next(after, data.len());
                 }
@@ -937,7 +1085,19 @@ mod tests {
     #[test]
     fn special_index_finds_every_special_byte() {
         let mut text = vec![b'a'; 200];
-        for &(at, b) in &[(3usize, b'"'), (63, b'\\'), (64, 0x01), (130, b'"'), (199, 0x1f)] {
+        // A `\u` escape across the block boundary, a control byte, quotes; the simple escape
+        // `\n` and the escaped quote `\"` are not special.
+        for &(at, b) in &[
+            (3usize, b'"'),
+            (63, b'\\'),
+            (64, b'u'),
+            (65, 0x01),
+            (100, b'\\'),
+            (101, b'n'),
+        ] {
+            text[at] = b;
+        }
+        for &(at, b) in &[(110usize, b'\\'), (111, b'"'), (130, b'"'), (198, b'\\'), (199, b'\\')] {
             text[at] = b;
         }
         let index = SpecialIndex::new(&text);
@@ -950,9 +1110,55 @@ mod tests {
                 i += 1;
             }
         }
-        assert_eq!(found, vec![3, 63, 64, 130, 199]);
+        assert_eq!(found, vec![3, 63, 65, 130]);
+        assert!(index.any_backslash(60, 70));
+        assert!(!index.any_backslash(0, 63));
+        assert!(index.any_backslash(199, 200));
         let big = vec![b'x'; 10_000];
         assert_eq!(SpecialIndex::new(&big).next(0, big.len()), big.len());
+        // A backslash at the very end is special (its escape has no code).
+        let end = b"abc\\";
+        assert_eq!(SpecialIndex::new(end).next(0, end.len()), 3);
+    }
+
+    /// The bulk escape logic of the index against serde_json's verdict, on random strings dense
+    /// in backslashes, quotes and escape codes, placed across 64-byte block boundaries.
+    #[test]
+    fn escape_dense_strings_agree_with_serde_json() {
+        let alphabet: &[&[u8]] = &[
+            b"a",
+            b"\\",
+            b"\\",
+            b"\"",
+            b"n",
+            b"u",
+            b"0",
+            b"d",
+            b"8",
+            b"x",
+            b"/",
+            b"\x01",
+            "é".as_bytes(),
+        ];
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for _ in 0..20_000 {
+            let pad = (next() % 70) as usize;
+            let mut doc = vec![b' '; pad];
+            doc.push(b'"');
+            for _ in 0..(next() % 90) {
+                doc.extend_from_slice(alphabet[(next() % alphabet.len() as u64) as usize]);
+            }
+            doc.push(b'"');
+            let ours = validate(&doc).is_ok();
+            let reference = serde_json::from_slice::<String>(&doc).is_ok();
+            assert_eq!(ours, reference, "{:?}", String::from_utf8_lossy(&doc));
+        }
     }
 
     #[test]

@@ -11,7 +11,7 @@ use super::errors::{batch_type, decode_error, decode_error_object, Origin};
 use super::strcache::VALUES;
 use crate::error::{DecodeError, JsonType, PARSE_ERROR};
 use crate::framing::{Event, Framer, DEFAULT_MAX_FRAME_BYTES};
-use crate::message::{parse_frame, strip_line_ending, Envelope, Frame, Kind, Span};
+use crate::message::{parse_frame, parse_line, strip_line_ending, Envelope, Frame, Kind, Span};
 use crate::scanner::{parse_i64, string_text};
 
 /// Largest frame a `Message` can hold (offsets are stored as `u32`).
@@ -191,7 +191,12 @@ fn decode_in<'py>(
     data: &[u8],
     line: Option<u64>,
 ) -> PyResult<Result<Bound<'py, PyAny>, Bound<'py, PyAny>>> {
-    let parsed = parse_frame(data);
+    // Lines from the framer hold no newline; a standalone frame must be checked for one.
+    let parsed = if line.is_some() {
+        parse_line(data)
+    } else {
+        parse_frame(data)
+    };
     match source.locate(data) {
         Some(offset) => frame_object(py, &source.bytes, offset, data, parsed, line),
         None => {
@@ -378,7 +383,7 @@ impl PyFrameDecoder {
                     Some(src) => decode_in(py, src, data, Some(line)),
                     None => {
                         let own = PyBytes::new(py, data);
-                        frame_object(py, &own, 0, data, parse_frame(data), Some(line))
+                        frame_object(py, &own, 0, data, parse_line(data), Some(line))
                     }
                 }
                 .map(|r| r.unwrap_or_else(|e| e)),
