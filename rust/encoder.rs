@@ -41,7 +41,7 @@ pub fn write_str(out: &mut Vec<u8>, s: &[u8]) {
 }
 
 #[inline(always)]
-fn needs_escape(b: u8) -> bool {
+const fn needs_escape(b: u8) -> bool {
     b == b'"' || b == b'\\' || b < 0x20
 }
 
@@ -71,13 +71,23 @@ fn find_escape(s: &[u8], mut i: usize) -> usize {
         }
     }
     while i < s.len() {
-        if needs_escape(s[i]) {
+        if NEEDS_ESCAPE[usize::from(s[i])] {
             return i;
         }
         i += 1;
     }
     s.len()
 }
+
+static NEEDS_ESCAPE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        t[b] = needs_escape(b as u8);
+        b += 1;
+    }
+    t
+};
 
 #[inline]
 pub fn write_i64(out: &mut Vec<u8>, v: i64) {

@@ -863,9 +863,10 @@ pub fn parse_u64(lexeme: &[u8]) -> Option<u64> {
 /// Append the unescaped content of a string token to `out` (the token was validated).
 pub fn unescape_into(data: &[u8], s: Str, out: &mut Vec<u8>) {
     let raw = &data[s.start..s.end];
+    out.reserve(raw.len());
     let mut i = 0;
     while i < raw.len() {
-        let Some(off) = memchr::memchr(b'\\', &raw[i..]) else {
+        let Some(off) = find_backslash(&raw[i..]) else {
             out.extend_from_slice(&raw[i..]);
             break;
         };
@@ -901,6 +902,28 @@ pub fn unescape_into(data: &[u8], s: Str, out: &mut Vec<u8>) {
         };
         out.push(byte);
     }
+}
+
+/// Offset of the first backslash. Escapes in code and diffs come every few dozen bytes, where a
+/// `memchr` call costs more in setup than it saves; 16 bytes at a time inline is faster.
+#[inline(always)]
+fn find_backslash(s: &[u8]) -> Option<usize> {
+    let mut i = 0;
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE2 is part of the x86_64 baseline; every load reads 16 bytes inside `s`.
+    unsafe {
+        use std::arch::x86_64::{__m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8};
+        let backslash = _mm_set1_epi8(b'\\' as i8);
+        while i + 16 <= s.len() {
+            let v = _mm_loadu_si128(s.as_ptr().add(i).cast::<__m128i>());
+            let mask = _mm_movemask_epi8(_mm_cmpeq_epi8(v, backslash));
+            if mask != 0 {
+                return Some(i + mask.trailing_zeros() as usize);
+            }
+            i += 16;
+        }
+    }
+    s[i..].iter().position(|&b| b == b'\\').map(|p| p + i)
 }
 
 /// The text of a string token: borrowed when it has no escapes, else unescaped into `scratch`.

@@ -1,6 +1,9 @@
 //! Python objects ↔ JSON: a scanner sink that builds `dict`/`list`/`str`/… while the grammar is
 //! checked (one pass), and the writer behind `dumps`.
 
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use pyo3::exceptions::PyTypeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -197,6 +200,15 @@ fn surrogate_failure(s: &Bound<'_, PyAny>) -> EncodeFailure {
 /// UTF-8 view of a str (or a str subclass), or the `invalid_str` failure.
 #[inline]
 fn str_utf8<'a>(obj: &'a Bound<'_, PyAny>) -> Result<&'a [u8], EncodeFailure> {
+    // SAFETY: obj is a str. A compact ASCII string stores its characters (which are its UTF-8
+    // bytes) right after the object header: no call, no copy.
+    unsafe {
+        let p = obj.as_ptr();
+        if ffi::PyUnicode_IS_COMPACT_ASCII(p) != 0 {
+            let len = ffi::PyUnicode_GET_LENGTH(p) as usize;
+            return Ok(std::slice::from_raw_parts(ffi::PyUnicode_DATA(p).cast::<u8>(), len));
+        }
+    }
     let mut size: ffi::Py_ssize_t = 0;
     // SAFETY: obj is a str (checked by the caller); the returned buffer lives as long as obj.
     let ptr = unsafe { ffi::PyUnicode_AsUTF8AndSize(obj.as_ptr(), &mut size) };
@@ -210,13 +222,6 @@ fn str_utf8<'a>(obj: &'a Bound<'_, PyAny>) -> Result<&'a [u8], EncodeFailure> {
 }
 
 impl<'py> Writer<'py> {
-    pub fn new(py: Python<'py>) -> Self {
-        Self {
-            py,
-            out: Vec::with_capacity(256),
-        }
-    }
-
     pub fn write(&mut self, obj: &Bound<'py, PyAny>, depth: usize) -> WResult {
         // SAFETY: type pointer comparisons against the interpreter's static type objects.
         let ty = unsafe { ffi::Py_TYPE(obj.as_ptr()) };
@@ -456,11 +461,46 @@ impl<'py> Writer<'py> {
 }
 
 /// `dumps(obj)` into a fresh `bytes`, optionally followed by a newline.
+/// One output buffer kept between calls, so that `dumps` does not grow a fresh `Vec` each time.
+/// Taken with an atomic flag; a re-entrant call (a `__str__` of a UUID subclass, say) uses its own.
+struct SpareBuffer {
+    busy: AtomicBool,
+    buf: UnsafeCell<Vec<u8>>,
+}
+
+// SAFETY: `buf` is only touched by the holder of `busy`.
+unsafe impl Sync for SpareBuffer {}
+
+static SPARE: SpareBuffer = SpareBuffer {
+    busy: AtomicBool::new(false),
+    buf: UnsafeCell::new(Vec::new()),
+};
+
+/// Buffers larger than this are not kept.
+const SPARE_MAX: usize = 1 << 20;
+
 pub fn dumps_bytes<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>, newline: bool) -> PyResult<Bound<'py, PyBytes>> {
-    let mut w = Writer::new(py);
-    w.write(obj, 0).map_err(|e| e.into_pyerr(py))?;
+    let owned = !SPARE.busy.swap(true, Ordering::Acquire);
+    let out = if owned {
+        // SAFETY: we hold `busy`.
+        let mut v = std::mem::take(unsafe { &mut *SPARE.buf.get() });
+        v.clear();
+        v
+    } else {
+        Vec::with_capacity(256)
+    };
+    let mut w = Writer { py, out };
+    let result = w.write(obj, 0);
     if newline {
         w.out.push(b'\n');
     }
-    Ok(PyBytes::new(py, &w.out))
+    let bytes = result.map(|()| PyBytes::new(py, &w.out));
+    if owned {
+        if w.out.capacity() <= SPARE_MAX {
+            // SAFETY: we still hold `busy`.
+            unsafe { *SPARE.buf.get() = w.out };
+        }
+        SPARE.busy.store(false, Ordering::Release);
+    }
+    bytes.map_err(|e| e.into_pyerr(py))
 }
