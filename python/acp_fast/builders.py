@@ -558,48 +558,7 @@ def tool_call_update(
     if type(tool_call_id) is not str:
         _bad_str(tool_call_id, "tool_call_id")
     update = {"sessionUpdate": "tool_call_update", "toolCallId": tool_call_id}
-    # _tool_fields(), inlined: this is the hottest builder of a busy agent
-    unset = UNSET
-    if title is not unset:
-        if type(title) is not str and title is not None:
-            _bad_str(title, "title")
-        update["title"] = title
-    if kind is not unset:
-        if kind not in _V1_KINDS_OK if version == 1 else type(kind) is not str:
-            _check_kind(kind, version)
-        update["kind"] = kind
-    if status is not unset:
-        if status not in (_V1_STATUSES_OK if version == 1 else _V2_STATUSES_OK):
-            _check_status(status, version)
-        update["status"] = status
-    if content is not unset:
-        if type(content) is list:
-            for item in content:
-                if type(item) is not dict:
-                    _check_array(content, "content")
-        elif content is not None:
-            _check_array(content, "content")
-        update["content"] = content
-    if locations is not unset:
-        if type(locations) is list:
-            for item in locations:
-                if type(item) is not dict:
-                    _check_array(locations, "locations")
-        elif locations is not None:
-            _check_array(locations, "locations")
-        update["locations"] = locations
-    if raw_input is not unset:
-        update["rawInput"] = raw_input
-    if raw_output is not unset:
-        update["rawOutput"] = raw_output
-    if name is not unset:
-        if type(name) is not str and name is not None:
-            _bad_str(name, "name")
-        update["name"] = name
-    if meta is not unset:
-        if type(meta) is not dict and meta is not None:
-            _meta(meta)
-        update["_meta"] = meta
+    _tool_fields(update, version, title, kind, status, content, locations, raw_input, raw_output, name, meta)
     return _SESSION_UPDATE_HEAD + _dumps(session_id) + _UPDATE_KEY + _dumps(update) + b"}}\n"
 
 
