@@ -12,7 +12,7 @@ use pyo3::types::{PyBytes, PyString, PyType};
 
 use super::errors::EncodeFailure;
 use super::frames::PyMessage;
-use super::strcache::{new_str, KEYS};
+use super::strcache::{self, new_str, KEYS, VALUES};
 use crate::encoder::{self, PathItem, MAX_DEPTH};
 use crate::scanner::{parse_f64, parse_i64, parse_u64, unescape_into, Number, Sink, Str};
 
@@ -23,6 +23,7 @@ use crate::scanner::{parse_f64, parse_i64, parse_u64, unescape_into, Number, Sin
 pub struct PySink<'py> {
     py: Python<'py>,
     scratch: Vec<u8>,
+    stack: Vec<Bound<'py, PyAny>>,
 }
 
 impl<'py> PySink<'py> {
@@ -51,7 +52,7 @@ impl<'py> PySink<'py> {
 
 impl<'py> Sink for PySink<'py> {
     type Value = Bound<'py, PyAny>;
-    type Array = Vec<Bound<'py, PyAny>>;
+    type Array = usize;
     type Object = Bound<'py, PyAny>;
 
     #[inline]
@@ -89,26 +90,34 @@ impl<'py> Sink for PySink<'py> {
 
     #[inline]
     fn string(&mut self, data: &[u8], s: Str) -> Self::Value {
+        // Short values repeat across frames (content types, kinds, statuses, session ids):
+        // the value cache hands out one shared `str` for them instead of a fresh allocation.
+        if !s.escaped && s.end - s.start <= strcache::MAX_LEN {
+            return VALUES.get(self.py, &data[s.start..s.end]);
+        }
         self.text(data, s)
     }
 
+    /// Arrays collect their items on one shared stack (no allocation per array); the value is
+    /// where this array's items start on it.
     #[inline]
     fn array_start(&mut self) -> Self::Array {
-        Vec::new()
+        self.stack.len()
     }
 
     #[inline]
-    fn array_push(&mut self, array: &mut Self::Array, value: Self::Value) {
-        array.push(value);
+    fn array_push(&mut self, _array: &mut Self::Array, value: Self::Value) {
+        self.stack.push(value);
     }
 
     #[inline]
-    fn array_end(&mut self, array: Self::Array) -> Self::Value {
+    fn array_end(&mut self, start: Self::Array) -> Self::Value {
+        let n = self.stack.len() - start;
         // SAFETY: PyList_New(n) then SET_ITEM steals one reference per slot, filling every slot.
         unsafe {
-            let list = ffi::PyList_New(array.len() as ffi::Py_ssize_t);
+            let list = ffi::PyList_New(n as ffi::Py_ssize_t);
             let list = Bound::from_owned_ptr_or_err(self.py, list).expect("allocating a list failed");
-            for (i, item) in array.into_iter().enumerate() {
+            for (i, item) in self.stack.drain(start..).enumerate() {
                 ffi::PyList_SET_ITEM(list.as_ptr(), i as ffi::Py_ssize_t, item.into_ptr());
             }
             list
@@ -149,6 +158,7 @@ pub fn build<'py>(
     let mut sink = PySink {
         py,
         scratch: Vec::new(),
+        stack: Vec::with_capacity(64),
     };
     crate::scanner::Scanner::new(data).parse_document(&mut sink)
 }
