@@ -12,7 +12,7 @@ use pyo3::types::{PyBytes, PyString, PyType};
 
 use super::errors::EncodeFailure;
 use super::frames::PyMessage;
-use super::strcache::{self, new_str, KEYS, VALUES};
+use super::strcache::{self, new_str, CacheGuard, KEYS, VALUES};
 use crate::encoder::{self, PathItem, MAX_DEPTH};
 use crate::scanner::{parse_f64, parse_i64, parse_u64, unescape_into, Number, Sink, Str};
 
@@ -24,6 +24,9 @@ pub struct PySink<'py> {
     py: Python<'py>,
     scratch: Vec<u8>,
     stack: Vec<Bound<'py, PyAny>>,
+    /// The string caches, held for the whole parse (None when busy further up the stack).
+    keys: Option<CacheGuard<'static>>,
+    values: Option<CacheGuard<'static>>,
 }
 
 impl<'py> PySink<'py> {
@@ -40,12 +43,16 @@ impl<'py> PySink<'py> {
 
     #[inline]
     fn key(&mut self, data: &[u8], s: Str) -> Bound<'py, PyAny> {
-        if s.escaped {
+        let bytes = if s.escaped {
             self.scratch.clear();
             unescape_into(data, s, &mut self.scratch);
-            KEYS.get(self.py, &self.scratch)
+            &self.scratch[..]
         } else {
-            KEYS.get(self.py, &data[s.start..s.end])
+            &data[s.start..s.end]
+        };
+        match self.keys.as_mut() {
+            Some(keys) => keys.get(self.py, bytes),
+            None => new_str(self.py, bytes),
         }
     }
 }
@@ -93,7 +100,9 @@ impl<'py> Sink for PySink<'py> {
         // Short values repeat across frames (content types, kinds, statuses, session ids):
         // the value cache hands out one shared `str` for them instead of a fresh allocation.
         if !s.escaped && s.end - s.start <= strcache::MAX_LEN {
-            return VALUES.get(self.py, &data[s.start..s.end]);
+            if let Some(values) = self.values.as_mut() {
+                return values.get(self.py, &data[s.start..s.end]);
+            }
         }
         self.text(data, s)
     }
@@ -159,6 +168,8 @@ pub fn build<'py>(
         py,
         scratch: Vec::new(),
         stack: Vec::with_capacity(64),
+        keys: KEYS.lock(),
+        values: VALUES.lock(),
     };
     crate::scanner::Scanner::new(data).parse_document(&mut sink)
 }

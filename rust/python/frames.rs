@@ -8,7 +8,7 @@ use pyo3::{intern, IntoPyObjectExt};
 
 use super::convert::{build, build_span, dumps_bytes};
 use super::errors::{batch_type, decode_error, decode_error_object, Origin};
-use super::strcache::VALUES;
+use super::strcache::{new_str, CacheGuard, VALUES};
 use crate::error::{DecodeError, JsonType, PARSE_ERROR};
 use crate::framing::{Event, Framer, DEFAULT_MAX_FRAME_BYTES};
 use crate::message::{parse_frame, parse_line, strip_line_ending, Envelope, Frame, Kind, Span};
@@ -98,21 +98,30 @@ impl<'py> Source<'py> {
     }
 }
 
-/// The `str` of a string span (cached), or None.
+/// The `str` of a string span (from the value cache when it is ours), or None.
 #[inline]
-fn text(py: Python<'_>, data: &[u8], span: Option<Span>) -> Py<PyAny> {
+fn text(py: Python<'_>, data: &[u8], span: Option<Span>, cache: &mut Option<CacheGuard<'_>>) -> Py<PyAny> {
     match span.and_then(|s| s.str()) {
         Some(s) => {
             let mut scratch = Vec::new();
-            VALUES.get(py, string_text(data, s, &mut scratch)).unbind()
+            let bytes = string_text(data, s, &mut scratch);
+            match cache.as_mut() {
+                Some(c) => c.get(py, bytes).unbind(),
+                None => new_str(py, bytes).unbind(),
+            }
         }
         None => py.None(),
     }
 }
 
-fn id_value(py: Python<'_>, data: &[u8], span: Option<Span>) -> PyResult<Py<PyAny>> {
+fn id_value(
+    py: Python<'_>,
+    data: &[u8],
+    span: Option<Span>,
+    cache: &mut Option<CacheGuard<'_>>,
+) -> PyResult<Py<PyAny>> {
     match span {
-        Some(s) if s.ty == JsonType::String => Ok(text(py, data, Some(s))),
+        Some(s) if s.ty == JsonType::String => Ok(text(py, data, Some(s), cache)),
         Some(s) if s.ty == JsonType::Number => Ok(parse_i64(&data[s.range()])
             .unwrap_or_default()
             .into_bound_py_any(py)?
@@ -128,6 +137,7 @@ fn new_message<'py>(
     len: usize,
     env: &Envelope,
     line: Option<u64>,
+    cache: &mut Option<CacheGuard<'_>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let data = &source.as_bytes()[offset..offset + len];
     let kind = match env.kind {
@@ -138,11 +148,11 @@ fn new_message<'py>(
     };
     let msg = PyMessage {
         kind: kind.clone().into_any().unbind(),
-        id: id_value(py, data, env.id)?,
-        method: text(py, data, env.method),
-        session_id: text(py, data, env.session_id),
-        update_kind: text(py, data, env.update_kind),
-        tool_call_id: text(py, data, env.tool_call_id),
+        id: id_value(py, data, env.id, cache)?,
+        method: text(py, data, env.method, cache),
+        session_id: text(py, data, env.session_id, cache),
+        update_kind: text(py, data, env.update_kind, cache),
+        tool_call_id: text(py, data, env.tool_call_id, cache),
         source: source.clone().unbind(),
         offset,
         len,
@@ -167,19 +177,28 @@ fn frame_object<'py>(
     data: &[u8],
     parsed: Result<Frame, DecodeError>,
     line: Option<u64>,
+    cache: &mut Option<CacheGuard<'_>>,
 ) -> PyResult<Result<Bound<'py, PyAny>, Bound<'py, PyAny>>> {
     let origin = |line: Option<u64>| match line {
         Some(line) => Origin::Stream { line },
         None => Origin::Document(data),
     };
     match parsed {
-        Ok(Frame::Single(env)) => Ok(Ok(new_message(py, source, offset, data.len(), &env, line)?)),
+        Ok(Frame::Single(env)) => Ok(Ok(new_message(py, source, offset, data.len(), &env, line, cache)?)),
         Ok(Frame::Batch(entries)) => {
             let list = PyList::empty(py);
             for entry in entries {
                 let bytes = &data[entry.start..entry.end];
                 match entry.result {
-                    Ok(env) => list.append(new_message(py, source, offset + entry.start, bytes.len(), &env, line)?)?,
+                    Ok(env) => list.append(new_message(
+                        py,
+                        source,
+                        offset + entry.start,
+                        bytes.len(),
+                        &env,
+                        line,
+                        cache,
+                    )?)?,
                     Err(e) => list.append(decode_error_object(py, &e, origin(line), Some(bytes))?)?,
                 }
             }
@@ -196,6 +215,7 @@ fn decode_in<'py>(
     source: &Source<'py>,
     data: &[u8],
     line: Option<u64>,
+    cache: &mut Option<CacheGuard<'_>>,
 ) -> PyResult<Result<Bound<'py, PyAny>, Bound<'py, PyAny>>> {
     // Lines from the framer hold no newline; a standalone frame must be checked for one.
     let parsed = if line.is_some() {
@@ -204,10 +224,10 @@ fn decode_in<'py>(
         parse_frame(data)
     };
     match source.locate(data) {
-        Some(offset) => frame_object(py, &source.bytes, offset, data, parsed, line),
+        Some(offset) => frame_object(py, &source.bytes, offset, data, parsed, line, cache),
         None => {
             let own = PyBytes::new(py, data);
-            frame_object(py, &own, 0, data, parsed, line)
+            frame_object(py, &own, 0, data, parsed, line, cache)
         }
     }
 }
@@ -343,7 +363,7 @@ pub fn decode<'py>(py: Python<'py>, line: &Bound<'py, PyAny>) -> PyResult<Bound<
     let source = source_of(line)?;
     let bytes = source.bytes.as_bytes();
     let data = strip_line_ending(bytes);
-    match decode_in(py, &source, data, None)? {
+    match decode_in(py, &source, data, None, &mut VALUES.lock())? {
         Ok(obj) => Ok(obj),
         Err(err) => Err(PyErr::from_value(err)),
     }
@@ -380,16 +400,17 @@ impl PyFrameDecoder {
         let out = PyList::empty(py);
         let max = self.framer.max_frame_bytes();
         let mut failure: Option<PyErr> = None;
+        let mut cache = VALUES.lock();
         let mut on_event = |event: Event<'_>| {
             if failure.is_some() {
                 return;
             }
             let item = match event {
                 Event::Frame { line, data } => match source {
-                    Some(src) => decode_in(py, src, data, Some(line)),
+                    Some(src) => decode_in(py, src, data, Some(line), &mut cache),
                     None => {
                         let own = PyBytes::new(py, data);
-                        frame_object(py, &own, 0, data, parse_line(data), Some(line))
+                        frame_object(py, &own, 0, data, parse_line(data), Some(line), &mut cache)
                     }
                 }
                 .map(|r| r.unwrap_or_else(|e| e)),

@@ -83,27 +83,44 @@ impl StrCache {
         }
     }
 
-    /// The `str` for `bytes` (valid UTF-8), from the cache when possible.
+    /// Take the cache for a series of lookups (one atomic operation instead of one per lookup).
+    /// `None` when it is in use further up the stack (a finalizer run by an allocation that
+    /// re-entered acp-fast): the caller then goes without the cache.
     #[inline]
-    pub fn get<'py>(&self, py: Python<'py>, bytes: &[u8]) -> Bound<'py, PyAny> {
-        if bytes.len() > MAX_LEN || self.busy.swap(true, Ordering::Acquire) {
-            return new_str(py, bytes);
+    pub fn lock(&self) -> Option<CacheGuard<'_>> {
+        if self.busy.swap(true, Ordering::Acquire) {
+            return None;
         }
-        // SAFETY: we hold `busy`, so no one else touches the table.
+        // SAFETY: we hold `busy`, so no one else touches the table until the guard drops.
         let table = unsafe { &mut *self.slots.get() };
         let table = table.get_or_insert_with(|| (0..SLOTS).map(|_| None).collect());
+        Some(CacheGuard { cache: self, table })
+    }
+}
+
+/// Exclusive use of a cache's table; released on drop.
+pub struct CacheGuard<'c> {
+    cache: &'c StrCache,
+    table: &'c mut Vec<Option<Slot>>,
+}
+
+impl CacheGuard<'_> {
+    /// The `str` for `bytes` (valid UTF-8), from the cache when possible. A miss allocates while
+    /// the table is held; anything that re-enters during the allocation finds the cache busy and
+    /// goes without it.
+    #[inline]
+    pub fn get<'py>(&mut self, py: Python<'py>, bytes: &[u8]) -> Bound<'py, PyAny> {
+        if bytes.len() > MAX_LEN {
+            return new_str(py, bytes);
+        }
         let idx = (hash_bytes(bytes) as usize) % SLOTS;
-        if let Some(slot) = &table[idx] {
+        if let Some(slot) = &self.table[idx] {
             if usize::from(slot.len) == bytes.len() && &slot.bytes[..bytes.len()] == bytes {
-                let out = slot.obj.bind(py).clone().into_any();
-                self.busy.store(false, Ordering::Release);
-                return out;
+                return slot.obj.bind(py).clone().into_any();
             }
         }
-        // Release the table while allocating: the allocation may run arbitrary finalizers.
-        self.busy.store(false, Ordering::Release);
         let mut fresh = new_str(py, bytes);
-        if self.intern {
+        if self.cache.intern {
             // SAFETY: `fresh` is an exact str we own; interning may replace the pointer.
             fresh = unsafe {
                 let mut p = fresh.into_ptr();
@@ -111,21 +128,21 @@ impl StrCache {
                 Bound::from_owned_ptr(py, p)
             };
         }
-        if !self.busy.swap(true, Ordering::Acquire) {
-            // SAFETY: we hold `busy` again.
-            if let Some(table) = unsafe { &mut *self.slots.get() } {
-                if let Ok(s) = fresh.cast::<PyString>() {
-                    let mut inline = [0u8; MAX_LEN];
-                    inline[..bytes.len()].copy_from_slice(bytes);
-                    table[idx] = Some(Slot {
-                        len: bytes.len() as u8,
-                        bytes: inline,
-                        obj: s.clone().unbind(),
-                    });
-                }
-            }
-            self.busy.store(false, Ordering::Release);
+        if let Ok(s) = fresh.cast::<PyString>() {
+            let mut inline = [0u8; MAX_LEN];
+            inline[..bytes.len()].copy_from_slice(bytes);
+            self.table[idx] = Some(Slot {
+                len: bytes.len() as u8,
+                bytes: inline,
+                obj: s.clone().unbind(),
+            });
         }
         fresh
+    }
+}
+
+impl Drop for CacheGuard<'_> {
+    fn drop(&mut self) {
+        self.cache.busy.store(false, Ordering::Release);
     }
 }
