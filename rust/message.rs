@@ -678,6 +678,45 @@ mod tests {
         assert_eq!(e.code, crate::error::PARSE_ERROR);
     }
 
+    /// No input makes the frame parser panic: valid frames mutated at random (byte flips, cuts,
+    /// insertions of JSON-significant bytes) and random bytes all end as a frame or an error.
+    #[test]
+    fn never_panics_on_mutated_frames() {
+        let seeds: &[&[u8]] = &[
+            br#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"c","title":"t\u00e9\n","content":[{"type":"diff","path":"/a","newText":"x"}]}}}"#,
+            br#"[{"jsonrpc":"2.0","id":1,"result":{"a":[1,-2.5e3,true,null]}},{"jsonrpc":"2.0","id":"x","error":{"code":-32601,"message":"m"}}]"#,
+            br#"{"jsonrpc":"2.0","id":9223372036854775807,"method":"x","params":["\ud83d\ude00"]}"#,
+        ];
+        let inserts: &[u8] = b"{}[]\",:\\u0123456789eE.-+ tfnx\x00\x1f\xc3\xa9\xff";
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for round in 0..30_000 {
+            let mut frame = seeds[round % seeds.len()].to_vec();
+            for _ in 0..(1 + next() % 4) {
+                let at = (next() as usize) % (frame.len() + 1);
+                match next() % 4 {
+                    0 if at < frame.len() => frame[at] = inserts[(next() as usize) % inserts.len()],
+                    1 => frame.insert(at, inserts[(next() as usize) % inserts.len()]),
+                    2 => frame.truncate(at),
+                    _ if at < frame.len() => {
+                        frame.remove(at);
+                    }
+                    _ => {}
+                }
+            }
+            let _ = parse_frame(&frame);
+            let random: Vec<u8> = (0..(next() % 64))
+                .map(|_| inserts[(next() as usize) % inserts.len()])
+                .collect();
+            let _ = parse_frame(&random);
+        }
+    }
+
     #[test]
     fn batches() {
         let f = r#"[{"jsonrpc":"2.0","method":"a"}, 1, {"jsonrpc":"2.0","id":2,"result":null}]"#;
