@@ -135,6 +135,7 @@ static SIMPLE_ESCAPE: [bool; 256] = {
 };
 
 impl SpecialIndex {
+    #[inline(always)]
     fn new(data: &[u8]) -> Self {
         let words = data.len().div_ceil(64);
         let mut index = Self {
@@ -404,6 +405,7 @@ fn read_hex4(data: &[u8], at: usize) -> Option<u16> {
 }
 
 impl<'a> Scanner<'a> {
+    #[inline(always)]
     pub fn new(data: &'a [u8]) -> Self {
         Self {
             data,
@@ -650,7 +652,9 @@ impl<'a> Scanner<'a> {
     }
 
     /// Validate the escape whose backslash is at `at`; return the offset after it.
-    #[inline]
+    // Out of line: the index lets simple escapes through in bulk, so only `\u` escapes and bad
+    // escapes come here, and keeping its error formatting out of `scan_string` keeps that small.
+    #[inline(never)]
     fn check_escape(data: &[u8], at: usize) -> Result<usize, DecodeError> {
         match data.get(at + 1) {
             Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => Ok(at + 2),
