@@ -137,3 +137,30 @@ def test_env_switch_invalid_value():
     proc = _run("import acp_fast", "cython")
     assert proc.returncode != 0
     assert "ImportError" in proc.stderr and "ACP_FAST_BACKEND" in proc.stderr
+
+
+def _stub_names():
+    """Top-level names and class members declared in python/acp_fast/_native.pyi."""
+    import ast
+    from pathlib import Path
+
+    stub = Path(acp_fast.__file__).with_name("_native.pyi")
+    tree = ast.parse(stub.read_text(encoding="utf-8"))
+    top, members = set(), {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            top.add(node.name)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            top.add(node.target.id)
+        if isinstance(node, ast.ClassDef):
+            members[node.name] = {
+                n.name for n in node.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")
+            }
+    return {n for n in top if not n.startswith("_")}, members
+
+
+def test_stub_declares_the_runtime_surface(backend):
+    top, members = _stub_names()
+    assert top == _public(backend) - {"__version__"}
+    for cls in ("Message", "FrameDecoder"):
+        assert members[cls] == _members(getattr(backend, cls)), cls
