@@ -190,6 +190,12 @@ impl SpecialIndex {
         }
         let bs = &self.all()[self.words..];
         let (first, last) = (start >> 6, (end - 1) >> 6);
+        if first == last {
+            // Most strings lie within one 64-byte block: one mask.
+            let width = end - start;
+            let mask = if width == 64 { u64::MAX } else { ((1u64 << width) - 1) << (start & 63) };
+            return bs[first] & mask != 0;
+        }
         (first..=last).any(|w| {
             let mut bits = bs[w];
             if w == first {
@@ -203,7 +209,8 @@ impl SpecialIndex {
     }
 }
 
-/// Per-block masks of a 64-byte block: quotes, backslashes, control bytes, simple escape codes.
+/// Per-block masks of a 64-byte block: quotes, backslashes, control bytes, simple escape codes
+/// (the last only where a backslash could make them matter; 0 in blocks without backslashes).
 type Masks = (u64, u64, u64, u64);
 
 #[cfg(target_arch = "x86_64")]
@@ -211,11 +218,39 @@ type Masks = (u64, u64, u64, u64);
 #[inline]
 fn block_masks_avx2(block: &[u8; 64]) -> Masks {
     use std::arch::x86_64::{
-        __m256i, _mm256_and_si256, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_min_epu8, _mm256_movemask_epi8,
-        _mm256_set1_epi8, _mm256_setr_epi8, _mm256_shuffle_epi8, _mm256_srli_epi16,
+        __m256i, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_min_epu8, _mm256_movemask_epi8, _mm256_set1_epi8,
     };
-    // Nibble tables for the simple escape codes " / \ b f n r t (0x22 0x2F 0x5C 0x62 0x66 0x6E 0x72
-    // 0x74): a byte is simple when lo[low nibble] & hi[high nibble] != 0.
+    let quote = _mm256_set1_epi8(b'"' as i8);
+    let backslash = _mm256_set1_epi8(b'\\' as i8);
+    let ctl = _mm256_set1_epi8(0x1f);
+    // SAFETY: two 32-byte loads inside the 64-byte block.
+    let halves = unsafe {
+        [
+            _mm256_loadu_si256(block.as_ptr().cast::<__m256i>()),
+            _mm256_loadu_si256(block.as_ptr().add(32).cast::<__m256i>()),
+        ]
+    };
+    let (mut q, mut b, mut c) = (0u64, 0u64, 0u64);
+    for (k, &v) in halves.iter().enumerate() {
+        let shift = k * 32;
+        q |= u64::from(_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, quote)) as u32) << shift;
+        b |= u64::from(_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, backslash)) as u32) << shift;
+        c |= u64::from(_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_min_epu8(v, ctl), v)) as u32) << shift;
+    }
+    let simple = if b == 0 { 0 } else { simple_codes_avx2(&halves) };
+    (q, b, c, simple)
+}
+
+/// Bytes that are simple escape codes `" / \\ b f n r t` (0x22 0x2F 0x5C 0x62 0x66 0x6E 0x72
+/// 0x74): a byte is one when `lo[low nibble] & hi[high nibble] != 0`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+fn simple_codes_avx2(halves: &[std::arch::x86_64::__m256i; 2]) -> u64 {
+    use std::arch::x86_64::{
+        _mm256_and_si256, _mm256_cmpeq_epi8, _mm256_movemask_epi8, _mm256_set1_epi8, _mm256_setr_epi8,
+        _mm256_shuffle_epi8, _mm256_srli_epi16,
+    };
     #[rustfmt::skip]
     let lo = _mm256_setr_epi8(
         0, 0, 0b1101, 0, 0b1000, 0, 0b0100, 0, 0, 0, 0, 0, 0b0010, 0, 0b0100, 0b0001,
@@ -228,23 +263,14 @@ fn block_masks_avx2(block: &[u8; 64]) -> Masks {
     );
     let nibble = _mm256_set1_epi8(0x0f);
     let zero = _mm256_set1_epi8(0);
-    let quote = _mm256_set1_epi8(b'"' as i8);
-    let backslash = _mm256_set1_epi8(b'\\' as i8);
-    let ctl = _mm256_set1_epi8(0x1f);
-    let (mut q, mut b, mut c, mut simple) = (0u64, 0u64, 0u64, 0u64);
-    for k in 0..2 {
-        // SAFETY: 32-byte loads inside the 64-byte block.
-        let v = unsafe { _mm256_loadu_si256(block.as_ptr().add(k * 32).cast::<__m256i>()) };
-        let shift = k * 32;
-        q |= u64::from(_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, quote)) as u32) << shift;
-        b |= u64::from(_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, backslash)) as u32) << shift;
-        c |= u64::from(_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_min_epu8(v, ctl), v)) as u32) << shift;
+    let mut simple = 0u64;
+    for (k, &v) in halves.iter().enumerate() {
         let l = _mm256_shuffle_epi8(lo, _mm256_and_si256(v, nibble));
         let h = _mm256_shuffle_epi8(hi, _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble));
         let none = _mm256_cmpeq_epi8(_mm256_and_si256(l, h), zero);
-        simple |= u64::from(!(_mm256_movemask_epi8(none) as u32)) << shift;
+        simple |= u64::from(!(_mm256_movemask_epi8(none) as u32)) << (k * 32);
     }
-    (q, b, c, simple)
+    simple
 }
 
 #[inline(always)]
@@ -628,8 +654,9 @@ impl<'a> Scanner<'a> {
         Ok(key)
     }
 
-    /// Scan a string whose opening quote is at the cursor.
-    #[inline]
+    /// Scan a string whose opening quote is at the cursor. Inlined into its callers: strings are
+    /// the most frequent token, and the call itself cost as much as the scan.
+    #[inline(always)]
     pub fn scan_string(&mut self) -> Result<Str, DecodeError> {
         let data = self.data;
         let start = self.pos + 1;
