@@ -11,6 +11,10 @@ use crate::error::{describe_found, DecodeError, JsonType};
 
 /// Deepest nesting of arrays/objects accepted (orjson's limit).
 pub const MAX_DEPTH: u32 = 1024;
+/// Stack kept free below a container before descending into it, and the size of a new stack
+/// segment when there is less (see `stacker::maybe_grow`).
+const STACK_RED_ZONE: usize = 64 * 1024;
+const STACK_GROW: usize = 1024 * 1024;
 /// Longest integer lexeme accepted, in digits (CPython's default int/str conversion limit).
 pub const MAX_INT_DIGITS: usize = 4300;
 
@@ -135,23 +139,40 @@ static SIMPLE_ESCAPE: [bool; 256] = {
 };
 
 impl SpecialIndex {
-    #[inline(always)]
+    #[cfg(test)]
     fn new(data: &[u8]) -> Self {
-        let words = data.len().div_ceil(64);
-        let mut index = Self {
-            inline: [0; INLINE_WORDS * 2],
-            heap: Vec::new(),
-            words,
-        };
-        let out: &mut [u64] = if words <= INLINE_WORDS {
-            &mut index.inline[..words * 2]
+        let mut index = Self::empty(data.len());
+        index.fill(data);
+        index
+    }
+
+    /// An index of the right size for `len` bytes, not yet filled.
+    #[inline(always)]
+    fn empty(len: usize) -> Self {
+        let words = len.div_ceil(64);
+        let heap = if words <= INLINE_WORDS {
+            Vec::new()
         } else {
-            index.heap = vec![0; words * 2];
-            &mut index.heap
+            vec![0; words * 2]
+        };
+        Self {
+            inline: [0; INLINE_WORDS * 2],
+            heap,
+            words,
+        }
+    }
+
+    /// Build the index of `data` in place (so the inline words are never copied).
+    #[inline(always)]
+    fn fill(&mut self, data: &[u8]) {
+        let words = self.words;
+        let out: &mut [u64] = if words <= INLINE_WORDS {
+            &mut self.inline[..words * 2]
+        } else {
+            &mut self.heap
         };
         let (special, backslashes) = out.split_at_mut(words);
         build_special_index(data, special, backslashes);
-        index
     }
 
     #[inline(always)]
@@ -193,7 +214,11 @@ impl SpecialIndex {
         if first == last {
             // Most strings lie within one 64-byte block: one mask.
             let width = end - start;
-            let mask = if width == 64 { u64::MAX } else { ((1u64 << width) - 1) << (start & 63) };
+            let mask = if width == 64 {
+                u64::MAX
+            } else {
+                ((1u64 << width) - 1) << (start & 63)
+            };
             return bs[first] & mask != 0;
         }
         (first..=last).any(|w| {
@@ -433,12 +458,14 @@ fn read_hex4(data: &[u8], at: usize) -> Option<u16> {
 impl<'a> Scanner<'a> {
     #[inline(always)]
     pub fn new(data: &'a [u8]) -> Self {
-        Self {
+        let mut scanner = Self {
             data,
             pos: 0,
             depth: 0,
-            index: SpecialIndex::new(data),
-        }
+            index: SpecialIndex::empty(data.len()),
+        };
+        scanner.index.fill(data);
+        scanner
     }
 
     /// One value surrounded by whitespace and nothing else.
@@ -549,8 +576,10 @@ impl<'a> Scanner<'a> {
                 let s = self.scan_string()?;
                 Ok(sink.string(self.data, s))
             }
-            Some(b'{') => self.parse_object(sink),
-            Some(b'[') => self.parse_array(sink),
+            // Containers recurse; keep at least 64 KiB of stack for each level's descent, growing a
+            // new segment when a (small) thread stack runs low, so 1024 levels never overflow.
+            Some(b'{') => stacker::maybe_grow(STACK_RED_ZONE, STACK_GROW, || self.parse_object(sink)),
+            Some(b'[') => stacker::maybe_grow(STACK_RED_ZONE, STACK_GROW, || self.parse_array(sink)),
             Some(b'-' | b'0'..=b'9') => {
                 let n = self.scan_number()?;
                 Ok(sink.number(self.data, n))
@@ -1115,6 +1144,8 @@ mod tests {
         let bad = format!("{}{}", "[".repeat(1025), "]".repeat(1025));
         let e = err(bad.as_bytes());
         assert_eq!((e.kind, e.position), ("depth_limit", Some(1024)));
+        let objects = format!("{}1{}", "{\"a\":".repeat(1024), "}".repeat(1024));
+        validate(objects.as_bytes()).unwrap();
     }
 
     #[test]
