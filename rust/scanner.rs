@@ -365,18 +365,7 @@ fn build_special_index_avx2(data: &[u8], special: &mut [u64], backslashes: &mut 
 fn build_index_with(data: &[u8], special: &mut [u64], backslashes: &mut [u64], masks: impl Fn(&[u8; 64]) -> Masks) {
     // Carried from block to block: the first byte of this block is escaped.
     let mut next_is_escaped = 0u64;
-    let mut tail = [0u8; 64];
-    for w in 0..special.len() {
-        let start = w * 64;
-        let block: &[u8; 64] = match data.get(start..start + 64) {
-            Some(b) => b.try_into().unwrap_or(&tail),
-            None => {
-                // The last partial block, padded with zeros (a zero byte is never a simple code).
-                tail = [0u8; 64];
-                tail[..data.len() - start].copy_from_slice(&data[start..]);
-                &tail
-            }
-        };
+    let mut step = |w: usize, block: &[u8; 64]| {
         let (quotes, bs, ctl, simple) = masks(block);
         backslashes[w] = bs;
         let (escaped, escape) = if bs == 0 {
@@ -398,12 +387,27 @@ fn build_index_with(data: &[u8], special: &mut [u64], backslashes: &mut [u64], m
         let mut word = (quotes & !escaped) | ctl | hard;
         // The code of an escape on bit 63 is the first byte of the next block.
         if escape >> 63 != 0 {
-            let code = data.get(start + 64).copied().unwrap_or(0);
+            let code = data.get(w * 64 + 64).copied().unwrap_or(0);
             if !SIMPLE_ESCAPE[usize::from(code)] {
                 word |= 1 << 63;
             }
         }
         special[w] = word;
+    };
+    let mut blocks = data.chunks_exact(64);
+    let mut w = 0;
+    for chunk in &mut blocks {
+        if let Ok(block) = <&[u8; 64]>::try_from(chunk) {
+            step(w, block);
+        }
+        w += 1;
+    }
+    let rest = blocks.remainder();
+    if !rest.is_empty() {
+        // The last partial block, padded with zeros (a zero byte is never a simple code).
+        let mut tail = [0u8; 64];
+        tail[..rest.len()].copy_from_slice(rest);
+        step(w, &tail);
     }
 }
 
