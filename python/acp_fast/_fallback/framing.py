@@ -18,7 +18,7 @@ import orjson
 from ..batch import Batch
 from ..errors import DecodeError as PyDecodeError
 from .error import DecodeError, to_python
-from .message import Message, _message, classify, decode_frame, decode_value
+from .message import Message, decode_frame, decode_value, message_or_none
 from .scanner import to_bytes
 
 __all__ = ["DEFAULT_MAX_FRAME_BYTES", "FrameDecoder"]
@@ -117,7 +117,7 @@ class FrameDecoder:
         blank_start = _BLANK_START
         append = out.append
         loads = _orjson_loads
-        message = _message
+        message = message_or_none
         for frame in parts:
             line += 1
             if not frame:
@@ -138,9 +138,9 @@ class FrameDecoder:
                 append(decode_frame(frame, line))
                 continue
             if type(value) is dict:
-                kind = classify(value)
-                if kind is not None:
-                    append(message(frame, value, kind, line))
+                m = message(frame, value, line)
+                if m is not None:
+                    append(m)
                     continue
             append(decode_value(frame, value, line))
         self._line = line
