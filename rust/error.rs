@@ -48,13 +48,6 @@ impl DecodeError {
     pub fn invalid(kind: &'static str, description: String, position: usize) -> Self {
         Self::new(INVALID_REQUEST, kind, description, Some(position))
     }
-
-    /// Move the error's position by `offset` bytes (used for entries of a batch).
-    #[must_use]
-    pub fn shifted(mut self, offset: usize) -> Self {
-        self.0.position = self.0.position.map(|p| p + offset);
-        self
-    }
 }
 
 impl std::ops::Deref for DecodeError {

@@ -430,15 +430,18 @@ fn validate(data: &[u8], m: &Members) -> Result<Envelope, DecodeError> {
 
 impl Envelope {
     fn shifted(mut self, by: usize) -> Self {
-        let shift_str = |s: Option<Span>| s.map(|s| s.shifted(by));
-        self.id = self.id.map(|s| s.shifted(by));
-        self.params = self.params.map(|s| s.shifted(by));
-        self.result = self.result.map(|s| s.shifted(by));
-        self.error = self.error.map(|s| s.shifted(by));
-        self.method = shift_str(self.method);
-        self.session_id = shift_str(self.session_id);
-        self.update_kind = shift_str(self.update_kind);
-        self.tool_call_id = shift_str(self.tool_call_id);
+        for span in [
+            &mut self.id,
+            &mut self.method,
+            &mut self.params,
+            &mut self.result,
+            &mut self.error,
+            &mut self.session_id,
+            &mut self.update_kind,
+            &mut self.tool_call_id,
+        ] {
+            *span = span.map(|s| s.shifted(by));
+        }
         self
     }
 }

@@ -215,6 +215,16 @@ def _check_array(value: Any, name: str) -> None:
             raise TypeError(f"{name}[{index}] must be a dict, found {type(item).__name__}")
 
 
+def _check_objects(value: Any, name: str) -> None:
+    """``value`` must be None (JSON null) or a list of dicts; otherwise `_check_array` says why."""
+    if type(value) is list:
+        if all(type(item) is dict for item in value):
+            return
+    elif value is None:
+        return
+    _check_array(value, name)
+
+
 def _check_kind(kind: Any, version: int) -> None:
     if kind is None:
         return
@@ -266,20 +276,10 @@ def _tool_fields(
             _check_status(status, version)
         update["status"] = status
     if content is not unset:
-        if type(content) is list:
-            for item in content:
-                if type(item) is not dict:
-                    _check_array(content, "content")
-        elif content is not None:
-            _check_array(content, "content")
+        _check_objects(content, "content")
         update["content"] = content
     if locations is not unset:
-        if type(locations) is list:
-            for item in locations:
-                if type(item) is not dict:
-                    _check_array(locations, "locations")
-        elif locations is not None:
-            _check_array(locations, "locations")
+        _check_objects(locations, "locations")
         update["locations"] = locations
     if raw_input is not unset:
         update["rawInput"] = raw_input
