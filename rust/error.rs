@@ -10,6 +10,8 @@ use std::fmt;
 pub const PARSE_ERROR: i32 = -32700;
 /// JSON-RPC "Invalid Request": valid JSON, but not a valid JSON-RPC 2.0 message.
 pub const INVALID_REQUEST: i32 = -32600;
+/// JSON-RPC "Invalid params": a valid message whose params break a state-engine rule.
+pub const INVALID_PARAMS: i32 = -32602;
 
 /// Why a frame or document could not be decoded. Boxed, so that `Result<T, DecodeError>` stays
 /// as small as `T` on the hot path (a large error type made every scanner call copy it around).
@@ -47,6 +49,12 @@ impl DecodeError {
     #[inline(never)]
     pub fn invalid(kind: &'static str, description: String, position: usize) -> Self {
         Self::new(INVALID_REQUEST, kind, description, Some(position))
+    }
+
+    #[cold]
+    #[inline(never)]
+    pub fn params(kind: &'static str, description: String, position: usize) -> Self {
+        Self::new(INVALID_PARAMS, kind, description, Some(position))
     }
 }
 

@@ -15,6 +15,7 @@ from ..errors import EncodeError as PyEncodeError
 __all__ = [
     "PARSE_ERROR",
     "INVALID_REQUEST",
+    "INVALID_PARAMS",
     "DecodeError",
     "line_column",
     "describe_found",
@@ -27,6 +28,8 @@ __all__ = [
 PARSE_ERROR = -32700
 #: JSON-RPC "Invalid Request": valid JSON, but not a valid JSON-RPC 2.0 message.
 INVALID_REQUEST = -32600
+#: JSON-RPC "Invalid params": a valid message whose params break a state-engine rule (DESIGN 7.7).
+INVALID_PARAMS = -32602
 
 # JSON type names used in descriptions (rust: `JsonType::name`).
 OBJECT = "object"
@@ -55,6 +58,10 @@ class DecodeError:
     @classmethod
     def invalid(cls, kind: str, description: str, position: int) -> "DecodeError":
         return cls(INVALID_REQUEST, kind, description, position)
+
+    @classmethod
+    def params(cls, kind: str, description: str, position: int) -> "DecodeError":
+        return cls(INVALID_PARAMS, kind, description, position)
 
     def shifted(self, offset: int) -> "DecodeError":
         """Move the error's position by ``offset`` bytes (used for entries of a batch)."""
