@@ -8,6 +8,7 @@ pub mod error;
 pub mod framing;
 pub mod message;
 pub mod scanner;
+pub mod state;
 
 #[cfg(feature = "python")]
 mod python;

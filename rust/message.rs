@@ -43,7 +43,7 @@ pub struct Span {
 
 impl Span {
     #[inline(always)]
-    fn new(ty: JsonType, start: usize, end: usize) -> Self {
+    pub(crate) fn new(ty: JsonType, start: usize, end: usize) -> Self {
         Self {
             start: start as u32,
             end: end as u32,
@@ -77,7 +77,7 @@ impl Span {
         })
     }
 
-    fn shifted(mut self, by: usize) -> Self {
+    pub(crate) fn shifted(mut self, by: usize) -> Self {
         self.start -= by as u32;
         self.end -= by as u32;
         self
@@ -96,6 +96,8 @@ pub struct Envelope {
     pub result: Option<Span>,
     pub error: Option<Span>,
     pub session_id: Option<Span>,
+    /// `params.update` (any type) when `params` is an object.
+    pub update: Option<Span>,
     pub update_kind: Option<Span>,
     pub tool_call_id: Option<Span>,
 }
@@ -126,6 +128,7 @@ struct Members {
     result: Option<Span>,
     error: Option<Span>,
     session_id: Option<Span>,
+    update: Option<Span>,
     update_kind: Option<Span>,
     tool_call_id: Option<Span>,
     /// For error objects: `code` and `message`.
@@ -153,7 +156,7 @@ fn key_is(data: &[u8], key: Str, name: &[u8]) -> bool {
 
 /// Scan a value, returning its span.
 #[inline]
-fn scan_span(sc: &mut Scanner<'_>) -> Result<Span, DecodeError> {
+pub(crate) fn scan_span(sc: &mut Scanner<'_>) -> Result<Span, DecodeError> {
     let ty = sc.peek_type();
     let start = sc.pos;
     match ty {
@@ -195,6 +198,7 @@ fn scan_members(sc: &mut Scanner<'_>, level: Level, m: &mut Members) -> Result<(
             Level::Top if key_is(data, key, b"params") => {
                 // A later duplicate "params" replaces everything read from an earlier one.
                 m.session_id = None;
+                m.update = None;
                 m.update_kind = None;
                 m.tool_call_id = None;
                 if sc.peek() == Some(b'{') {
@@ -231,8 +235,9 @@ fn scan_members(sc: &mut Scanner<'_>, level: Level, m: &mut Members) -> Result<(
                 m.tool_call_id = None;
                 if sc.peek() == Some(b'{') {
                     scan_members(sc, Level::Update, m)?;
+                    m.update = Some(Span::new(JsonType::Object, value_start, sc.pos));
                 } else {
-                    sc.skip_value()?;
+                    m.update = Some(scan_span(sc)?);
                 }
             }
             Level::Params => {
@@ -423,6 +428,7 @@ fn validate(data: &[u8], m: &Members) -> Result<Envelope, DecodeError> {
         result: m.result,
         error: m.error,
         session_id: if params_object { str_of(m.session_id) } else { None },
+        update: if params_object { m.update } else { None },
         update_kind: if params_object { str_of(m.update_kind) } else { None },
         tool_call_id: if params_object { str_of(m.tool_call_id) } else { None },
     })
@@ -437,6 +443,7 @@ impl Envelope {
             &mut self.result,
             &mut self.error,
             &mut self.session_id,
+            &mut self.update,
             &mut self.update_kind,
             &mut self.tool_call_id,
         ] {

@@ -51,6 +51,11 @@ pub struct PyMessage {
 }
 
 impl PyMessage {
+    /// Where the routing fields are (offsets in `raw_bytes`).
+    pub fn envelope(&self) -> &Envelope {
+        &self.fields
+    }
+
     /// The frame's bytes without the line ending.
     pub fn raw_bytes<'a>(&'a self, py: Python<'a>) -> &'a [u8] {
         &self.source.as_bytes(py)[self.offset..self.offset + self.len]
@@ -91,8 +96,8 @@ fn line_bytes<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyBytes>
 }
 
 /// A buffer that frames are views into: the caller's `bytes`, or a copy.
-struct Source<'py> {
-    bytes: Bound<'py, PyBytes>,
+pub(crate) struct Source<'py> {
+    pub(crate) bytes: Bound<'py, PyBytes>,
 }
 
 impl<'py> Source<'py> {
@@ -241,7 +246,7 @@ fn decode_in<'py>(
 
 /// The bytes of a bytes / bytearray / memoryview / str argument as a `bytes` object (the
 /// argument itself when it is `bytes`).
-fn source_of<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Source<'py>> {
+pub(crate) fn source_of<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Source<'py>> {
     let py = obj.py();
     if let Ok(b) = obj.cast::<PyBytes>() {
         return Ok(Source { bytes: b.clone() });

@@ -4,6 +4,7 @@
 mod convert;
 mod errors;
 mod frames;
+mod state;
 mod strcache;
 
 use pyo3::prelude::*;
@@ -22,5 +23,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(frames::encode, m)?)?;
     m.add_class::<frames::PyMessage>()?;
     m.add_class::<frames::PyFrameDecoder>()?;
+    m.add_class::<state::PyToolCallStore>()?;
+    m.add_class::<state::PyChange>()?;
     Ok(())
 }

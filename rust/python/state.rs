@@ -1,0 +1,948 @@
+//! `ToolCallStore` and `Change`: thin wrappers over the core `state::Store`. Records are built as
+//! Python objects only when asked for (`get`, `tool_calls`, `snapshot`, ...). DESIGN §7.
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyString, PyTuple, PyType};
+use pyo3::{intern, IntoPyObjectExt};
+
+use super::convert::{build, dumps_bytes};
+use super::errors::{decode_error, decode_error_object, decode_error_type, Origin};
+use super::frames::{source_of, PyMessage};
+use super::strcache::{new_str, CacheGuard, VALUES};
+use crate::error::{DecodeError, PARSE_ERROR};
+use crate::framing::{Event, Framer, DEFAULT_MAX_FRAME_BYTES};
+use crate::message::{parse_frame, parse_line, strip_line_ending, Envelope, Frame};
+use crate::scanner::string_text;
+use crate::state::{
+    base64_decode, base64_encode, Action, Change, IdKey, Ident, Outcome, Permission, Raw, Source, Store, Target,
+    Terminal, Text, ToolCall, TOOL_CALL_FIELDS,
+};
+
+const MAX_FRAME: usize = u32::MAX as usize - 1;
+
+// ---------------------------------------------------------------------------------------------
+// Change
+
+/// A light change event: what a frame changed in the store.
+#[pyclass(module = "acp_fast", name = "Change", frozen)]
+pub struct PyChange {
+    #[pyo3(get)]
+    session_id: Py<PyAny>,
+    #[pyo3(get)]
+    target: Py<PyAny>,
+    #[pyo3(get)]
+    id: Py<PyAny>,
+    #[pyo3(get)]
+    action: Py<PyAny>,
+    #[pyo3(get)]
+    tool_call_id: Py<PyAny>,
+}
+
+impl PyChange {
+    fn tuple<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(
+            py,
+            [
+                &self.session_id,
+                &self.target,
+                &self.id,
+                &self.action,
+                &self.tool_call_id,
+            ]
+            .map(|o| o.clone_ref(py)),
+        )
+    }
+}
+
+#[pymethods]
+impl PyChange {
+    #[new]
+    fn new(
+        session_id: Py<PyAny>,
+        target: Py<PyAny>,
+        id: Py<PyAny>,
+        action: Py<PyAny>,
+        tool_call_id: Py<PyAny>,
+    ) -> Self {
+        Self {
+            session_id,
+            target,
+            id,
+            action,
+            tool_call_id,
+        }
+    }
+
+    fn __eq__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        match other.cast::<PyChange>() {
+            Ok(o) => Ok(self.tuple(py)?.eq(o.get().tuple(py)?)?.into_py_any(py)?),
+            Err(_) => Ok(py.NotImplemented()),
+        }
+    }
+
+    fn __ne__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        match other.cast::<PyChange>() {
+            Ok(o) => Ok((!self.tuple(py)?.eq(o.get().tuple(py)?)?).into_py_any(py)?),
+            Err(_) => Ok(py.NotImplemented()),
+        }
+    }
+
+    fn __hash__(&self, py: Python<'_>) -> PyResult<isize> {
+        self.tuple(py)?.hash()
+    }
+
+    fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        Ok(self.tuple(py)?.try_iter()?.into_any())
+    }
+
+    fn __len__(&self) -> usize {
+        5
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "Change(session_id={}, target={}, id={}, action={}, tool_call_id={})",
+            self.session_id.bind(py).repr()?,
+            self.target.bind(py).repr()?,
+            self.id.bind(py).repr()?,
+            self.action.bind(py).repr()?,
+            self.tool_call_id.bind(py).repr()?
+        ))
+    }
+
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
+        let py = slf.py();
+        PyTuple::new(py, [slf.get_type().into_any(), slf.get().tuple(py)?.into_any()])
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Building Python objects from the store
+
+fn value<'py>(py: Python<'py>, raw: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+    build(py, raw, false).map_err(|e| PyValueError::new_err(e.description.clone()))
+}
+
+fn text<'py>(py: Python<'py>, t: &[u8]) -> Bound<'py, PyAny> {
+    new_str(py, t)
+}
+
+fn id_object<'py>(py: Python<'py>, id: &IdKey) -> PyResult<Bound<'py, PyAny>> {
+    match id {
+        IdKey::Null => Ok(py.None().into_bound(py)),
+        IdKey::Int(v) => v.into_bound_py_any(py),
+        IdKey::Str(s) => Ok(text(py, s)),
+    }
+}
+
+fn tool_call_dict<'py>(py: Python<'py>, id: &[u8], tc: &ToolCall) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item(intern!(py, "toolCallId"), text(py, id))?;
+    if let Some(t) = &tc.fields[0] {
+        d.set_item(intern!(py, "title"), value(py, t)?)?;
+    }
+    d.set_item(intern!(py, "kind"), value(py, tc.kind())?)?;
+    d.set_item(intern!(py, "status"), value(py, tc.status())?)?;
+    let content = PyList::empty(py);
+    for item in &tc.content {
+        content.append(value(py, item)?)?;
+    }
+    d.set_item(intern!(py, "content"), content)?;
+    d.set_item(intern!(py, "locations"), value(py, tc.locations())?)?;
+    for i in 4..8 {
+        if let Some(v) = &tc.fields[i] {
+            d.set_item(TOOL_CALL_FIELDS[i], value(py, v)?)?;
+        }
+    }
+    for (k, v) in &tc.extra {
+        d.set_item(text(py, k), value(py, v)?)?;
+    }
+    Ok(d)
+}
+
+fn terminal_dict<'py>(py: Python<'py>, id: &[u8], t: &Terminal, base64: bool) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item(intern!(py, "terminalId"), text(py, id))?;
+    for (i, name) in [(0, "command"), (1, "cwd")] {
+        if let Some(v) = &t.fields[i] {
+            d.set_item(name, value(py, v)?)?;
+        }
+    }
+    if base64 {
+        let mut out = Vec::with_capacity(t.output.len() / 3 * 4 + 4);
+        base64_encode(&t.output, &mut out);
+        d.set_item(intern!(py, "output"), text(py, &out))?;
+    } else {
+        d.set_item(intern!(py, "output"), PyBytes::new(py, &t.output))?;
+    }
+    if let Some(v) = &t.output_meta {
+        d.set_item(intern!(py, "outputMeta"), value(py, v)?)?;
+    }
+    for (i, name) in [(2, "exitStatus"), (3, "_meta")] {
+        if let Some(v) = &t.fields[i] {
+            d.set_item(name, value(py, v)?)?;
+        }
+    }
+    for (k, v) in &t.extra {
+        d.set_item(text(py, k), value(py, v)?)?;
+    }
+    Ok(d)
+}
+
+fn permission_dict<'py>(py: Python<'py>, store: &Store, p: &Permission) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item(intern!(py, "id"), id_object(py, &p.id)?)?;
+    d.set_item(intern!(py, "sessionId"), text(py, store.session_id(p.session)))?;
+    if let Some(t) = &p.tool_call_id {
+        d.set_item(intern!(py, "toolCallId"), text(py, t))?;
+    }
+    d.set_item(intern!(py, "options"), value(py, &p.options)?)?;
+    d.set_item(intern!(py, "outcome"), p.outcome.as_str())?;
+    if let Some(o) = &p.option_id {
+        d.set_item(intern!(py, "optionId"), text(py, o))?;
+    }
+    d.set_item(intern!(py, "approved"), p.approved)?;
+    if let Some(r) = &p.response {
+        d.set_item(intern!(py, "response"), value(py, r)?)?;
+    }
+    Ok(d)
+}
+
+/// The text of a session / tool-call id argument.
+fn key_arg<'a>(obj: &'a Bound<'_, PyAny>, what: &str) -> PyResult<&'a str> {
+    match obj.cast::<PyString>() {
+        Ok(s) => s.to_str(),
+        Err(_) => Err(PyTypeError::new_err(format!(
+            "expected {what} to be a str, found {}",
+            obj.get_type().name()?
+        ))),
+    }
+}
+
+fn id_arg(obj: &Bound<'_, PyAny>) -> PyResult<IdKey> {
+    if obj.is_none() {
+        return Ok(IdKey::Null);
+    }
+    if let Ok(s) = obj.cast::<PyString>() {
+        return Ok(IdKey::Str(s.to_str()?.as_bytes().into()));
+    }
+    if obj.is_instance_of::<PyInt>() && !obj.is_instance_of::<PyBool>() {
+        if let Ok(v) = obj.extract::<i64>() {
+            return Ok(IdKey::Int(v));
+        }
+    }
+    Err(PyTypeError::new_err(format!(
+        "expected a request id (str, int or None), found {}",
+        obj.get_type().name()?
+    )))
+}
+
+// ---------------------------------------------------------------------------------------------
+// The store
+
+/// The state of every tool call, terminal, plan and permission request, per session.
+#[pyclass(module = "acp_fast", name = "ToolCallStore")]
+pub struct PyToolCallStore {
+    store: Store,
+    framer: Framer,
+}
+
+fn target_str<'py>(py: Python<'py>, t: Target) -> &'py Bound<'py, PyString> {
+    match t {
+        Target::ToolCall => intern!(py, "tool_call"),
+        Target::Terminal => intern!(py, "terminal"),
+        Target::Plan => intern!(py, "plan"),
+        Target::Permission => intern!(py, "permission"),
+        Target::Session => intern!(py, "session"),
+        Target::Protocol => intern!(py, "protocol"),
+    }
+}
+
+fn action_str<'py>(py: Python<'py>, a: Action) -> &'py Bound<'py, PyString> {
+    match a {
+        Action::Created => intern!(py, "created"),
+        Action::Replaced => intern!(py, "replaced"),
+        Action::Updated => intern!(py, "updated"),
+        Action::Appended => intern!(py, "appended"),
+        Action::Removed => intern!(py, "removed"),
+        Action::Requested => intern!(py, "requested"),
+        Action::Resolved => intern!(py, "resolved"),
+        Action::Cancelled => intern!(py, "cancelled"),
+        Action::Negotiated => intern!(py, "negotiated"),
+    }
+}
+
+fn token<'py>(py: Python<'py>, data: &[u8], s: crate::scanner::Str, cache: &mut Option<CacheGuard<'_>>) -> Py<PyAny> {
+    let mut scratch = Vec::new();
+    let bytes = string_text(data, s, &mut scratch);
+    match cache.as_mut() {
+        Some(c) => c.get(py, bytes).unbind(),
+        None => new_str(py, bytes).unbind(),
+    }
+}
+
+/// The Python `Change` for a core change of the message `data`.
+fn change_object<'py>(
+    py: Python<'py>,
+    store: &Store,
+    data: &[u8],
+    c: &Change,
+    cache: &mut Option<CacheGuard<'_>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let none = || py.None();
+    let mut session_id = c.session.map_or_else(none, |s| token(py, data, s, cache));
+    let mut tool_call_id = c.tool_call_id.map_or_else(none, |s| token(py, data, s, cache));
+    if let Some(p) = c.permission.and_then(|i| store.permission_at(i)) {
+        session_id = text(py, store.session_id(p.session)).unbind();
+        tool_call_id = p.tool_call_id.as_deref().map_or_else(none, |t| text(py, t).unbind());
+    }
+    let id = match c.id {
+        Ident::None => none(),
+        Ident::Text(s) => match (c.tool_call_id, c.target) {
+            (Some(_), Target::ToolCall) => tool_call_id.clone_ref(py),
+            _ => token(py, data, s, cache),
+        },
+        Ident::Static(s) => PyString::new(py, s).into_any().unbind(),
+        Ident::Id(span) => match c.permission.and_then(|i| store.permission_at(i)) {
+            Some(p) => id_object(py, &p.id)?.unbind(),
+            None => value(py, &data[span.range()])?.unbind(),
+        },
+        Ident::Version(v) => v.into_py_any(py)?,
+    };
+    let obj = Bound::new(
+        py,
+        PyChange {
+            session_id,
+            target: target_str(py, c.target).clone().into_any().unbind(),
+            id,
+            action: action_str(py, c.action).clone().into_any().unbind(),
+            tool_call_id,
+        },
+    )?;
+    Ok(obj.into_any())
+}
+
+/// Move an error of a batch entry (positions relative to the entry) to frame offsets.
+fn shifted(e: DecodeError, by: usize) -> DecodeError {
+    DecodeError::new(e.code, e.kind, e.description.clone(), e.position.map(|p| p + by))
+}
+
+impl PyToolCallStore {
+    /// Apply every message of the frame `data` (no line ending). Single messages: `Ok(change)`
+    /// or `Err(error)`; batches: one item per entry pushed to `out`.
+    fn apply_frame<'py>(
+        &mut self,
+        py: Python<'py>,
+        data: &[u8],
+        parsed: Result<Frame, DecodeError>,
+        source: Source,
+        line: Option<u64>,
+        cache: &mut Option<CacheGuard<'_>>,
+        out: &mut dyn FnMut(Bound<'py, PyAny>) -> PyResult<()>,
+        batch_nones: bool,
+    ) -> PyResult<()> {
+        let origin = |line: Option<u64>| match line {
+            Some(line) => Origin::Stream { line },
+            None => Origin::Document(data),
+        };
+        match parsed {
+            Ok(Frame::Single(env)) => match self.store.apply(data, &env, source) {
+                Ok(Some(c)) => out(change_object(py, &self.store, data, &c, cache)?),
+                Ok(None) => {
+                    if batch_nones {
+                        out(py.None().into_bound(py))?;
+                    }
+                    Ok(())
+                }
+                Err(e) => out(decode_error_object(py, &e, origin(line), Some(data))?),
+            },
+            Ok(Frame::Batch(entries)) => {
+                for entry in entries {
+                    let bytes = &data[entry.start..entry.end];
+                    let item = match entry.result {
+                        Ok(env) => match self.store.apply(bytes, &env, source) {
+                            Ok(Some(c)) => Some(change_object(py, &self.store, bytes, &c, cache)?),
+                            Ok(None) => None,
+                            Err(e) => Some(decode_error_object(
+                                py,
+                                &shifted(e, entry.start),
+                                origin(line),
+                                Some(bytes),
+                            )?),
+                        },
+                        Err(e) => Some(decode_error_object(py, &e, origin(line), Some(bytes))?),
+                    };
+                    match item {
+                        Some(obj) => out(obj)?,
+                        None if batch_nones => out(py.None().into_bound(py))?,
+                        None => {}
+                    }
+                }
+                Ok(())
+            }
+            Err(e) => out(decode_error_object(py, &e, origin(line), Some(data))?),
+        }
+    }
+
+    fn collect<'py>(&mut self, py: Python<'py>, data: Option<&[u8]>) -> PyResult<Bound<'py, PyList>> {
+        let list = PyList::empty(py);
+        let max = self.framer.max_frame_bytes();
+        let mut failure: Option<PyErr> = None;
+        let mut cache = VALUES.lock();
+        let mut framer = std::mem::replace(&mut self.framer, Framer::new(1));
+        {
+            let mut push = |obj: Bound<'py, PyAny>| list.append(obj);
+            let mut on_event = |event: Event<'_>| {
+                if failure.is_some() {
+                    return;
+                }
+                let r = match event {
+                    Event::Frame { line, data } => self.apply_frame(
+                        py,
+                        data,
+                        parse_line(data),
+                        Source::Unknown,
+                        Some(line),
+                        &mut cache,
+                        &mut push,
+                        false,
+                    ),
+                    Event::TooLarge { line } => {
+                        let err = DecodeError::new(
+                            PARSE_ERROR,
+                            "frame_too_large",
+                            format!("expected a frame of at most {max} bytes, found a longer line; skipped to the next newline"),
+                            Some(max),
+                        );
+                        decode_error_object(py, &err, Origin::Stream { line }, None).and_then(&mut push)
+                    }
+                };
+                if let Err(e) = r {
+                    failure = Some(e);
+                }
+            };
+            match data {
+                Some(d) => framer.feed(d, &mut on_event),
+                None => framer.finish(&mut on_event),
+            }
+        }
+        self.framer = framer;
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(list),
+        }
+    }
+
+    fn session(&self, session_id: &Bound<'_, PyAny>) -> PyResult<Option<&crate::state::Session>> {
+        Ok(self.store.session(key_arg(session_id, "session_id")?.as_bytes()))
+    }
+}
+
+fn parse_source(source: Option<&Bound<'_, PyAny>>) -> PyResult<Source> {
+    let Some(s) = source else {
+        return Ok(Source::Unknown);
+    };
+    if s.is_none() {
+        return Ok(Source::Unknown);
+    }
+    match s.cast::<PyString>().ok().and_then(|s| s.to_str().ok()) {
+        Some("agent") => Ok(Source::Agent),
+        Some("client") => Ok(Source::Client),
+        _ => Err(PyValueError::new_err(format!(
+            "expected source to be 'agent', 'client' or None, found {}",
+            s.repr()?
+        ))),
+    }
+}
+
+fn version_arg(v: Option<&Bound<'_, PyAny>>) -> PyResult<Option<u8>> {
+    let Some(v) = v else {
+        return Ok(None);
+    };
+    if v.is_none() {
+        return Ok(None);
+    }
+    if v.is_exact_instance_of::<PyInt>() {
+        match v.extract::<i64>() {
+            Ok(1) => return Ok(Some(1)),
+            Ok(2) => return Ok(Some(2)),
+            _ => {}
+        }
+    }
+    Err(PyValueError::new_err(format!(
+        "expected protocol_version to be 1, 2 or None, found {}",
+        v.repr()?
+    )))
+}
+
+fn max_arg(v: Option<&Bound<'_, PyAny>>) -> PyResult<Option<usize>> {
+    let Some(v) = v else {
+        return Ok(None);
+    };
+    if v.is_none() {
+        return Ok(None);
+    }
+    if v.is_exact_instance_of::<PyInt>() {
+        if let Ok(n) = v.extract::<i64>() {
+            if n >= 1 {
+                return Ok(Some(n as usize));
+            }
+        }
+    }
+    Err(PyValueError::new_err(format!(
+        "expected max_tool_calls to be a positive integer or None, found {}",
+        v.repr()?
+    )))
+}
+
+#[pymethods]
+impl PyToolCallStore {
+    #[new]
+    #[pyo3(signature = (protocol_version = None, *, max_tool_calls = None, max_frame_bytes = DEFAULT_MAX_FRAME_BYTES as i64),
+           text_signature = "(protocol_version=None, *, max_tool_calls=None, max_frame_bytes=67108864)")]
+    fn new(
+        protocol_version: Option<&Bound<'_, PyAny>>,
+        max_tool_calls: Option<&Bound<'_, PyAny>>,
+        max_frame_bytes: i64,
+    ) -> PyResult<Self> {
+        let version = version_arg(protocol_version)?;
+        let max = max_arg(max_tool_calls)?;
+        if max_frame_bytes < 1 || max_frame_bytes as u64 > MAX_FRAME as u64 {
+            return Err(PyValueError::new_err(format!(
+                "max_frame_bytes must be between 1 and {MAX_FRAME}, found {max_frame_bytes}"
+            )));
+        }
+        Ok(Self {
+            store: Store::new(version, max),
+            framer: Framer::new(max_frame_bytes as usize),
+        })
+    }
+
+    /// Apply one frame (a Message, a Batch, bytes/str, a dict or a list of dicts). Returns a
+    /// Change or None (a list for a batch); raises DecodeError for a bad frame.
+    #[pyo3(signature = (frame, *, source = None))]
+    fn apply<'py>(
+        &mut self,
+        py: Python<'py>,
+        frame: &Bound<'py, PyAny>,
+        source: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let source = parse_source(source)?;
+        let mut cache = VALUES.lock();
+        if let Ok(m) = frame.cast::<PyMessage>() {
+            let m = m.get();
+            let data = m.raw_bytes(py);
+            let env: Envelope = *m.envelope();
+            return match self.store.apply(data, &env, source) {
+                Ok(Some(c)) => change_object(py, &self.store, data, &c, &mut cache),
+                Ok(None) => Ok(py.None().into_bound(py)),
+                Err(e) => Err(decode_error(py, &e, Origin::Document(data), Some(data))),
+            };
+        }
+        if frame.is_instance(decode_error_type(py)?)? {
+            return Ok(frame.clone());
+        }
+        if let Ok(list) = frame.cast::<PyList>() {
+            let is_entries = list.iter().next().is_some_and(|first| {
+                first.is_instance_of::<PyMessage>()
+                    || first.is_instance(decode_error_type(py).unwrap()).unwrap_or(false)
+            });
+            if is_entries {
+                let out = PyList::empty(py);
+                drop(cache);
+                for item in list.iter() {
+                    if !(item.is_instance_of::<PyMessage>() || item.is_instance(decode_error_type(py)?)?) {
+                        return Err(PyTypeError::new_err(format!(
+                            "expected the entries of a decoded batch (Message or DecodeError), found {}",
+                            item.get_type().name()?
+                        )));
+                    }
+                    let r = match self.apply(py, &item, None) {
+                        Ok(v) => v,
+                        Err(e) if e.is_instance(py, decode_error_type(py)?) => {
+                            e.into_value(py).into_bound(py).into_any()
+                        }
+                        Err(e) => return Err(e),
+                    };
+                    out.append(r)?;
+                }
+                // `source` applies to every entry.
+                let _ = source;
+                return Ok(out.into_any());
+            }
+        }
+        let owned;
+        let bytes: &[u8] = if frame.is_instance_of::<PyDict>() || frame.is_instance_of::<PyList>() {
+            owned = dumps_bytes(py, frame, false)?;
+            owned.as_bytes()
+        } else if frame.is_instance_of::<PyBytes>()
+            || frame.is_instance_of::<PyString>()
+            || frame.is_instance_of::<pyo3::types::PyByteArray>()
+            || frame.is_instance_of::<pyo3::types::PyMemoryView>()
+        {
+            owned = source_of(frame)?.bytes;
+            owned.as_bytes()
+        } else {
+            return Err(PyTypeError::new_err(format!(
+                "expected a Message, bytes, str, a dict or a list, found {}",
+                frame.get_type().name()?
+            )));
+        };
+        let data = strip_line_ending(bytes);
+        let parsed = parse_frame(data);
+        let is_batch = matches!(parsed, Ok(Frame::Batch(_)));
+        let mut items: Vec<Bound<'py, PyAny>> = Vec::new();
+        self.apply_frame(
+            py,
+            data,
+            parsed,
+            source,
+            None,
+            &mut cache,
+            &mut |o| {
+                items.push(o);
+                Ok(())
+            },
+            true,
+        )?;
+        if is_batch {
+            return Ok(PyList::new(py, items)?.into_any());
+        }
+        let item = items.pop().unwrap_or_else(|| py.None().into_bound(py));
+        if item.is_instance(decode_error_type(py)?)? {
+            return Err(PyErr::from_value(item));
+        }
+        Ok(item)
+    }
+
+    /// Feed stream bytes: the Changes and DecodeErrors of every line they complete, in order.
+    fn feed<'py>(&mut self, py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+        let source = source_of(data)?;
+        self.collect(py, Some(source.bytes.as_bytes()))
+    }
+
+    /// End of input: apply a last line that has no newline.
+    fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        self.collect(py, None)
+    }
+
+    fn get<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: &Bound<'py, PyAny>,
+        tool_call_id: &Bound<'py, PyAny>,
+    ) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let tcid = key_arg(tool_call_id, "tool_call_id")?;
+        match self
+            .session(session_id)?
+            .and_then(|s| s.tool_calls.get(tcid.as_bytes()))
+        {
+            Some(tc) => Ok(Some(tool_call_dict(py, tcid.as_bytes(), tc)?)),
+            None => Ok(None),
+        }
+    }
+
+    fn tool_calls<'py>(&self, py: Python<'py>, session_id: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        if let Some(s) = self.session(session_id)? {
+            for (k, tc) in s.tool_calls.iter() {
+                d.set_item(text(py, k), tool_call_dict(py, k, tc)?)?;
+            }
+        }
+        Ok(d)
+    }
+
+    fn snapshot<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        for (sid, s) in self.store.sessions.iter() {
+            if s.tool_calls.is_empty() {
+                continue;
+            }
+            let calls = PyDict::new(py);
+            for (k, tc) in s.tool_calls.iter() {
+                calls.set_item(text(py, k), tool_call_dict(py, k, tc)?)?;
+            }
+            d.set_item(text(py, sid), calls)?;
+        }
+        Ok(d)
+    }
+
+    fn terminal<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: &Bound<'py, PyAny>,
+        terminal_id: &Bound<'py, PyAny>,
+    ) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let tid = key_arg(terminal_id, "terminal_id")?;
+        match self.session(session_id)?.and_then(|s| s.terminals.get(tid.as_bytes())) {
+            Some(t) => Ok(Some(terminal_dict(py, tid.as_bytes(), t, false)?)),
+            None => Ok(None),
+        }
+    }
+
+    fn terminals<'py>(&self, py: Python<'py>, session_id: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        if let Some(s) = self.session(session_id)? {
+            for (k, t) in s.terminals.iter() {
+                d.set_item(text(py, k), terminal_dict(py, k, t, false)?)?;
+            }
+        }
+        Ok(d)
+    }
+
+    fn plans<'py>(&self, py: Python<'py>, session_id: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        if let Some(s) = self.session(session_id)? {
+            for (k, p) in s.plans.iter() {
+                d.set_item(text(py, k), value(py, p)?)?;
+            }
+        }
+        Ok(d)
+    }
+
+    /// The latest permission request with this id, or None.
+    fn permission<'py>(&self, py: Python<'py>, request_id: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let key = id_arg(request_id)?;
+        match self.store.permission(&key) {
+            Some(p) => Ok(Some(permission_dict(py, &self.store, p)?)),
+            None => Ok(None),
+        }
+    }
+
+    fn permissions<'py>(&self, py: Python<'py>, session_id: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+        self.permission_list(py, session_id, false)
+    }
+
+    fn pending_permissions<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        self.permission_list(py, session_id, true)
+    }
+
+    /// The `cancelled` responses a client owes for the pending requests of a session.
+    fn cancel_responses<'py>(&self, py: Python<'py>, session_id: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+        let sid = key_arg(session_id, "session_id")?.as_bytes();
+        let out = PyList::empty(py);
+        for p in self.store.permissions() {
+            if p.outcome == Outcome::Pending && self.store.session_id(p.session) == sid {
+                let mut frame = b"{\"jsonrpc\":\"2.0\",\"id\":".to_vec();
+                p.id.write(&mut frame);
+                frame.extend_from_slice(b",\"result\":{\"outcome\":{\"outcome\":\"cancelled\"}}}\n");
+                out.append(PyBytes::new(py, &frame))?;
+            }
+        }
+        Ok(out)
+    }
+
+    /// The whole state as a JSON-compatible dict (DESIGN §7.8).
+    fn state<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        d.set_item("format", "acp-fast-state/1")?;
+        d.set_item("protocolVersion", self.store.fixed_version())?;
+        d.set_item("negotiatedVersion", self.store.negotiated_version())?;
+        d.set_item("maxToolCalls", self.store.max_tool_calls())?;
+        d.set_item("evicted", self.store.evicted())?;
+        let sessions = PyDict::new(py);
+        let mut perms: Vec<Vec<&Permission>> = (0..self.store.sessions.iter().count()).map(|_| Vec::new()).collect();
+        for p in self.store.permissions() {
+            if let Some(v) = perms.get_mut(p.session) {
+                v.push(p);
+            }
+        }
+        for (slot, (sid, s)) in self.store.sessions.iter().enumerate() {
+            let sd = PyDict::new(py);
+            let calls = PyDict::new(py);
+            for (k, tc) in s.tool_calls.iter() {
+                calls.set_item(text(py, k), tool_call_dict(py, k, tc)?)?;
+            }
+            sd.set_item("toolCalls", calls)?;
+            let terms = PyDict::new(py);
+            for (k, t) in s.terminals.iter() {
+                terms.set_item(text(py, k), terminal_dict(py, k, t, true)?)?;
+            }
+            sd.set_item("terminals", terms)?;
+            let plans = PyDict::new(py);
+            for (k, p) in s.plans.iter() {
+                plans.set_item(text(py, k), value(py, p)?)?;
+            }
+            sd.set_item("plans", plans)?;
+            let pl = PyList::empty(py);
+            for p in &perms[slot] {
+                pl.append(permission_dict(py, &self.store, p)?)?;
+            }
+            sd.set_item("permissions", pl)?;
+            sessions.set_item(text(py, sid), sd)?;
+        }
+        d.set_item("sessions", sessions)?;
+        Ok(d)
+    }
+
+    /// `dumps(state())`.
+    fn to_json<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        dumps_bytes(py, self.state(py)?.as_any(), false)
+    }
+
+    /// Rebuild a store from `to_json()` output.
+    #[classmethod]
+    fn from_json<'py>(cls: &Bound<'py, PyType>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let py = cls.py();
+        static CHECK: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+        let check = CHECK.import(py, "acp_fast._checkpoint", "load_state")?;
+        // The shared checker parses the document and validates its shape (same errors on both
+        // backends); it returns the dict.
+        let state = check.call1((data,))?;
+        let state = state.cast::<PyDict>()?;
+        let get = |d: &Bound<'py, PyDict>, k: &str| -> PyResult<Bound<'py, PyAny>> {
+            d.get_item(k)?
+                .ok_or_else(|| PyValueError::new_err(format!("missing {k}")))
+        };
+        let version = version_arg(Some(&get(state, "protocolVersion")?))?;
+        let max = max_arg(Some(&get(state, "maxToolCalls")?))?;
+        let mut store = Store::new(version, max);
+        let negotiated = get(state, "negotiatedVersion")?;
+        store.set_negotiated_version(if negotiated.is_none() {
+            None
+        } else {
+            Some(negotiated.extract::<u8>()?)
+        });
+        store.set_evicted(get(state, "evicted")?.extract()?);
+        let dumps = |v: &Bound<'py, PyAny>| -> PyResult<Raw> { Ok(dumps_bytes(py, v, false)?.as_bytes().into()) };
+        let sessions = get(state, "sessions")?;
+        for (sid, s) in sessions.cast::<PyDict>()?.iter() {
+            let slot = store.restore_session(sid.cast::<PyString>()?.to_str()?.as_bytes());
+            let s = s.cast_into::<PyDict>()?;
+            for (tcid, rec) in get(&s, "toolCalls")?.cast::<PyDict>()?.iter() {
+                let mut fields: Vec<(Text, Raw)> = Vec::new();
+                let mut content: Vec<Raw> = Vec::new();
+                for (k, v) in rec.cast::<PyDict>()?.iter() {
+                    let k = k.cast::<PyString>()?.to_str()?.to_owned();
+                    match k.as_str() {
+                        "toolCallId" => {}
+                        "content" => {
+                            for item in v.cast::<PyList>()?.iter() {
+                                content.push(dumps(&item)?);
+                            }
+                        }
+                        _ => fields.push((k.as_bytes().into(), dumps(&v)?)),
+                    }
+                }
+                store.restore_tool_call(slot, tcid.cast::<PyString>()?.to_str()?.as_bytes(), fields, content);
+            }
+            for (tid, rec) in get(&s, "terminals")?.cast::<PyDict>()?.iter() {
+                let mut t = Terminal::default();
+                for (k, v) in rec.cast::<PyDict>()?.iter() {
+                    let k = k.cast::<PyString>()?.to_str()?.to_owned();
+                    match k.as_str() {
+                        "terminalId" => {}
+                        "output" => {
+                            let text = v.cast::<PyString>()?.to_str()?;
+                            if !base64_decode(text.as_bytes(), &mut t.output) {
+                                return Err(PyValueError::new_err("invalid terminal output"));
+                            }
+                        }
+                        "outputMeta" => t.output_meta = Some(dumps(&v)?),
+                        "command" => t.fields[0] = Some(dumps(&v)?),
+                        "cwd" => t.fields[1] = Some(dumps(&v)?),
+                        "exitStatus" => t.fields[2] = Some(dumps(&v)?),
+                        "_meta" => t.fields[3] = Some(dumps(&v)?),
+                        _ => t.extra.push((k.as_bytes().into(), dumps(&v)?)),
+                    }
+                }
+                store.restore_terminal(slot, tid.cast::<PyString>()?.to_str()?.as_bytes(), t);
+            }
+            for (pid, rec) in get(&s, "plans")?.cast::<PyDict>()?.iter() {
+                store.restore_plan(slot, pid.cast::<PyString>()?.to_str()?.as_bytes(), dumps(&rec)?);
+            }
+            for rec in get(&s, "permissions")?.cast::<PyList>()?.iter() {
+                let rec = rec.cast_into::<PyDict>()?;
+                let opt_text = |k: &str| -> PyResult<Option<Text>> {
+                    match rec.get_item(k)? {
+                        Some(v) => Ok(Some(v.cast::<PyString>()?.to_str()?.as_bytes().into())),
+                        None => Ok(None),
+                    }
+                };
+                let outcome: String = get(&rec, "outcome")?.extract()?;
+                store.restore_permission(Permission {
+                    id: id_arg(&get(&rec, "id")?)?,
+                    session: slot,
+                    tool_call_id: opt_text("toolCallId")?,
+                    options: dumps(&get(&rec, "options")?)?,
+                    outcome: Outcome::from_str(&outcome).ok_or_else(|| PyValueError::new_err("bad outcome"))?,
+                    option_id: opt_text("optionId")?,
+                    approved: get(&rec, "approved")?.extract()?,
+                    response: match rec.get_item("response")? {
+                        Some(v) => Some(dumps(&v)?),
+                        None => None,
+                    },
+                });
+            }
+        }
+        let obj = Bound::new(
+            py,
+            PyToolCallStore {
+                store,
+                framer: Framer::new(DEFAULT_MAX_FRAME_BYTES),
+            },
+        )?;
+        Ok(obj.into_any())
+    }
+
+    #[getter]
+    fn protocol_version(&self) -> u8 {
+        self.store.version()
+    }
+
+    #[getter]
+    fn negotiated_version(&self) -> Option<u8> {
+        self.store.negotiated_version()
+    }
+
+    #[getter]
+    fn max_tool_calls(&self) -> Option<usize> {
+        self.store.max_tool_calls()
+    }
+
+    #[getter]
+    fn evicted(&self) -> u64 {
+        self.store.evicted()
+    }
+
+    #[getter]
+    fn line(&self) -> u64 {
+        self.framer.line()
+    }
+
+    fn __len__(&self) -> usize {
+        self.store.tool_call_count()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "ToolCallStore(protocol_version={}, tool_calls={})",
+            self.store.version(),
+            self.store.tool_call_count()
+        )
+    }
+}
+
+impl PyToolCallStore {
+    fn permission_list<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: &Bound<'py, PyAny>,
+        pending: bool,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let sid = key_arg(session_id, "session_id")?.as_bytes();
+        let out = PyList::empty(py);
+        for p in self.store.permissions() {
+            if (!pending || p.outcome == Outcome::Pending) && self.store.session_id(p.session) == sid {
+                out.append(permission_dict(py, &self.store, p)?)?;
+            }
+        }
+        Ok(out)
+    }
+}
