@@ -13,6 +13,9 @@ pub mod state;
 #[cfg(feature = "python")]
 mod python;
 
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 pub use error::DecodeError;
 pub use framing::{Event, Framer};
 pub use message::{parse_frame, Envelope, Frame, Kind};

@@ -178,7 +178,16 @@ pub(crate) fn scan_span(sc: &mut Scanner<'_>) -> Result<Span, DecodeError> {
 }
 
 /// Read an object at the cursor, recording the members of interest at `level`.
-fn scan_members(sc: &mut Scanner<'_>, level: Level, m: &mut Members) -> Result<(), DecodeError> {
+/// Members of `params.update` as read by the envelope walk (key token, value span), for the state
+/// engine, which then need not walk the update object again.
+pub type Captured = Vec<(Str, Span)>;
+
+fn scan_members(
+    sc: &mut Scanner<'_>,
+    level: Level,
+    m: &mut Members,
+    mut cap: Option<&mut Captured>,
+) -> Result<(), DecodeError> {
     let data = sc.data;
     sc.enter()?;
     match sc.peek() {
@@ -202,7 +211,10 @@ fn scan_members(sc: &mut Scanner<'_>, level: Level, m: &mut Members) -> Result<(
                 m.update_kind = None;
                 m.tool_call_id = None;
                 if sc.peek() == Some(b'{') {
-                    scan_members(sc, Level::Params, m)?;
+                    if let Some(c) = cap.as_deref_mut() {
+                        c.clear();
+                    }
+                    scan_members(sc, Level::Params, m, cap.as_deref_mut())?;
                     m.params = Some(Span::new(JsonType::Object, value_start, sc.pos));
                 } else {
                     m.params = Some(scan_span(sc)?);
@@ -212,7 +224,7 @@ fn scan_members(sc: &mut Scanner<'_>, level: Level, m: &mut Members) -> Result<(
                 m.error_code = None;
                 m.error_message = None;
                 if sc.peek() == Some(b'{') {
-                    scan_members(sc, Level::ErrorObject, m)?;
+                    scan_members(sc, Level::ErrorObject, m, None)?;
                     m.error = Some(Span::new(JsonType::Object, value_start, sc.pos));
                 } else {
                     m.error = Some(scan_span(sc)?);
@@ -233,8 +245,11 @@ fn scan_members(sc: &mut Scanner<'_>, level: Level, m: &mut Members) -> Result<(
             Level::Params if key_is(data, key, b"update") => {
                 m.update_kind = None;
                 m.tool_call_id = None;
+                if let Some(c) = cap.as_deref_mut() {
+                    c.clear();
+                }
                 if sc.peek() == Some(b'{') {
-                    scan_members(sc, Level::Update, m)?;
+                    scan_members(sc, Level::Update, m, cap.as_deref_mut())?;
                     m.update = Some(Span::new(JsonType::Object, value_start, sc.pos));
                 } else {
                     m.update = Some(scan_span(sc)?);
@@ -248,6 +263,9 @@ fn scan_members(sc: &mut Scanner<'_>, level: Level, m: &mut Members) -> Result<(
             }
             Level::Update => {
                 let span = scan_span(sc)?;
+                if let Some(c) = cap.as_deref_mut() {
+                    c.push((key, span));
+                }
                 if key_is(data, key, b"sessionUpdate") {
                     m.update_kind = Some(span);
                 } else if key_is(data, key, b"toolCallId") {
@@ -473,6 +491,15 @@ pub fn parse_frame(data: &[u8]) -> Result<Frame, DecodeError> {
 
 /// `parse_frame` for a line the framer cut, which holds no `\n` by construction.
 pub fn parse_line(data: &[u8]) -> Result<Frame, DecodeError> {
+    parse_line_captured(data, None)
+}
+
+/// `parse_line` that also lists the members of `params.update` of a single message in `cap`
+/// (left empty for batches and for messages without an update object).
+pub fn parse_line_captured(data: &[u8], mut cap: Option<&mut Captured>) -> Result<Frame, DecodeError> {
+    if let Some(c) = cap.as_deref_mut() {
+        c.clear();
+    }
     if data.len() >= u32::MAX as usize {
         return Err(DecodeError::json(
             "frame_too_large",
@@ -501,7 +528,7 @@ pub fn parse_line(data: &[u8]) -> Result<Frame, DecodeError> {
                 open: sc.pos,
                 ..Members::default()
             };
-            scan_members(&mut sc, Level::Top, &mut m)?;
+            scan_members(&mut sc, Level::Top, &mut m, cap)?;
             sc.finish()?;
             Ok(Frame::Single(validate(data, &m)?))
         }
@@ -545,7 +572,7 @@ fn parse_batch(sc: &mut Scanner<'_>) -> Result<Frame, DecodeError> {
                 open: start,
                 ..Members::default()
             };
-            scan_members(sc, Level::Top, &mut m)?;
+            scan_members(sc, Level::Top, &mut m, None)?;
             raw_entries.push((start, sc.pos, Ok(m)));
         } else {
             let ty = sc.skip_value()?;

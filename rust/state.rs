@@ -13,7 +13,7 @@ use std::ops::Range;
 use hashbrown::{DefaultHashBuilder, HashMap, HashTable};
 
 use crate::error::{describe_value, DecodeError, JsonType};
-use crate::message::{scan_span, Envelope, Kind, Span};
+use crate::message::{scan_span, Captured, Envelope, Kind, Span};
 use crate::scanner::{parse_i64, unescape_into, Scanner, Str};
 
 /// The text of a JSON string, unescaped (UTF-8).
@@ -486,6 +486,27 @@ fn walk(data: &[u8], obj: Span, members: &mut Vec<Member>, items: &mut Vec<Span>
     }
 }
 
+/// `walk`, from members the envelope walk already captured (only `content` arrays are read
+/// again, for their items).
+fn from_captured(data: &[u8], captured: &[(Str, Span)], members: &mut Vec<Member>, items: &mut Vec<Span>) {
+    members.clear();
+    items.clear();
+    for &(key, value) in captured {
+        let mut range = (0, 0);
+        if value.ty == JsonType::Array && str_is(data, key, b"content") {
+            let first = items.len() as u32;
+            items.extend(array_items(data, value));
+            range = (first, items.len() as u32);
+        }
+        members.push(Member {
+            key,
+            value,
+            items: range,
+            code: F_IGNORE,
+        });
+    }
+}
+
 /// The last member `name` of the (valid) object `obj`.
 fn find_member(data: &[u8], obj: Span, name: &[u8]) -> Option<Span> {
     let slice = &data[obj.range()];
@@ -783,13 +804,24 @@ impl Store {
 
     /// Apply one validated message (`data` its bytes, `env` its envelope).
     pub fn apply(&mut self, data: &[u8], env: &Envelope, source: Source) -> Result<Option<Change>, DecodeError> {
+        self.apply_captured(data, env, None, source)
+    }
+
+    /// `apply` with the update members captured by `parse_line_captured` (saves a second walk).
+    pub fn apply_captured(
+        &mut self,
+        data: &[u8],
+        env: &Envelope,
+        captured: Option<&Captured>,
+        source: Source,
+    ) -> Result<Option<Change>, DecodeError> {
         match env.kind {
             Kind::Notification => {
                 let Some(method) = env.method.and_then(|m| m.str()) else {
                     return Ok(None);
                 };
                 if str_is(data, method, b"session/update") {
-                    self.session_update(data, env)
+                    self.session_update(data, env, captured)
                 } else if str_is(data, method, b"session/cancel") {
                     let Some(params) = env.params.filter(|p| p.ty == JsonType::Object) else {
                         return Ok(None);
@@ -822,7 +854,12 @@ impl Store {
         }
     }
 
-    fn session_update(&mut self, data: &[u8], env: &Envelope) -> Result<Option<Change>, DecodeError> {
+    fn session_update(
+        &mut self,
+        data: &[u8],
+        env: &Envelope,
+        captured: Option<&Captured>,
+    ) -> Result<Option<Change>, DecodeError> {
         let (Some(params), Some(update)) = (env.params, env.update) else {
             return Ok(None);
         };
@@ -856,11 +893,11 @@ impl Store {
         let sid = require_session(data, env, params)?;
         let change = match op {
             Op::Tc(op) => {
-                let tcid = self.prepare_tool_call(data, update, "params.update", op)?;
+                let tcid = self.prepare_tool_call(data, update, "params.update", op, captured)?;
                 self.commit_tool_call(data, sid, tcid, op)
             }
             Op::TerminalUpdate | Op::TerminalChunk => {
-                self.terminal(data, sid, update, matches!(op, Op::TerminalChunk))?
+                self.terminal(data, sid, update, matches!(op, Op::TerminalChunk), captured)?
             }
             Op::Plan | Op::PlanUpdate | Op::PlanRemoved => match self.plan(data, sid, update, kind)? {
                 Some(c) => c,
@@ -870,12 +907,30 @@ impl Store {
         Ok(Some(change))
     }
 
+    /// The members of `obj` into `self.members` / `self.items`.
+    fn fill_members(&mut self, data: &[u8], obj: Span, captured: Option<&Captured>) -> Result<(), DecodeError> {
+        match captured {
+            Some(c) => {
+                from_captured(data, c, &mut self.members, &mut self.items);
+                Ok(())
+            }
+            None => walk(data, obj, &mut self.members, &mut self.items),
+        }
+    }
+
     // -- tool calls ---------------------------------------------------------------------------
 
     /// Walk and validate the tool-call object `obj` (members left in `self.members`); returns its
     /// `toolCallId` token.
-    fn prepare_tool_call(&mut self, data: &[u8], obj: Span, path: &str, op: TcOp) -> Result<Str, DecodeError> {
-        walk(data, obj, &mut self.members, &mut self.items)?;
+    fn prepare_tool_call(
+        &mut self,
+        data: &[u8],
+        obj: Span,
+        path: &str,
+        op: TcOp,
+        captured: Option<&Captured>,
+    ) -> Result<Str, DecodeError> {
+        self.fill_members(data, obj, captured)?;
         let mut id: Option<Span> = None;
         let mut content: Option<usize> = None;
         let mut locations: Option<usize> = None;
@@ -1120,8 +1175,15 @@ impl Store {
 
     // -- terminals ----------------------------------------------------------------------------
 
-    fn terminal(&mut self, data: &[u8], sid: Str, update: Span, chunk: bool) -> Result<Change, DecodeError> {
-        walk(data, update, &mut self.members, &mut self.items)?;
+    fn terminal(
+        &mut self,
+        data: &[u8],
+        sid: Str,
+        update: Span,
+        chunk: bool,
+        captured: Option<&Captured>,
+    ) -> Result<Change, DecodeError> {
+        self.fill_members(data, update, captured)?;
         let mut id = None;
         let mut output = None;
         let mut exit = None;
@@ -1447,7 +1509,7 @@ impl Store {
             if t.ty != JsonType::Object {
                 return Err(bad(data, "invalid_tool_call", path, "an object", Some(t), params));
             }
-            tcid = Some(self.prepare_tool_call(data, t, path, TcOp::Update)?);
+            tcid = Some(self.prepare_tool_call(data, t, path, TcOp::Update, None)?);
         }
         if let Some(tcid) = tcid {
             self.commit_tool_call(data, sid, tcid, TcOp::Update);

@@ -321,6 +321,10 @@ fn change_object<'py>(
             tool_call_id,
         },
     )?;
+    // A Change refers only to str / int / None objects, so it can never be part of a reference
+    // cycle: keep it off the garbage collector's lists (as `Message` does).
+    // SAFETY: `obj` is a live GC-tracked object that we just created.
+    unsafe { pyo3::ffi::PyObject_GC_UnTrack(obj.as_ptr().cast()) };
     Ok(obj.into_any())
 }
 

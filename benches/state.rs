@@ -1,0 +1,50 @@
+//! State-engine throughput without Python: `cargo bench --bench state -- FILE`.
+//! ns/frame of `parse_line` alone and of `parse_line` + `Store::apply` over an NDJSON corpus
+//! (`python -m acp_fast.traffic`-style data, e.g. the mixed profile).
+use std::time::Instant;
+
+use _native::message::{parse_line, parse_line_captured, Frame};
+use _native::state::{Source, Store};
+
+fn apply_all(lines: &[&[u8]]) -> usize {
+    let mut store = Store::new(None, None);
+    let mut changes = 0;
+    let mut cap = Vec::new();
+    for l in lines {
+        if let Ok(Frame::Single(env)) = parse_line_captured(l, Some(&mut cap)) {
+            let r = store.apply_captured(l, &env, Some(&cap), Source::Unknown);
+            changes += usize::from(matches!(r, Ok(Some(_))));
+        }
+    }
+    changes
+}
+
+fn parse_all(lines: &[&[u8]]) -> usize {
+    lines.iter().filter(|l| parse_line(l).is_ok()).count()
+}
+
+fn main() {
+    let path = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "/tmp/mixed.ndjson".to_owned());
+    let data = std::fs::read(&path).expect("read corpus");
+    let lines: Vec<&[u8]> = data.split(|&b| b == b'\n').filter(|l| !l.is_empty()).collect();
+    for (name, f) in [
+        ("parse_line", parse_all as fn(&[&[u8]]) -> usize),
+        ("parse+apply", apply_all),
+    ] {
+        let mut best = f64::MAX;
+        let mut result = 0;
+        for _ in 0..15 {
+            let t = Instant::now();
+            result = std::hint::black_box(f(&lines));
+            best = best.min(t.elapsed().as_secs_f64());
+        }
+        println!(
+            "{name:12} {:8.1} ns/frame {:8.1} MB/s  ({result} of {} frames)",
+            best * 1e9 / lines.len() as f64,
+            data.len() as f64 / best / 1e6,
+            lines.len()
+        );
+    }
+}
