@@ -13,7 +13,7 @@ use super::frames::{source_of, PyMessage};
 use super::strcache::{new_str, CacheGuard, VALUES};
 use crate::error::{DecodeError, PARSE_ERROR};
 use crate::framing::{Event, Framer, DEFAULT_MAX_FRAME_BYTES};
-use crate::message::{parse_frame, parse_line, strip_line_ending, Envelope, Frame};
+use crate::message::{parse_frame, parse_line_captured, strip_line_ending, Captured, Envelope, Frame};
 use crate::scanner::string_text;
 use crate::state::{
     base64_decode, base64_encode, Action, Change, IdKey, Ident, Outcome, Permission, Raw, Source, Store, Target,
@@ -336,6 +336,7 @@ fn shifted(e: DecodeError, by: usize) -> DecodeError {
 impl PyToolCallStore {
     /// Apply every message of the frame `data` (no line ending). Single messages: `Ok(change)`
     /// or `Err(error)`; batches: one item per entry pushed to `out`.
+    #[allow(clippy::too_many_arguments)]
     fn apply_frame<'py>(
         &mut self,
         py: Python<'py>,
@@ -346,13 +347,14 @@ impl PyToolCallStore {
         cache: &mut Option<CacheGuard<'_>>,
         out: &mut dyn FnMut(Bound<'py, PyAny>) -> PyResult<()>,
         batch_nones: bool,
+        captured: Option<&Captured>,
     ) -> PyResult<()> {
         let origin = |line: Option<u64>| match line {
             Some(line) => Origin::Stream { line },
             None => Origin::Document(data),
         };
         match parsed {
-            Ok(Frame::Single(env)) => match self.store.apply(data, &env, source) {
+            Ok(Frame::Single(env)) => match self.store.apply_captured(data, &env, captured, source) {
                 Ok(Some(c)) => out(change_object(py, &self.store, data, &c, cache)?),
                 Ok(None) => {
                     if batch_nones {
@@ -396,6 +398,7 @@ impl PyToolCallStore {
         let mut failure: Option<PyErr> = None;
         let mut cache = VALUES.lock();
         let mut framer = std::mem::replace(&mut self.framer, Framer::new(1));
+        let mut cap = Captured::new();
         {
             let mut push = |obj: Bound<'py, PyAny>| list.append(obj);
             let mut on_event = |event: Event<'_>| {
@@ -403,16 +406,20 @@ impl PyToolCallStore {
                     return;
                 }
                 let r = match event {
-                    Event::Frame { line, data } => self.apply_frame(
-                        py,
-                        data,
-                        parse_line(data),
-                        Source::Unknown,
-                        Some(line),
-                        &mut cache,
-                        &mut push,
-                        false,
-                    ),
+                    Event::Frame { line, data } => {
+                        let parsed = parse_line_captured(data, Some(&mut cap));
+                        self.apply_frame(
+                            py,
+                            data,
+                            parsed,
+                            Source::Unknown,
+                            Some(line),
+                            &mut cache,
+                            &mut push,
+                            false,
+                            Some(&cap),
+                        )
+                    }
                     Event::TooLarge { line } => {
                         let err = DecodeError::new(
                             PARSE_ERROR,
@@ -610,6 +617,7 @@ impl PyToolCallStore {
                 Ok(())
             },
             true,
+            None,
         )?;
         if is_batch {
             return Ok(PyList::new(py, items)?.into_any());
