@@ -9,7 +9,7 @@ use _native::state::{Source, Store};
 fn apply_all(lines: &[&[u8]]) -> usize {
     let mut store = Store::new(None, None);
     let mut changes = 0;
-    let mut cap = Vec::new();
+    let mut cap = _native::message::Captured::new();
     for l in lines {
         if let Ok(Frame::Single(env)) = parse_line_captured(l, Some(&mut cap)) {
             let r = store.apply_captured(l, &env, Some(&cap), Source::Unknown);

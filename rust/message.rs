@@ -180,7 +180,47 @@ pub(crate) fn scan_span(sc: &mut Scanner<'_>) -> Result<Span, DecodeError> {
 /// Read an object at the cursor, recording the members of interest at `level`.
 /// Members of `params.update` as read by the envelope walk (key token, value span), for the state
 /// engine, which then need not walk the update object again.
-pub type Captured = Vec<(Str, Span)>;
+#[derive(Default, Debug)]
+pub struct Captured {
+    /// (key, value, range of the value's items in `items` for a `content` array).
+    pub members: Vec<(Str, Span, (u32, u32))>,
+    pub items: Vec<Span>,
+}
+
+impl Captured {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn clear(&mut self) {
+        self.members.clear();
+        self.items.clear();
+    }
+}
+
+/// Scan the array at the cursor like `skip_value` would (same errors), listing its items.
+fn scan_items(sc: &mut Scanner<'_>, items: &mut Vec<Span>) -> Result<Span, DecodeError> {
+    let start = sc.pos;
+    sc.enter()?;
+    if sc.peek() == Some(b']') {
+        sc.pos += 1;
+        sc.leave();
+        return Ok(Span::new(JsonType::Array, start, sc.pos));
+    }
+    loop {
+        sc.skip_ws();
+        items.push(scan_span(sc)?);
+        match sc.peek() {
+            Some(b',') => sc.pos += 1,
+            Some(b']') => {
+                sc.pos += 1;
+                sc.leave();
+                return Ok(Span::new(JsonType::Array, start, sc.pos));
+            }
+            _ => return Err(sc.expect(b']', "',' or ']'").unwrap_err()),
+        }
+    }
+}
 
 fn scan_members(
     sc: &mut Scanner<'_>,
@@ -262,10 +302,21 @@ fn scan_members(
                 }
             }
             Level::Update => {
-                let span = scan_span(sc)?;
-                if let Some(c) = cap.as_deref_mut() {
-                    c.push((key, span));
-                }
+                let span = match cap.as_deref_mut() {
+                    Some(c) => {
+                        if sc.peek() == Some(b'[') && key_is(data, key, b"content") {
+                            let first = c.items.len() as u32;
+                            let span = scan_items(sc, &mut c.items)?;
+                            c.members.push((key, span, (first, c.items.len() as u32)));
+                            span
+                        } else {
+                            let span = scan_span(sc)?;
+                            c.members.push((key, span, (0, 0)));
+                            span
+                        }
+                    }
+                    None => scan_span(sc)?,
+                };
                 if key_is(data, key, b"sessionUpdate") {
                     m.update_kind = Some(span);
                 } else if key_is(data, key, b"toolCallId") {

@@ -486,25 +486,17 @@ fn walk(data: &[u8], obj: Span, members: &mut Vec<Member>, items: &mut Vec<Span>
     }
 }
 
-/// `walk`, from members the envelope walk already captured (only `content` arrays are read
-/// again, for their items).
-fn from_captured(data: &[u8], captured: &[(Str, Span)], members: &mut Vec<Member>, items: &mut Vec<Span>) {
+/// `walk`, from the members the envelope walk already captured.
+fn from_captured(captured: &Captured, members: &mut Vec<Member>, items: &mut Vec<Span>) {
     members.clear();
     items.clear();
-    for &(key, value) in captured {
-        let mut range = (0, 0);
-        if value.ty == JsonType::Array && str_is(data, key, b"content") {
-            let first = items.len() as u32;
-            items.extend(array_items(data, value));
-            range = (first, items.len() as u32);
-        }
-        members.push(Member {
-            key,
-            value,
-            items: range,
-            code: F_IGNORE,
-        });
-    }
+    items.extend_from_slice(&captured.items);
+    members.extend(captured.members.iter().map(|&(key, value, items)| Member {
+        key,
+        value,
+        items,
+        code: F_IGNORE,
+    }));
 }
 
 /// The last member `name` of the (valid) object `obj`.
@@ -911,7 +903,7 @@ impl Store {
     fn fill_members(&mut self, data: &[u8], obj: Span, captured: Option<&Captured>) -> Result<(), DecodeError> {
         match captured {
             Some(c) => {
-                from_captured(data, c, &mut self.members, &mut self.items);
+                from_captured(c, &mut self.members, &mut self.items);
                 Ok(())
             }
             None => walk(data, obj, &mut self.members, &mut self.items),

@@ -247,6 +247,8 @@ fn id_arg(obj: &Bound<'_, PyAny>) -> PyResult<IdKey> {
 pub struct PyToolCallStore {
     store: Store,
     framer: Framer,
+    /// While `feed(..., changes=False)` runs: build no `Change` objects.
+    quiet: bool,
 }
 
 fn target_str<'py>(py: Python<'py>, t: Target) -> &'py Bound<'py, PyString> {
@@ -355,6 +357,7 @@ impl PyToolCallStore {
         };
         match parsed {
             Ok(Frame::Single(env)) => match self.store.apply_captured(data, &env, captured, source) {
+                Ok(Some(_)) if self.quiet => Ok(()),
                 Ok(Some(c)) => out(change_object(py, &self.store, data, &c, cache)?),
                 Ok(None) => {
                     if batch_nones {
@@ -369,6 +372,7 @@ impl PyToolCallStore {
                     let bytes = &data[entry.start..entry.end];
                     let item = match entry.result {
                         Ok(env) => match self.store.apply(bytes, &env, source) {
+                            Ok(Some(_)) if self.quiet => None,
                             Ok(Some(c)) => Some(change_object(py, &self.store, bytes, &c, cache)?),
                             Ok(None) => None,
                             Err(e) => Some(decode_error_object(
@@ -528,6 +532,7 @@ impl PyToolCallStore {
         Ok(Self {
             store: Store::new(version, max),
             framer: Framer::new(max_frame_bytes as usize),
+            quiet: false,
         })
     }
 
@@ -629,15 +634,24 @@ impl PyToolCallStore {
         Ok(item)
     }
 
-    /// Feed stream bytes: the Changes and DecodeErrors of every line they complete, in order.
-    fn feed<'py>(&mut self, py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+    /// Feed stream bytes: the Changes and DecodeErrors of every line they complete, in order
+    /// (with `changes=False`, only the DecodeErrors).
+    #[pyo3(signature = (data, *, changes = true))]
+    fn feed<'py>(&mut self, py: Python<'py>, data: &Bound<'py, PyAny>, changes: bool) -> PyResult<Bound<'py, PyList>> {
         let source = source_of(data)?;
-        self.collect(py, Some(source.bytes.as_bytes()))
+        self.quiet = !changes;
+        let r = self.collect(py, Some(source.bytes.as_bytes()));
+        self.quiet = false;
+        r
     }
 
     /// End of input: apply a last line that has no newline.
-    fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        self.collect(py, None)
+    #[pyo3(signature = (*, changes = true))]
+    fn finish<'py>(&mut self, py: Python<'py>, changes: bool) -> PyResult<Bound<'py, PyList>> {
+        self.quiet = !changes;
+        let r = self.collect(py, None);
+        self.quiet = false;
+        r
     }
 
     fn get<'py>(
@@ -898,6 +912,7 @@ impl PyToolCallStore {
             PyToolCallStore {
                 store,
                 framer: Framer::new(DEFAULT_MAX_FRAME_BYTES),
+                quiet: false,
             },
         )?;
         Ok(obj.into_any())
