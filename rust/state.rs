@@ -442,6 +442,7 @@ fn walk(data: &[u8], obj: Span, members: &mut Vec<Member>, items: &mut Vec<Span>
         return Ok(());
     }
     loop {
+        sc.skip_ws();
         let mut key = sc.scan_key()?;
         sc.skip_ws();
         let mut range = (0, 0);
@@ -509,6 +510,7 @@ fn find_member(data: &[u8], obj: Span, name: &[u8]) -> Option<Span> {
     }
     let mut found = None;
     loop {
+        sc.skip_ws();
         let key = sc.scan_key().ok()?;
         sc.skip_ws();
         let value = scan_span(&mut sc).ok()?;
@@ -1021,19 +1023,7 @@ impl Store {
             }
         }
         if has_extra {
-            let n = self.members.len();
-            for i in 0..n {
-                if self.members[i].code != F_EXTRA {
-                    continue;
-                }
-                let ki = text_of(data, self.members[i].key);
-                if self.members[i + 1..]
-                    .iter()
-                    .any(|m| m.code == F_EXTRA && *text_of(data, m.key) == *ki)
-                {
-                    self.members[i].code = F_IGNORE;
-                }
-            }
+            dedupe_extras(data, &mut self.members);
         }
         Ok(id)
     }
@@ -1215,6 +1205,7 @@ impl Store {
                 last[m.code as usize] = i as u8;
             }
         }
+        dedupe_extras(data, &mut self.members);
         let Some(tid) = id.and_then(|s| s.str()) else {
             return Err(bad(
                 data,
@@ -1319,14 +1310,7 @@ impl Store {
                         t.output_meta = output_meta.take().flatten();
                     }
                     F_EXTRA => {
-                        let k = text_of(data, m.key);
-                        if members[i + 1..]
-                            .iter()
-                            .any(|n| n.code == F_EXTRA && *text_of(data, n.key) == *k)
-                        {
-                            continue;
-                        }
-                        set_extra(&mut t.extra, k, (!null).then(|| raw(data, m.value)));
+                        set_extra(&mut t.extra, text_of(data, m.key), (!null).then(|| raw(data, m.value)));
                     }
                     _ => {}
                 }
@@ -1459,6 +1443,31 @@ impl Store {
             return Ok(None);
         };
         let sid = require_session(data, env, params)?;
+        // The tool-call update: `toolCall`, else a `tool_call` subject's `toolCall`.
+        let mut target: Option<(Option<Span>, Span, &'static str)> = None;
+        match find_member(data, params, b"toolCall").filter(|t| t.ty != JsonType::Null) {
+            Some(t) => target = Some((Some(t), params, "params.toolCall")),
+            None => {
+                if let Some(subject) = find_member(data, params, b"subject").filter(|s| s.ty == JsonType::Object) {
+                    let is_tool_call = find_member(data, subject, b"type")
+                        .and_then(|t| t.str())
+                        .is_some_and(|t| str_is(data, t, b"tool_call"));
+                    if is_tool_call {
+                        target = Some((
+                            find_member(data, subject, b"toolCall"),
+                            subject,
+                            "params.subject.toolCall",
+                        ));
+                    }
+                }
+            }
+        }
+        let mut tcid = None;
+        if let Some((Some(t), _, path)) = target {
+            if t.ty == JsonType::Object {
+                tcid = Some(self.prepare_tool_call(data, t, path, TcOp::Update, None)?);
+            }
+        }
         let options = find_member(data, params, b"options");
         let Some(options) = options.filter(|o| o.ty == JsonType::Array) else {
             return Err(bad(
@@ -1470,38 +1479,10 @@ impl Store {
                 params,
             ));
         };
-        let mut target: Option<(Span, &'static str)> = None;
-        match find_member(data, params, b"toolCall").filter(|t| t.ty != JsonType::Null) {
-            Some(t) => target = Some((t, "params.toolCall")),
-            None => {
-                if let Some(subject) = find_member(data, params, b"subject").filter(|s| s.ty == JsonType::Object) {
-                    let is_tool_call = find_member(data, subject, b"type")
-                        .and_then(|t| t.str())
-                        .is_some_and(|t| str_is(data, t, b"tool_call"));
-                    if is_tool_call {
-                        match find_member(data, subject, b"toolCall") {
-                            Some(t) => target = Some((t, "params.subject.toolCall")),
-                            None => {
-                                return Err(bad(
-                                    data,
-                                    "invalid_tool_call",
-                                    "params.subject.toolCall",
-                                    "an object",
-                                    None,
-                                    subject,
-                                ))
-                            }
-                        }
-                    }
-                }
+        if let Some((t, parent, path)) = target {
+            if t.map_or(true, |t| t.ty != JsonType::Object) {
+                return Err(bad(data, "invalid_tool_call", path, "an object", t, parent));
             }
-        }
-        let mut tcid = None;
-        if let Some((t, path)) = target {
-            if t.ty != JsonType::Object {
-                return Err(bad(data, "invalid_tool_call", path, "an object", Some(t), params));
-            }
-            tcid = Some(self.prepare_tool_call(data, t, path, TcOp::Update, None)?);
         }
         if let Some(tcid) = tcid {
             self.commit_tool_call(data, sid, tcid, TcOp::Update);
@@ -1643,6 +1624,24 @@ fn require_session(data: &[u8], env: &Envelope, params: Span) -> Result<Str, Dec
                 found,
                 params,
             ))
+        }
+    }
+}
+
+/// Duplicate unknown members, as a parsed object has them: the first one's place, the last one's
+/// value (later duplicates are ignored).
+fn dedupe_extras(data: &[u8], members: &mut [Member]) {
+    let n = members.len();
+    for i in 0..n {
+        if members[i].code != F_EXTRA {
+            continue;
+        }
+        let k = text_of(data, members[i].key);
+        for j in i + 1..n {
+            if members[j].code == F_EXTRA && *text_of(data, members[j].key) == *k {
+                members[i].value = members[j].value;
+                members[j].code = F_IGNORE;
+            }
         }
     }
 }

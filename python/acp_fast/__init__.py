@@ -34,6 +34,8 @@ decode = _backend.decode
 encode = _backend.encode
 FrameDecoder = _backend.FrameDecoder
 Message = _backend.Message
+ToolCallStore = _backend.ToolCallStore
+Change = _backend.Change
 
 try:
     from importlib.metadata import version as _version
@@ -46,10 +48,12 @@ __all__ = [
     "BACKEND",
     "AcpError",
     "Batch",
+    "Change",
     "DecodeError",
     "EncodeError",
     "FrameDecoder",
     "Message",
+    "ToolCallStore",
     "decode",
     "dumps",
     "encode",
