@@ -162,5 +162,5 @@ def _stub_names():
 def test_stub_declares_the_runtime_surface(backend):
     top, members = _stub_names()
     assert top == _public(backend) - {"__version__"}
-    for cls in ("Message", "FrameDecoder"):
+    for cls in ("Message", "FrameDecoder", "ToolCallStore", "Change"):
         assert members[cls] == _members(getattr(backend, cls)), cls
