@@ -11,6 +11,7 @@ from .encoder import dumps
 from .framing import FrameDecoder
 from .message import Message, decode, encode
 from .scanner import loads
+from .state import Change, ToolCallStore
 
 BACKEND = "python"
 #: Pure Python has no debug/release builds; "release" says it is fit to benchmark (the native
@@ -34,4 +35,6 @@ __all__ = [
     "encode",
     "Message",
     "FrameDecoder",
+    "ToolCallStore",
+    "Change",
 ]

@@ -1,0 +1,711 @@
+"""Property tests of the state engine (Hypothesis).
+
+``ToolCallModel`` below is a deliberately small, obviously-correct model of API.md's tool-call
+update table (plain dicts, one branch per row) plus DESIGN 7.1 version learning, 7.3 record
+materialization / validation and 7.8 eviction. ``TerminalModel`` does the same for DESIGN 7.4.
+
+* model vs backend (``backend`` fixture, runs on each backend): after EVERY frame of a random
+  v1/v2 stream the store's snapshot equals the model's, and the Change (or error kind) equals the
+  model's;
+* differential (``both_backends``): the Rust store and the Python store give equal results
+  (Change tuples, DecodeErrors with message/position/raw) and equal ``to_json()`` bytes after
+  every frame, on tool-call streams (also checked against the model) and on mixed streams with
+  terminals, plans, permissions, batches and bad frames;
+* ``state()`` / ``from_json`` round trips on random streams.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from typing import Any, Dict, List, Optional, Tuple
+
+from hypothesis import given, note
+from hypothesis import strategies as st
+
+from acp_fast import DecodeError
+from state_model import assert_record, frame, results_key
+
+# ------------------------------------------------------------------------------------------
+# the model of the tool-call rules (API.md "How each update changes a record")
+# ------------------------------------------------------------------------------------------
+
+KNOWN = ("title", "kind", "status", "content", "locations", "rawInput", "rawOutput", "name", "_meta")
+FINISHED = ("completed", "failed", "cancelled")
+TOOL_CALL_KINDS = ("tool_call", "tool_call_update", "tool_call_content_chunk")
+
+
+def materialize(tcid: str, fields: Dict[str, Any]) -> Dict[str, Any]:
+    """DESIGN 7.3 key order: toolCallId, title?, kind, status, content, locations, rawInput?,
+    rawOutput?, name?, _meta?, then other fields in first-set order (= dict order of ``fields``)."""
+    out: Dict[str, Any] = {"toolCallId": tcid}
+    if "title" in fields:
+        out["title"] = fields["title"]
+    out["kind"] = fields.get("kind", "other")
+    out["status"] = fields.get("status", "pending")
+    out["content"] = fields.get("content", [])
+    out["locations"] = fields.get("locations", [])
+    for key in ("rawInput", "rawOutput", "name", "_meta"):
+        if key in fields:
+            out[key] = fields[key]
+    for key, value in fields.items():
+        if key not in KNOWN:
+            out[key] = value
+    return out
+
+
+class ToolCallModel:
+    """Tool-call state as plain dicts. A stored record is ``{field: value}`` without
+    ``toolCallId``; JSON null is never stored (it means "absent" or "unset")."""
+
+    def __init__(self, protocol_version: Optional[int] = None, max_tool_calls: Optional[int] = None) -> None:
+        self.fixed = protocol_version
+        self.negotiated: Optional[int] = None
+        self.max_tool_calls = max_tool_calls
+        self.sessions: Dict[str, Dict[str, Dict[str, Any]]] = {}  # first-seen order
+        self.created: List[Tuple[str, str]] = []  # creation order, across sessions
+        self.evicted = 0
+
+    @property
+    def version(self) -> int:
+        return self.fixed or self.negotiated or 1
+
+    def snapshot(self) -> Dict[str, Dict[str, Dict[str, Any]]]:
+        return {
+            sid: {tcid: materialize(tcid, fields) for tcid, fields in calls.items()}
+            for sid, calls in self.sessions.items()
+            if calls
+        }
+
+    def apply(self, msg: Dict[str, Any]) -> Any:
+        """("change", sid, target, id, action, tool_call_id), ("error", kind) or None."""
+        if "method" not in msg:
+            result = msg.get("result")
+            if "result" in msg and isinstance(result, dict):
+                pv = result.get("protocolVersion")
+                if type(pv) is int:  # bool excluded
+                    self.negotiated = 1 if pv <= 1 else 2
+                    return ("change", None, "protocol", self.negotiated, "negotiated", None)
+            return None
+        if msg["method"] != "session/update" or "id" in msg:
+            return None
+        params = msg.get("params")
+        if not isinstance(params, dict):
+            return None
+        update = params.get("update")
+        if not isinstance(update, dict) or not isinstance(update.get("sessionUpdate"), str):
+            return None
+        kind = update["sessionUpdate"]
+        if kind not in TOOL_CALL_KINDS:
+            return None
+        sid = params.get("sessionId")
+        if not isinstance(sid, str):
+            return ("error", "invalid_session_id")
+        tcid = update.get("toolCallId")
+        if not isinstance(tcid, str):
+            return ("error", "invalid_tool_call_id")
+        if kind == "tool_call_content_chunk":
+            if not isinstance(update.get("content"), dict):
+                return ("error", "invalid_content")
+        else:
+            for key, error in (("content", "invalid_content"), ("locations", "invalid_locations")):
+                if key in update and update[key] is not None and not isinstance(update[key], list):
+                    return ("error", error)
+        fields = {k: v for k, v in update.items() if k not in ("sessionUpdate", "toolCallId")}
+        calls = self.sessions.get(sid, {})
+        exists = tcid in calls
+
+        if kind == "tool_call":
+            # v1 tool_call, any version: replaced whole / created by the update's fields (null = absent)
+            new = {k: v for k, v in fields.items() if v is not None}
+            if exists:
+                calls[tcid] = new
+                return ("change", sid, "tool_call", tcid, "replaced", tcid)
+            return self._create(sid, tcid, new)
+
+        if kind == "tool_call_update":
+            if not exists:
+                # both versions: created from the update's non-null fields
+                return self._create(sid, tcid, {k: v for k, v in fields.items() if v is not None})
+            record = calls[tcid]
+            for key, value in fields.items():
+                if value is not None:
+                    record[key] = value  # replaces (an existing key keeps its place)
+                elif self.version == 2:
+                    record.pop(key, None)  # v2: null unsets (defaulted fields back to default)
+                # v1: null leaves the field unchanged
+            return ("change", sid, "tool_call", tcid, "updated", tcid)
+
+        # v2 tool_call_content_chunk, any version: its one item is appended (nothing else is stored)
+        item = update["content"]
+        if exists:
+            record = calls[tcid]
+            record["content"] = list(record.get("content", [])) + [item]
+            return ("change", sid, "tool_call", tcid, "appended", tcid)
+        return self._create(sid, tcid, {"content": [item]})
+
+    def _create(self, sid: str, tcid: str, fields: Dict[str, Any]) -> Any:
+        self.sessions.setdefault(sid, {})[tcid] = fields
+        self.created.append((sid, tcid))
+        if self.max_tool_calls is not None and len(self.created) > self.max_tool_calls:
+            others = [key for key in self.created if key != (sid, tcid)]
+            finished = [key for key in others if self.sessions[key[0]][key[1]].get("status") in FINISHED]
+            victim = finished[0] if finished else others[0]
+            self.created.remove(victim)
+            del self.sessions[victim[0]][victim[1]]
+            self.evicted += 1
+        return ("change", sid, "tool_call", tcid, "created", tcid)
+
+
+# ------------------------------------------------------------------------------------------
+# the model of terminals (DESIGN 7.4)
+# ------------------------------------------------------------------------------------------
+
+BASE64_RE = re.compile(r"[A-Za-z0-9+/]*={0,2}")
+
+
+def base64_bytes(text: Any) -> Optional[bytes]:
+    """The bytes of a valid base64 text (RFC 4648, standard alphabet, padded), else None."""
+    if not isinstance(text, str) or len(text) % 4 != 0 or not BASE64_RE.fullmatch(text):
+        return None
+    return base64.b64decode(text)
+
+
+class TerminalModel:
+    def __init__(self) -> None:
+        # (sid, tid) -> {"output": bytes, "outputMeta"?: ..., other fields in first-set order}
+        self.terminals: Dict[Tuple[str, str], Dict[str, Any]] = {}
+
+    def terminals_of(self, sid: str) -> Dict[str, Dict[str, Any]]:
+        return {tid: self.materialize(tid, rec) for (s, tid), rec in self.terminals.items() if s == sid}
+
+    @staticmethod
+    def materialize(tid: str, rec: Dict[str, Any]) -> Dict[str, Any]:
+        out: Dict[str, Any] = {"terminalId": tid}
+        for key in ("command", "cwd", "output", "outputMeta", "exitStatus", "_meta"):
+            if key in rec:
+                out[key] = rec[key]
+        for key, value in rec.items():
+            if key not in out:
+                out[key] = value
+        return out
+
+    def apply(self, msg: Dict[str, Any]) -> Any:
+        params = msg["params"]
+        update = params["update"]
+        kind = update["sessionUpdate"]
+        sid = params.get("sessionId")
+        if not isinstance(sid, str):
+            return ("error", "invalid_session_id")
+        tid = update.get("terminalId")
+        if not isinstance(tid, str):
+            return ("error", "invalid_terminal_id")
+        key = (sid, tid)
+        exists = key in self.terminals
+        if kind == "terminal_output_chunk":
+            data = base64_bytes(update.get("data"))
+            if data is None:
+                return ("error", "invalid_base64")
+            rec = self.terminals.setdefault(key, {"output": b""})
+            rec["output"] = rec["output"] + data
+            return ("change", sid, "terminal", tid, "appended" if exists else "created", None)
+        snapshot: Optional[bytes] = None
+        if "output" in update:
+            output = update["output"]
+            if output is not None and not isinstance(output, dict):
+                return ("error", "invalid_output")
+            if output is not None:
+                snapshot = base64_bytes(output.get("data"))
+                if snapshot is None:
+                    return ("error", "invalid_base64")
+        if "exitStatus" in update and update["exitStatus"] is not None and not isinstance(update["exitStatus"], dict):
+            return ("error", "invalid_exit_status")
+        rec = self.terminals.setdefault(key, {"output": b""})
+        for name, value in update.items():
+            if name in ("sessionUpdate", "terminalId"):
+                continue
+            if name == "output":
+                if value is None:
+                    rec["output"] = b""
+                    rec.pop("outputMeta", None)
+                else:
+                    rec["output"] = snapshot
+                    if value.get("_meta") is not None:
+                        rec["outputMeta"] = value["_meta"]
+                    else:
+                        rec.pop("outputMeta", None)
+            elif value is None:
+                rec.pop(name, None)
+            else:
+                rec[name] = value
+        return ("change", sid, "terminal", tid, "updated" if exists else "created", None)
+
+
+# ------------------------------------------------------------------------------------------
+# strategies
+# ------------------------------------------------------------------------------------------
+
+TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=6)
+SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**80), max_value=2**80),
+    st.floats(allow_nan=False, allow_infinity=False),
+    TEXT,
+)
+JSON_VALUES = st.recursive(
+    SCALARS,
+    lambda kids: st.one_of(st.lists(kids, max_size=3), st.dictionaries(TEXT, kids, max_size=3)),
+    max_leaves=8,
+)
+OBJECTS = st.dictionaries(TEXT, JSON_VALUES, max_size=3)
+
+SESSIONS = st.sampled_from(["s1", "s2", "s\u00e93"])
+TOOL_CALL_IDS = st.sampled_from(["c1", "c2", "\u00e9\u20ac\"\\"])
+
+CONTENT_ITEMS = st.one_of(
+    st.sampled_from(
+        [
+            {"type": "content", "content": {"type": "text", "text": "A"}},
+            {"type": "content", "content": {"type": "text", "text": "B\n\u00e9"}},
+            {"type": "terminal", "terminalId": "t1"},
+            {"type": "diff", "path": "/a", "oldText": None, "newText": "x"},
+        ]
+    ),
+    st.fixed_dictionaries(
+        {"type": st.sampled_from(["content", "diff", "_acme_widget", "future_thing"])},
+        optional={"payload": JSON_VALUES, "_meta": st.one_of(st.none(), OBJECTS)},
+    ),
+)
+LOCATIONS = st.fixed_dictionaries(
+    {"path": st.sampled_from(["/a", "/b/c"])}, optional={"line": st.one_of(st.none(), st.integers(0, 2**32 - 1))}
+)
+
+FIELD_VALUES = {
+    "title": st.one_of(TEXT, JSON_VALUES),
+    "kind": st.sampled_from(["read", "edit", "execute", "switch_mode", "other", "_acme_deploy", "teleport"]),
+    "status": st.sampled_from(["pending", "in_progress", "completed", "failed", "cancelled", "_waiting", "paused"]),
+    "content": st.lists(CONTENT_ITEMS, max_size=3),
+    "locations": st.lists(LOCATIONS, max_size=2),
+    "rawInput": JSON_VALUES,
+    "rawOutput": JSON_VALUES,
+    "name": TEXT,
+    "_meta": OBJECTS,
+    "zeta": JSON_VALUES,
+    "alpha": JSON_VALUES,
+    "_ext": JSON_VALUES,
+}
+FIELD_NAMES = list(FIELD_VALUES)
+
+
+def envelope(sid: Any, update: Dict[str, Any], *, drop_session: bool = False) -> Dict[str, Any]:
+    params: Dict[str, Any] = {} if drop_session else {"sessionId": sid}
+    params["update"] = update
+    return {"jsonrpc": "2.0", "method": "session/update", "params": params}
+
+
+@st.composite
+def tool_call_messages(draw) -> Dict[str, Any]:
+    """One tool-call frame: v1 tool_call, tool_call_update (random omissions, explicit nulls,
+    whole-array replacements, unknown fields) or a content chunk; sometimes a bad one."""
+    kind = draw(st.sampled_from(["tool_call_update", "tool_call_content_chunk", "tool_call_update", "tool_call"]))
+    sid = draw(SESSIONS)
+    update: Dict[str, Any] = {"sessionUpdate": kind, "toolCallId": draw(TOOL_CALL_IDS)}
+    if kind == "tool_call_content_chunk":
+        update["content"] = draw(CONTENT_ITEMS)
+        for name in draw(st.lists(st.sampled_from(["_meta", "status", "extra"]), unique=True, max_size=2)):
+            update[name] = draw(st.one_of(st.none(), OBJECTS))
+    else:
+        for name in draw(st.lists(st.sampled_from(FIELD_NAMES), unique=True, max_size=6)):
+            update[name] = None if draw(st.integers(0, 3)) == 1 else draw(FIELD_VALUES[name])
+    drop_session = False
+    # 0 (the shrink target) and the other boundary are good frames; 1-5 are the bad ones
+    bad = draw(st.integers(0, 30))
+    if bad == 5:
+        del update["toolCallId"]
+    elif bad == 1:
+        update["toolCallId"] = draw(st.sampled_from([7, None, ["c1"], True]))
+    elif bad == 2:
+        if kind == "tool_call_content_chunk":
+            if draw(st.booleans()):
+                del update["content"]
+            else:
+                update["content"] = draw(st.sampled_from([None, [], "A", 3]))
+        else:
+            update["content"] = draw(st.sampled_from(["x", {}, 0, False]))
+    elif bad == 3 and kind != "tool_call_content_chunk":
+        update["locations"] = draw(st.sampled_from(["/a", {"path": "/a"}, 1]))
+    elif bad == 4:
+        if draw(st.booleans()):
+            drop_session = True
+        else:
+            sid = draw(st.sampled_from([None, 5, {"id": "s1"}]))
+    return envelope(sid, update, drop_session=drop_session)
+
+
+OTHER_MESSAGES = st.one_of(
+    st.builds(
+        lambda pv: {"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": pv, "agentCapabilities": {}}},
+        st.sampled_from([0, 1, 2, 3, True, "2", 2.0]),
+    ),
+    st.builds(lambda sid: envelope(sid, {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}}), SESSIONS),
+    st.builds(lambda sid: envelope(sid, {"sessionUpdate": "_custom_update", "toolCallId": "c1", "content": 1}), SESSIONS),
+    st.just({"jsonrpc": "2.0", "id": 9, "method": "session/update",
+             "params": {"sessionId": "s1", "update": {"sessionUpdate": "tool_call_update", "toolCallId": "c1"}}}),
+)
+
+
+# one branch of a one_of (a nested one_of would be flattened into its four branches)
+OTHER_FRAMES = OTHER_MESSAGES.map(dict)
+
+
+@st.composite
+def encoded(draw, messages) -> bytes:
+    """A message as one frame: compact or spaced, raw UTF-8 or \\u escapes."""
+    msg = draw(messages)
+    return frame(msg, ensure_ascii=draw(st.booleans()), spaced=draw(st.booleans()))
+
+
+def streams(frames, max_size: int = 40):
+    """Lists of frames, built as a list of runs so that streams are long (about 20 frames on
+    average) yet shrink to a single frame."""
+    return st.lists(st.lists(frames, min_size=1, max_size=8), min_size=1, max_size=10).map(
+        lambda runs: [f for run in runs for f in run][:max_size]
+    )
+
+
+TOOL_CALL_STREAMS = streams(
+    encoded(st.one_of(tool_call_messages(), tool_call_messages(), tool_call_messages(), tool_call_messages(), OTHER_FRAMES))
+)
+CONFIGS = st.tuples(st.sampled_from([2, 1, None]), st.sampled_from([None, None, None, 1, 3]))
+
+
+# terminals
+
+BYTES = st.binary(max_size=12)
+BAD_BASE64 = st.sampled_from(["A", "AA=", "A===", "AB=C", "-_-_", "AA AA=", "QUJD=", "\u00c0\u00c0\u00c0\u00c0"])
+
+
+@st.composite
+def base64_values(draw) -> Any:
+    choice = draw(st.integers(0, 11))
+    if choice == 5:
+        return draw(BAD_BASE64)
+    if choice == 6:
+        return draw(st.sampled_from([None, 5, ["AA=="]]))
+    return base64.b64encode(draw(BYTES)).decode()
+
+
+@st.composite
+def terminal_messages(draw) -> Dict[str, Any]:
+    sid = draw(st.sampled_from(["s1", "s2"]))
+    tid = draw(st.sampled_from(["t1", "t2", "c1"]))
+    if draw(st.integers(0, 2)) == 0:
+        update: Dict[str, Any] = {"sessionUpdate": "terminal_update", "terminalId": tid}
+        names = draw(st.lists(st.sampled_from(["command", "cwd", "output", "exitStatus", "_meta", "zeta", "alpha"]), unique=True, max_size=4))
+        for name in names:
+            if draw(st.integers(0, 3)) == 1:
+                update[name] = None
+            elif name == "output":
+                output: Dict[str, Any] = {} if draw(st.integers(0, 15)) == 7 else {"data": draw(base64_values())}
+                if draw(st.booleans()):
+                    output["_meta"] = draw(st.one_of(st.none(), OBJECTS))
+                update[name] = output if draw(st.integers(0, 15)) != 7 else draw(st.sampled_from(["AA==", [], 0]))
+            elif name == "exitStatus":
+                update[name] = draw(st.one_of(st.fixed_dictionaries({}, optional={"exitCode": st.integers(0, 255), "signal": st.sampled_from(["SIGTERM", None])}),
+                                              st.sampled_from([0, "SIGKILL"])))
+            elif name in ("_meta",):
+                update[name] = draw(OBJECTS)
+            else:
+                update[name] = draw(JSON_VALUES)
+    else:
+        update = {"sessionUpdate": "terminal_output_chunk", "terminalId": tid, "data": draw(base64_values())}
+        if draw(st.booleans()):
+            update["_meta"] = draw(st.one_of(st.none(), OBJECTS))
+    if draw(st.integers(0, 20)) == 7:
+        update["terminalId"] = draw(st.sampled_from([None, 3]))
+    return envelope(sid, update)
+
+
+TERMINAL_STREAMS = streams(encoded(terminal_messages()))
+
+
+# mixed streams: everything the engine handles, plus batches
+
+PERMISSION_IDS = st.sampled_from([1, 2, "1", "p", None])
+OPTIONS = [
+    {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+    {"optionId": "always", "name": "Always", "kind": "allow_always"},
+    {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
+    {"optionId": "allow", "name": "dup", "kind": "reject_always"},
+    {"optionId": "_x", "name": "ext", "kind": "_acme"},
+]
+
+
+@st.composite
+def permission_messages(draw) -> Dict[str, Any]:
+    choice = draw(st.integers(0, 4))
+    rid = draw(PERMISSION_IDS)
+    if choice <= 1:
+        params: Dict[str, Any] = {"sessionId": draw(SESSIONS)}
+        tool_update = {"toolCallId": draw(TOOL_CALL_IDS)}
+        for name in draw(st.lists(st.sampled_from(["title", "status", "content", "zeta"]), unique=True, max_size=2)):
+            tool_update[name] = None if draw(st.booleans()) else draw(FIELD_VALUES[name])
+        shape = draw(st.sampled_from(["v1", "v2", "none", "command"]))
+        if shape == "v1":
+            params["toolCall"] = tool_update
+        elif shape == "v2":
+            params["title"] = "Allow?"
+            params["subject"] = {"type": "tool_call", "toolCall": tool_update}
+        elif shape == "command":
+            params["subject"] = {"type": "command", "command": "ls", "cwd": "/"}
+        params["options"] = draw(st.lists(st.sampled_from(OPTIONS), max_size=4)) if draw(st.integers(0, 10)) != 7 else draw(st.sampled_from([None, {}, "x"]))
+        return {"jsonrpc": "2.0", "id": rid, "method": "session/request_permission", "params": params}
+    if choice == 2:
+        outcome = draw(
+            st.sampled_from(
+                [
+                    {"outcome": {"outcome": "selected", "optionId": "allow"}},
+                    {"outcome": {"outcome": "selected", "optionId": "always"}},
+                    {"outcome": {"outcome": "selected", "optionId": "reject"}},
+                    {"outcome": {"outcome": "selected", "optionId": "_x"}},
+                    {"outcome": {"outcome": "selected", "optionId": "nope"}},
+                    {"outcome": {"outcome": "selected"}},
+                    {"outcome": {"outcome": "cancelled"}},
+                    {"outcome": {"outcome": "_later"}},
+                    {"outcome": {}},
+                    {},
+                    "x",
+                ]
+            )
+        )
+        return {"jsonrpc": "2.0", "id": rid, "result": outcome}
+    if choice == 3:
+        return {"jsonrpc": "2.0", "id": rid, "error": {"code": -32800, "message": "cancelled"}}
+    return {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": draw(SESSIONS)}}
+
+
+@st.composite
+def plan_messages(draw) -> Dict[str, Any]:
+    sid = draw(SESSIONS)
+    entries = draw(st.lists(st.fixed_dictionaries({"content": TEXT, "priority": st.sampled_from(["high", "low"]),
+                                                   "status": st.sampled_from(["pending", "cancelled", "_x"])}), max_size=2))
+    choice = draw(st.integers(0, 3))
+    if choice == 0:
+        update: Dict[str, Any] = {"sessionUpdate": "plan", "entries": entries}
+        if draw(st.booleans()):
+            update["_meta"] = draw(st.one_of(st.none(), OBJECTS))
+    elif choice == 1:
+        update = {"sessionUpdate": "plan_update", "plan": {"type": draw(st.sampled_from(["items", "_md"])),
+                                                           "planId": draw(st.sampled_from(["main", "p2"])), "entries": entries}}
+    elif choice == 2:
+        update = {"sessionUpdate": "plan_removed", "planId": draw(st.sampled_from(["main", "p2"]))}
+    else:
+        update = draw(st.sampled_from([{"sessionUpdate": "plan"}, {"sessionUpdate": "plan_update", "plan": {}},
+                                       {"sessionUpdate": "plan_removed", "planId": 1}]))
+    return envelope(sid, update)
+
+
+SINGLE_MESSAGES = st.one_of(tool_call_messages(), tool_call_messages(), terminal_messages(), permission_messages(),
+                            permission_messages(), plan_messages(), OTHER_FRAMES)
+
+
+@st.composite
+def mixed_frames(draw) -> bytes:
+    if draw(st.integers(0, 9)) == 3:
+        entries = draw(st.lists(st.one_of(SINGLE_MESSAGES, st.sampled_from([1, {"jsonrpc": "1.0", "method": "x"}])), min_size=1, max_size=3))
+        return frame(entries, ensure_ascii=draw(st.booleans()))
+    if draw(st.integers(0, 29)) == 7:
+        return draw(st.sampled_from([b'{"jsonrpc":"2.0",', b"[]", b"nul", b'{"jsonrpc":"2.0","method":5}']))
+    return draw(encoded(SINGLE_MESSAGES))
+
+
+MIXED_STREAMS = streams(mixed_frames())
+
+# ------------------------------------------------------------------------------------------
+# helpers
+# ------------------------------------------------------------------------------------------
+
+
+def applied(backend, store, data: bytes) -> Any:
+    """What ``apply`` gave: the comparable result, or the raised DecodeError."""
+    try:
+        return results_key(backend, store.apply(data))
+    except DecodeError as exc:
+        return exc
+
+
+def as_model_result(result: Any) -> Any:
+    """Reduce a backend result to the model's vocabulary (errors by kind; state errors are -32602)."""
+    if isinstance(result, DecodeError):
+        assert result.code == -32602, result
+        return ("error", result.kind)
+    return result
+
+
+# ------------------------------------------------------------------------------------------
+# model vs backend
+# ------------------------------------------------------------------------------------------
+
+
+@given(config=CONFIGS, stream=TOOL_CALL_STREAMS)
+def test_tool_call_streams_follow_the_model(backend, config, stream):
+    version, bound = config
+    store = backend.ToolCallStore(version, max_tool_calls=bound)
+    model = ToolCallModel(version, bound)
+    for index, data in enumerate(stream):
+        note(f"frame {index}: {data!r}")
+        expected = model.apply(json.loads(data))
+        got = as_model_result(applied(backend, store, data))
+        assert got == expected, (index, data)
+        assert_record(store.snapshot(), model.snapshot())
+        assert (len(store), store.evicted) == (len(model.created), model.evicted)
+        assert (store.protocol_version, store.negotiated_version) == (model.version, model.negotiated)
+    for sid in ("s1", "s2", "s\u00e93"):
+        assert_record(store.tool_calls(sid), model.snapshot().get(sid, {}))
+
+
+@given(stream=TERMINAL_STREAMS)
+def test_terminal_streams_follow_the_model(backend, stream):
+    store = backend.ToolCallStore()
+    model = TerminalModel()
+    for index, data in enumerate(stream):
+        note(f"frame {index}: {data!r}")
+        expected = model.apply(json.loads(data))
+        got = as_model_result(applied(backend, store, data))
+        assert got == expected, (index, data)
+        for sid in ("s1", "s2"):
+            assert_record(store.terminals(sid), model.terminals_of(sid))
+    assert len(store) == 0
+
+
+@given(chunks=st.lists(BYTES, max_size=8), snapshot_at=st.integers(0, 8), snapshot=BYTES)
+def test_terminal_bytes_are_the_decoded_chunks_after_the_last_snapshot(backend, chunks, snapshot_at, snapshot):
+    store = backend.ToolCallStore()
+    expected = b""
+    for i, piece in enumerate(chunks):
+        if i == snapshot_at:
+            store.apply(frame(envelope("s1", {"sessionUpdate": "terminal_update", "terminalId": "t",
+                                              "output": {"data": base64.b64encode(snapshot).decode()}})))
+            expected = snapshot
+        store.apply(frame(envelope("s1", {"sessionUpdate": "terminal_output_chunk", "terminalId": "t",
+                                          "data": base64.b64encode(piece).decode()})))
+        expected += piece
+    if chunks:
+        assert store.terminal("s1", "t")["output"] == expected
+        assert store.state()["sessions"]["s1"]["terminals"]["t"]["output"] == base64.b64encode(expected).decode()
+    else:
+        assert store.terminal("s1", "t") is None
+
+
+# ------------------------------------------------------------------------------------------
+# differential: Rust == Python (== model)
+# ------------------------------------------------------------------------------------------
+
+
+@given(config=CONFIGS, stream=TOOL_CALL_STREAMS)
+def test_tool_call_streams_native_fallback_and_model_agree(both_backends, config, stream):
+    native, fallback = both_backends
+    version, bound = config
+    rust = native.ToolCallStore(version, max_tool_calls=bound)
+    python = fallback.ToolCallStore(version, max_tool_calls=bound)
+    model = ToolCallModel(version, bound)
+    for index, data in enumerate(stream):
+        note(f"frame {index}: {data!r}")
+        expected = model.apply(json.loads(data))
+        got_rust = applied(native, rust, data)
+        got_python = applied(fallback, python, data)
+        assert got_rust == got_python, (index, data)
+        assert as_model_result(got_python) == expected, (index, data)
+        assert_record(rust.snapshot(), python.snapshot())
+        assert_record(python.snapshot(), model.snapshot())
+        assert rust.to_json() == python.to_json()
+
+
+@given(config=CONFIGS, stream=MIXED_STREAMS)
+def test_mixed_streams_native_equals_fallback(both_backends, config, stream):
+    native, fallback = both_backends
+    version, bound = config
+    rust = native.ToolCallStore(version, max_tool_calls=bound)
+    python = fallback.ToolCallStore(version, max_tool_calls=bound)
+    for index, data in enumerate(stream):
+        note(f"frame {index}: {data!r}")
+        assert applied(native, rust, data) == applied(fallback, python, data), (index, data)
+        assert rust.to_json() == python.to_json(), (index, data)
+    for sid in ("s1", "s2", "s\u00e93"):
+        assert_record(rust.pending_permissions(sid), python.pending_permissions(sid))
+        assert rust.cancel_responses(sid) == python.cancel_responses(sid)
+        assert_record(rust.terminals(sid), python.terminals(sid))
+
+
+@given(stream=MIXED_STREAMS, cuts=st.lists(st.integers(0, 10_000), max_size=6))
+def test_feed_native_equals_fallback(both_backends, stream, cuts):
+    native, fallback = both_backends
+    data = b"\n".join(stream)
+    points = sorted({c % (len(data) + 1) for c in cuts})
+    pieces = [data[a:b] for a, b in zip([0] + points, points + [len(data)])]
+    results = []
+    for backend in both_backends:
+        store = backend.ToolCallStore()
+        out = []
+        for piece in pieces:
+            out += [results_key(backend, r) for r in store.feed(piece)]
+        out += [results_key(backend, r) for r in store.finish()]
+        results.append((out, store.line, store.to_json()))
+    assert results[0] == results[1]
+
+
+# ------------------------------------------------------------------------------------------
+# checkpoints
+# ------------------------------------------------------------------------------------------
+
+
+def _queries(store) -> Dict[str, Any]:
+    out: Dict[str, Any] = {
+        "len": len(store),
+        "evicted": store.evicted,
+        "versions": (store.protocol_version, store.negotiated_version),
+        "snapshot": store.snapshot(),
+        "permission": [store.permission(i) for i in (1, 2, "1", "p", None)],
+    }
+    for sid in ("s1", "s2", "s\u00e93"):
+        out[sid] = (store.tool_calls(sid), store.terminals(sid), store.plans(sid), store.permissions(sid),
+                    store.pending_permissions(sid), store.cancel_responses(sid))
+    return out
+
+
+@given(config=CONFIGS, stream=MIXED_STREAMS, more=MIXED_STREAMS)
+def test_checkpoint_round_trip(backend, config, stream, more):
+    version, bound = config
+    if bound is not None:
+        # Eviction order after a restore is the checkpoint's (session-grouped) order, which is the
+        # creation order only within one session: keep bounded streams to one session.
+        stream = [d.replace("s2".encode(), b"s1").replace("s\\u00e93".encode(), b"s1").replace("s\u00e93".encode(), b"s1") for d in stream]
+        more = [d.replace("s2".encode(), b"s1").replace("s\\u00e93".encode(), b"s1").replace("s\u00e93".encode(), b"s1") for d in more]
+    store = backend.ToolCallStore(version, max_tool_calls=bound)
+    for data in stream:
+        applied(backend, store, data)
+    checkpoint = store.to_json()
+    assert checkpoint == backend.dumps(store.state())
+    restored = backend.ToolCallStore.from_json(checkpoint)
+    assert restored.to_json() == checkpoint
+    assert_record(restored.state(), store.state())
+    assert_record(_queries(restored), _queries(store))
+    for index, data in enumerate(more):
+        note(f"more {index}: {data!r}")
+        assert applied(backend, restored, data) == applied(backend, store, data), (index, data)
+    assert restored.to_json() == store.to_json()
+    assert_record(_queries(restored), _queries(store))
+
+
+@given(stream=MIXED_STREAMS)
+def test_checkpoint_crosses_backends(both_backends, stream):
+    native, fallback = both_backends
+    rust, python = native.ToolCallStore(), fallback.ToolCallStore()
+    for data in stream:
+        applied(native, rust, data)
+        applied(fallback, python, data)
+    assert rust.to_json() == python.to_json()
+    assert fallback.ToolCallStore.from_json(rust.to_json()).to_json() == rust.to_json()
+    assert native.ToolCallStore.from_json(python.to_json()).to_json() == python.to_json()
