@@ -104,32 +104,43 @@ def _contenders(data: bytes, lines: List[bytes]) -> Dict[str, Callable[[], Any]]
         runs["acp-fast rust: ToolCallStore.feed"] = lambda: _native.ToolCallStore().feed(data)
     except ImportError:
         pass
+    if "acp-fast rust: ToolCallStore.feed" in runs:
+        runs["acp-fast rust: ToolCallStore.feed(changes=False)"] = lambda: _native.ToolCallStore().feed(data, changes=False)
     runs["acp-fast python: ToolCallStore.feed"] = lambda: _fallback.ToolCallStore().feed(data)
     runs["orjson.loads + dict accumulator"] = lambda: dict_accumulator(lines)
     return runs
 
 
-def _rss() -> int:
+_MEMORY_PROBE = r"""
+import gc, sys
+from acp_fast import traffic
+backend = __import__("acp_fast." + sys.argv[1], fromlist=["x"])
+data = traffic.generate("mixed", int(sys.argv[2]), seed=7)
+def rss():
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * 4096
+store = backend.ToolCallStore()
+store.feed(data[: len(data) // 100])  # warm up allocator pools and caches
+gc.collect()
+before = rss()
+store.feed(data[len(data) // 100 :])
+gc.collect()
+print(rss() - before, len(store))
+"""
 
 
-def memory_per_tool_call(backend: Any, n: int) -> Optional[float]:
-    """Resident bytes held per retained tool call (RSS delta over a store of ``n`` tool calls from
-    the mixed profile; Linux only)."""
+def memory_per_tool_call(module: str, n: int) -> Optional[float]:
+    """Resident bytes held per retained tool call: RSS growth of a fresh process while a store
+    takes ``n`` mixed-profile frames, divided by the tool calls it retains (Linux only)."""
+    import subprocess
+
     try:
-        _rss()
-    except OSError:
+        out = subprocess.run(
+            [sys.executable, "-c", _MEMORY_PROBE, module, str(n)], capture_output=True, text=True, check=True
+        ).stdout.split()
+    except (OSError, subprocess.CalledProcessError):
         return None
-    data = traffic.generate("mixed", n, seed=7)
-    gc.collect()
-    before = _rss()
-    store = backend.ToolCallStore()
-    store.feed(data)
-    del data
-    gc.collect()
-    held = _rss() - before
-    count = len(store)
+    held, count = int(out[0]), int(out[1])
     return held / count if count else None
 
 
@@ -188,7 +199,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     print("\nmemory per retained tool call (RSS delta, 100,000-frame mixed stream)")
     for label, mod in backends:
-        per = memory_per_tool_call(mod, 100_000)
+        per = memory_per_tool_call("_native" if label == "rust" else "_fallback", 100_000)
         print(f"  {label}: {'n/a' if per is None else f'{per:.0f} bytes'}")
     return 0
 
