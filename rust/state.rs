@@ -175,10 +175,20 @@ impl ToolCall {
     }
 
     fn finished(&self) -> bool {
-        matches!(
-            self.fields[TC_STATUS].as_deref(),
-            Some(b"\"completed\"" | b"\"failed\"" | b"\"cancelled\"")
-        )
+        let Some(raw) = self.fields[TC_STATUS].as_deref() else {
+            return false;
+        };
+        // Compare the string's value (a status may be written with escapes).
+        let mut text = Vec::new();
+        if raw.len() >= 2 && raw[0] == b'"' {
+            let s = Str {
+                start: 1,
+                end: raw.len() - 1,
+                escaped: raw.contains(&b'\\'),
+            };
+            text.extend_from_slice(crate::scanner::string_text(raw, s, &mut Vec::new()));
+        }
+        matches!(&text[..], b"completed" | b"failed" | b"cancelled")
     }
 
     /// Bytes held (for the memory report).
@@ -1187,7 +1197,8 @@ impl Store {
                         F_IGNORE
                     }
                 }
-                b"sessionUpdate" => F_IGNORE,
+                // `outputMeta` is derived from `output._meta`, never a field of its own.
+                b"sessionUpdate" | b"outputMeta" => F_IGNORE,
                 b"output" => {
                     output = Some((i, m.value));
                     F_OUTPUT

@@ -111,7 +111,9 @@ def assert_state_error(
 
     assert isinstance(err, DecodeError), f"expected a DecodeError, found {err!r}"
     got = (err.code, err.kind, err.msg, err.position, err.line)
-    assert got == (code, kind, description, position, line), f"\n  got:      {got!r}\n  expected: {(code, kind, description, position, line)!r}"
+    assert got == (code, kind, description, position, line), (
+        f"\n  got:      {got!r}\n  expected: {(code, kind, description, position, line)!r}"
+    )
     assert err.lineno == (1 if line is None else line)
     assert err.colno == position + 1
     assert str(err) == f"{description} at line {err.lineno} column {position + 1}"

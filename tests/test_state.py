@@ -32,7 +32,6 @@ from state_model import (
     tool_call_update,
     value_at,
 )
-from vectors import strict_equal
 
 # ------------------------------------------------------------------------------------------
 # helpers
@@ -54,10 +53,6 @@ def rec(tcid, **fields):
             out[key] = fields.pop(key)
     out.update(fields)
     return out
-
-
-def meta(**kw):
-    return kw
 
 
 A = B.text_content("A")
@@ -155,7 +150,17 @@ def test_fixed_protocol_version(backend, version):
 
 @pytest.mark.parametrize(
     "bad, shown",
-    [(0, "0"), (3, "3"), (-1, "-1"), (True, "True"), (False, "False"), ("1", "'1'"), (1.0, "1.0"), (2.0, "2.0"), ([2], "[2]")],
+    [
+        (0, "0"),
+        (3, "3"),
+        (-1, "-1"),
+        (True, "True"),
+        (False, "False"),
+        ("1", "'1'"),
+        (1.0, "1.0"),
+        (2.0, "2.0"),
+        ([2], "[2]"),
+    ],
 )
 def test_bad_protocol_version(backend, bad, shown):
     with pytest.raises(ValueError) as info:
@@ -296,7 +301,9 @@ def test_record_defaults(backend, version):
     s = backend.ToolCallStore(version)
     c = s.apply(tool_call_update("s1", "c1"))
     assert change_of(backend, c) == ("s1", "tool_call", "c1", "created", "c1")
-    assert_record(s.get("s1", "c1"), {"toolCallId": "c1", "kind": "other", "status": "pending", "content": [], "locations": []})
+    assert_record(
+        s.get("s1", "c1"), {"toolCallId": "c1", "kind": "other", "status": "pending", "content": [], "locations": []}
+    )
     assert len(s) == 1
 
 
@@ -326,13 +333,35 @@ def test_materialized_key_order_is_fixed(backend):
     s.apply(tool_call_update("s1", "c1", fields))
     got = s.get("s1", "c1")
     assert list(got) == [
-        "toolCallId", "title", "kind", "status", "content", "locations",
-        "rawInput", "rawOutput", "name", "_meta", "zeta", "alpha",
+        "toolCallId",
+        "title",
+        "kind",
+        "status",
+        "content",
+        "locations",
+        "rawInput",
+        "rawOutput",
+        "name",
+        "_meta",
+        "zeta",
+        "alpha",
     ]
     assert_record(
         got,
-        rec("c1", title="T", kind="edit", status="failed", content=[A], locations=[{"path": "/x"}],
-            rawInput=1, rawOutput=2, name="n", _meta={"m": 1}, zeta=1, alpha=2),
+        rec(
+            "c1",
+            title="T",
+            kind="edit",
+            status="failed",
+            content=[A],
+            locations=[{"path": "/x"}],
+            rawInput=1,
+            rawOutput=2,
+            name="n",
+            _meta={"m": 1},
+            zeta=1,
+            alpha=2,
+        ),
     )
 
 
@@ -349,9 +378,20 @@ def test_unknown_fields_in_first_set_order(backend):
 
 def test_field_values_kept_whatever_their_json_type(backend):
     s = backend.ToolCallStore(2)
-    fields = {"title": 42, "kind": {"k": 1}, "status": ["a"], "name": False, "rawInput": "text", "rawOutput": 0, "_meta": 1.5}
+    fields = {
+        "title": 42,
+        "kind": {"k": 1},
+        "status": ["a"],
+        "name": False,
+        "rawInput": "text",
+        "rawOutput": 0,
+        "_meta": 1.5,
+    }
     s.apply(tool_call_update("s1", "c1", fields))
-    assert_record(s.get("s1", "c1"), rec("c1", title=42, kind={"k": 1}, status=["a"], name=False, rawInput="text", rawOutput=0, _meta=1.5))
+    assert_record(
+        s.get("s1", "c1"),
+        rec("c1", title=42, kind={"k": 1}, status=["a"], name=False, rawInput="text", rawOutput=0, _meta=1.5),
+    )
 
 
 @pytest.mark.parametrize("version", [1, 2])
@@ -402,7 +442,7 @@ def test_values_equal_stdlib_json_loads(backend):
     s = backend.ToolCallStore(2)
     c = s.apply(data)
     assert change_of(backend, c) == (sid, "tool_call", tcid, "created", tcid)
-    want = rec(tcid, title=update["title"], rawInput=update["rawInput"], rawOutput=update["rawOutput"], **{"x_ünicode": "ü"})
+    want = rec(tcid, title=update["title"], rawInput=update["rawInput"], rawOutput=update["rawOutput"], x_ünicode="ü")
     assert_record(s.get(sid, tcid), want)
     assert_record(s.snapshot(), {sid: {tcid: want}})
     assert s.to_json() == backend.dumps(s.state())
@@ -451,8 +491,18 @@ def test_v1_tool_call_on_existing_replaces_whole(backend, version):
 
 @pytest.mark.parametrize("version", [1, 2])
 def test_v1_tool_call_null_means_absent(backend, version):
-    fields = {"title": None, "kind": None, "status": None, "content": None, "locations": None,
-              "rawInput": None, "rawOutput": None, "name": None, "_meta": None, "extra": None}
+    fields = {
+        "title": None,
+        "kind": None,
+        "status": None,
+        "content": None,
+        "locations": None,
+        "rawInput": None,
+        "rawOutput": None,
+        "name": None,
+        "_meta": None,
+        "extra": None,
+    }
     s = backend.ToolCallStore(version)
     c = s.apply(tool_call("s1", "c1", fields))
     assert change_of(backend, c) == ("s1", "tool_call", "c1", "created", "c1")
@@ -467,14 +517,35 @@ def test_v1_tool_call_update_present_replaces(backend):
     s = backend.ToolCallStore(1)
     s.apply(full_v1_record_frame())
     c = s.apply(
-        B.tool_call_update("s1", "c1", title="New", kind="edit", status="completed", content=[Bc],
-                           locations=[], raw_input=[1], raw_output="out", name="edit_file", meta={"other": 2})
+        B.tool_call_update(
+            "s1",
+            "c1",
+            title="New",
+            kind="edit",
+            status="completed",
+            content=[Bc],
+            locations=[],
+            raw_input=[1],
+            raw_output="out",
+            name="edit_file",
+            meta={"other": 2},
+        )
     )
     assert change_of(backend, c) == ("s1", "tool_call", "c1", "updated", "c1")
     assert_record(
         s.get("s1", "c1"),
-        rec("c1", title="New", kind="edit", status="completed", content=[Bc], locations=[],
-            rawInput=[1], rawOutput="out", name="edit_file", _meta={"other": 2}),
+        rec(
+            "c1",
+            title="New",
+            kind="edit",
+            status="completed",
+            content=[Bc],
+            locations=[],
+            rawInput=[1],
+            rawOutput="out",
+            name="edit_file",
+            _meta={"other": 2},
+        ),
     )
 
 
@@ -490,8 +561,18 @@ def test_v1_tool_call_update_null_leaves_unchanged(backend):
     s = backend.ToolCallStore(1)
     s.apply(full_v1_record_frame())
     s.apply(tool_call_update("s1", "c1", {"extra": "kept"}))
-    nulls = {"title": None, "kind": None, "status": None, "content": None, "locations": None,
-             "rawInput": None, "rawOutput": None, "name": None, "_meta": None, "extra": None}
+    nulls = {
+        "title": None,
+        "kind": None,
+        "status": None,
+        "content": None,
+        "locations": None,
+        "rawInput": None,
+        "rawOutput": None,
+        "name": None,
+        "_meta": None,
+        "extra": None,
+    }
     c = s.apply(tool_call_update("s1", "c1", nulls))
     assert change_of(backend, c) == ("s1", "tool_call", "c1", "updated", "c1")
     assert_record(s.get("s1", "c1"), {**FULL, "extra": "kept"})
@@ -500,8 +581,17 @@ def test_v1_tool_call_update_null_leaves_unchanged(backend):
 @pytest.mark.parametrize("version", [1, 2])
 def test_tool_call_update_on_unknown_id_creates_from_non_null_fields(backend, version):
     s = backend.ToolCallStore(version)
-    fields = {"title": None, "status": "in_progress", "kind": None, "content": None, "locations": [{"path": "/p"}],
-              "rawInput": None, "extra": None, "other": 0, "_meta": None}
+    fields = {
+        "title": None,
+        "status": "in_progress",
+        "kind": None,
+        "content": None,
+        "locations": [{"path": "/p"}],
+        "rawInput": None,
+        "extra": None,
+        "other": 0,
+        "_meta": None,
+    }
     c = s.apply(tool_call_update("s1", "c9", fields))
     assert change_of(backend, c) == ("s1", "tool_call", "c9", "created", "c9")
     assert_record(s.get("s1", "c9"), rec("c9", status="in_progress", locations=[{"path": "/p"}], other=0))
@@ -511,14 +601,36 @@ def test_v2_tool_call_update_present_replaces(backend):
     s = backend.ToolCallStore(2)
     s.apply(full_v1_record_frame())
     c = s.apply(
-        B.tool_call_update("s1", "c1", protocol_version=2, title="New", kind="_custom", status="cancelled",
-                           content=[Bc], locations=[], raw_input=[1], raw_output="out", name="x", meta={"o": 2})
+        B.tool_call_update(
+            "s1",
+            "c1",
+            protocol_version=2,
+            title="New",
+            kind="_custom",
+            status="cancelled",
+            content=[Bc],
+            locations=[],
+            raw_input=[1],
+            raw_output="out",
+            name="x",
+            meta={"o": 2},
+        )
     )
     assert change_of(backend, c) == ("s1", "tool_call", "c1", "updated", "c1")
     assert_record(
         s.get("s1", "c1"),
-        rec("c1", title="New", kind="_custom", status="cancelled", content=[Bc], locations=[],
-            rawInput=[1], rawOutput="out", name="x", _meta={"o": 2}),
+        rec(
+            "c1",
+            title="New",
+            kind="_custom",
+            status="cancelled",
+            content=[Bc],
+            locations=[],
+            rawInput=[1],
+            rawOutput="out",
+            name="x",
+            _meta={"o": 2},
+        ),
     )
 
 
@@ -527,8 +639,20 @@ def test_v2_tool_call_update_null_unsets_and_restores_defaults(backend):
     s.apply(full_v1_record_frame())
     s.apply(tool_call_update("s1", "c1", {"extra": 1, "more": 2}))
     c = s.apply(
-        B.tool_call_update("s1", "c1", protocol_version=2, title=None, kind=None, status=None, content=None,
-                           locations=None, raw_input=None, raw_output=None, name=None, meta=None)
+        B.tool_call_update(
+            "s1",
+            "c1",
+            protocol_version=2,
+            title=None,
+            kind=None,
+            status=None,
+            content=None,
+            locations=None,
+            raw_input=None,
+            raw_output=None,
+            name=None,
+            meta=None,
+        )
     )
     assert change_of(backend, c) == ("s1", "tool_call", "c1", "updated", "c1")
     assert_record(s.get("s1", "c1"), rec("c1", extra=1, more=2))
@@ -679,8 +803,12 @@ def test_session_update_and_envelope_not_in_record(backend):
         {
             "jsonrpc": "2.0",
             "method": "session/update",
-            "params": {"sessionId": "s1", "_meta": {"p": 1}, "extra": 2,
-                       "update": {"sessionUpdate": "tool_call_update", "toolCallId": "c1", "title": "T"}},
+            "params": {
+                "sessionId": "s1",
+                "_meta": {"p": 1},
+                "extra": 2,
+                "update": {"sessionUpdate": "tool_call_update", "toolCallId": "c1", "title": "T"},
+            },
             "_top": 1,
         }
     )
@@ -714,7 +842,11 @@ def test_tool_calls_in_first_seen_order(backend):
     assert list(got) == ["c3", "c1", "c2"]
     assert_record(
         got,
-        {"c3": rec("c3", title="again"), "c1": rec("c1", title="c1", status="completed"), "c2": rec("c2", title="c2", content=[A])},
+        {
+            "c3": rec("c3", title="again"),
+            "c1": rec("c1", title="c1", status="completed"),
+            "c2": rec("c2", title="c2", content=[A]),
+        },
     )
 
 
@@ -768,7 +900,14 @@ def test_api_example_v1_keeps_title(backend, version):
         s.apply(f)
     assert_record(
         s.get("s1", "c1"),
-        {"toolCallId": "c1", "title": "Read", "kind": "read", "status": "in_progress", "content": [A, Bc], "locations": []},
+        {
+            "toolCallId": "c1",
+            "title": "Read",
+            "kind": "read",
+            "status": "in_progress",
+            "content": [A, Bc],
+            "locations": [],
+        },
     )
 
 
@@ -829,7 +968,9 @@ def test_apply_bad_dict_message_raises_invalid_request(backend):
     assert (info.value.code, info.value.kind) == (-32600, "missing_jsonrpc")
 
 
-@pytest.mark.parametrize("bad", [42, None, 3.5, (LINE,), {LINE}, object()], ids=["int", "none", "float", "tuple", "set", "object"])
+@pytest.mark.parametrize(
+    "bad", [42, None, 3.5, (LINE,), {LINE}, object()], ids=["int", "none", "float", "tuple", "set", "object"]
+)
 def test_apply_bad_argument_type(backend, bad):
     s = backend.ToolCallStore()
     with pytest.raises(TypeError):
@@ -855,7 +996,12 @@ def test_apply_json_error_raises_parse_error(backend):
     with pytest.raises(DecodeError) as info:
         s.apply(b'{"jsonrpc":"2.0",')
     err = info.value
-    assert (err.code, err.kind, err.msg, err.position) == (-32700, "eof", "expected a string key, found end of input", 17)
+    assert (err.code, err.kind, err.msg, err.position) == (
+        -32700,
+        "eof",
+        "expected a string key, found end of input",
+        17,
+    )
     assert_record(s.state(), empty_state())
 
 
@@ -887,13 +1033,23 @@ NOOP_FRAMES = {
     "no_params": frame({"jsonrpc": "2.0", "method": "session/update"}),
     "update_missing": frame(notification("session/update", {"sessionId": "s1"})),
     "update_not_object": frame(notification("session/update", {"sessionId": "s1", "update": "tool_call"})),
-    "update_array": frame(notification("session/update", {"sessionId": "s1", "update": [{"sessionUpdate": "tool_call"}]})),
+    "update_array": frame(
+        notification("session/update", {"sessionId": "s1", "update": [{"sessionUpdate": "tool_call"}]})
+    ),
     "session_update_missing": session_update("s1", {"toolCallId": "c1"}),
     "session_update_not_string": session_update("s1", {"sessionUpdate": 5, "toolCallId": "c1"}),
     "unhandled_bad_session": session_update(5, {"sessionUpdate": "agent_message_chunk"}),
     "ignored_bad_session": frame(notification("session/update", {"sessionId": 5, "update": "x"})),
-    "update_as_request": frame(request(3, "session/update", {"sessionId": "s1", "update": {"sessionUpdate": "tool_call_update", "toolCallId": "c1"}})),
-    "permission_as_notification": frame(notification("session/request_permission", {"sessionId": "s1", "toolCall": {"toolCallId": "c1"}, "options": []})),
+    "update_as_request": frame(
+        request(
+            3,
+            "session/update",
+            {"sessionId": "s1", "update": {"sessionUpdate": "tool_call_update", "toolCallId": "c1"}},
+        )
+    ),
+    "permission_as_notification": frame(
+        notification("session/request_permission", {"sessionId": "s1", "toolCall": {"toolCallId": "c1"}, "options": []})
+    ),
     "permission_params_array": frame(request(4, "session/request_permission", ["s1"])),
     "permission_params_null": frame(request(4, "session/request_permission", None)),
 }
@@ -926,7 +1082,9 @@ def test_apply_batch_results_in_order(backend):
     # entry 2: its update object lacks toolCallId; position = that object's "{" within the frame
     third = data.index(b'{"jsonrpc"', data.index(b'{"jsonrpc"', data.index(b'{"jsonrpc"') + 1) + 1)
     update_at = value_at(data, b'"update":', third)
-    assert_state_error(got[2], "invalid_tool_call_id", 'expected "params.update.toolCallId" to be a string, found none', update_at)
+    assert_state_error(
+        got[2], "invalid_tool_call_id", 'expected "params.update.toolCallId" to be a string, found none', update_at
+    )
     fourth = data.index(b'{"jsonrpc":"1.0"')
     assert (got[3].code, got[3].kind, got[3].position) == (-32600, "invalid_jsonrpc", fourth + len(b'{"jsonrpc":'))
     assert change_of(backend, got[4]) == ("s1", "tool_call", "c1", "appended", "c1")
@@ -949,9 +1107,13 @@ def test_apply_batch_forms_agree(backend):
 
 
 def test_apply_batch_entries_apply_in_array_order(backend):
-    line = frame([json.loads(tool_call_update("s1", "c1", {"content": [A]})),
-                  json.loads(tool_call_update("s1", "c1", {"content": [Bc]})),
-                  json.loads(chunk("s1", "c1", C))])
+    line = frame(
+        [
+            json.loads(tool_call_update("s1", "c1", {"content": [A]})),
+            json.loads(tool_call_update("s1", "c1", {"content": [Bc]})),
+            json.loads(chunk("s1", "c1", C)),
+        ]
+    )
     s = backend.ToolCallStore()
     s.apply(line)
     assert_record(s.get("s1", "c1"), rec("c1", content=[Bc, C]))
@@ -964,14 +1126,14 @@ def test_apply_batch_entries_apply_in_array_order(backend):
 
 def _stream():
     lines = [
-        B.tool_call_update("s1", "c1", title="T")[:-1],              # 1 created
-        b"   ",                                                       # 2 blank
-        b'{"jsonrpc":"2.0",',                                         # 3 JSON error
-        B.message_chunk("s1", "hi")[:-1],                             # 4 nothing
+        B.tool_call_update("s1", "c1", title="T")[:-1],  # 1 created
+        b"   ",  # 2 blank
+        b'{"jsonrpc":"2.0",',  # 3 JSON error
+        B.message_chunk("s1", "hi")[:-1],  # 4 nothing
         session_update("s1", {"sessionUpdate": "tool_call_update"}),  # 5 state error
-        B.tool_call_content_chunk("s1", "c1", A)[:-1],                # 6 appended
-        b'{"jsonrpc":"2.0","method":5}',                              # 7 invalid request
-        frame([json.loads(chunk("s1", "c2", Bc)), 1]),                # 8 batch: created + error
+        B.tool_call_content_chunk("s1", "c1", A)[:-1],  # 6 appended
+        b'{"jsonrpc":"2.0","method":5}',  # 7 invalid request
+        frame([json.loads(chunk("s1", "c2", Bc)), 1]),  # 8 batch: created + error
     ]
     return lines
 
@@ -983,8 +1145,11 @@ def _check_stream_results(backend, results, s, last_line):
     e3 = results[1]
     assert (e3.code, e3.kind, e3.line, e3.position, e3.raw) == (-32700, "eof", 3, 17, lines[2])
     assert_state_error(
-        results[2], "invalid_tool_call_id", 'expected "params.update.toolCallId" to be a string, found none',
-        value_at(lines[4], b'"update":'), line=5,
+        results[2],
+        "invalid_tool_call_id",
+        'expected "params.update.toolCallId" to be a string, found none',
+        value_at(lines[4], b'"update":'),
+        line=5,
     )
     assert change_of(backend, results[3]) == ("s1", "tool_call", "c1", "appended", "c1")
     e7 = results[4]
@@ -1014,7 +1179,7 @@ def test_feed_any_split_same_results(backend, size):
     s = backend.ToolCallStore()
     results = []
     for i in range(0, len(data), size):
-        results += s.feed(data[i:i + size])
+        results += s.feed(data[i : i + size])
     results += s.finish()
     assert len(results) == 7
     results.pop()
@@ -1057,75 +1222,140 @@ def _good_after(backend, s):
 
 @pytest.mark.parametrize(
     "update_kind",
-    ["tool_call", "tool_call_update", "tool_call_content_chunk", "terminal_update", "terminal_output_chunk",
-     "plan", "plan_update", "plan_removed"],
+    [
+        "tool_call",
+        "tool_call_update",
+        "tool_call_content_chunk",
+        "terminal_update",
+        "terminal_output_chunk",
+        "plan",
+        "plan_update",
+        "plan_removed",
+    ],
 )
 @pytest.mark.parametrize("sid, found", [(5, "number 5"), (None, "null"), (["s1"], "array"), (True, "true")])
 def test_invalid_session_id(backend, update_kind, sid, found):
     s = backend.ToolCallStore(2)
     s.apply(tool_call_update("s1", "c1"))
     data = session_update(sid, {"sessionUpdate": update_kind, "toolCallId": "c1"})
-    expect_error(backend, s, data, "invalid_session_id", f'expected "params.sessionId" to be a string, found {found}',
-                 value_at(data, b'"sessionId":'))
+    expect_error(
+        backend,
+        s,
+        data,
+        "invalid_session_id",
+        f'expected "params.sessionId" to be a string, found {found}',
+        value_at(data, b'"sessionId":'),
+    )
     _good_after(backend, s)
 
 
 def test_missing_session_id(backend):
     s = backend.ToolCallStore()
     data = frame(notification("session/update", {"update": {"sessionUpdate": "tool_call_update", "toolCallId": "c1"}}))
-    expect_error(backend, s, data, "invalid_session_id", 'expected "params.sessionId" to be a string, found none',
-                 value_at(data, b'"params":'))
+    expect_error(
+        backend,
+        s,
+        data,
+        "invalid_session_id",
+        'expected "params.sessionId" to be a string, found none',
+        value_at(data, b'"params":'),
+    )
     _good_after(backend, s)
 
 
 def test_session_id_checked_first(backend):
     s = backend.ToolCallStore()
     data = session_update(7, {"sessionUpdate": "tool_call_update", "content": 3, "locations": 4})
-    expect_error(backend, s, data, "invalid_session_id", 'expected "params.sessionId" to be a string, found number 7',
-                 value_at(data, b'"sessionId":'))
+    expect_error(
+        backend,
+        s,
+        data,
+        "invalid_session_id",
+        'expected "params.sessionId" to be a string, found number 7',
+        value_at(data, b'"sessionId":'),
+    )
 
 
 @pytest.mark.parametrize("update_kind", ["tool_call", "tool_call_update", "tool_call_content_chunk"])
 def test_missing_tool_call_id(backend, update_kind):
     s = backend.ToolCallStore(2)
-    data = session_update("s1", {"sessionUpdate": update_kind, "title": "x", "content": [A] if update_kind != "tool_call_content_chunk" else A})
-    expect_error(backend, s, data, "invalid_tool_call_id", 'expected "params.update.toolCallId" to be a string, found none',
-                 value_at(data, b'"update":'))
+    data = session_update(
+        "s1",
+        {"sessionUpdate": update_kind, "title": "x", "content": [A] if update_kind != "tool_call_content_chunk" else A},
+    )
+    expect_error(
+        backend,
+        s,
+        data,
+        "invalid_tool_call_id",
+        'expected "params.update.toolCallId" to be a string, found none',
+        value_at(data, b'"update":'),
+    )
     _good_after(backend, s)
 
 
 @pytest.mark.parametrize(
     "tcid, found",
-    [(12, "number 12"), (None, "null"), ({"id": "c1"}, "object"), (False, "false"), (1.5e300, "number 1.5e+300"),
-     (123456789012345678901234567890123, "number")],
+    [
+        (12, "number 12"),
+        (None, "null"),
+        ({"id": "c1"}, "object"),
+        (False, "false"),
+        (1.5e300, "number 1.5e+300"),
+        (123456789012345678901234567890123, "number"),
+    ],
 )
 def test_bad_tool_call_id(backend, tcid, found):
     s = backend.ToolCallStore(2)
     data = tool_call_update("s1", tcid, {"title": "x"})
-    expect_error(backend, s, data, "invalid_tool_call_id", f'expected "params.update.toolCallId" to be a string, found {found}',
-                 value_at(data, b'"toolCallId":'))
+    expect_error(
+        backend,
+        s,
+        data,
+        "invalid_tool_call_id",
+        f'expected "params.update.toolCallId" to be a string, found {found}',
+        value_at(data, b'"toolCallId":'),
+    )
 
 
 def test_tool_call_id_checked_before_content(backend):
     s = backend.ToolCallStore(2)
     data = session_update("s1", {"sessionUpdate": "tool_call_update", "content": "x", "locations": 1})
-    expect_error(backend, s, data, "invalid_tool_call_id", 'expected "params.update.toolCallId" to be a string, found none',
-                 value_at(data, b'"update":'))
+    expect_error(
+        backend,
+        s,
+        data,
+        "invalid_tool_call_id",
+        'expected "params.update.toolCallId" to be a string, found none',
+        value_at(data, b'"update":'),
+    )
 
 
 @pytest.mark.parametrize("version", [1, 2])
 @pytest.mark.parametrize("update_kind", ["tool_call", "tool_call_update"])
 @pytest.mark.parametrize(
     "content, found",
-    [("x", 'string "x"'), ({"type": "content"}, "object"), (5, "number 5"), (True, "true"),
-     ("a" * 30, 'string "' + "a" * 30 + '"'), ("a" * 31, "string")],
+    [
+        ("x", 'string "x"'),
+        ({"type": "content"}, "object"),
+        (5, "number 5"),
+        (True, "true"),
+        ("a" * 30, 'string "' + "a" * 30 + '"'),
+        ("a" * 31, "string"),
+    ],
 )
 def test_update_content_must_be_array_or_null(backend, version, update_kind, content, found):
     s = backend.ToolCallStore(version)
     s.apply(tool_call_update("s1", "c1", {"content": [A]}))
     data = session_update("s1", {"sessionUpdate": update_kind, "toolCallId": "c1", "title": "t", "content": content})
-    expect_error(backend, s, data, "invalid_content", f'expected "params.update.content" to be an array or null, found {found}',
-                 value_at(data, b'"content":'))
+    expect_error(
+        backend,
+        s,
+        data,
+        "invalid_content",
+        f'expected "params.update.content" to be an array or null, found {found}',
+        value_at(data, b'"content":'),
+    )
     _good_after(backend, s)
 
 
@@ -1134,46 +1364,84 @@ def test_chunk_content_must_be_object(backend, content, found):
     s = backend.ToolCallStore(2)
     s.apply(tool_call_update("s1", "c1", {"content": [A]}))
     data = chunk("s1", "c1", content)
-    expect_error(backend, s, data, "invalid_content", f'expected "params.update.content" to be an object, found {found}',
-                 value_at(data, b'"content":'))
+    expect_error(
+        backend,
+        s,
+        data,
+        "invalid_content",
+        f'expected "params.update.content" to be an object, found {found}',
+        value_at(data, b'"content":'),
+    )
     _good_after(backend, s)
 
 
 def test_chunk_without_content(backend):
     s = backend.ToolCallStore(2)
     data = session_update("s1", {"sessionUpdate": "tool_call_content_chunk", "toolCallId": "c1", "_meta": {}})
-    expect_error(backend, s, data, "invalid_content", 'expected "params.update.content" to be an object, found none',
-                 value_at(data, b'"update":'))
+    expect_error(
+        backend,
+        s,
+        data,
+        "invalid_content",
+        'expected "params.update.content" to be an object, found none',
+        value_at(data, b'"update":'),
+    )
     assert s.get("s1", "c1") is None
 
 
 @pytest.mark.parametrize("version", [1, 2])
 @pytest.mark.parametrize("update_kind", ["tool_call", "tool_call_update"])
-@pytest.mark.parametrize("locations, found", [({"path": "/a"}, "object"), ("/a", 'string "/a"'), (-1, "number -1"), (False, "false")])
+@pytest.mark.parametrize(
+    "locations, found", [({"path": "/a"}, "object"), ("/a", 'string "/a"'), (-1, "number -1"), (False, "false")]
+)
 def test_locations_must_be_array_or_null(backend, version, update_kind, locations, found):
     s = backend.ToolCallStore(version)
     data = session_update("s1", {"sessionUpdate": update_kind, "toolCallId": "c1", "locations": locations})
-    expect_error(backend, s, data, "invalid_locations", f'expected "params.update.locations" to be an array or null, found {found}',
-                 value_at(data, b'"locations":'))
+    expect_error(
+        backend,
+        s,
+        data,
+        "invalid_locations",
+        f'expected "params.update.locations" to be an array or null, found {found}',
+        value_at(data, b'"locations":'),
+    )
 
 
 def test_content_checked_before_locations(backend):
     s = backend.ToolCallStore(2)
     data = session_update("s1", {"sessionUpdate": "tool_call_update", "toolCallId": "c1", "locations": 1, "content": 2})
-    expect_error(backend, s, data, "invalid_content", 'expected "params.update.content" to be an array or null, found number 2',
-                 value_at(data, b'"content":'))
+    expect_error(
+        backend,
+        s,
+        data,
+        "invalid_content",
+        'expected "params.update.content" to be an array or null, found number 2',
+        value_at(data, b'"content":'),
+    )
 
 
 def test_error_leaves_existing_record_untouched(backend):
     s = backend.ToolCallStore(2)
     s.apply(full_v1_record_frame())
     data = tool_call_update("s1", "c1", {"title": None, "status": "completed", "content": [C], "locations": 9})
-    expect_error(backend, s, data, "invalid_locations", 'expected "params.update.locations" to be an array or null, found number 9',
-                 value_at(data, b'"locations":'))
+    expect_error(
+        backend,
+        s,
+        data,
+        "invalid_locations",
+        'expected "params.update.locations" to be an array or null, found number 9',
+        value_at(data, b'"locations":'),
+    )
     assert_record(s.get("s1", "c1"), FULL)
     data = tool_call("s1", "c1", {"title": "Replaced", "content": {}})
-    expect_error(backend, s, data, "invalid_content", 'expected "params.update.content" to be an array or null, found object',
-                 value_at(data, b'"content":'))
+    expect_error(
+        backend,
+        s,
+        data,
+        "invalid_content",
+        'expected "params.update.content" to be an array or null, found object',
+        value_at(data, b'"content":'),
+    )
     assert_record(s.get("s1", "c1"), FULL)
     assert len(s) == 1
 
@@ -1184,9 +1452,14 @@ def test_error_position_with_whitespace_and_escapes(backend):
         '{ "jsonrpc" : "2.0" , "method" : "session/update" , "params" : { "sessionId" : "s\\u00e9" , '
         '"update" : { "sessionUpdate" : "tool_call_update" , "toolCallId" : "é" , "content" : "\\u00e9" } } }'
     ).encode()
-    expect_error(backend, s, data, "invalid_content",
-                 'expected "params.update.content" to be an array or null, found string "\\u00e9"',
-                 value_at(data, b'"content" : '))
+    expect_error(
+        backend,
+        s,
+        data,
+        "invalid_content",
+        'expected "params.update.content" to be an array or null, found string "\\u00e9"',
+        value_at(data, b'"content" : '),
+    )
 
 
 # terminal errors
@@ -1201,45 +1474,88 @@ def test_invalid_terminal_id(backend, update_kind, tid, found):
         update["terminalId"] = tid
     data = session_update("s1", update)
     position = value_at(data, b'"update":') if tid == "missing" else value_at(data, b'"terminalId":')
-    expect_error(backend, s, data, "invalid_terminal_id", f'expected "params.update.terminalId" to be a string, found {found}', position)
+    expect_error(
+        backend,
+        s,
+        data,
+        "invalid_terminal_id",
+        f'expected "params.update.terminalId" to be a string, found {found}',
+        position,
+    )
     _good_after(backend, s)
 
 
 @pytest.mark.parametrize("output, found", [("AA==", 'string "AA=="'), ([], "array"), (0, "number 0"), (True, "true")])
 def test_invalid_output(backend, output, found):
     s = backend.ToolCallStore()
-    data = session_update("s1", {"sessionUpdate": "terminal_update", "terminalId": "t1", "output": output, "exitStatus": 5})
-    expect_error(backend, s, data, "invalid_output", f'expected "params.update.output" to be an object or null, found {found}',
-                 value_at(data, b'"output":'))
+    data = session_update(
+        "s1", {"sessionUpdate": "terminal_update", "terminalId": "t1", "output": output, "exitStatus": 5}
+    )
+    expect_error(
+        backend,
+        s,
+        data,
+        "invalid_output",
+        f'expected "params.update.output" to be an object or null, found {found}',
+        value_at(data, b'"output":'),
+    )
 
 
-@pytest.mark.parametrize("exit_status, found", [(0, "number 0"), ("SIGTERM", 'string "SIGTERM"'), ([0], "array"), (False, "false")])
+@pytest.mark.parametrize(
+    "exit_status, found", [(0, "number 0"), ("SIGTERM", 'string "SIGTERM"'), ([0], "array"), (False, "false")]
+)
 def test_invalid_exit_status(backend, exit_status, found):
     s = backend.ToolCallStore()
     data = session_update("s1", {"sessionUpdate": "terminal_update", "terminalId": "t1", "exitStatus": exit_status})
-    expect_error(backend, s, data, "invalid_exit_status", f'expected "params.update.exitStatus" to be an object or null, found {found}',
-                 value_at(data, b'"exitStatus":'))
+    expect_error(
+        backend,
+        s,
+        data,
+        "invalid_exit_status",
+        f'expected "params.update.exitStatus" to be an object or null, found {found}',
+        value_at(data, b'"exitStatus":'),
+    )
 
 
 def test_output_checked_before_exit_status(backend):
     s = backend.ToolCallStore()
-    data = session_update("s1", {"sessionUpdate": "terminal_update", "terminalId": "t1", "exitStatus": 1, "output": {"data": "A"}})
-    expect_error(backend, s, data, "invalid_base64", 'expected "params.update.output.data" to be base64 text, found string "A"',
-                 value_at(data, b'"data":'))
+    data = session_update(
+        "s1", {"sessionUpdate": "terminal_update", "terminalId": "t1", "exitStatus": 1, "output": {"data": "A"}}
+    )
+    expect_error(
+        backend,
+        s,
+        data,
+        "invalid_base64",
+        'expected "params.update.output.data" to be base64 text, found string "A"',
+        value_at(data, b'"data":'),
+    )
 
 
 def test_output_without_data(backend):
     s = backend.ToolCallStore()
     data = session_update("s1", {"sessionUpdate": "terminal_update", "terminalId": "t1", "output": {"_meta": {}}})
-    expect_error(backend, s, data, "invalid_base64", 'expected "params.update.output.data" to be base64 text, found none',
-                 value_at(data, b'"output":'))
+    expect_error(
+        backend,
+        s,
+        data,
+        "invalid_base64",
+        'expected "params.update.output.data" to be base64 text, found none',
+        value_at(data, b'"output":'),
+    )
 
 
 def test_terminal_chunk_without_data(backend):
     s = backend.ToolCallStore()
     data = session_update("s1", {"sessionUpdate": "terminal_output_chunk", "terminalId": "t1"})
-    expect_error(backend, s, data, "invalid_base64", 'expected "params.update.data" to be base64 text, found none',
-                 value_at(data, b'"update":'))
+    expect_error(
+        backend,
+        s,
+        data,
+        "invalid_base64",
+        'expected "params.update.data" to be base64 text, found none',
+        value_at(data, b'"update":'),
+    )
     assert s.terminal("s1", "t1") is None
 
 
@@ -1255,8 +1571,20 @@ def test_terminal_chunk_without_data(backend):
         ({"sessionUpdate": "plan_update"}, "params.update.plan", "an object", "none", b'"update":'),
         ({"sessionUpdate": "plan_update", "plan": None}, "params.update.plan", "an object", "null", b'"plan":'),
         ({"sessionUpdate": "plan_update", "plan": [1]}, "params.update.plan", "an object", "array", b'"plan":'),
-        ({"sessionUpdate": "plan_update", "plan": {"type": "items", "entries": []}}, "params.update.plan.planId", "a string", "none", b'"plan":'),
-        ({"sessionUpdate": "plan_update", "plan": {"planId": 7}}, "params.update.plan.planId", "a string", "number 7", b'"planId":'),
+        (
+            {"sessionUpdate": "plan_update", "plan": {"type": "items", "entries": []}},
+            "params.update.plan.planId",
+            "a string",
+            "none",
+            b'"plan":',
+        ),
+        (
+            {"sessionUpdate": "plan_update", "plan": {"planId": 7}},
+            "params.update.plan.planId",
+            "a string",
+            "number 7",
+            b'"planId":',
+        ),
         ({"sessionUpdate": "plan_removed"}, "params.update.planId", "a string", "none", b'"update":'),
         ({"sessionUpdate": "plan_removed", "planId": None}, "params.update.planId", "a string", "null", b'"planId":'),
     ],
@@ -1276,7 +1604,9 @@ def _perm(params, id_=1):
     return frame(request(id_, "session/request_permission", params))
 
 
-@pytest.mark.parametrize("options, found", [(None, "null"), ({"a": 1}, "object"), ("allow", 'string "allow"'), ("missing", "none")])
+@pytest.mark.parametrize(
+    "options, found", [(None, "null"), ({"a": 1}, "object"), ("allow", 'string "allow"'), ("missing", "none")]
+)
 def test_invalid_options(backend, options, found):
     s = backend.ToolCallStore()
     params = {"sessionId": "s1", "toolCall": {"toolCallId": "c1"}}
@@ -1289,12 +1619,20 @@ def test_invalid_options(backend, options, found):
     _good_after(backend, s)
 
 
-@pytest.mark.parametrize("tool_call, found", [("c1", 'string "c1"'), ([{"toolCallId": "c1"}], "array"), (3, "number 3")])
+@pytest.mark.parametrize(
+    "tool_call, found", [("c1", 'string "c1"'), ([{"toolCallId": "c1"}], "array"), (3, "number 3")]
+)
 def test_invalid_tool_call(backend, tool_call, found):
     s = backend.ToolCallStore()
     data = _perm({"sessionId": "s1", "toolCall": tool_call, "options": OPTIONS})
-    expect_error(backend, s, data, "invalid_tool_call", f'expected "params.toolCall" to be an object, found {found}',
-                 value_at(data, b'"toolCall":'))
+    expect_error(
+        backend,
+        s,
+        data,
+        "invalid_tool_call",
+        f'expected "params.toolCall" to be an object, found {found}',
+        value_at(data, b'"toolCall":'),
+    )
 
 
 @pytest.mark.parametrize("tool_call, found", [("missing", "none"), (None, "null"), ("c1", 'string "c1"')])
@@ -1305,7 +1643,9 @@ def test_invalid_subject_tool_call(backend, tool_call, found):
         subject["toolCall"] = tool_call
     data = _perm({"sessionId": "s1", "title": "Allow?", "subject": subject, "options": OPTIONS})
     at = value_at(data, b'"subject":') if tool_call == "missing" else value_at(data, b'"toolCall":')
-    expect_error(backend, s, data, "invalid_tool_call", f'expected "params.subject.toolCall" to be an object, found {found}', at)
+    expect_error(
+        backend, s, data, "invalid_tool_call", f'expected "params.subject.toolCall" to be an object, found {found}', at
+    )
 
 
 @pytest.mark.parametrize("where", ["toolCall", "subject"])
@@ -1319,17 +1659,41 @@ def test_permission_tool_call_errors_name_their_path(backend, where):
         return {"sessionId": "s1", "title": "t", "subject": {"type": "tool_call", "toolCall": tc}, "options": OPTIONS}
 
     data = _perm(params({"title": "x"}))
-    expect_error(backend, s, data, "invalid_tool_call_id", f'expected "{prefix}.toolCallId" to be a string, found none',
-                 value_at(data, b'"toolCall":'))
+    expect_error(
+        backend,
+        s,
+        data,
+        "invalid_tool_call_id",
+        f'expected "{prefix}.toolCallId" to be a string, found none',
+        value_at(data, b'"toolCall":'),
+    )
     data = _perm(params({"toolCallId": 4}))
-    expect_error(backend, s, data, "invalid_tool_call_id", f'expected "{prefix}.toolCallId" to be a string, found number 4',
-                 value_at(data, b'"toolCallId":'))
+    expect_error(
+        backend,
+        s,
+        data,
+        "invalid_tool_call_id",
+        f'expected "{prefix}.toolCallId" to be a string, found number 4',
+        value_at(data, b'"toolCallId":'),
+    )
     data = _perm(params({"toolCallId": "c1", "content": {}}))
-    expect_error(backend, s, data, "invalid_content", f'expected "{prefix}.content" to be an array or null, found object',
-                 value_at(data, b'"content":'))
+    expect_error(
+        backend,
+        s,
+        data,
+        "invalid_content",
+        f'expected "{prefix}.content" to be an array or null, found object',
+        value_at(data, b'"content":'),
+    )
     data = _perm(params({"toolCallId": "c1", "locations": "x"}))
-    expect_error(backend, s, data, "invalid_locations", f'expected "{prefix}.locations" to be an array or null, found string "x"',
-                 value_at(data, b'"locations":'))
+    expect_error(
+        backend,
+        s,
+        data,
+        "invalid_locations",
+        f'expected "{prefix}.locations" to be an array or null, found string "x"',
+        value_at(data, b'"locations":'),
+    )
     assert s.permissions("s1") == []
     assert s.get("s1", "c1") is None
 
@@ -1337,31 +1701,67 @@ def test_permission_tool_call_errors_name_their_path(backend, where):
 def test_permission_check_order(backend):
     s = backend.ToolCallStore()
     data = _perm({"sessionId": 1, "toolCall": {"title": "x"}, "options": 5})
-    expect_error(backend, s, data, "invalid_session_id", 'expected "params.sessionId" to be a string, found number 1',
-                 value_at(data, b'"sessionId":'))
+    expect_error(
+        backend,
+        s,
+        data,
+        "invalid_session_id",
+        'expected "params.sessionId" to be a string, found number 1',
+        value_at(data, b'"sessionId":'),
+    )
     data = _perm({"sessionId": "s1", "toolCall": {"title": "x", "content": 1}, "options": 5})
-    expect_error(backend, s, data, "invalid_tool_call_id", 'expected "params.toolCall.toolCallId" to be a string, found none',
-                 value_at(data, b'"toolCall":'))
+    expect_error(
+        backend,
+        s,
+        data,
+        "invalid_tool_call_id",
+        'expected "params.toolCall.toolCallId" to be a string, found none',
+        value_at(data, b'"toolCall":'),
+    )
     data = _perm({"sessionId": "s1", "toolCall": {"toolCallId": "c1", "content": 1}, "options": 5})
-    expect_error(backend, s, data, "invalid_content", 'expected "params.toolCall.content" to be an array or null, found number 1',
-                 value_at(data, b'"content":'))
+    expect_error(
+        backend,
+        s,
+        data,
+        "invalid_content",
+        'expected "params.toolCall.content" to be an array or null, found number 1',
+        value_at(data, b'"content":'),
+    )
     data = _perm({"sessionId": "s1", "toolCall": {"toolCallId": "c1"}, "options": 5})
-    expect_error(backend, s, data, "invalid_options", 'expected "params.options" to be an array, found number 5',
-                 value_at(data, b'"options":'))
+    expect_error(
+        backend,
+        s,
+        data,
+        "invalid_options",
+        'expected "params.options" to be an array, found number 5',
+        value_at(data, b'"options":'),
+    )
 
 
 def test_missing_session_id_in_permission_request(backend):
     s = backend.ToolCallStore()
     data = _perm({"toolCall": {"toolCallId": "c1"}, "options": []})
-    expect_error(backend, s, data, "invalid_session_id", 'expected "params.sessionId" to be a string, found none',
-                 value_at(data, b'"params":'))
+    expect_error(
+        backend,
+        s,
+        data,
+        "invalid_session_id",
+        'expected "params.sessionId" to be a string, found none',
+        value_at(data, b'"params":'),
+    )
 
 
 def test_session_cancel_needs_string_session_id(backend):
     s = backend.ToolCallStore()
     data = frame(notification("session/cancel", {"sessionId": 9}))
-    expect_error(backend, s, data, "invalid_session_id", 'expected "params.sessionId" to be a string, found number 9',
-                 value_at(data, b'"sessionId":'))
+    expect_error(
+        backend,
+        s,
+        data,
+        "invalid_session_id",
+        'expected "params.sessionId" to be a string, found number 9',
+        value_at(data, b'"sessionId":'),
+    )
 
 
 # ------------------------------------------------------------------------------------------
@@ -1369,7 +1769,9 @@ def test_session_cancel_needs_string_session_id(backend):
 # ------------------------------------------------------------------------------------------
 
 
-def perm_record(id_, sid, options, outcome="pending", tcid=None, option_id=None, approved=False, response=None, has_response=False):
+def perm_record(
+    id_, sid, options, outcome="pending", tcid=None, option_id=None, approved=False, response=None, has_response=False
+):
     out = {"id": id_, "sessionId": sid}
     if tcid is not None:
         out["toolCallId"] = tcid
@@ -1399,8 +1801,14 @@ def test_v1_permission_request_applies_tool_call(backend, version):
 def test_v2_permission_request_applies_subject_tool_call(backend):
     s = backend.ToolCallStore(2)
     s.apply(tool_call_update("s1", "c1", {"title": "Run", "rawInput": {"cmd": "ls"}}))
-    data = B.request_permission("req-1", "s1", {"toolCallId": "c1", "title": None, "status": "pending"}, OPTIONS,
-                                protocol_version=2, title="Allow running ls?")
+    data = B.request_permission(
+        "req-1",
+        "s1",
+        {"toolCallId": "c1", "title": None, "status": "pending"},
+        OPTIONS,
+        protocol_version=2,
+        title="Allow running ls?",
+    )
     c = s.apply(data)
     assert change_of(backend, c) == ("s1", "permission", "req-1", "requested", "c1")
     assert_record(s.get("s1", "c1"), rec("c1", rawInput={"cmd": "ls"}))
@@ -1408,16 +1816,21 @@ def test_v2_permission_request_applies_subject_tool_call(backend):
 
 
 def test_permission_tool_call_uses_version_in_force(backend):
-    v1_shape = lambda id_: _perm({"sessionId": "s1", "toolCall": {"toolCallId": "c1", "title": None, "kind": "read"}, "options": OPTIONS}, id_)
-    v2_shape = lambda id_: _perm({"sessionId": "s1", "title": "t", "subject": {"type": "tool_call", "toolCall": {"toolCallId": "c1", "title": None}}, "options": OPTIONS}, id_)
-    for make in (v1_shape, v2_shape):
+    v1_shape = {"sessionId": "s1", "toolCall": {"toolCallId": "c1", "title": None, "kind": "read"}, "options": OPTIONS}
+    v2_shape = {
+        "sessionId": "s1",
+        "title": "t",
+        "subject": {"type": "tool_call", "toolCall": {"toolCallId": "c1", "title": None}},
+        "options": OPTIONS,
+    }
+    for params in (v1_shape, v2_shape):
         one = backend.ToolCallStore(1)
         one.apply(B.tool_call("s1", "c1", "Keep"))
-        one.apply(make(1))
+        one.apply(_perm(params))
         assert one.get("s1", "c1")["title"] == "Keep"
         two = backend.ToolCallStore(2)
         two.apply(B.tool_call("s1", "c1", "Drop"))
-        two.apply(make(1))
+        two.apply(_perm(params))
         assert "title" not in two.get("s1", "c1")
 
 
@@ -1430,12 +1843,25 @@ def test_permission_request_creates_unknown_tool_call(backend):
 
 def test_tool_call_member_preferred_over_subject(backend):
     s = backend.ToolCallStore(2)
-    data = _perm({"sessionId": "s1", "toolCall": {"toolCallId": "a"},
-                  "subject": {"type": "tool_call", "toolCall": {"toolCallId": "b"}}, "options": OPTIONS})
+    data = _perm(
+        {
+            "sessionId": "s1",
+            "toolCall": {"toolCallId": "a"},
+            "subject": {"type": "tool_call", "toolCall": {"toolCallId": "b"}},
+            "options": OPTIONS,
+        }
+    )
     assert change_of(backend, s.apply(data)) == ("s1", "permission", 1, "requested", "a")
     assert s.get("s1", "b") is None
-    data = _perm({"sessionId": "s1", "toolCall": None,
-                  "subject": {"type": "tool_call", "toolCall": {"toolCallId": "b"}}, "options": OPTIONS}, 2)
+    data = _perm(
+        {
+            "sessionId": "s1",
+            "toolCall": None,
+            "subject": {"type": "tool_call", "toolCall": {"toolCallId": "b"}},
+            "options": OPTIONS,
+        },
+        2,
+    )
     assert change_of(backend, s.apply(data)) == ("s1", "permission", 2, "requested", "b")
     assert list(s.tool_calls("s1")) == ["a", "b"]
 
@@ -1443,8 +1869,18 @@ def test_tool_call_member_preferred_over_subject(backend):
 @pytest.mark.parametrize(
     "params",
     [
-        {"sessionId": "s1", "title": "t", "subject": {"type": "command", "command": "rm -rf /tmp/x", "cwd": "/", "toolCallId": "c1"}, "options": OPTIONS},
-        {"sessionId": "s1", "title": "t", "subject": {"type": "_custom", "toolCall": {"toolCallId": "c1"}}, "options": OPTIONS},
+        {
+            "sessionId": "s1",
+            "title": "t",
+            "subject": {"type": "command", "command": "rm -rf /tmp/x", "cwd": "/", "toolCallId": "c1"},
+            "options": OPTIONS,
+        },
+        {
+            "sessionId": "s1",
+            "title": "t",
+            "subject": {"type": "_custom", "toolCall": {"toolCallId": "c1"}},
+            "options": OPTIONS,
+        },
         {"sessionId": "s1", "title": "t", "subject": None, "options": OPTIONS},
         {"sessionId": "s1", "title": "t", "subject": "tool_call", "options": OPTIONS},
         {"sessionId": "s1", "title": "t", "options": OPTIONS},
@@ -1460,8 +1896,19 @@ def test_permission_request_without_tool_call(backend, params):
     assert len(s) == 0
     c = s.apply(B.permission_response(5, "allow"))
     assert change_of(backend, c) == ("s1", "permission", 5, "resolved", None)
-    assert_record(s.permission(5), perm_record(5, "s1", OPTIONS, outcome="selected", option_id="allow", approved=True,
-                                               response={"outcome": {"outcome": "selected", "optionId": "allow"}}, has_response=True))
+    assert_record(
+        s.permission(5),
+        perm_record(
+            5,
+            "s1",
+            OPTIONS,
+            outcome="selected",
+            option_id="allow",
+            approved=True,
+            response={"outcome": {"outcome": "selected", "optionId": "allow"}},
+            has_response=True,
+        ),
+    )
 
 
 @pytest.mark.parametrize(
@@ -1474,10 +1921,28 @@ def test_permission_selected(backend, option_id, approved):
     data = B.permission_response(1, option_id)
     c = s.apply(data)
     assert change_of(backend, c) == ("s1", "permission", 1, "resolved", "c1")
-    expected = perm_record(1, "s1", OPTIONS, outcome="selected", tcid="c1", option_id=option_id, approved=approved,
-                           response=json.loads(data)["result"], has_response=True)
+    expected = perm_record(
+        1,
+        "s1",
+        OPTIONS,
+        outcome="selected",
+        tcid="c1",
+        option_id=option_id,
+        approved=approved,
+        response=json.loads(data)["result"],
+        has_response=True,
+    )
     assert_record(s.permission(1), expected)
-    assert list(s.permission(1)) == ["id", "sessionId", "toolCallId", "options", "outcome", "optionId", "approved", "response"]
+    assert list(s.permission(1)) == [
+        "id",
+        "sessionId",
+        "toolCallId",
+        "options",
+        "outcome",
+        "optionId",
+        "approved",
+        "response",
+    ]
     assert s.pending_permissions("s1") == []
     assert_record(s.permissions("s1"), [expected])
 
@@ -1489,13 +1954,25 @@ def test_permission_selected_extension_kind_not_approved(backend):
     s.apply(_perm({"sessionId": "s1", "options": options}, 2))
     s.apply(B.permission_response(1, "x"))
     s.apply(B.permission_response(2, "y"))
-    assert (s.permission(1)["outcome"], s.permission(1)["optionId"], s.permission(1)["approved"]) == ("selected", "x", False)
-    assert (s.permission(2)["outcome"], s.permission(2)["optionId"], s.permission(2)["approved"]) == ("selected", "y", False)
+    assert (s.permission(1)["outcome"], s.permission(1)["optionId"], s.permission(1)["approved"]) == (
+        "selected",
+        "x",
+        False,
+    )
+    assert (s.permission(2)["outcome"], s.permission(2)["optionId"], s.permission(2)["approved"]) == (
+        "selected",
+        "y",
+        False,
+    )
 
 
 def test_permission_duplicate_option_id_uses_first(backend):
-    options = [{"optionId": "o", "name": "no", "kind": "reject_once"}, {"optionId": "o", "name": "yes", "kind": "allow_once"},
-               {"optionId": "p", "name": "yes", "kind": "allow_always"}, {"optionId": "p", "name": "no", "kind": "reject_always"}]
+    options = [
+        {"optionId": "o", "name": "no", "kind": "reject_once"},
+        {"optionId": "o", "name": "yes", "kind": "allow_once"},
+        {"optionId": "p", "name": "yes", "kind": "allow_always"},
+        {"optionId": "p", "name": "no", "kind": "reject_always"},
+    ]
     s = backend.ToolCallStore()
     s.apply(_perm({"sessionId": "s1", "options": options}, 1))
     s.apply(_perm({"sessionId": "s1", "options": options}, 2))
@@ -1506,7 +1983,13 @@ def test_permission_duplicate_option_id_uses_first(backend):
 
 
 def test_permission_only_objects_with_string_option_id_are_offered(backend):
-    options = [5, "allow", {"optionId": 1, "kind": "allow_once"}, {"kind": "allow_once"}, {"optionId": "ok", "kind": "allow_always"}]
+    options = [
+        5,
+        "allow",
+        {"optionId": 1, "kind": "allow_once"},
+        {"kind": "allow_once"},
+        {"optionId": "ok", "kind": "allow_always"},
+    ]
     s = backend.ToolCallStore()
     s.apply(_perm({"sessionId": "s1", "options": options}, 1))
     assert_record(s.permission(1), perm_record(1, "s1", options))
@@ -1547,7 +2030,9 @@ def test_permission_outcomes_not_approved(backend, result, outcome):
     s.apply(B.request_permission(1, "s1", "c1", OPTIONS))
     c = s.apply(response(1, result))
     assert change_of(backend, c) == ("s1", "permission", 1, "resolved", "c1")
-    assert_record(s.permission(1), perm_record(1, "s1", OPTIONS, outcome=outcome, tcid="c1", response=result, has_response=True))
+    assert_record(
+        s.permission(1), perm_record(1, "s1", OPTIONS, outcome=outcome, tcid="c1", response=result, has_response=True)
+    )
     assert s.pending_permissions("s1") == []
 
 
@@ -1558,8 +2043,15 @@ def test_permission_error_response(backend):
     assert change_of(backend, c) == ("s1", "permission", 1, "resolved", "c1")
     assert_record(
         s.permission(1),
-        perm_record(1, "s1", OPTIONS, outcome="error", tcid="c1",
-                    response={"code": -32800, "message": "Request cancelled", "data": {"why": "agent"}}, has_response=True),
+        perm_record(
+            1,
+            "s1",
+            OPTIONS,
+            outcome="error",
+            tcid="c1",
+            response={"code": -32800, "message": "Request cancelled", "data": {"why": "agent"}},
+            has_response=True,
+        ),
     )
 
 
@@ -1617,12 +2109,16 @@ def test_permission_request_with_pending_id_replaces_it(backend):
     c = s.apply(B.request_permission(1, "s1", "d", [ALLOW]))  # replaces the pending 1 (request "b")
     assert change_of(backend, c) == ("s1", "permission", 1, "requested", "d")
     assert [(p["id"], p.get("toolCallId"), p["outcome"]) for p in s.permissions("s1")] == [
-        (1, "a", "selected"), (2, "c", "pending"), (1, "d", "pending"),
+        (1, "a", "selected"),
+        (2, "c", "pending"),
+        (1, "d", "pending"),
     ]
     assert [(p["id"], p["toolCallId"]) for p in s.pending_permissions("s1")] == [(2, "c"), (1, "d")]
     s.apply(B.permission_response(1, "allow"))
     assert [(p["id"], p.get("toolCallId"), p["outcome"], p["approved"]) for p in s.permissions("s1")] == [
-        (1, "a", "selected", False), (2, "c", "pending", False), (1, "d", "selected", True),
+        (1, "a", "selected", False),
+        (2, "c", "pending", False),
+        (1, "d", "selected", True),
     ]
 
 
@@ -1641,7 +2137,7 @@ def test_permissions_per_session(backend):
 def test_cancel_then_cancel_responses(backend):
     s = backend.ToolCallStore()
     s.apply(B.request_permission(1, "s1", "a", OPTIONS))
-    s.apply(B.request_permission("r\"2", "s1", "b", OPTIONS))
+    s.apply(B.request_permission('r"2', "s1", "b", OPTIONS))
     s.apply(B.request_permission(3, "s1", "c", OPTIONS))
     s.apply(B.request_permission(4, "s2", "d", OPTIONS))
     s.apply(B.permission_response(3, "allow"))
@@ -1718,12 +2214,35 @@ def test_terminal_update_creates(backend, version):
 
 def test_terminal_record_key_order(backend):
     s = backend.ToolCallStore()
-    s.apply(terminal_frame("s1", "t1", zeta=1, _meta={"m": 1}, exitStatus={"exitCode": 0},
-                           output={"_meta": {"o": 1}, "data": b64(b"hi")}, cwd="/", command="c", alpha=2))
+    s.apply(
+        terminal_frame(
+            "s1",
+            "t1",
+            zeta=1,
+            _meta={"m": 1},
+            exitStatus={"exitCode": 0},
+            output={"_meta": {"o": 1}, "data": b64(b"hi")},
+            cwd="/",
+            command="c",
+            alpha=2,
+        )
+    )
     got = s.terminal("s1", "t1")
     assert list(got) == ["terminalId", "command", "cwd", "output", "outputMeta", "exitStatus", "_meta", "zeta", "alpha"]
-    assert_record(got, term("t1", b"hi", command="c", cwd="/", outputMeta={"o": 1}, exitStatus={"exitCode": 0},
-                            _meta={"m": 1}, zeta=1, alpha=2))
+    assert_record(
+        got,
+        term(
+            "t1",
+            b"hi",
+            command="c",
+            cwd="/",
+            outputMeta={"o": 1},
+            exitStatus={"exitCode": 0},
+            _meta={"m": 1},
+            zeta=1,
+            alpha=2,
+        ),
+    )
 
 
 def test_terminal_update_patch_rules(backend):
@@ -1849,13 +2368,33 @@ def test_base64_valid(backend, text, data):
 
 def test_base64_escaped_json_string(backend):
     s = backend.ToolCallStore()
-    s.apply(b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":'
-            b'{"sessionUpdate":"terminal_output_chunk","terminalId":"t1","data":"\\u0051\\u0055JD\\/w=="}}}')
+    s.apply(
+        b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":'
+        b'{"sessionUpdate":"terminal_output_chunk","terminalId":"t1","data":"\\u0051\\u0055JD\\/w=="}}}'
+    )
     assert s.terminal("s1", "t1")["output"] == b"ABC\xff"
 
 
-INVALID_BASE64 = ["A", "AA", "AAA", "AA=", "AAAAA", "A===", "====", "=AAA", "AA==AA==", "AB=C", "-_-_", "AA AA=", "AAA\n",
-                  "QUJD\r\n", "ÀÀÀÀ", "AA=\u0000", "QUJD=", "QUJD===="]
+INVALID_BASE64 = [
+    "A",
+    "AA",
+    "AAA",
+    "AA=",
+    "AAAAA",
+    "A===",
+    "====",
+    "=AAA",
+    "AA==AA==",
+    "AB=C",
+    "-_-_",
+    "AA AA=",
+    "AAA\n",
+    "QUJD\r\n",
+    "ÀÀÀÀ",
+    "AA=\u0000",
+    "QUJD=",
+    "QUJD====",
+]
 
 
 @pytest.mark.parametrize("text", INVALID_BASE64)
@@ -1865,8 +2404,14 @@ def test_base64_invalid_chunk(backend, text):
     data = terminal_chunk("s1", "t1", text)
     literal = json.dumps(text, ensure_ascii=False)
     found = f"string {literal}" if len(literal.encode()) <= 32 else "string"
-    expect_error(backend, s, data, "invalid_base64", f'expected "params.update.data" to be base64 text, found {found}',
-                 value_at(data, b'"data":'))
+    expect_error(
+        backend,
+        s,
+        data,
+        "invalid_base64",
+        f'expected "params.update.data" to be base64 text, found {found}',
+        value_at(data, b'"data":'),
+    )
     assert s.terminal("s1", "t1")["output"] == b"keep"
 
 
@@ -1876,18 +2421,31 @@ def test_base64_invalid_output(backend, text):
     data = terminal_frame("s1", "t1", output={"data": text})
     literal = json.dumps(text, ensure_ascii=False)
     found = f"string {literal}" if len(literal.encode()) <= 32 else "string"
-    expect_error(backend, s, data, "invalid_base64", f'expected "params.update.output.data" to be base64 text, found {found}',
-                 value_at(data, b'"data":'))
+    expect_error(
+        backend,
+        s,
+        data,
+        "invalid_base64",
+        f'expected "params.update.output.data" to be base64 text, found {found}',
+        value_at(data, b'"data":'),
+    )
     assert s.terminal("s1", "t1") is None
 
 
-@pytest.mark.parametrize("value, found", [(None, "null"), (5, "number 5"), (["AA=="], "array"), ({"d": 1}, "object"),
-                                          ("A" * 33, "string")])
+@pytest.mark.parametrize(
+    "value, found", [(None, "null"), (5, "number 5"), (["AA=="], "array"), ({"d": 1}, "object"), ("A" * 33, "string")]
+)
 def test_base64_not_text(backend, value, found):
     s = backend.ToolCallStore()
     data = terminal_chunk("s1", "t1", value)
-    expect_error(backend, s, data, "invalid_base64", f'expected "params.update.data" to be base64 text, found {found}',
-                 value_at(data, b'"data":'))
+    expect_error(
+        backend,
+        s,
+        data,
+        "invalid_base64",
+        f'expected "params.update.data" to be base64 text, found {found}',
+        value_at(data, b'"data":'),
+    )
 
 
 def test_base64_long_valid_and_escaped_found(backend):
@@ -1895,10 +2453,18 @@ def test_base64_long_valid_and_escaped_found(backend):
     text = b64(bytes(range(256)) * 4)
     s.apply(terminal_chunk("s1", "t1", text))
     assert s.terminal("s1", "t1")["output"] == bytes(range(256)) * 4
-    data = (b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":'
-            b'{"sessionUpdate":"terminal_output_chunk","terminalId":"t1","data":"\\u0041"}}}')
-    expect_error(backend, s, data, "invalid_base64", 'expected "params.update.data" to be base64 text, found string "\\u0041"',
-                 value_at(data, b'"data":'))
+    data = (
+        b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":'
+        b'{"sessionUpdate":"terminal_output_chunk","terminalId":"t1","data":"\\u0041"}}}'
+    )
+    expect_error(
+        backend,
+        s,
+        data,
+        "invalid_base64",
+        'expected "params.update.data" to be base64 text, found string "\\u0041"',
+        value_at(data, b'"data":'),
+    )
 
 
 # ------------------------------------------------------------------------------------------
@@ -1974,14 +2540,16 @@ def test_plan_removed(backend):
 
 @pytest.mark.parametrize("version", [1, 2])
 def test_todo_plan_entries_to_store(backend, version):
-    todos = {"todos": [
-        {"content": "a", "status": "in_progress", "priority": "high"},
-        {"content": "b", "status": "weird"},
-        {"content": 3, "status": "pending"},
-        {"content": "c", "status": "cancelled"},
-        {"content": "d"},
-        "junk",
-    ]}
+    todos = {
+        "todos": [
+            {"content": "a", "status": "in_progress", "priority": "high"},
+            {"content": "b", "status": "weird"},
+            {"content": 3, "status": "pending"},
+            {"content": "c", "status": "cancelled"},
+            {"content": "d"},
+            "junk",
+        ]
+    }
     entries = B.todo_plan_entries(todos, protocol_version=version)
     expected = [
         {"content": "a", "priority": "medium", "status": "in_progress"},
@@ -2021,7 +2589,8 @@ def test_change_fields(backend):
 
 def test_change_equality_and_hash(backend):
     a, b = _change(backend), _change(backend)
-    assert a == b and not (a != b)
+    assert a == b
+    assert (a != b) is False
     assert hash(a) == hash(b)
     s = backend.ToolCallStore()
     s.apply(LINE)
@@ -2037,12 +2606,21 @@ def test_change_equality_and_hash(backend):
 
 
 def test_change_repr(backend):
-    assert repr(_change(backend)) == "Change(session_id='s1', target='tool_call', id='c1', action='created', tool_call_id='c1')"
-    assert repr(_change(backend, INIT_V2)) == "Change(session_id=None, target='protocol', id=2, action='negotiated', tool_call_id=None)"
+    assert (
+        repr(_change(backend))
+        == "Change(session_id='s1', target='tool_call', id='c1', action='created', tool_call_id='c1')"
+    )
+    assert (
+        repr(_change(backend, INIT_V2))
+        == "Change(session_id=None, target='protocol', id=2, action='negotiated', tool_call_id=None)"
+    )
     assert repr(_change(backend, B.request_permission(7, "s1", "c1", []))) == (
         "Change(session_id='s1', target='permission', id=7, action='requested', tool_call_id='c1')"
     )
-    assert repr(_change(backend, CANCEL)) == "Change(session_id='s1', target='session', id=None, action='cancelled', tool_call_id=None)"
+    assert (
+        repr(_change(backend, CANCEL))
+        == "Change(session_id='s1', target='session', id=None, action='cancelled', tool_call_id=None)"
+    )
     assert repr(_change(backend, B.terminal_update("it's", 'say "hi"'))) == (
         "Change(session_id=\"it's\", target='terminal', id='say \"hi\"', action='created', tool_call_id=None)"
     )
@@ -2060,7 +2638,11 @@ def test_change_is_immutable(backend):
     assert tuple(c) == ("s1", "tool_call", "c1", "created", "c1")
 
 
-@pytest.mark.parametrize("data", [LINE, INIT_V2, CANCEL, frame(request(None, "session/request_permission", {"sessionId": "s1", "options": []}))], ids=["tool_call", "protocol", "session", "null_id"])
+@pytest.mark.parametrize(
+    "data",
+    [LINE, INIT_V2, CANCEL, frame(request(None, "session/request_permission", {"sessionId": "s1", "options": []}))],
+    ids=["tool_call", "protocol", "session", "null_id"],
+)
 def test_change_pickles(backend, data):
     c = _change(backend, data)
     for protocol in range(pickle.HIGHEST_PROTOCOL + 1):
@@ -2152,10 +2734,14 @@ def test_session_stays_in_state_after_its_tool_calls_are_evicted(backend):
     empty = {"toolCalls": {}, "terminals": {}, "plans": {}, "permissions": []}
     assert_record(
         s.state(),
-        empty_state(max_tool_calls=1, evicted=1, sessions={
-            "s1": empty,
-            "s2": {**empty, "toolCalls": {"c1": rec("c1", title="two")}},
-        }),
+        empty_state(
+            max_tool_calls=1,
+            evicted=1,
+            sessions={
+                "s1": empty,
+                "s2": {**empty, "toolCalls": {"c1": rec("c1", title="two")}},
+            },
+        ),
     )
 
 
@@ -2188,13 +2774,19 @@ def test_bound_keeps_terminals_plans_permissions_and_sessions(backend):
 def _rich_stream():
     return [
         INIT_V2,
-        B.tool_call_update("s1", "c1", protocol_version=2, title="Run", kind="execute", raw_input={"cmd": "ls", "n": 10**25}),
+        B.tool_call_update(
+            "s1", "c1", protocol_version=2, title="Run", kind="execute", raw_input={"cmd": "ls", "n": 10**25}
+        ),
         B.tool_call_content_chunk("s1", "c1", B.terminal_content("t1")),
         B.terminal_update("s1", "t1", command="ls", cwd="/r", output=b"\x00\xff"),
         B.terminal_output_chunk("s1", "t1", b"!"),
-        terminal_frame("s1", "t2", output={"data": "", "_meta": {"m": 1}}, exitStatus={"exitCode": 0}, _meta={"t": 2}, z=1),
+        terminal_frame(
+            "s1", "t2", output={"data": "", "_meta": {"m": 1}}, exitStatus={"exitCode": 0}, _meta={"t": 2}, z=1
+        ),
         B.plan("s1", ENTRIES),
-        B.request_permission(5, "s1", {"toolCallId": "c1", "status": "pending"}, OPTIONS, protocol_version=2, title="ok?"),
+        B.request_permission(
+            5, "s1", {"toolCallId": "c1", "status": "pending"}, OPTIONS, protocol_version=2, title="ok?"
+        ),
         B.request_permission("p", "s1", "c2", [ALLOW], protocol_version=2, title="ok?"),
         B.permission_response("p", "allow"),
         B.plan_update("s2", "q", ENTRIES[:1]),
@@ -2212,23 +2804,54 @@ def _rich_state():
         "sessions": {
             "s1": {
                 "toolCalls": {
-                    "c1": rec("c1", title="Run", kind="execute", content=[{"type": "terminal", "terminalId": "t1"}],
-                              rawInput={"cmd": "ls", "n": 10**25}),
+                    "c1": rec(
+                        "c1",
+                        title="Run",
+                        kind="execute",
+                        content=[{"type": "terminal", "terminalId": "t1"}],
+                        rawInput={"cmd": "ls", "n": 10**25},
+                    ),
                     "c2": rec("c2"),
                 },
                 "terminals": {
                     "t1": {"terminalId": "t1", "command": "ls", "cwd": "/r", "output": "AP8h"},
-                    "t2": {"terminalId": "t2", "output": "", "outputMeta": {"m": 1}, "exitStatus": {"exitCode": 0}, "_meta": {"t": 2}, "z": 1},
+                    "t2": {
+                        "terminalId": "t2",
+                        "output": "",
+                        "outputMeta": {"m": 1},
+                        "exitStatus": {"exitCode": 0},
+                        "_meta": {"t": 2},
+                        "z": 1,
+                    },
                 },
                 "plans": {"main": {"type": "items", "planId": "main", "entries": ENTRIES}},
                 "permissions": [
                     perm_record(5, "s1", OPTIONS, tcid="c1"),
-                    perm_record("p", "s1", [ALLOW], outcome="selected", tcid="c2", option_id="allow", approved=True,
-                                response={"outcome": {"outcome": "selected", "optionId": "allow"}}, has_response=True),
+                    perm_record(
+                        "p",
+                        "s1",
+                        [ALLOW],
+                        outcome="selected",
+                        tcid="c2",
+                        option_id="allow",
+                        approved=True,
+                        response={"outcome": {"outcome": "selected", "optionId": "allow"}},
+                        has_response=True,
+                    ),
                 ],
             },
-            "s2": {"toolCalls": {}, "terminals": {}, "plans": {"q": {"type": "items", "planId": "q", "entries": ENTRIES[:1]}}, "permissions": []},
-            "s3": {"toolCalls": {"x": rec("x", title=1.5, _meta={"u": "é\u2028"}, zz=[None, -0.0])}, "terminals": {}, "plans": {}, "permissions": []},
+            "s2": {
+                "toolCalls": {},
+                "terminals": {},
+                "plans": {"q": {"type": "items", "planId": "q", "entries": ENTRIES[:1]}},
+                "permissions": [],
+            },
+            "s3": {
+                "toolCalls": {"x": rec("x", title=1.5, _meta={"u": "é\u2028"}, zz=[None, -0.0])},
+                "terminals": {},
+                "plans": {},
+                "permissions": [],
+            },
         },
     }
 
@@ -2259,8 +2882,14 @@ def _queries(s, sessions=("s1", "s2", "s3", "s4"), ids=(5, "p", 1)):
     }
     for sid in sessions:
         out[sid] = (
-            s.tool_calls(sid), s.terminals(sid), s.plans(sid), s.permissions(sid), s.pending_permissions(sid),
-            s.cancel_responses(sid), [s.get(sid, t) for t in ("c1", "c2", "x")], [s.terminal(sid, t) for t in ("t1", "t2")],
+            s.tool_calls(sid),
+            s.terminals(sid),
+            s.plans(sid),
+            s.permissions(sid),
+            s.pending_permissions(sid),
+            s.cancel_responses(sid),
+            [s.get(sid, t) for t in ("c1", "c2", "x")],
+            [s.terminal(sid, t) for t in ("t1", "t2")],
         )
     return out
 
@@ -2339,22 +2968,70 @@ def test_from_json_evicted_count_and_bound(backend):
 BAD_CHECKPOINTS = {
     "not_json": (b"{", None),
     "array": (b"[]", None),
-    "format": (b'{"format":"acp-fast-state/2","protocolVersion":null,"negotiatedVersion":null,"maxToolCalls":null,"evicted":0,"sessions":{}}', "format"),
-    "no_format": (b'{"protocolVersion":null,"negotiatedVersion":null,"maxToolCalls":null,"evicted":0,"sessions":{}}', "format"),
-    "version": (b'{"format":"acp-fast-state/1","protocolVersion":3,"negotiatedVersion":null,"maxToolCalls":null,"evicted":0,"sessions":{}}', "protocolVersion"),
-    "negotiated": (b'{"format":"acp-fast-state/1","protocolVersion":null,"negotiatedVersion":"2","maxToolCalls":null,"evicted":0,"sessions":{}}', "negotiatedVersion"),
-    "max": (b'{"format":"acp-fast-state/1","protocolVersion":null,"negotiatedVersion":null,"maxToolCalls":0,"evicted":0,"sessions":{}}', "maxToolCalls"),
-    "evicted": (b'{"format":"acp-fast-state/1","protocolVersion":null,"negotiatedVersion":null,"maxToolCalls":null,"evicted":"0","sessions":{}}', "evicted"),
-    "sessions": (b'{"format":"acp-fast-state/1","protocolVersion":null,"negotiatedVersion":null,"maxToolCalls":null,"evicted":0,"sessions":[]}', "sessions"),
-    "no_sessions": (b'{"format":"acp-fast-state/1","protocolVersion":null,"negotiatedVersion":null,"maxToolCalls":null,"evicted":0}', "sessions"),
-    "tool_calls": (b'{"format":"acp-fast-state/1","protocolVersion":null,"negotiatedVersion":null,"maxToolCalls":null,"evicted":0,"sessions":{"s1":{"toolCalls":[],"terminals":{},"plans":{},"permissions":[]}}}', "toolCalls"),
-    "tool_call_record": (b'{"format":"acp-fast-state/1","protocolVersion":null,"negotiatedVersion":null,"maxToolCalls":null,"evicted":0,"sessions":{"s1":{"toolCalls":{"c1":5},"terminals":{},"plans":{},"permissions":[]}}}', "c1"),
-    "content": (b'{"format":"acp-fast-state/1","protocolVersion":null,"negotiatedVersion":null,"maxToolCalls":null,"evicted":0,"sessions":{"s1":{"toolCalls":{"c1":{"toolCallId":"c1","kind":"other","status":"pending","content":{},"locations":[]}},"terminals":{},"plans":{},"permissions":[]}}}', "content"),
-    "terminals": (b'{"format":"acp-fast-state/1","protocolVersion":null,"negotiatedVersion":null,"maxToolCalls":null,"evicted":0,"sessions":{"s1":{"toolCalls":{},"terminals":5,"plans":{},"permissions":[]}}}', "terminals"),
-    "output": (b'{"format":"acp-fast-state/1","protocolVersion":null,"negotiatedVersion":null,"maxToolCalls":null,"evicted":0,"sessions":{"s1":{"toolCalls":{},"terminals":{"t1":{"terminalId":"t1","output":"A"}},"plans":{},"permissions":[]}}}', "output"),
-    "plans": (b'{"format":"acp-fast-state/1","protocolVersion":null,"negotiatedVersion":null,"maxToolCalls":null,"evicted":0,"sessions":{"s1":{"toolCalls":{},"terminals":{},"plans":[],"permissions":[]}}}', "plans"),
-    "permissions": (b'{"format":"acp-fast-state/1","protocolVersion":null,"negotiatedVersion":null,"maxToolCalls":null,"evicted":0,"sessions":{"s1":{"toolCalls":{},"terminals":{},"plans":{},"permissions":{}}}}', "permissions"),
-    "session": (b'{"format":"acp-fast-state/1","protocolVersion":null,"negotiatedVersion":null,"maxToolCalls":null,"evicted":0,"sessions":{"s1":[]}}', "s1"),
+    "format": (
+        b'{"format":"acp-fast-state/2","protocolVersion":null,"negotiatedVersion":null,"maxToolCalls":null,"evicted":0,"sessions":{}}',
+        "format",
+    ),
+    "no_format": (
+        b'{"protocolVersion":null,"negotiatedVersion":null,"maxToolCalls":null,"evicted":0,"sessions":{}}',
+        "format",
+    ),
+    "version": (
+        b'{"format":"acp-fast-state/1","protocolVersion":3,"negotiatedVersion":null,"maxToolCalls":null,"evicted":0,"sessions":{}}',
+        "protocolVersion",
+    ),
+    "negotiated": (
+        b'{"format":"acp-fast-state/1","protocolVersion":null,"negotiatedVersion":"2","maxToolCalls":null,"evicted":0,"sessions":{}}',
+        "negotiatedVersion",
+    ),
+    "max": (
+        b'{"format":"acp-fast-state/1","protocolVersion":null,"negotiatedVersion":null,"maxToolCalls":0,"evicted":0,"sessions":{}}',
+        "maxToolCalls",
+    ),
+    "evicted": (
+        b'{"format":"acp-fast-state/1","protocolVersion":null,"negotiatedVersion":null,"maxToolCalls":null,"evicted":"0","sessions":{}}',
+        "evicted",
+    ),
+    "sessions": (
+        b'{"format":"acp-fast-state/1","protocolVersion":null,"negotiatedVersion":null,"maxToolCalls":null,"evicted":0,"sessions":[]}',
+        "sessions",
+    ),
+    "no_sessions": (
+        b'{"format":"acp-fast-state/1","protocolVersion":null,"negotiatedVersion":null,"maxToolCalls":null,"evicted":0}',
+        "sessions",
+    ),
+    "tool_calls": (
+        b'{"format":"acp-fast-state/1","protocolVersion":null,"negotiatedVersion":null,"maxToolCalls":null,"evicted":0,"sessions":{"s1":{"toolCalls":[],"terminals":{},"plans":{},"permissions":[]}}}',
+        "toolCalls",
+    ),
+    "tool_call_record": (
+        b'{"format":"acp-fast-state/1","protocolVersion":null,"negotiatedVersion":null,"maxToolCalls":null,"evicted":0,"sessions":{"s1":{"toolCalls":{"c1":5},"terminals":{},"plans":{},"permissions":[]}}}',
+        "c1",
+    ),
+    "content": (
+        b'{"format":"acp-fast-state/1","protocolVersion":null,"negotiatedVersion":null,"maxToolCalls":null,"evicted":0,"sessions":{"s1":{"toolCalls":{"c1":{"toolCallId":"c1","kind":"other","status":"pending","content":{},"locations":[]}},"terminals":{},"plans":{},"permissions":[]}}}',
+        "content",
+    ),
+    "terminals": (
+        b'{"format":"acp-fast-state/1","protocolVersion":null,"negotiatedVersion":null,"maxToolCalls":null,"evicted":0,"sessions":{"s1":{"toolCalls":{},"terminals":5,"plans":{},"permissions":[]}}}',
+        "terminals",
+    ),
+    "output": (
+        b'{"format":"acp-fast-state/1","protocolVersion":null,"negotiatedVersion":null,"maxToolCalls":null,"evicted":0,"sessions":{"s1":{"toolCalls":{},"terminals":{"t1":{"terminalId":"t1","output":"A"}},"plans":{},"permissions":[]}}}',
+        "output",
+    ),
+    "plans": (
+        b'{"format":"acp-fast-state/1","protocolVersion":null,"negotiatedVersion":null,"maxToolCalls":null,"evicted":0,"sessions":{"s1":{"toolCalls":{},"terminals":{},"plans":[],"permissions":[]}}}',
+        "plans",
+    ),
+    "permissions": (
+        b'{"format":"acp-fast-state/1","protocolVersion":null,"negotiatedVersion":null,"maxToolCalls":null,"evicted":0,"sessions":{"s1":{"toolCalls":{},"terminals":{},"plans":{},"permissions":{}}}}',
+        "permissions",
+    ),
+    "session": (
+        b'{"format":"acp-fast-state/1","protocolVersion":null,"negotiatedVersion":null,"maxToolCalls":null,"evicted":0,"sessions":{"s1":[]}}',
+        "s1",
+    ),
 }
 
 
@@ -2391,8 +3068,15 @@ def test_to_json_is_dumps_of_state_for_odd_values(both_backends):
         s.apply(text)
         s.apply(terminal_frame("s1", "t1", output={"data": "AAAA", "_meta": {"x": 1.0}}))
         assert s.to_json() == backend.dumps(s.state())
-        assert_record(s.get("s1", "c1"), rec("c1", content=[{"type": "x", "k": 2}],
-                                               rawInput={"a": "é/\u2028", "b": [1.5, 0, -0.0, 0.0]}, _meta={"A": True}))
+        assert_record(
+            s.get("s1", "c1"),
+            rec(
+                "c1",
+                content=[{"type": "x", "k": 2}],
+                rawInput={"a": "é/\u2028", "b": [1.5, 0, -0.0, 0.0]},
+                _meta={"A": True},
+            ),
+        )
     assert both_backends[0].ToolCallStore(2).to_json() == both_backends[1].ToolCallStore(2).to_json()
 
 

@@ -262,7 +262,7 @@ JSON_VALUES = st.recursive(
 OBJECTS = st.dictionaries(TEXT, JSON_VALUES, max_size=3)
 
 SESSIONS = st.sampled_from(["s1", "s2", "s\u00e93"])
-TOOL_CALL_IDS = st.sampled_from(["c1", "c2", "\u00e9\u20ac\"\\"])
+TOOL_CALL_IDS = st.sampled_from(["c1", "c2", '\u00e9\u20ac"\\'])
 
 CONTENT_ITEMS = st.one_of(
     st.sampled_from(
@@ -349,10 +349,21 @@ OTHER_MESSAGES = st.one_of(
         lambda pv: {"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": pv, "agentCapabilities": {}}},
         st.sampled_from([0, 1, 2, 3, True, "2", 2.0]),
     ),
-    st.builds(lambda sid: envelope(sid, {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}}), SESSIONS),
-    st.builds(lambda sid: envelope(sid, {"sessionUpdate": "_custom_update", "toolCallId": "c1", "content": 1}), SESSIONS),
-    st.just({"jsonrpc": "2.0", "id": 9, "method": "session/update",
-             "params": {"sessionId": "s1", "update": {"sessionUpdate": "tool_call_update", "toolCallId": "c1"}}}),
+    st.builds(
+        lambda sid: envelope(sid, {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}}),
+        SESSIONS,
+    ),
+    st.builds(
+        lambda sid: envelope(sid, {"sessionUpdate": "_custom_update", "toolCallId": "c1", "content": 1}), SESSIONS
+    ),
+    st.just(
+        {
+            "jsonrpc": "2.0",
+            "id": 9,
+            "method": "session/update",
+            "params": {"sessionId": "s1", "update": {"sessionUpdate": "tool_call_update", "toolCallId": "c1"}},
+        }
+    ),
 )
 
 
@@ -376,9 +387,11 @@ def streams(frames, max_size: int = 40):
 
 
 TOOL_CALL_STREAMS = streams(
-    encoded(st.one_of(tool_call_messages(), tool_call_messages(), tool_call_messages(), tool_call_messages(), OTHER_FRAMES))
+    encoded(
+        st.one_of(tool_call_messages(), tool_call_messages(), tool_call_messages(), tool_call_messages(), OTHER_FRAMES)
+    )
 )
-CONFIGS = st.tuples(st.sampled_from([2, 1, None]), st.sampled_from([None, None, None, 1, 3]))
+CONFIGS = st.tuples(st.sampled_from([2, 1, None]), st.sampled_from([None, 2, None, 3, 1]))
 
 
 # terminals
@@ -403,7 +416,13 @@ def terminal_messages(draw) -> Dict[str, Any]:
     tid = draw(st.sampled_from(["t1", "t2", "c1"]))
     if draw(st.integers(0, 2)) == 0:
         update: Dict[str, Any] = {"sessionUpdate": "terminal_update", "terminalId": tid}
-        names = draw(st.lists(st.sampled_from(["command", "cwd", "output", "exitStatus", "_meta", "zeta", "alpha"]), unique=True, max_size=4))
+        names = draw(
+            st.lists(
+                st.sampled_from(["command", "cwd", "output", "exitStatus", "_meta", "zeta", "alpha"]),
+                unique=True,
+                max_size=4,
+            )
+        )
         for name in names:
             if draw(st.integers(0, 3)) == 1:
                 update[name] = None
@@ -413,8 +432,14 @@ def terminal_messages(draw) -> Dict[str, Any]:
                     output["_meta"] = draw(st.one_of(st.none(), OBJECTS))
                 update[name] = output if draw(st.integers(0, 15)) != 7 else draw(st.sampled_from(["AA==", [], 0]))
             elif name == "exitStatus":
-                update[name] = draw(st.one_of(st.fixed_dictionaries({}, optional={"exitCode": st.integers(0, 255), "signal": st.sampled_from(["SIGTERM", None])}),
-                                              st.sampled_from([0, "SIGKILL"])))
+                update[name] = draw(
+                    st.one_of(
+                        st.fixed_dictionaries(
+                            {}, optional={"exitCode": st.integers(0, 255), "signal": st.sampled_from(["SIGTERM", None])}
+                        ),
+                        st.sampled_from([0, "SIGKILL"]),
+                    )
+                )
             elif name in ("_meta",):
                 update[name] = draw(OBJECTS)
             else:
@@ -460,7 +485,11 @@ def permission_messages(draw) -> Dict[str, Any]:
             params["subject"] = {"type": "tool_call", "toolCall": tool_update}
         elif shape == "command":
             params["subject"] = {"type": "command", "command": "ls", "cwd": "/"}
-        params["options"] = draw(st.lists(st.sampled_from(OPTIONS), max_size=4)) if draw(st.integers(0, 10)) != 7 else draw(st.sampled_from([None, {}, "x"]))
+        params["options"] = (
+            draw(st.lists(st.sampled_from(OPTIONS), max_size=4))
+            if draw(st.integers(0, 10)) != 7
+            else draw(st.sampled_from([None, {}, "x"]))
+        )
         return {"jsonrpc": "2.0", "id": rid, "method": "session/request_permission", "params": params}
     if choice == 2:
         outcome = draw(
@@ -489,32 +518,68 @@ def permission_messages(draw) -> Dict[str, Any]:
 @st.composite
 def plan_messages(draw) -> Dict[str, Any]:
     sid = draw(SESSIONS)
-    entries = draw(st.lists(st.fixed_dictionaries({"content": TEXT, "priority": st.sampled_from(["high", "low"]),
-                                                   "status": st.sampled_from(["pending", "cancelled", "_x"])}), max_size=2))
+    entries = draw(
+        st.lists(
+            st.fixed_dictionaries(
+                {
+                    "content": TEXT,
+                    "priority": st.sampled_from(["high", "low"]),
+                    "status": st.sampled_from(["pending", "cancelled", "_x"]),
+                }
+            ),
+            max_size=2,
+        )
+    )
     choice = draw(st.integers(0, 3))
     if choice == 0:
         update: Dict[str, Any] = {"sessionUpdate": "plan", "entries": entries}
         if draw(st.booleans()):
             update["_meta"] = draw(st.one_of(st.none(), OBJECTS))
     elif choice == 1:
-        update = {"sessionUpdate": "plan_update", "plan": {"type": draw(st.sampled_from(["items", "_md"])),
-                                                           "planId": draw(st.sampled_from(["main", "p2"])), "entries": entries}}
+        update = {
+            "sessionUpdate": "plan_update",
+            "plan": {
+                "type": draw(st.sampled_from(["items", "_md"])),
+                "planId": draw(st.sampled_from(["main", "p2"])),
+                "entries": entries,
+            },
+        }
     elif choice == 2:
         update = {"sessionUpdate": "plan_removed", "planId": draw(st.sampled_from(["main", "p2"]))}
     else:
-        update = draw(st.sampled_from([{"sessionUpdate": "plan"}, {"sessionUpdate": "plan_update", "plan": {}},
-                                       {"sessionUpdate": "plan_removed", "planId": 1}]))
+        update = draw(
+            st.sampled_from(
+                [
+                    {"sessionUpdate": "plan"},
+                    {"sessionUpdate": "plan_update", "plan": {}},
+                    {"sessionUpdate": "plan_removed", "planId": 1},
+                ]
+            )
+        )
     return envelope(sid, update)
 
 
-SINGLE_MESSAGES = st.one_of(tool_call_messages(), tool_call_messages(), terminal_messages(), permission_messages(),
-                            permission_messages(), plan_messages(), OTHER_FRAMES)
+SINGLE_MESSAGES = st.one_of(
+    tool_call_messages(),
+    tool_call_messages(),
+    terminal_messages(),
+    permission_messages(),
+    permission_messages(),
+    plan_messages(),
+    OTHER_FRAMES,
+)
 
 
 @st.composite
 def mixed_frames(draw) -> bytes:
     if draw(st.integers(0, 9)) == 3:
-        entries = draw(st.lists(st.one_of(SINGLE_MESSAGES, st.sampled_from([1, {"jsonrpc": "1.0", "method": "x"}])), min_size=1, max_size=3))
+        entries = draw(
+            st.lists(
+                st.one_of(SINGLE_MESSAGES, st.sampled_from([1, {"jsonrpc": "1.0", "method": "x"}])),
+                min_size=1,
+                max_size=3,
+            )
+        )
         return frame(entries, ensure_ascii=draw(st.booleans()))
     if draw(st.integers(0, 29)) == 7:
         return draw(st.sampled_from([b'{"jsonrpc":"2.0",', b"[]", b"nul", b'{"jsonrpc":"2.0","method":5}']))
@@ -586,11 +651,31 @@ def test_terminal_bytes_are_the_decoded_chunks_after_the_last_snapshot(backend, 
     expected = b""
     for i, piece in enumerate(chunks):
         if i == snapshot_at:
-            store.apply(frame(envelope("s1", {"sessionUpdate": "terminal_update", "terminalId": "t",
-                                              "output": {"data": base64.b64encode(snapshot).decode()}})))
+            store.apply(
+                frame(
+                    envelope(
+                        "s1",
+                        {
+                            "sessionUpdate": "terminal_update",
+                            "terminalId": "t",
+                            "output": {"data": base64.b64encode(snapshot).decode()},
+                        },
+                    )
+                )
+            )
             expected = snapshot
-        store.apply(frame(envelope("s1", {"sessionUpdate": "terminal_output_chunk", "terminalId": "t",
-                                          "data": base64.b64encode(piece).decode()})))
+        store.apply(
+            frame(
+                envelope(
+                    "s1",
+                    {
+                        "sessionUpdate": "terminal_output_chunk",
+                        "terminalId": "t",
+                        "data": base64.b64encode(piece).decode(),
+                    },
+                )
+            )
+        )
         expected += piece
     if chunks:
         assert store.terminal("s1", "t")["output"] == expected
@@ -641,7 +726,6 @@ def test_mixed_streams_native_equals_fallback(both_backends, config, stream):
 
 @given(stream=MIXED_STREAMS, cuts=st.lists(st.integers(0, 10_000), max_size=6))
 def test_feed_native_equals_fallback(both_backends, stream, cuts):
-    native, fallback = both_backends
     data = b"\n".join(stream)
     points = sorted({c % (len(data) + 1) for c in cuts})
     pieces = [data[a:b] for a, b in zip([0] + points, points + [len(data)])]
@@ -662,16 +746,27 @@ def test_feed_native_equals_fallback(both_backends, stream, cuts):
 
 
 def _queries(store) -> Dict[str, Any]:
+    sessions = ("s1", "s2", "s\u00e93")
+    # permission(id) is compared only for ids held by at most one record: which record it gives
+    # when several requests (in different sessions) share an id is not in the contract, and the
+    # checkpoint keeps permission records per session, not their order across sessions.
+    ids = [p["id"] for sid in sessions for p in store.permissions(sid)]
     out: Dict[str, Any] = {
         "len": len(store),
         "evicted": store.evicted,
         "versions": (store.protocol_version, store.negotiated_version),
         "snapshot": store.snapshot(),
-        "permission": [store.permission(i) for i in (1, 2, "1", "p", None)],
+        "permission": [store.permission(i) for i in (1, 2, "1", "p", None) if ids.count(i) <= 1],
     }
-    for sid in ("s1", "s2", "s\u00e93"):
-        out[sid] = (store.tool_calls(sid), store.terminals(sid), store.plans(sid), store.permissions(sid),
-                    store.pending_permissions(sid), store.cancel_responses(sid))
+    for sid in sessions:
+        out[sid] = (
+            store.tool_calls(sid),
+            store.terminals(sid),
+            store.plans(sid),
+            store.permissions(sid),
+            store.pending_permissions(sid),
+            store.cancel_responses(sid),
+        )
     return out
 
 
@@ -681,8 +776,10 @@ def test_checkpoint_round_trip(backend, config, stream, more):
     if bound is not None:
         # Eviction order after a restore is the checkpoint's (session-grouped) order, which is the
         # creation order only within one session: keep bounded streams to one session.
-        stream = [d.replace("s2".encode(), b"s1").replace("s\\u00e93".encode(), b"s1").replace("s\u00e93".encode(), b"s1") for d in stream]
-        more = [d.replace("s2".encode(), b"s1").replace("s\\u00e93".encode(), b"s1").replace("s\u00e93".encode(), b"s1") for d in more]
+        stream = [
+            d.replace(b"s2", b"s1").replace(b"s\\u00e93", b"s1").replace("s\u00e93".encode(), b"s1") for d in stream
+        ]
+        more = [d.replace(b"s2", b"s1").replace(b"s\\u00e93", b"s1").replace("s\u00e93".encode(), b"s1") for d in more]
     store = backend.ToolCallStore(version, max_tool_calls=bound)
     for data in stream:
         applied(backend, store, data)

@@ -545,6 +545,7 @@ impl PyToolCallStore {
         frame: &Bound<'py, PyAny>,
         source: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let source_arg = source;
         let source = parse_source(source)?;
         let mut cache = VALUES.lock();
         if let Ok(m) = frame.cast::<PyMessage>() {
@@ -575,7 +576,7 @@ impl PyToolCallStore {
                             item.get_type().name()?
                         )));
                     }
-                    let r = match self.apply(py, &item, None) {
+                    let r = match self.apply(py, &item, source_arg) {
                         Ok(v) => v,
                         Err(e) if e.is_instance(py, decode_error_type(py)?) => {
                             e.into_value(py).into_bound(py).into_any()
@@ -584,8 +585,6 @@ impl PyToolCallStore {
                     };
                     out.append(r)?;
                 }
-                // `source` applies to every entry.
-                let _ = source;
                 return Ok(out.into_any());
             }
         }

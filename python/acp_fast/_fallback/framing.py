@@ -25,6 +25,8 @@ __all__ = ["DEFAULT_MAX_FRAME_BYTES", "FrameDecoder"]
 
 #: 64 MiB.
 DEFAULT_MAX_FRAME_BYTES = 67108864
+#: The largest limit (offsets of a frame are 32-bit in the native core), as rust/python/frames.rs.
+MAX_FRAME_BYTES = 4294967294
 
 _orjson_loads = orjson.loads
 _JSONDecodeError = orjson.JSONDecodeError
@@ -62,8 +64,8 @@ class FrameDecoder:
                     f"max_frame_bytes must be an int, found {type(max_frame_bytes).__name__}"
                 )
             max_frame_bytes = int(max_frame_bytes)
-        if max_frame_bytes < 1:
-            raise ValueError(f"max_frame_bytes must be at least 1, found {max_frame_bytes}")
+        if not 1 <= max_frame_bytes <= MAX_FRAME_BYTES:
+            raise ValueError(f"max_frame_bytes must be between 1 and {MAX_FRAME_BYTES}, found {max_frame_bytes}")
         self._max = max_frame_bytes
         self._line = 0
         self._chunks: List[bytes] = []

@@ -30,7 +30,8 @@ from .encoder import dumps
 from .error import DecodeError, describe_value, to_python
 from .framing import _BLANK, _BLANK_START, DEFAULT_MAX_FRAME_BYTES, FrameDecoder, _too_large
 from .message import Message, decode_frame, decode_value, message_or_none
-from .scanner import _DIGITS_TO_ZERO, _LONG_DIGIT_RUN, _exact, array_items, find_member, parse_exact, skip_ws, to_bytes
+from .scanner import _DIGITS_TO_ZERO, _LONG_DIGIT_RUN, _exact, array_items, find_member, parse_exact, skip_ws
+from .scanner import to_bytes
 from .scanner import loads as _exact_loads
 
 __all__ = ["ToolCallStore", "Change", "DEFAULT_MAX_FRAME_BYTES", "MAX_FRAME_BYTES", "STATE_FORMAT"]
@@ -78,7 +79,7 @@ class Change:
     __slots__ = ("_s", "_t", "_i", "_a", "_c")
 
     session_id = property(lambda self: self._s, doc="The session id (None for a protocol change).")
-    target = property(lambda self: self._t, doc='"tool_call", "terminal", "plan", "permission", "session" or "protocol".')
+    target = property(lambda self: self._t, doc='"tool_call", "terminal", "plan", "permission", "session", "protocol".')
     id = property(lambda self: self._i, doc="Tool call / terminal / plan id, request id, version, or None.")
     action = property(lambda self: self._a, doc='What happened: "created", "updated", "appended", ...')
     tool_call_id = property(lambda self: self._c, doc="The tool call concerned, or None.")
@@ -195,6 +196,12 @@ def _exactly(frame: bytes, value: Any) -> Any:
     if _LONG_DIGIT_RUN in frame.translate(_DIGITS_TO_ZERO):
         return _exact(frame)
     return value
+
+
+def _finished(fields: Dict[str, Any]) -> bool:
+    """Is the tool call's status "completed", "failed" or "cancelled" (eviction first)?"""
+    status = fields.get("status")
+    return type(status) is str and status in _FINISHED
 
 
 def _key(value: Any, name: str) -> Any:
@@ -330,7 +337,9 @@ class ToolCallStore:
         "_handlers",
     )
 
-    def __init__(self, protocol_version=None, *, max_tool_calls=None, max_frame_bytes=DEFAULT_MAX_FRAME_BYTES):  # type: ignore[no-untyped-def]
+    def __init__(  # type: ignore[no-untyped-def]
+        self, protocol_version=None, *, max_tool_calls=None, max_frame_bytes=DEFAULT_MAX_FRAME_BYTES
+    ):
         if protocol_version is not None and (type(protocol_version) is not int or protocol_version not in (1, 2)):
             raise ValueError(f"expected protocol_version to be 1, 2 or None, found {protocol_version!r}")
         if max_tool_calls is not None and (type(max_tool_calls) is not int or max_tool_calls < 1):
@@ -431,7 +440,8 @@ class ToolCallStore:
         if data and data[-1] == 13:  # \r
             data = data[:-1]
         if b"\n" in data:
-            err = DecodeError.json("embedded_newline", "expected one frame per line, found a newline", data.find(b"\n"))
+            nl = data.find(b"\n")
+            err = DecodeError.json("embedded_newline", "expected one frame per line, found a newline", nl)
             raise to_python(err, data, raw=data)
         try:
             value = _orjson_loads(data)
@@ -580,7 +590,8 @@ class ToolCallStore:
                             else:
                                 change = dispatch(value, m, None, frame)
                         except _Bad as bad:
-                            append(to_python(_state_error(bad, frame, skip_ws(frame, 0)), frame, line=line, raw=frame))
+                            err = _state_error(bad, frame, skip_ws(frame, 0))
+                            append(to_python(err, frame, line=line, raw=frame))
                             continue
                         if change is not None and changes:
                             append(change)
@@ -810,7 +821,7 @@ class ToolCallStore:
             entry = self._created[key] = [self._seq, False]
         else:
             entry = self._created[key]
-        if not entry[1] and f.get("status") in _FINISHED:
+        if not entry[1] and _finished(f):
             entry[1] = True
             heappush(self._heap, (entry[0], sid, tcid))
         if created:
@@ -831,7 +842,7 @@ class ToolCallStore:
             if entry is None or entry[0] != seq:
                 heappop(heap)  # stale: evicted, or evicted and created again
                 continue
-            if sessions[sid].calls[tcid].get("status") not in _FINISHED:
+            if not _finished(sessions[sid].calls[tcid]):
                 heappop(heap)  # no longer finished: queued again when it is
                 entry[1] = False
                 continue
@@ -861,7 +872,7 @@ class ToolCallStore:
         sessions = self._sessions
         heap = []
         for (sid, tcid), entry in self._created.items():
-            entry[1] = sessions[sid].calls[tcid].get("status") in _FINISHED
+            entry[1] = _finished(sessions[sid].calls[tcid])
             if entry[1]:
                 heap.append((entry[0], sid, tcid))
         heapify(heap)
@@ -1036,7 +1047,10 @@ class ToolCallStore:
                     options = record["options"]
                     if type(oid) is str:
                         for option in options:
-                            if type(option) is dict and option.get("optionId") == oid and type(option["optionId"]) is str:
+                            if type(option) is not dict:
+                                continue
+                            offered = option.get("optionId")
+                            if offered == oid and type(offered) is str:
                                 outcome = "selected"
                                 option_id = oid
                                 kind_ = option.get("kind")
@@ -1045,7 +1059,9 @@ class ToolCallStore:
                 else:
                     outcome = "unknown"
         tcid = record.get("toolCallId")
-        entry[1] = _permission_record(record["id"], sid, tcid, record["options"], outcome, option_id, approved, response)  # type: ignore[index]
+        entry[1] = _permission_record(  # type: ignore[index]
+            record["id"], sid, tcid, record["options"], outcome, option_id, approved, response
+        )
         return Change(sid, "permission", record["id"], "resolved", tcid)
 
     def _permission_list(self, session_id: Any, pending: bool) -> List[Dict[str, Any]]:
@@ -1165,7 +1181,9 @@ class ToolCallStore:
         for sid, s in self._sessions.items():
             sessions[sid] = {
                 "toolCalls": {tcid: _tool_record(tcid, f) for tcid, f in s.calls.items()},
-                "terminals": {tid: _terminal_record(tid, t, _b2a(t.out).decode("ascii")) for tid, t in s.terms.items()},
+                "terminals": {
+                    tid: _terminal_record(tid, t, _b2a(t.out).decode("ascii")) for tid, t in s.terms.items()
+                },
                 "plans": dict(s.plans),
                 "permissions": per_session[sid],
             }
