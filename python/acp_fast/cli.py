@@ -1,36 +1,51 @@
-"""The ``acp-fast`` command line."""
+"""The ``acp-fast`` command line: a dispatcher to one module per command.
+
+Each command lives in its own module with a ``main(argv) -> int`` function, imported only when
+that command runs (so ``acp-fast version`` does not import the benchmark machinery).
+"""
 
 from __future__ import annotations
 
+import importlib
 import sys
-from typing import List, Optional
+from typing import Dict, List, Optional, Tuple
 
-USAGE = """usage: acp-fast COMMAND [options]
+# command -> (module, one-line description)
+COMMANDS: Dict[str, Tuple[str, str]] = {
+    "bench": ("acp_fast.bench", "time acp-fast against json, orjson, msgspec and the ACP SDK on built-in traffic"),
+    "proxy": ("acp_fast.proxy", "byte-exact stdio proxy between an editor and an agent (acp-fast proxy -- AGENT...)"),
+    "validate": ("acp_fast.validate", "check every line of an NDJSON stream or recording (JSON-RPC, ACP shapes, schema)"),
+    "inspect": ("acp_fast.inspector", "replay a stream or recording through the state engine and show the final state"),
+    "demo-agent": ("acp_fast.demo_agent", "a small scripted ACP agent on stdio, for demos and tests"),
+    "version": ("", "print the version and the backend in use"),
+}
 
-commands:
-  bench     time acp-fast against json, orjson and msgspec on built-in ACP traffic
-            (``acp-fast bench --help`` for its options)
-  version   print the version and the backend in use
-"""
+
+def usage() -> str:
+    lines = ["usage: acp-fast COMMAND [options]", "", "commands:"]
+    for name, (_, text) in COMMANDS.items():
+        lines.append(f"  {name:<11} {text}")
+    lines.append("")
+    lines.append("`acp-fast COMMAND --help` describes a command's options.")
+    return "\n".join(lines) + "\n"
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help", "help"):
-        print(USAGE, end="")
+        print(usage(), end="")
         return 0
     command, rest = args[0], args[1:]
-    if command == "bench":
-        from .bench import main as bench_main
-
-        return bench_main(rest)
-    if command == "version":
+    if command in ("version", "--version"):
         import acp_fast
 
         print(f"acp-fast {acp_fast.__version__} ({acp_fast.BACKEND} backend)")
         return 0
-    print(f"acp-fast: unknown command {command!r}\n\n{USAGE}", end="", file=sys.stderr)
-    return 2
+    if command not in COMMANDS:
+        print(f"acp-fast: unknown command {command!r}\n\n{usage()}", end="", file=sys.stderr)
+        return 2
+    module = importlib.import_module(COMMANDS[command][0])
+    return int(module.main(rest) or 0)
 
 
 if __name__ == "__main__":  # pragma: no cover
