@@ -2066,6 +2066,32 @@ def test_permission_response_from_agent_does_not_resolve(backend):
     assert s.permission(1)["approved"] is True
 
 
+def test_feed_source_applies_like_apply(backend):
+    # feed(source=...) is apply(source=...) for every line, including batches and finish().
+    s = backend.ToolCallStore()
+    req = B.request_permission(1, "s1", "c1", OPTIONS)
+    resp = B.permission_response(1, "allow")
+    assert [change_of(backend, c) for c in s.feed(req, source="agent")] == [("s1", "permission", 1, "requested", "c1")]
+    assert s.feed(resp, source="agent") == []
+    assert s.feed(b"[" + resp.rstrip(b"\n") + b"]\n", source="agent") == []
+    assert s.permission(1)["outcome"] == "pending"
+    assert s.feed(resp.rstrip(b"\n"), source="client") == []  # no newline yet
+    [c] = s.finish(source="client")
+    assert change_of(backend, c) == ("s1", "permission", 1, "resolved", "c1")
+    assert s.permission(1)["approved"] is True
+
+
+@pytest.mark.parametrize("source", ["server", "", 1])
+def test_feed_bad_source(backend, source):
+    s = backend.ToolCallStore()
+    with pytest.raises(ValueError):
+        s.feed(LINE + b"\n", source=source)
+    with pytest.raises(ValueError):
+        s.finish(source=source)
+    assert_record(s.state(), empty_state())
+    assert s.line == 0
+
+
 def test_permission_ids_are_json_values(backend):
     s = backend.ToolCallStore()
     s.apply(B.request_permission(1, "s1", "a", OPTIONS))

@@ -396,7 +396,7 @@ impl PyToolCallStore {
         }
     }
 
-    fn collect<'py>(&mut self, py: Python<'py>, data: Option<&[u8]>) -> PyResult<Bound<'py, PyList>> {
+    fn collect<'py>(&mut self, py: Python<'py>, data: Option<&[u8]>, source: Source) -> PyResult<Bound<'py, PyList>> {
         let list = PyList::empty(py);
         let max = self.framer.max_frame_bytes();
         let mut failure: Option<PyErr> = None;
@@ -416,7 +416,7 @@ impl PyToolCallStore {
                             py,
                             data,
                             parsed,
-                            Source::Unknown,
+                            source,
                             Some(line),
                             &mut cache,
                             &mut push,
@@ -635,20 +635,33 @@ impl PyToolCallStore {
 
     /// Feed stream bytes: the Changes and DecodeErrors of every line they complete, in order
     /// (with `changes=False`, only the DecodeErrors).
-    #[pyo3(signature = (data, *, changes = true))]
-    fn feed<'py>(&mut self, py: Python<'py>, data: &Bound<'py, PyAny>, changes: bool) -> PyResult<Bound<'py, PyList>> {
+    #[pyo3(signature = (data, *, changes = true, source = None))]
+    fn feed<'py>(
+        &mut self,
+        py: Python<'py>,
+        data: &Bound<'py, PyAny>,
+        changes: bool,
+        source: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let from = parse_source(source)?;
         let source = source_of(data)?;
         self.quiet = !changes;
-        let r = self.collect(py, Some(source.bytes.as_bytes()));
+        let r = self.collect(py, Some(source.bytes.as_bytes()), from);
         self.quiet = false;
         r
     }
 
     /// End of input: apply a last line that has no newline.
-    #[pyo3(signature = (*, changes = true))]
-    fn finish<'py>(&mut self, py: Python<'py>, changes: bool) -> PyResult<Bound<'py, PyList>> {
+    #[pyo3(signature = (*, changes = true, source = None))]
+    fn finish<'py>(
+        &mut self,
+        py: Python<'py>,
+        changes: bool,
+        source: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let from = parse_source(source)?;
         self.quiet = !changes;
-        let r = self.collect(py, None);
+        let r = self.collect(py, None, from);
         self.quiet = false;
         r
     }

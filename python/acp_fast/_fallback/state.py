@@ -316,6 +316,11 @@ _BAD_SID = _Bad("invalid_session_id", ("params", "sessionId"), "a string")
 # ToolCallStore
 
 
+def _check_source(source: Any) -> None:
+    if source is not None and (not isinstance(source, str) or source not in ("agent", "client")):
+        raise ValueError(f"expected source to be 'agent', 'client' or None, found {source!r}")
+
+
 class ToolCallStore:
     """The state of every tool call, agent-owned terminal, plan and permission request of a
     connection, per session, as its frames are applied (DESIGN 7)."""
@@ -412,8 +417,7 @@ class ToolCallStore:
     def apply(self, frame, *, source=None):  # type: ignore[no-untyped-def]
         """Apply one frame (Message, Batch / list, bytes, str, dict): a Change or None for one
         message, a list for a batch; raises DecodeError for a bad frame (the store unchanged)."""
-        if source is not None and (not isinstance(source, str) or source not in ("agent", "client")):
-            raise ValueError(f"expected source to be 'agent', 'client' or None, found {source!r}")
+        _check_source(source)
         t = type(frame)
         if t is Message:
             return self._apply_message(frame, source, True)
@@ -515,10 +519,11 @@ class ToolCallStore:
                 out.append(to_python(_state_error(bad, frame, start), frame, line=line, raw=frame[start:end]))
         return out
 
-    def feed(self, data, *, changes=True):  # type: ignore[no-untyped-def]
+    def feed(self, data, *, changes=True, source=None):  # type: ignore[no-untyped-def]
         """Apply every line that ``data`` completes; returns the Changes and DecodeErrors in
         stream order (only the DecodeErrors with ``changes=False``). Framing, limits and line
-        numbers are those of a FrameDecoder (DESIGN 6, 7.2)."""
+        numbers are those of a FrameDecoder (DESIGN 6, 7.2); ``source`` as for ``apply``."""
+        _check_source(source)
         dec = self._dec
         if type(data) is not bytes:
             data = to_bytes(data, "feed")
@@ -570,7 +575,7 @@ class ToolCallStore:
                 try:
                     value = loads(frame)
                 except _JSONDecodeError:
-                    self._collect(decode_frame(frame, line), out, changes)
+                    self._collect(decode_frame(frame, line), out, changes, source)
                     continue
                 if type(value) is dict:
                     m = message(frame, value, line)
@@ -588,7 +593,7 @@ class ToolCallStore:
                                     value = _exact(frame)
                                 change = handler(self, sid, value["params"]["update"])
                             else:
-                                change = dispatch(value, m, None, frame)
+                                change = dispatch(value, m, source, frame)
                         except _Bad as bad:
                             err = _state_error(bad, frame, skip_ws(frame, 0))
                             append(to_python(err, frame, line=line, raw=frame))
@@ -597,7 +602,7 @@ class ToolCallStore:
                             append(change)
                         continue
                 elif type(value) is list and value:
-                    self._collect(self._apply_batch(frame, value, None, None, line), out, changes)
+                    self._collect(self._apply_batch(frame, value, None, source, line), out, changes, source)
                     continue
                 append(decode_value(frame, value, line))
         finally:
@@ -606,15 +611,16 @@ class ToolCallStore:
             dec._hold(tail, out)
         return out
 
-    def finish(self, *, changes=True):  # type: ignore[no-untyped-def]
+    def finish(self, *, changes=True, source=None):  # type: ignore[no-untyped-def]
         """Apply a final line that has no newline; returns its Changes / DecodeErrors (only the
         DecodeErrors with ``changes=False``)."""
+        _check_source(source)
         out: List[Any] = []
         for result in self._dec.finish():
-            self._collect(result, out, changes)
+            self._collect(result, out, changes, source)
         return out
 
-    def _collect(self, result: Any, out: List[Any], changes: bool) -> None:
+    def _collect(self, result: Any, out: List[Any], changes: bool, source: Any) -> None:
         """Add to ``out`` what one frame yields: ``result`` is its decoded Message / Batch /
         error, or the result list of a batch already applied."""
         t = type(result)
@@ -622,19 +628,19 @@ class ToolCallStore:
             out.append(result)
             return
         if t is Message:
-            result = [self._apply_message_in_stream(result)]
+            result = [self._apply_message_in_stream(result, source)]
         elif t is not list:  # a Batch decoded from a frame orjson refused
             frame = result.raw
-            result = self._apply_batch(frame, parse_exact(frame), result, None, result.line)
+            result = self._apply_batch(frame, parse_exact(frame), result, source, result.line)
         for r in result:
             if r is not None and (changes or type(r) is not Change):
                 out.append(r)
 
-    def _apply_message_in_stream(self, m: Message) -> Any:
+    def _apply_message_in_stream(self, m: Message, source: Any) -> Any:
         """A Message from the stream (a frame orjson refused): errors carry its line."""
         raw = m._raw
         try:
-            return self._dispatch(parse_exact(raw), m, None, None)
+            return self._dispatch(parse_exact(raw), m, source, None)
         except _Bad as bad:
             return to_python(_state_error(bad, raw, skip_ws(raw, 0)), raw, line=m._line, raw=raw)
 
