@@ -253,7 +253,10 @@ class Direction:
             data = part[:-1] if crlf else part
             error = bad.get(index)
             if error is not None and error.raw is not None and error.raw != data:
-                error = None  # an invalid entry of a batch: the batch itself is a valid frame
+                # An invalid entry of a batch: the batch is a frame when it holds at least one
+                # valid message (JSON-RPC answers the bad entries), else it is not JSON-RPC.
+                if not _all_invalid(data):
+                    error = None
             action = None
             if error is not None:
                 if error.kind == "frame_too_large":
@@ -310,6 +313,15 @@ class Direction:
 
 def _message(error: Any) -> str:
     return str(error)
+
+
+def _all_invalid(line: bytes) -> bool:
+    """Whether a batch line holds no valid message."""
+    try:
+        frame = acp_fast.decode(line)
+    except acp_fast.DecodeError:
+        return True
+    return isinstance(frame, list) and all(isinstance(entry, acp_fast.DecodeError) for entry in frame)
 
 
 def _request_id(data: bytes) -> Any:
@@ -478,6 +490,11 @@ class Proxy:
             with self.record_lock:
                 self.recorder.exit(status)
                 self._record_file.close()
+        if self.args.state_json:
+            with self.state_lock:
+                checkpoint = self.store.to_json()
+            with open(self.args.state_json, "wb") as f:
+                f.write(checkpoint)
         if self.args.summary or self.args.summary_json:
             info = self.summary(status)
             if self.args.summary_json:
@@ -527,6 +544,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--strict", action="store_true", help="answer invalid lines from the editor with a JSON-RPC error instead of forwarding them")
     p.add_argument("--summary", action="store_true", help="print a summary to stderr when the agent exits")
     p.add_argument("--summary-json", metavar="FILE", help="write the summary as JSON to FILE")
+    p.add_argument("--state-json", metavar="FILE", help="write the state engine's checkpoint (ToolCallStore.to_json) to FILE at exit")
     p.add_argument("--watch", action="store_true", help="print each tool call, permission, terminal and plan change to stderr")
     p.add_argument("--quiet", action="store_true", help="no diagnostics on stderr (diverted lines still go there)")
     p.add_argument("--protocol", type=int, choices=(1, 2), default=None, help="protocol version (default: learned from initialize)")
