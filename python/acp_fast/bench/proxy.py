@@ -1,0 +1,250 @@
+"""Benchmark of ``acp-fast proxy`` through real pipes: ``python -m acp_fast.bench.proxy``.
+
+Three measurements, each against the same pipeline without the proxy, in the same run:
+
+* **throughput**: the agent is ``cat CORPUS`` (repeated), the proxy relays it with state
+  tracking on (its defaults), and this process reads the proxy's stdout in 1 MiB reads. Time runs
+  from the first byte received to end of file (process start-up excluded). Median of
+  ``--repeat`` runs; MB/s and frames/s.
+* **latency**: a pacer agent writes one ~400 B frame every 100 µs (10,000 frames/s), each with
+  its send time (CLOCK_MONOTONIC, shared by all processes) inside; this process stamps each
+  frame on arrival. Added latency = the proxied percentile minus the direct percentile.
+* **memory**: peak RSS of the proxy (its ``--summary-json``) relaying about 1 GB of the
+  large-output corpus, beside the peak for one pass of it: flat memory means the two are close.
+
+Prints a Markdown table (stdout) and progress (stderr); ``--json FILE`` writes the figures.
+Refuses to run on a debug build of the native module.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence
+
+from .. import traffic
+
+PROXY = [sys.executable, "-m", "acp_fast.cli", "proxy"]
+
+
+def _progress(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def _read_all(cmd: List[str], env: Optional[Dict[str, str]] = None) -> Dict[str, float]:
+    """Run ``cmd``, read its stdout to the end; bytes, frames and seconds from the first byte."""
+    p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, bufsize=0)
+    fd = p.stdout.fileno()  # type: ignore[union-attr]
+    try:
+        import fcntl
+
+        fcntl.fcntl(fd, 1031, 1 << 20)  # F_SETPIPE_SZ
+    except OSError:
+        pass
+    total = frames = 0
+    first: Optional[float] = None
+    while True:
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            break
+        if first is None:
+            first = time.perf_counter()
+        total += len(chunk)
+        frames += chunk.count(b"\n")
+    end = time.perf_counter()
+    err = p.stderr.read()  # type: ignore[union-attr]
+    if p.wait() != 0:
+        raise RuntimeError(f"{cmd[:4]}... exited with {p.returncode}: {err.decode(errors='replace')[-500:]}")
+    return {"bytes": total, "frames": frames, "seconds": end - (first or end)}
+
+
+def throughput(corpus: Path, copies: int, repeat: int, proxy_args: Sequence[str] = ()) -> Dict[str, Any]:
+    agent = ["cat"] + [str(corpus)] * copies
+    direct, proxied = [], []
+    for i in range(repeat):
+        direct.append(_read_all(agent))
+        proxied.append(_read_all([*PROXY, *proxy_args, "--", *agent]))
+        _progress(f"  run {i + 1}/{repeat}: {proxied[-1]['bytes'] / proxied[-1]['seconds'] / 1e6:.0f} MB/s")
+    assert all(r["bytes"] == direct[0]["bytes"] for r in direct + proxied), "the proxy changed the byte count"
+
+    def summary(runs: List[Dict[str, float]]) -> Dict[str, float]:
+        secs = [r["seconds"] for r in runs]
+        med = statistics.median(secs)
+        return {
+            "seconds_median": med,
+            "seconds_min": min(secs),
+            "seconds_max": max(secs),
+            "mb_per_s": runs[0]["bytes"] / med / 1e6,
+            "frames_per_s": runs[0]["frames"] / med,
+        }
+
+    return {"bytes": direct[0]["bytes"], "frames": direct[0]["frames"], "direct": summary(direct), "proxy": summary(proxied)}
+
+
+PACER = textwrap.dedent(
+    """
+    import os, sys, time
+    rate, seconds, size = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
+    head = b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"lat","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"'
+    tail = b'"}}}}\\n'
+    n = int(rate * seconds)
+    step = int(1e9 / rate)
+    now = time.monotonic_ns
+    start = now() + 50_000_000
+    for i in range(n):
+        due = start + i * step
+        while now() < due:
+            os.sched_yield()
+        stamp = b"%d " % now()
+        os.write(1, head + stamp + b"x" * max(0, size - len(head) - len(stamp) - len(tail)) + tail)
+    """
+)
+
+
+def _latencies(cmd: List[str]) -> List[float]:
+    p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
+    fd = p.stdout.fileno()  # type: ignore[union-attr]
+    now = time.monotonic_ns
+    out: List[float] = []
+    rest = b""
+    marker = b'"text":"'
+    while True:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            break
+        t = now()
+        data = rest + chunk
+        lines = data.split(b"\n")
+        rest = lines.pop()
+        for line in lines:
+            i = line.find(marker) + len(marker)
+            sent = int(line[i : line.index(b" ", i)])
+            out.append((t - sent) / 1000.0)
+    if p.wait() != 0:
+        raise RuntimeError(p.stderr.read().decode(errors="replace"))  # type: ignore[union-attr]
+    return out
+
+
+def _percentile(values: List[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def latency(rate: float, seconds: float, size: int = 400) -> Dict[str, Any]:
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+        f.write(PACER)
+    pacer = [sys.executable, f.name, str(rate), str(seconds), str(size)]
+    try:
+        _progress(f"  direct: {rate:.0f} frames/s for {seconds:.0f} s")
+        direct = _latencies(pacer)
+        _progress(f"  through the proxy: {rate:.0f} frames/s for {seconds:.0f} s")
+        proxied = _latencies([*PROXY, "--", *pacer])
+    finally:
+        os.unlink(f.name)
+    stats = {}
+    for name, values in (("direct", direct), ("proxy", proxied)):
+        stats[name] = {"frames": len(values), "median_us": statistics.median(values), "p99_us": _percentile(values, 0.99), "max_us": max(values)}
+    stats["added_median_us"] = stats["proxy"]["median_us"] - stats["direct"]["median_us"]
+    stats["added_p99_us"] = stats["proxy"]["p99_us"] - stats["direct"]["p99_us"]
+    stats["rate"] = rate
+    return stats
+
+
+def memory(corpus: Path, copies: int) -> Dict[str, Any]:
+    result = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, n in (("one_pass", 1), ("full", copies)):
+            summary = Path(tmp) / f"{label}.json"
+            run = _read_all([*PROXY, "--summary-json", str(summary), "--", "cat", *[str(corpus)] * n])
+            info = json.loads(summary.read_text())
+            result[label] = {"bytes": run["bytes"], "peak_rss_mib": info["peak_rss_kib"] / 1024}
+            _progress(f"  {run['bytes'] / 1e9:.2f} GB relayed: peak RSS {info['peak_rss_kib'] / 1024:.1f} MiB")
+    return result
+
+
+def _check_release() -> Optional[str]:
+    try:
+        from .. import _native
+    except ImportError as e:
+        return f"the native module is not built ({e})"
+    if _native.build_profile != "release":
+        return f"the native module is a {_native.build_profile} build; benchmarks time release builds only (pip install -e .)"
+    return None
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m acp_fast.bench.proxy", description=__doc__.split("\n\n")[0])
+    p.add_argument("--mb", type=int, default=400, help="megabytes relayed per throughput run (default 400)")
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--latency-seconds", type=float, default=3.0)
+    p.add_argument("--rate", type=float, default=10000.0, help="frames per second in the latency run")
+    p.add_argument("--memory-gb", type=float, default=1.0, help="gigabytes relayed in the memory run")
+    p.add_argument("--json", metavar="FILE", help="write the figures as JSON")
+    args = p.parse_args(argv)
+    problem = _check_release()
+    if problem:
+        print(f"acp-fast bench proxy: {problem}", file=sys.stderr)
+        return 2
+    results: Dict[str, Any] = {"python": sys.version.split()[0], "cpus": os.cpu_count()}
+    with tempfile.TemporaryDirectory() as tmp:
+        corpora = {}
+        corpus_mb = min(64, args.mb)  # corpora of up to 64 MB, relayed as many times as needed
+        sizes = (("mixed", max(100, int(corpus_mb * 1e6 / traffic.TARGET_FRAME_BYTES["mixed"]))),
+                 ("large", max(10, int(corpus_mb * 1e6 / traffic.TARGET_FRAME_BYTES["large"]))))
+        for profile, n in sizes:
+            path = Path(tmp) / f"{profile}.ndjson"
+            path.write_bytes(traffic.generate(profile, n, seed=1))
+            corpora[profile] = path
+        for profile, path in corpora.items():
+            size = path.stat().st_size
+            copies = max(1, round(args.mb * 1e6 / size))
+            _progress(f"throughput, {profile} profile: {copies} x {size / 1e6:.0f} MB")
+            results[f"throughput_{profile}"] = throughput(path, copies, args.repeat)
+        _progress("latency")
+        results["latency"] = latency(args.rate, args.latency_seconds)
+        size = corpora["large"].stat().st_size
+        _progress("memory")
+        results["memory"] = memory(corpora["large"], max(1, round(args.memory_gb * 1e9 / size)))
+    print(report(results))
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+def report(r: Dict[str, Any]) -> str:
+    lines = [
+        "| measurement | direct pipe | through `acp-fast proxy` | target |",
+        "|---|---|---|---|",
+    ]
+    for profile, target in (("large", "≥ 500 MB/s"), ("mixed", "≥ 500,000 frames/s")):
+        t = r[f"throughput_{profile}"]
+        d, q = t["direct"], t["proxy"]
+        lines.append(
+            f"| relay, {profile} ({t['bytes'] / 1e6:.0f} MB, {t['frames']} frames) | {d['mb_per_s']:.0f} MB/s, "
+            f"{d['frames_per_s']:,.0f} frames/s | **{q['mb_per_s']:.0f} MB/s, {q['frames_per_s']:,.0f} frames/s** "
+            f"(min–max {t['bytes'] / q['seconds_max'] / 1e6:.0f}–{t['bytes'] / q['seconds_min'] / 1e6:.0f} MB/s) | {target} |"
+        )
+    lat = r["latency"]
+    lines.append(
+        f"| latency at {lat['rate']:,.0f} frames/s: median / p99 | {lat['direct']['median_us']:.0f} / {lat['direct']['p99_us']:.0f} µs | "
+        f"{lat['proxy']['median_us']:.0f} / {lat['proxy']['p99_us']:.0f} µs: **added {lat['added_median_us']:.0f} / "
+        f"{lat['added_p99_us']:.0f} µs** | added ≤ 50 / ≤ 500 µs |"
+    )
+    m = r["memory"]
+    lines.append(
+        f"| peak RSS of the proxy | {m['one_pass']['bytes'] / 1e9:.2f} GB relayed: {m['one_pass']['peak_rss_mib']:.0f} MiB | "
+        f"**{m['full']['bytes'] / 1e9:.2f} GB relayed: {m['full']['peak_rss_mib']:.0f} MiB** | flat |"
+    )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
