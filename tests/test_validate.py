@@ -1,0 +1,544 @@
+"""``acp-fast validate``: the real command on real files (both backends), and the Validator.
+
+tests/data/bad_frames.ndjson holds one known defect per bad line; EXPECTED below says which
+problem each line must give (line, the byte the column points at, kind, message). The command
+must report exactly those and nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+import pytest
+
+import acp_fast
+from acp_fast import builders as B
+from acp_fast import recording, traffic
+from acp_fast import validate as V
+
+DATA = Path(__file__).resolve().parent / "data"
+BAD = DATA / "bad_frames.ndjson"
+PY = sys.executable
+
+
+@pytest.fixture
+def codec(backend, monkeypatch):
+    """Run in-process code on the given backend: acp_fast's codec names point at it."""
+    for name in ("FrameDecoder", "decode", "loads", "dumps", "encode", "ToolCallStore", "Message", "BACKEND"):
+        monkeypatch.setattr(acp_fast, name, getattr(backend, name))
+    return backend
+
+
+def run(*args: str, backend_id: str = "rust", stdin: Optional[bytes] = None, cwd: Optional[Path] = None) -> subprocess.CompletedProcess:
+    env = dict(os.environ, ACP_FAST_BACKEND=backend_id)
+    return subprocess.run(
+        [PY, "-m", "acp_fast.cli", "validate", *args], input=stdin, capture_output=True, env=env, timeout=60, cwd=cwd
+    )
+
+
+def problems_of(stdout: bytes, name: str) -> List[Tuple[int, int, str, str]]:
+    out = []
+    for line in stdout.decode().splitlines():
+        if line.startswith(name + ":") and ": [" in line:
+            where, rest = line[len(name) + 1 :].split(": [", 1)
+            lineno, col = where.split(":")
+            kind, message = rest.split("] ", 1)
+            out.append((int(lineno), int(col), kind, message))
+    return out
+
+
+# (line, text the column points at, kind, message) for every defect of bad_frames.ndjson
+EXPECTED: List[Tuple[int, bytes, str, str]] = [
+    (3, b'{"cwd"', "acp", 'session/new: expected "params.mcpServers" to be an array, found none'),
+    (5, b"ot json", "json", "expected 'null', found 'o'"),
+    (6, b'{"sessionUpdate":"tool_call"', "acp", 'session/update: expected "params.update.toolCallId" to be a string, found none'),
+    (7, b'"1.0"', "jsonrpc", 'expected "jsonrpc": "2.0", found string "1.0"'),
+    (
+        8,
+        b'"done"',
+        "acp",
+        'session/update: expected "params.update.status" to be one of "pending", "in_progress", "completed", "failed" or null, found string "done"',
+    ),
+    (9, b'{"toolCallId"', "acp", 'session/update: expected "params.update.sessionUpdate" to be a string, found none'),
+    (10, b'{"update"', "acp", 'session/update: expected "params.sessionId" to be a string, found none'),
+    (11, b'{"sessionId"', "acp", 'session/request_permission: expected "params.options" to be an array, found none'),
+    (
+        12,
+        b'"maybe"',
+        "acp",
+        'session/request_permission: expected "params.options[0].kind" to be one of "allow_once", "allow_always", '
+        '"reject_once", "reject_always", found string "maybe"',
+    ),
+    (
+        13,
+        b'{"outcome":"selected"}',
+        "acp",
+        'result of session/request_permission (request on line 12): expected "result.outcome.optionId" to be a string, found none',
+    ),
+    (14, b"99", "protocol", "expected a response to a pending request, found one for id 99 (no such request)"),
+    (15, b'"hi"', "acp", 'session/prompt: expected "params.prompt" to be an array, found string "hi"'),
+    (16, b'{"type":"text"}', "acp", 'session/update: expected "params.update.content.text" to be a string, found none'),
+    (
+        17,
+        b'"tool_call_content_chunk"',
+        "acp",
+        'session/update: expected "params.update.sessionUpdate" to be a protocol v1 session update, found string '
+        '"tool_call_content_chunk" (a protocol v2 update)',
+    ),
+    (
+        18,
+        b'"urgent"',
+        "acp",
+        'session/update: expected "params.update.entries[0].priority" to be one of "high", "medium", "low", found string "urgent"',
+    ),
+    (19, b'{"sessionId"', "acp", 'fs/read_text_file: expected "params.path" to be a string, found none'),
+    (
+        20,
+        b'"no/such/method"',
+        "acp",
+        'expected a protocol v1 method or an extension method starting with "_", found "no/such/method"',
+    ),
+    (21, b'"session/prompt"', "acp", 'expected "session/prompt" to be a request (with an "id"), found a notification'),
+    (22, b"[]", "jsonrpc", "expected at least one message in the batch, found an empty array"),
+    (
+        23,
+        b'"finished"',
+        "acp",
+        'result of session/prompt (request on line 15): expected "result.stopReason" to be one of "end_turn", '
+        '"max_tokens", "max_turn_requests", "refusal", "cancelled", found string "finished"',
+    ),
+    (25, b'"1.0"', "acp", 'initialize: expected "params.protocolVersion" to be an integer from 0 to 65535, found string "1.0"'),
+    (26, b"1.5", "jsonrpc", 'expected "id" to be a string, an integer or null, found number 1.5'),
+    (27, b'"session/cancel"', "acp", 'expected "session/cancel" to be a notification (without "id"), found a request'),
+    (29, b"", "json", "expected a string key, found end of input"),
+    (30, b"\xff", "json", "invalid UTF-8 byte 0xFF"),
+    (31, b'{"type":"diff"', "acp", 'session/update: expected "params.update.content[0].newText" to be a string, found none'),
+    (32, b'{"line":3}', "acp", 'session/update: expected "params.update.locations[0].path" to be a string, found none'),
+    (33, b"-1", "acp", 'session/update: expected "params.update.used" to be an integer >= 0, found number -1'),
+    (
+        35,
+        b"9",
+        "protocol",
+        'expected a request id not already pending, found id 9 (still pending: "session/prompt" from line 34)',
+    ),
+    (
+        36,
+        b'{"type":"terminal"}',
+        "acp",
+        'session/update: expected "params.update.content[0].terminalId" to be a string, found none',
+    ),
+]
+
+
+def _expected_columns() -> List[Tuple[int, int, str, str]]:
+    lines = BAD.read_bytes().split(b"\n")
+    out = []
+    for lineno, at, kind, message in EXPECTED:
+        raw = lines[lineno - 1]
+        column = len(raw) + 1 if at == b"" else raw.index(at) + 1
+        out.append((lineno, column, kind, message))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# the bad-frames file, through the real command
+# --------------------------------------------------------------------------------------------
+
+
+def test_bad_frames_every_defect_with_line_and_column(backend_id):
+    done = run(str(BAD), "--max-problems", "0", backend_id=backend_id, cwd=DATA)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr == b""
+    found = problems_of(done.stdout, str(BAD))
+    assert found == _expected_columns()
+    assert done.stdout.decode().splitlines()[-1] == (
+        f"{BAD}: ndjson, 36 lines, 29 frames, protocol v1 (negotiated): 30 problems (json 3, jsonrpc 3, acp 22, protocol 2)"
+    )
+
+
+def test_bad_frames_json_output(backend_id):
+    done = run(str(BAD), "--format", "json", backend_id=backend_id)
+    assert done.returncode == 1
+    report = json.loads(done.stdout)
+    assert report["ok"] is False
+    assert (report["lines"], report["frames"], report["problemCount"]) == (36, 29, 30)
+    assert report["problemsByKind"] == {"json": 3, "jsonrpc": 3, "acp": 22, "protocol": 2}
+    got = [(p["line"], p["column"], p["kind"], p["message"]) for p in report["problems"]]
+    assert got == _expected_columns()
+    codes = {p["line"]: p["code"] for p in report["problems"]}
+    assert (codes[5], codes[7], codes[3], codes[20], codes[14]) == (-32700, -32600, -32602, -32601, None)
+    # the initialize with id 7 was never answered: listed, not a problem
+    assert {"id": 7, "method": "initialize", "line": 25, "from": None} in report["unanswered"]
+
+
+def test_bad_frames_with_schema_adds_nothing_already_reported():
+    # The official schema agrees with the shape checks on every defect of the file; a defect is
+    # reported once (its path was already reported by the shape check).
+    done = run(str(BAD), "--schema", "--max-problems", "0")
+    assert done.returncode == 1
+    assert problems_of(done.stdout, str(BAD)) == _expected_columns()
+    assert "schema checked: 30 problems" in done.stdout.decode()
+
+
+def test_schema_finds_what_the_shape_checks_do_not(tmp_path):
+    # The shape checks look at the members the spec digest names; the schema knows every member.
+    frame = B.notification(
+        "session/update",
+        {"sessionId": "s", "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "image", "data": "x", "mimeType": "image/png", "uri": 7}}},
+    )
+    path = tmp_path / "s.ndjson"
+    path.write_bytes(frame)
+    assert run(str(path)).returncode == 0
+    done = run(str(path), "--schema")
+    assert done.returncode == 1
+    col = frame.index(b"7}") + 1
+    assert problems_of(done.stdout, str(path)) == [
+        (1, col, "schema", 'session/update: expected "params.update.content.uri" to be string or null, found number 7')
+    ]
+
+
+def test_max_problems_and_quiet(tmp_path):
+    done = run(str(BAD), "--max-problems", "3")
+    out = done.stdout.decode().splitlines()
+    assert len(problems_of(done.stdout, str(BAD))) == 3
+    assert out[-2] == "... 27 more problems not shown (--max-problems)"
+    quiet = run(str(BAD), "-q")
+    assert quiet.returncode == 1 and len(quiet.stdout.decode().splitlines()) == 1
+
+
+# --------------------------------------------------------------------------------------------
+# valid streams
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("profile", ["mixed", "v2"])
+def test_generated_traffic_is_valid(tmp_path, backend_id, profile):
+    path = tmp_path / f"{profile}.ndjson"
+    path.write_bytes(traffic.generate(profile, 400, seed=11))
+    done = run(str(path), "--schema", backend_id=backend_id)
+    assert done.returncode == 0, done.stdout.decode()
+    version = traffic.PROTOCOL_VERSIONS[profile]
+    assert done.stdout.decode() == (
+        f"{path}: ndjson, 400 lines, 400 frames, protocol v{version} (negotiated), schema checked: no problems\n"
+    )
+
+
+def test_stdin_and_crlf_blank_lines(backend_id):
+    data = B.request(0, "initialize", {"protocolVersion": 1}).replace(b"\n", b"\r\n") + b"\n  \n" + B.response(0, {"protocolVersion": 1})
+    done = run("-", stdin=data, backend_id=backend_id)
+    assert done.returncode == 0
+    assert done.stdout.decode() == "<stdin>: ndjson, 4 lines, 2 frames, protocol v1 (negotiated): no problems\n"
+
+
+def test_version_learned_from_initialize(codec):
+    v2_update = B.tool_call_content_chunk("s", "c", B.text_content("x"))
+    # before initialize: protocol v1, where tool_call_content_chunk does not exist
+    v = V.Validator()
+    v.run([v2_update])
+    assert [p.kind for p in v.problems] == ["acp"] and "protocol v2 update" in v.problems[0].message
+    # an initialize answered with 2 switches to v2
+    v = V.Validator()
+    v.run([B.request(0, "initialize", {"protocolVersion": 2, "info": {"name": "e", "version": "1"}}),
+           B.response(0, {"protocolVersion": 2, "info": {"name": "a", "version": "1"}}), v2_update])
+    assert v.ok and v.version == 2 and v.negotiated_version == 2
+    # v1-only updates are flagged in v2, with a hint
+    v.run([B.tool_call("s", "c2", "Read")])
+    assert "v2 creates tool calls with tool_call_update" in v.problems[0].message
+
+
+def test_initialize_checked_by_the_version_it_asks_for(codec):
+    v = V.Validator()
+    v.run([B.request(0, "initialize", {"protocolVersion": 2})])  # v2 requires "info"
+    assert [p.message for p in v.problems] == ['initialize: expected "params.info" to be an object, found none']
+
+
+def test_fixed_protocol_disagreeing_with_initialize(codec):
+    v = V.Validator(protocol_version=1)
+    frames = [B.request(0, "initialize", {"protocolVersion": 2, "info": {"name": "e", "version": "1"}}),
+              B.response(0, {"protocolVersion": 2, "info": {"name": "a", "version": "1"}})]
+    v.run(frames)
+    assert [(p.kind, p.message) for p in v.problems] == [
+        ("protocol", "expected protocol version 1 (--protocol), found 2 in the initialize response")
+    ]
+    assert v.version == 1
+
+
+def test_v2_checks(codec):
+    v = V.Validator(protocol_version=2)
+    frames = [
+        B.terminal_output_chunk("s", "t", b"ok"),
+        b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"terminal_output_chunk","terminalId":"t","data":"abc"}}}\n',
+        b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"x"}}}}\n',
+        b'{"jsonrpc":"2.0","id":1,"method":"session/request_permission","params":{"sessionId":"s","options":[]}}\n',
+        b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"_vendor_thing","x":1}}}\n',
+        b'{"jsonrpc":"2.0","id":2,"method":"fs/read_text_file","params":{"sessionId":"s","path":"/a"}}\n',
+    ]
+    v.run(frames)
+    assert [(p.line, p.message) for p in v.problems] == [
+        (2, 'session/update: expected "params.update.data" to be base64 text, found string "abc"'),
+        (3, 'session/update: expected "params.update.messageId" to be a string, found none'),
+        (4, 'session/request_permission: expected "params.title" to be a string, found none'),
+        (4, 'session/request_permission: expected "params.options" to hold at least 1 item, found 0'),
+        (6, 'expected a protocol v2 method, found "fs/read_text_file" (a protocol v1 method)'),
+    ]
+
+
+def test_batches(codec):
+    v = V.Validator(protocol_version=2)
+    batch = b'[{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}, 7, {"jsonrpc":"2.0","id":3,"result":{}}]\n'
+    v.run([batch])
+    col_7 = batch.index(b"7") + 1
+    col_id = batch.index(b"3,") + 1
+    assert [(p.column, p.kind, p.message) for p in v.problems] == [
+        (col_7, "jsonrpc", "expected a JSON-RPC message object, found number"),
+        (col_id, "protocol", "expected a response to a pending request, found one for id 3 (no such request)"),
+        (1, "acp", "expected a batch of calls or a batch of responses, found both"),
+    ]
+    assert (v.frames, v.messages, v.batches) == (1, 2, 1)
+    v1 = V.Validator(protocol_version=1)
+    v1.run([b'[{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}]\n'])
+    assert [p.message for p in v1.problems] == [
+        "expected one message per line, found a batch array (batches exist in protocol v2 only)"
+    ]
+
+
+def test_ids_are_json_values_and_extensions_pass(codec):
+    v = V.Validator()
+    v.run([B.request("1", "_acme/ping", {}), B.response(1, {}), B.response("1", {"anything": True}),
+           B.notification("_acme/event", [1, 2]), B.notification("$/cancel_request", {"requestId": 4})])
+    assert [p.message for p in v.problems] == ["expected a response to a pending request, found one for id 1 (no such request)"]
+
+
+def test_unstable_methods(codec):
+    frame = B.request(1, "session/fork", {"sessionId": "s", "cwd": "/r"})
+    v = V.Validator()
+    v.run([frame])
+    assert v.problems[0].message == (
+        'expected a stable protocol v1 method, found "session/fork" (unstable; pass --unstable to accept it)'
+    )
+    v = V.Validator(unstable=True)
+    v.run([frame])
+    assert v.ok
+
+
+# --------------------------------------------------------------------------------------------
+# recordings: embedded frames checked, the recording's line numbers and columns
+# --------------------------------------------------------------------------------------------
+
+
+def _recording(records: List[Tuple[str, bytes, Dict]], exit_status: Optional[int] = 0) -> bytes:
+    """A recording written by the proxy's own writer."""
+    import io
+
+    out = io.BytesIO()
+    writer = recording.RecordWriter(out, ["acp-fast", "demo-agent"], "0.1.0")
+    for i, (side, line, flags) in enumerate(records):
+        if flags.get("too_large"):
+            writer.too_large(side, flags["too_large"], 1000.0 + i)
+            continue
+        try:
+            acp_fast.loads(line)
+            is_json = True
+        except acp_fast.DecodeError:
+            is_json = False
+        writer.line(side, line, is_json, 1000.0 + i, crlf=flags.get("crlf", False), eol=flags.get("eol", True), action=flags.get("action"))
+    if exit_status is not None:
+        writer.exit(exit_status)
+    return out.getvalue()
+
+
+def test_recording_problems_at_the_recording_lines_and_columns(tmp_path, backend_id):
+    bad_update = b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call","toolCallId":"c1"}}}'
+    rec = _recording(
+        [
+            ("editor", B.request(0, "initialize", {"protocolVersion": 1}).rstrip(b"\n"), {}),
+            ("agent", B.response(0, {"protocolVersion": 1}).rstrip(b"\n"), {"crlf": True}),
+            ("agent", bad_update, {}),
+            ("agent", b"Traceback (most recent call last): caf\xc3\xa9", {"action": "diverted"}),
+            ("agent", b"\x00\xff binary", {"action": "diverted"}),
+            ("editor", B.tool_call("s1", "c2", "Oops").rstrip(b"\n"), {}),
+            ("agent", b"", {"too_large": 123456789}),
+            ("agent", B.message_chunk("s1", "last").rstrip(b"\n"), {"eol": False}),
+        ]
+    )
+    path = tmp_path / "rec.ndjson"
+    path.write_bytes(rec)
+    done = run(str(path), "--max-problems", "0", backend_id=backend_id)
+    assert done.returncode == 1
+    lines = rec.split(b"\n")
+    found = problems_of(done.stdout, str(path))
+    # record 4 (line 4) holds the bad tool_call: the column points into the recording line
+    assert found[0][:3] == (4, lines[3].index(b'{"sessionUpdate"') + 1, "acp")
+    assert found[0][3] == 'session/update: expected "params.update.title" to be a string, found none'
+    assert found[1] == (5, lines[4].index(b"Traceback") + 1, "json", "expected a JSON value, found 'T'")
+    assert found[2] == (6, lines[5].index(b'"base64":"') + 10, "json", "invalid UTF-8 byte 0xFF (byte 1 of the recorded line)")
+    assert found[3] == (
+        7,
+        lines[6].index(b'"session/update"') + 1,
+        "protocol",
+        'expected "session/update" to be sent by the agent, found it from the client (editor)',
+    )
+    assert found[4] == (8, 1, "json", "expected a frame within the proxy's limit, found a line of 123456789 bytes (not recorded)")
+    assert len(found) == 5
+    text = done.stdout.decode()
+    assert "recording: 2 lines from the editor, 6 from the agent, 2 not forwarded (2 diverted), 1 with CRLF, agent exit status 0" in text
+    assert f"{path}: recording, 10 lines, 5 frames, protocol v1 (negotiated): 5 problems" in text
+
+
+def test_text_payload_column_points_at_the_character(codec):
+    rec = _recording([("agent", 'é "q" {x'.encode(), {})])
+    v = V.Validator()
+    v.run([rec])
+    record_line = rec.split(b"\n")[1]
+    (problem,) = v.problems
+    assert (problem.line, problem.kind, problem.message) == (2, "json", "expected a JSON value, found U+00E9")
+    assert record_line[problem.column - 1 :].startswith("é".encode())
+
+
+def test_text_payload_column_after_escapes(codec):
+    line = b'{"a":1} trailing'
+    rec = _recording([("agent", b'x\t"' + line, {})])  # not JSON: error at the "x"
+    v = V.Validator()
+    v.run([rec])
+    assert v.problems[0].column == rec.split(b"\n")[1].index(b'"text":"') + 9
+    rec2 = _recording([("agent", b'\t"q\\"" x', {})])  # a JSON string then "x": every byte before it escaped
+    v = V.Validator()
+    v.run([rec2])
+    record_line = rec2.split(b"\n")[1]
+    assert v.problems[0].message == "expected end of input, found 'x'"
+    assert record_line[v.problems[0].column - 1 : v.problems[0].column] == b"x"
+
+
+def test_malformed_recordings(codec):
+    header = b'{"acp-fast-recording":1,"t":1.0,"argv":["a"],"version":"1"}\n'
+    good = b'{"t":1.1,"from":"agent","frame":{"jsonrpc":"2.0","method":"_x"}}\n'
+    data = (
+        header
+        + b'{"t":1.2,"from":"agent"}\n'
+        + b'{"t":1.3,"from":"proxy","frame":{}}\n'
+        + b'{"t":1.4,"from":"agent","base64":"%%%"}\n'
+        + b'{"t":1.5,"from":"agent","text":"{\\"jsonrpc\\":\\"2.0\\",\\"method\\":\\"_x\\"}"}\n'
+        + b"\n"
+        + b'{"t":1.6,"from":"agent","frame":{},"crlf":false}\n'
+        + b"[1,2]\n"
+        + good
+        + b'{"t":2.0,"event":"exit","status":0}\n'
+        + good
+    )
+    v = V.Validator()
+    v.run([data])
+    assert [(p.line, p.kind, p.message) for p in v.problems] == [
+        (2, "recording", 'expected one payload ("frame", "text" or "base64"), found none'),
+        (3, "recording", 'expected "from" to be "editor" or "agent", found "proxy"'),
+        (4, "recording", 'expected "base64" to be base64 text (RFC 4648)'),
+        (5, "recording", 'expected "frame" for a line that is valid JSON, found "text"'),
+        (6, "recording", "expected a record, found a blank line"),
+        (7, "recording", 'expected "crlf" to be true when present'),
+        (8, "recording", "expected a record object, found array"),
+        (11, "recording", "expected no record after the exit footer (line 10)"),
+    ]
+    v = V.Validator()
+    v.run([b'{"acp-fast-recording":2,"t":1,"argv":[],"version":"1"}\n' + good])
+    assert [(p.line, p.message) for p in v.problems] == [(1, 'expected "acp-fast-recording": 1, found 2')]
+
+
+def test_input_option_forces_the_format(tmp_path):
+    path = tmp_path / "r.ndjson"
+    path.write_bytes(_recording([("agent", B.message_chunk("s", "x").rstrip(b"\n"), {})]))
+    assert run(str(path)).returncode == 0
+    as_stream = run(str(path), "--input", "ndjson")
+    assert as_stream.returncode == 1  # records are not JSON-RPC messages
+    assert b'[jsonrpc] expected "jsonrpc": "2.0", found no "jsonrpc" member' in as_stream.stdout
+
+
+# --------------------------------------------------------------------------------------------
+# robustness: never crash, bounded memory, clear errors
+# --------------------------------------------------------------------------------------------
+
+
+def test_garbage_never_crashes(tmp_path, backend_id):
+    rng = random.Random(5)
+    blobs = [
+        bytes(rng.randrange(256) for _ in range(20000)),
+        b"[" * 5000 + b"\n" + b'{"a":' * 3000 + b"\n",
+        b'{"jsonrpc":"2.0","method":"x","params":"\\ud800"}\n\x00\x00\n\xef\xbb\xbf{}\n',
+        b'{"acp-fast-recording":1}\n' + bytes(rng.randrange(256) for _ in range(5000)),
+        b'{"acp-fast-recording":1,"t":1,"argv":[],"version":"x"}\n{"t":1,"from":"agent","frame":' + b"[" * 2000 + b"\n",
+        b"\n\n\r\n",
+    ]
+    for i, blob in enumerate(blobs):
+        path = tmp_path / f"g{i}.bin"
+        path.write_bytes(blob)
+        for fmt in ("text", "json"):
+            done = run(str(path), "--schema", "--format", fmt, backend_id=backend_id)
+            assert done.returncode in (0, 1), (i, done.stderr)
+            assert b"Traceback" not in done.stderr, done.stderr
+    last = run(str(tmp_path / "g5.bin"))
+    assert last.returncode == 0
+
+
+def test_huge_line_over_the_limit(tmp_path, backend_id):
+    big = B.message_chunk("s", "x" * 300_000)
+    path = tmp_path / "big.ndjson"
+    path.write_bytes(B.message_chunk("s", "a") + big + B.message_chunk("s", "b"))
+    done = run(str(path), "--max-frame-bytes", "100000", backend_id=backend_id)
+    assert done.returncode == 1
+    assert problems_of(done.stdout, str(path)) == [
+        (2, 100001, "json", "expected a frame of at most 100000 bytes, found a longer line; skipped to the next newline")
+    ]
+    assert run(str(path), backend_id=backend_id).returncode == 0
+
+
+def test_usage_errors(tmp_path):
+    assert run().returncode == 2
+    assert run(str(BAD), "--protocol", "3").returncode == 2
+    missing = run(str(tmp_path / "nope.ndjson"))
+    assert missing.returncode == 2
+    assert b"acp-fast validate: cannot read" in missing.stderr and b"No such file" in missing.stderr
+    assert run(str(BAD), "--max-frame-bytes", "0").returncode == 2
+    helped = run("--help")
+    assert helped.returncode == 0 and b"FILE:LINE:COLUMN" in helped.stdout
+
+
+def test_schema_without_jsonschema_is_a_clear_usage_error(tmp_path):
+    code = (
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'jsonschema' or name.startswith('jsonschema.'):\n"
+        "            raise ImportError('blocked')\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "from acp_fast.cli import main\n"
+        f"sys.exit(main(['validate', '--schema', {str(BAD)!r}]))\n"
+    )
+    done = subprocess.run([PY, "-c", code], capture_output=True, timeout=60)
+    assert done.returncode == 2
+    assert b"pip install jsonschema" in done.stderr
+    assert done.stdout == b""
+
+
+def test_progress_only_when_asked(tmp_path):
+    path = tmp_path / "t.ndjson"
+    path.write_bytes(traffic.generate("large", 300, seed=2))
+    quiet = run(str(path))
+    assert quiet.returncode == 0 and quiet.stderr == b""  # stderr is not a terminal here
+    shown = run(str(path), "--progress")
+    assert shown.returncode == 0
+    assert b"validate " in shown.stderr and b"MiB" in shown.stderr and b"%" in shown.stderr
+    assert shown.stdout == quiet.stdout
+
+
+def test_main_in_process(capsys, codec):
+    assert V.main([str(BAD), "-q"]) == 1
+    out = capsys.readouterr().out
+    assert out.endswith("30 problems (json 3, jsonrpc 3, acp 22, protocol 2)\n")
+    from acp_fast.cli import main
+
+    assert main(["validate", str(DATA / "bad_frames.ndjson"), "--format", "json"]) == 1
+    assert json.loads(capsys.readouterr().out)["problemCount"] == 30
