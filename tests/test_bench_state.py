@@ -1,11 +1,15 @@
-"""The state benchmark's own pieces: the growth exponent and the dict-accumulator baseline."""
+"""The state benchmark's own pieces: the growth exponent, the dict-accumulator baseline and the
+SDK path compute what they claim (a baseline that computes something else measures nothing)."""
 
 from __future__ import annotations
 
+import json
+
+import orjson
 import pytest
 
 from acp_fast import traffic
-from acp_fast.bench.state import dict_accumulator, growth_exponent
+from acp_fast.bench.state import dict_accumulator, growth_exponent, memory_per_tool_call, sdk_accumulate
 
 
 @pytest.mark.parametrize("k", [1.0, 1.5, 2.0, 0.5])
@@ -19,9 +23,40 @@ def test_growth_exponent_of_noisy_linear_data_is_near_one():
     assert growth_exponent(points) == pytest.approx(1.0, abs=0.02)
 
 
-def test_dict_accumulator_matches_the_store(backend):
+def test_growth_exponent_of_a_known_quadratic_with_a_constant_term():
+    # t = a n + b n^2 tends to an exponent between 1 and 2; over 1k..1M with b n = a at n = 10k:
+    points = [(n, 1e-6 * n + 1e-10 * n * n) for n in (1_000, 10_000, 100_000, 1_000_000)]
+    assert 1.4 < growth_exponent(points) < 1.8
+    assert growth_exponent(points[-2:]) == pytest.approx(1.96, abs=0.01)
+
+
+def test_growth_exponent_needs_two_points():
+    with pytest.raises(ValueError):
+        growth_exponent([(1_000, 1.0)])
+
+
+@pytest.mark.parametrize("profile", traffic.PROFILES)
+def test_dict_accumulator_matches_the_store(backend, profile):
     # The baseline must compute the same state, or the comparison is meaningless.
-    data = traffic.generate("mixed", 3000, seed=5)
-    store = backend.ToolCallStore(1)
+    data = traffic.generate(profile, 3000 if profile != "large" else 200, seed=5)
+    version = traffic.PROTOCOL_VERSIONS[profile]
+    store = backend.ToolCallStore(version)
     assert not [r for r in store.feed(data) if not isinstance(r, backend.Change)]
-    assert dict_accumulator(data.splitlines(), version=1) == store.snapshot()
+    for loads in (orjson.loads, json.loads):
+        assert dict_accumulator(data.splitlines(), version, loads) == store.snapshot()
+
+
+@pytest.mark.parametrize("profile", ["mixed", "large"])
+def test_sdk_accumulators_agree_with_the_store_on_every_status(backend, profile):
+    data = traffic.generate(profile, 400 if profile == "mixed" else 40, seed=6)
+    store = backend.ToolCallStore(1)
+    store.feed(data)
+    sessions = sdk_accumulate(data.splitlines())
+    got = {sid: {t: v.status for t, v in acc.snapshot().tool_calls.items()} for sid, acc in sessions.items()}
+    want = {sid: {t: rec["status"] for t, rec in calls.items()} for sid, calls in store.snapshot().items()}
+    assert {s: c for s, c in got.items() if c} == {s: c for s, c in want.items() if c}
+    assert sum(map(len, want.values())) > 10
+
+
+def test_memory_probe_reports_nothing_when_it_cannot_measure():
+    assert memory_per_tool_call("_no_such_backend", 100) is None

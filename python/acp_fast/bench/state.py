@@ -1,36 +1,54 @@
-"""State-accumulation benchmark (issue 3; ``python -m acp_fast.bench.state``).
+"""The state tasks of ``acp-fast bench``: accumulators, scaling, growth exponent, memory.
 
-Applies a seeded ACP stream (``acp_fast.traffic``) to a ``ToolCallStore`` straight from bytes and
-compares it, in the same run, with what people write today: ``orjson.loads`` per line plus a
-plain-dict accumulator that follows the same v1/v2 rules. Reports medians and ratios, the time per
-frame at growing stream lengths with the growth exponent (slope of log time against log frames),
-and the memory held per retained tool call.
+``state``    applies a seeded ACP stream to a ``ToolCallStore`` straight from bytes and compares
+             it, in the same run, with what people write today: a JSON parse per line plus a
+             plain-dict accumulator following the same v1/v2 rules (:func:`dict_accumulator`),
+             and the official SDK's ``SessionAccumulator`` (:func:`sdk_accumulate`).
+``scaling``  the same on growing prefixes of one stream: time per frame at each length and the
+             growth exponent (slope of log time against log frames; 1.0 is linear). A contender
+             whose next pass is projected past a time budget is stopped, and the report says so
+             (the SDK's accumulator rebuilds a snapshot of the whole session on every update, so
+             its cost per frame grows with the stream: quadratic).
+
+``python -m acp_fast.bench.state`` is an alias of ``acp-fast bench --tasks state scaling
+--profiles mixed`` (its old options ``--frames``, ``--rounds`` and ``--scaling`` still work).
 """
 
 from __future__ import annotations
 
-import argparse
 import gc
+import json
 import math
 import statistics
+import subprocess
 import sys
 import time
+from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import orjson
 
-from .. import traffic
-
-__all__ = ["dict_accumulator", "growth_exponent", "main"]
+__all__ = [
+    "ScalingResult",
+    "dict_accumulator",
+    "growth_exponent",
+    "main",
+    "memory_per_tool_call",
+    "project",
+    "run_scaling",
+    "scaling_sizes",
+    "sdk_accumulate",
+]
 
 _DEFAULTS = {"status": "pending", "kind": "other"}
 
 
-def dict_accumulator(lines: Sequence[bytes], version: int = 1) -> Dict[str, Dict[str, Dict[str, Any]]]:
-    """The baseline: ``orjson.loads`` each line, keep ``{session: {toolCallId: record}}`` with the
+def dict_accumulator(
+    lines: Sequence[bytes], version: int = 1, loads: Callable[[bytes], Any] = orjson.loads
+) -> Dict[str, Dict[str, Dict[str, Any]]]:
+    """The baseline: ``loads`` each line, keep ``{session: {toolCallId: record}}`` with the
     API.md rules (what a careful hand-written Python client does)."""
     state: Dict[str, Dict[str, Dict[str, Any]]] = {}
-    loads = orjson.loads
     for line in lines:
         msg = loads(line)
         if msg.get("method") != "session/update":
@@ -74,8 +92,38 @@ def dict_accumulator(lines: Sequence[bytes], version: int = 1) -> Dict[str, Dict
     return state
 
 
+def sdk_accumulate(lines: Sequence[bytes]) -> Dict[str, Any]:
+    """The official SDK's way: ``json.loads`` each line, validate every ``session/update`` as an
+    ``acp.schema.SessionNotification``, and merge it into that session's
+    ``acp.contrib.session_state.SessionAccumulator`` (one per session: a single accumulator
+    resets itself whenever the session id changes). Returns ``{session_id: accumulator}``."""
+    from .contenders import sdk_path
+
+    sdk = sdk_path()
+    validate = sdk.notification.model_validate
+    SessionAccumulator = sdk.accumulator
+    loads = json.loads
+    sessions: Dict[str, Any] = {}
+    for line in lines:
+        msg = loads(line)
+        if msg.get("method") != "session/update":
+            continue
+        note = validate(msg["params"])
+        acc = sessions.get(note.session_id)
+        if acc is None:
+            acc = sessions[note.session_id] = SessionAccumulator()
+        acc.apply(note)
+    return sessions
+
+
+# ---------------------------------------------------------------------------------------------
+# Growth
+
+
 def growth_exponent(points: Sequence[Tuple[int, float]]) -> float:
-    """Least-squares slope of log(total time) against log(frames): 1.0 is linear."""
+    """Least-squares slope of log(total time) against log(frames): 1.0 is linear, 2.0 quadratic."""
+    if len(points) < 2:
+        raise ValueError("the growth exponent needs at least two points")
     xs = [math.log(n) for n, _ in points]
     ys = [math.log(t) for _, t in points]
     mx, my = statistics.fmean(xs), statistics.fmean(ys)
@@ -84,124 +132,176 @@ def growth_exponent(points: Sequence[Tuple[int, float]]) -> float:
     return num / den
 
 
-def _timed(fn: Callable[[], Any], rounds: int) -> List[float]:
-    out = []
-    for _ in range(rounds):
-        gc.collect()
-        t = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t)
-    return out
+def project(points: Sequence[Tuple[int, float]], n: int) -> float:
+    """Projected time of one pass over ``n`` frames from measured ``(frames, seconds)`` points:
+    the last point extrapolated with the exponent of the last two (at least 1: nothing is
+    assumed to get cheaper per frame), or linearly from a single point."""
+    n1, t1 = points[-1]
+    exponent = 1.0
+    if len(points) >= 2:
+        n0, t0 = points[-2]
+        if t0 > 0 and t1 > 0 and n1 != n0:
+            exponent = max(1.0, math.log(t1 / t0) / math.log(n1 / n0))
+    return t1 * (n / n1) ** exponent
 
 
-def _contenders(data: bytes, lines: List[bytes]) -> Dict[str, Callable[[], Any]]:
-    from .. import _fallback
+def scaling_sizes(smallest: int = 1_000, largest: int = 100_000) -> List[int]:
+    """Stream lengths from ``smallest`` to ``largest`` on the 1-2-5 series (both ends included)."""
+    if smallest < 1 or largest < smallest:
+        raise ValueError(f"need 1 <= smallest <= largest, found {smallest}, {largest}")
+    sizes = [smallest]
+    decade = 10 ** math.floor(math.log10(smallest))
+    while True:
+        for step in (1, 2, 5):
+            n = step * decade
+            if n > sizes[-1] and n < largest:
+                sizes.append(n)
+        decade *= 10
+        if decade > largest:
+            break
+    if sizes[-1] != largest:
+        sizes.append(largest)
+    return sizes
 
-    runs: Dict[str, Callable[[], Any]] = {}
-    try:
-        from .. import _native
 
-        runs["acp-fast rust: ToolCallStore.feed"] = lambda: _native.ToolCallStore().feed(data)
-    except ImportError:
-        pass
-    if "acp-fast rust: ToolCallStore.feed" in runs:
-        runs["acp-fast rust: ToolCallStore.feed(changes=False)"] = lambda: _native.ToolCallStore().feed(data, changes=False)
-    runs["acp-fast python: ToolCallStore.feed"] = lambda: _fallback.ToolCallStore().feed(data)
-    runs["orjson.loads + dict accumulator"] = lambda: dict_accumulator(lines)
-    return runs
+@dataclass
+class ScalingResult:
+    """One contender's scaling run: ``points`` are ``(frames, median seconds per pass)``."""
+
+    contender: str
+    name: str
+    points: List[Tuple[int, float]] = field(default_factory=list)
+    runs: List[int] = field(default_factory=list)
+    stopped: Optional[str] = None
+    skip: Optional[str] = None
+
+    @property
+    def exponent(self) -> Optional[float]:
+        return growth_exponent(self.points) if len(self.points) >= 2 else None
+
+
+def run_scaling(
+    contender: str,
+    name: str,
+    make: Callable[[int], Callable[[], Any]],
+    sizes: Sequence[int],
+    budget: float,
+    clock: Callable[[], float] = time.perf_counter,
+    repeat_below: float = 0.5,
+    repeats: int = 3,
+    progress: Optional[Callable[[int], None]] = None,
+) -> ScalingResult:
+    """Time ``make(n)()`` for each ``n`` of ``sizes`` (ascending), median of ``repeats`` passes
+    while one pass takes under ``repeat_below`` seconds, else one pass. The garbage collector
+    stays on (a client keeping state for a long session pays for its passes over a growing heap). Before each size, the pass
+    is projected from the points so far (:func:`project`); past ``budget`` seconds the contender is
+    stopped and ``stopped`` says where and why. The first size gets one untimed warm-up pass."""
+    result = ScalingResult(contender, name)
+    last = None
+    for index, n in enumerate(sizes):
+        if result.points:
+            projected = project(result.points, n)
+            if projected > budget:
+                result.stopped = (
+                    f"stopped before {n:,} frames: one pass projected at {projected:,.1f} s "
+                    f"(from {result.points[-1][0]:,} frames at {result.points[-1][1]:.2f} s), "
+                    f"over the budget of {budget:g} s per pass"
+                )
+                break
+        run = make(n)
+        if index == 0:
+            run()
+        gc.collect()  # start clean; the collector stays on, as in a long-running client
+        times: List[float] = []
+        while True:
+            start = clock()
+            run()
+            times.append(clock() - start)
+            if len(times) >= repeats or times[-1] >= repeat_below:
+                break
+        del run
+        last = statistics.median(times)
+        result.points.append((n, last))
+        result.runs.append(len(times))
+        if progress is not None:
+            progress(index)
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# Memory
 
 
 _MEMORY_PROBE = r"""
 import gc, sys
 from acp_fast import traffic
-backend = __import__("acp_fast." + sys.argv[1], fromlist=["x"])
-data = traffic.generate("mixed", int(sys.argv[2]), seed=7)
+kind, n = sys.argv[1], int(sys.argv[2])
+data = traffic.generate("mixed", n, seed=7)
 def rss():
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * 4096
-store = backend.ToolCallStore()
-store.feed(data[: len(data) // 100])  # warm up allocator pools and caches
+cut = data.index(b"\n", len(data) // 100) + 1
+head, tail = data[:cut], data[cut:]
+if kind == "dict":
+    from acp_fast.bench.state import dict_accumulator
+    head, tail = head.splitlines(), tail.splitlines()
+    state = {}
+    def feed(lines):
+        for sid, calls in dict_accumulator(lines).items():
+            state.setdefault(sid, {}).update(calls)
+    count = lambda: sum(map(len, state.values()))
+else:
+    backend = __import__("acp_fast." + kind, fromlist=["x"])
+    store = backend.ToolCallStore(1)
+    feed = lambda d: store.feed(d, changes=False)
+    count = lambda: len(store)
+feed(head)  # warm up allocator pools and caches
 gc.collect()
 before = rss()
-store.feed(data[len(data) // 100 :])
+feed(tail)
 gc.collect()
-print(rss() - before, len(store))
+print(rss() - before, count())
 """
 
 
 def memory_per_tool_call(module: str, n: int) -> Optional[float]:
     """Resident bytes held per retained tool call: RSS growth of a fresh process while a store
-    takes ``n`` mixed-profile frames, divided by the tool calls it retains (Linux only)."""
-    import subprocess
-
+    (``module`` = ``"_native"`` or ``"_fallback"``) or the dict accumulator (``"dict"``) takes ``n``
+    mixed-profile frames, divided by the tool calls it retains. None where it cannot be measured
+    (no ``/proc``, a failing probe)."""
     try:
         out = subprocess.run(
-            [sys.executable, "-c", _MEMORY_PROBE, module, str(n)], capture_output=True, text=True, check=True
+            [sys.executable, "-c", _MEMORY_PROBE, module, str(n)], capture_output=True, text=True, check=True, timeout=600
         ).stdout.split()
-    except (OSError, subprocess.CalledProcessError):
+        held, count = int(out[0]), int(out[1])
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
         return None
-    held, count = int(out[0]), int(out[1])
     return held / count if count else None
 
 
+# ---------------------------------------------------------------------------------------------
+# The old command line
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m acp_fast.bench.state", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--frames", type=int, default=100_000, help="frames of the throughput corpus (mixed profile)")
+    """``python -m acp_fast.bench.state [--frames N] [--rounds R] [--scaling 1000,...,1000000]``:
+    ``acp-fast bench --tasks state scaling --profiles mixed`` with those sizes."""
+    import argparse
+
+    from .report import main as bench_main
+
+    ap = argparse.ArgumentParser(prog="python -m acp_fast.bench.state", description=main.__doc__)
+    ap.add_argument("--frames", type=int, default=100_000, help="frames of the state corpus (mixed profile)")
     ap.add_argument("--rounds", type=int, default=7, help="timed rounds per contender (median reported)")
-    ap.add_argument("--scaling", default="1000,10000,100000,1000000", help="stream lengths for the growth exponent")
-    args = ap.parse_args(argv)
-    from .. import _fallback
-
-    try:
-        from .. import _native
-
-        if _native.build_profile != "release":
-            print("refusing to time a debug build of acp_fast._native", file=sys.stderr)
-            return 2
-    except ImportError:
-        _native = None  # type: ignore[assignment]
-
-    print(f"corpus: mixed profile, {args.frames} frames (seed 1)", flush=True)
-    data = traffic.generate("mixed", args.frames, seed=1)
-    lines = data.splitlines()
-    print(f"  {len(data) / len(lines):.0f} B/frame, {len(data) / 1e6:.1f} MB", flush=True)
-    runs = _contenders(data, lines)
-    times: Dict[str, List[float]] = {k: [] for k in runs}
-    for name, fn in runs.items():  # warm-up
-        fn()
-    for r in range(args.rounds):
-        for name, fn in runs.items():
-            times[name].extend(_timed(fn, 1))
-        print(f"  round {r + 1}/{args.rounds}", end="\r", file=sys.stderr, flush=True)
-    base = statistics.median(times["orjson.loads + dict accumulator"])
-    print("\n| contender | median | frames/s | ns/frame | vs dict accumulator |")
-    print("|---|---|---|---|---|")
-    for name, ts in times.items():
-        med = statistics.median(ts)
-        print(f"| {name} | {med * 1e3:.1f} ms | {len(lines) / med / 1e6:.2f} M | {med / len(lines) * 1e9:.0f} | {base / med:.2f}x |")
-
+    ap.add_argument("--scaling", default="1000,1000000", help="smallest and largest stream length (comma list)")
+    args, rest = ap.parse_known_args(argv)
     sizes = [int(s) for s in args.scaling.split(",") if s]
-    backends = [("rust", _native)] if _native is not None else []
-    backends.append(("python", _fallback))
-    print("\nscaling (time per frame, median of 3; growth exponent = slope of log time vs log frames)")
-    print("| backend | " + " | ".join(f"{n:,}" for n in sizes) + " | exponent |")
-    print("|---|" + "---|" * len(sizes) + "---|")
-    for label, mod in backends:
-        points = []
-        for n in sizes:
-            corpus = traffic.generate("mixed", n, seed=3)
-            ts = _timed(lambda: mod.ToolCallStore().feed(corpus), 3 if n < 1_000_000 else 1)
-            points.append((n, statistics.median(ts)))
-            del corpus
-            print(f"  {label} {n}", end="\r", file=sys.stderr, flush=True)
-        cells = " | ".join(f"{t / n * 1e9:.0f} ns" for n, t in points)
-        print(f"| {label} | {cells} | {growth_exponent(points):.3f} |")
-
-    print("\nmemory per retained tool call (RSS delta, 100,000-frame mixed stream)")
-    for label, mod in backends:
-        per = memory_per_tool_call("_native" if label == "rust" else "_fallback", 100_000)
-        print(f"  {label}: {'n/a' if per is None else f'{per:.0f} bytes'}")
-    return 0
+    forwarded = [
+        "--tasks", "state", "scaling", "--profiles", "mixed", "--frames", f"mixed={args.frames}",
+        "--min-runs", str(args.rounds), "--max-runs", str(args.rounds),
+        "--scaling-min", str(min(sizes)), "--scaling-max", str(max(sizes)),
+    ]
+    return bench_main(forwarded + list(rest))
 
 
 if __name__ == "__main__":
