@@ -114,13 +114,16 @@ FULL = rec(
 
 
 def empty_state(protocol_version=None, negotiated=None, max_tool_calls=None, evicted=0, sessions=None):
+    sessions = {} if sessions is None else sessions
     return {
         "format": "acp-fast-state/1",
         "protocolVersion": protocol_version,
         "negotiatedVersion": negotiated,
         "maxToolCalls": max_tool_calls,
         "evicted": evicted,
-        "sessions": {} if sessions is None else sessions,
+        "sessions": sessions,
+        # (the tests that use this helper request permissions in session order)
+        "permissionOrder": [sid for sid, sd in sessions.items() for _ in sd.get("permissions", ())],
     }
 
 
@@ -2879,6 +2882,7 @@ def _rich_state():
                 "permissions": [],
             },
         },
+        "permissionOrder": ["s1", "s1"],
     }
 
 
@@ -3058,7 +3062,52 @@ BAD_CHECKPOINTS = {
         b'{"format":"acp-fast-state/1","protocolVersion":null,"negotiatedVersion":null,"maxToolCalls":null,"evicted":0,"sessions":{"s1":[]}}',
         "s1",
     ),
+    "permission_order_type": (
+        b'{"format":"acp-fast-state/1","protocolVersion":null,"negotiatedVersion":null,"maxToolCalls":null,"evicted":0,"sessions":{},"permissionOrder":{}}',
+        "permissionOrder",
+    ),
+    "permission_order_unknown_session": (
+        b'{"format":"acp-fast-state/1","protocolVersion":null,"negotiatedVersion":null,"maxToolCalls":null,"evicted":0,"sessions":{},"permissionOrder":["s9"]}',
+        "permissionOrder.0",
+    ),
+    "permission_order_count": (
+        b'{"format":"acp-fast-state/1","protocolVersion":null,"negotiatedVersion":null,"maxToolCalls":null,"evicted":0,"sessions":{"s1":{"toolCalls":{},"terminals":{},"plans":{},"permissions":[]}},"permissionOrder":["s1"]}',
+        "permissionOrder",
+    ),
 }
+
+
+def test_permission_latest_across_sessions_survives_restore(backend):
+    # One request id used in two sessions: permission(id) is the latest request, before and
+    # after a checkpoint round trip (the checkpoint keeps the order across sessions).
+    s = backend.ToolCallStore()
+    s.apply(B.request_permission(1, "s2", "a", OPTIONS))
+    s.apply(B.permission_response(1, "allow"))
+    s.apply(B.request_permission(1, "s1", "b", OPTIONS))
+    s.apply(B.permission_response(1, "reject"))
+    s.apply(B.request_permission(1, "s2", "c", OPTIONS))
+    latest = s.permission(1)
+    assert (latest["sessionId"], latest["toolCallId"], latest["outcome"]) == ("s2", "c", "pending")
+    assert s.state()["permissionOrder"] == ["s2", "s1", "s2"]
+    r = backend.ToolCallStore.from_json(s.to_json())
+    assert_record(r.permission(1), latest)
+    assert r.to_json() == s.to_json()
+    # Resolving after the restore resolves the same (latest) record.
+    r.apply(B.permission_response(1, "allow"))
+    assert (r.permission(1)["toolCallId"], r.permission(1)["outcome"]) == ("c", "selected")
+
+
+def test_checkpoint_without_permission_order_loads_in_session_order(backend):
+    s = backend.ToolCallStore()
+    s.apply(B.request_permission(1, "s2", "a", OPTIONS))
+    s.apply(B.permission_response(1, "allow"))
+    s.apply(B.request_permission(1, "s1", "b", OPTIONS))
+    s.apply(B.permission_response(1, "reject"))
+    doc = s.state()
+    del doc["permissionOrder"]
+    r = backend.ToolCallStore.from_json(backend.dumps(doc))
+    assert r.permissions("s1") == s.permissions("s1") and r.permissions("s2") == s.permissions("s2")
+    assert r.state()["permissionOrder"] == ["s2", "s1"]  # s2 was seen first
 
 
 @pytest.mark.parametrize("name", list(BAD_CHECKPOINTS))

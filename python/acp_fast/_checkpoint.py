@@ -132,4 +132,27 @@ def load_state(data: Any, loads: Optional[Callable[[Any], Any]] = None) -> Dict[
             for name in ("toolCallId", "optionId"):
                 if name in record:
                     _string(record[name], f"{rp}.{name}")
+    # The sessions of the permission records in request order across sessions (so permission(id)
+    # finds the latest request after a restore). Optional: without it, session order.
+    counts = {sid: len(session["permissions"]) for sid, session in sessions.items()}
+    if "permissionOrder" not in state:
+        state["permissionOrder"] = [sid for sid, n in counts.items() for _ in range(n)]
+        return state
+    order = state["permissionOrder"]
+    if type(order) is not list:
+        raise _fail("state.permissionOrder", "an array", order)
+    seen: Dict[str, int] = {}
+    for i, sid in enumerate(order):
+        if type(sid) is not str or sid not in sessions:
+            raise _fail(f"state.permissionOrder.{i}", "the id of a session in state.sessions", sid)
+        seen[sid] = seen.get(sid, 0) + 1
+        if seen[sid] > counts[sid]:
+            raise ValueError(
+                f'expected "state.permissionOrder" to name {sid!r} {counts[sid]} times (its permission records), found more'
+            )
+    for sid, n in counts.items():
+        if seen.get(sid, 0) != n:
+            raise ValueError(
+                f'expected "state.permissionOrder" to name {sid!r} {n} times (its permission records), found {seen.get(sid, 0)}'
+            )
     return state

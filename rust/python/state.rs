@@ -791,6 +791,7 @@ impl PyToolCallStore {
                 v.push(p);
             }
         }
+        let mut sids = Vec::with_capacity(perms.len());
         for (slot, (sid, s)) in self.store.sessions.iter().enumerate() {
             let sd = PyDict::new(py);
             let calls = PyDict::new(py);
@@ -814,8 +815,15 @@ impl PyToolCallStore {
             }
             sd.set_item("permissions", pl)?;
             sessions.set_item(text(py, sid), sd)?;
+            sids.push(text(py, sid));
         }
         d.set_item("sessions", sessions)?;
+        // The session of each permission record in request order across sessions (DESIGN 7.8).
+        let order = PyList::empty(py);
+        for p in self.store.permissions() {
+            order.append(&sids[p.session])?;
+        }
+        d.set_item("permissionOrder", order)?;
         Ok(d)
     }
 
@@ -850,6 +858,7 @@ impl PyToolCallStore {
         store.set_evicted(get(state, "evicted")?.extract()?);
         let dumps = |v: &Bound<'py, PyAny>| -> PyResult<Raw> { Ok(dumps_bytes(py, v, false)?.as_bytes().into()) };
         let sessions = get(state, "sessions")?;
+        let mut records: Vec<(Bound<'py, PyList>, usize)> = Vec::new();
         for (sid, s) in sessions.cast::<PyDict>()?.iter() {
             let slot = store.restore_session(sid.cast::<PyString>()?.to_str()?.as_bytes());
             let s = s.cast_into::<PyDict>()?;
@@ -895,7 +904,18 @@ impl PyToolCallStore {
             for (pid, rec) in get(&s, "plans")?.cast::<PyDict>()?.iter() {
                 store.restore_plan(slot, pid.cast::<PyString>()?.to_str()?.as_bytes(), dumps(&rec)?);
             }
-            for rec in get(&s, "permissions")?.cast::<PyList>()?.iter() {
+            // Sessions are restored into fresh slots 0, 1, 2, ... in document order.
+            debug_assert_eq!(slot, records.len());
+            records.push((get(&s, "permissions")?.cast_into::<PyList>()?, 0usize));
+        }
+        // Permission records in request order across sessions (load_state checked the counts).
+        for sid in get(state, "permissionOrder")?.cast::<PyList>()?.iter() {
+            let sid = sid.cast::<PyString>()?.to_str()?.to_owned();
+            let slot = store.restore_session(sid.as_bytes());
+            let entry = records.get_mut(slot).ok_or_else(|| PyValueError::new_err("bad permissionOrder"))?;
+            let rec = entry.0.get_item(entry.1)?;
+            entry.1 += 1;
+            {
                 let rec = rec.cast_into::<PyDict>()?;
                 let opt_text = |k: &str| -> PyResult<Option<Text>> {
                     match rec.get_item(k)? {

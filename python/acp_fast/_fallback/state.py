@@ -1200,6 +1200,7 @@ class ToolCallStore:
             "maxToolCalls": self._max,
             "evicted": self._evicted,
             "sessions": sessions,
+            "permissionOrder": [e[0] for e in self._perms if e is not None],
         }
 
     def state(self):  # type: ignore[no-untyped-def]
@@ -1238,24 +1239,26 @@ class ToolCallStore:
                 term.out = bytearray(_a2b(rec["output"]))
                 term.fields = {k: v for k, v in rec.items() if k != "terminalId" and k != "output"}
             s.plans.update(sdoc["plans"])
-            for rec in sdoc["permissions"]:
-                ident = rec["id"]
-                record = _permission_record(
-                    ident,
-                    sid,
-                    rec.get("toolCallId"),
-                    rec["options"],
-                    rec["outcome"],
-                    rec.get("optionId"),
-                    rec["approved"],
-                    rec.get("response", _MISSING),
-                )
-                if record["outcome"] == "pending":
-                    old = pending.get(ident, _MISSING)
-                    if old is not _MISSING:
-                        perms[old] = None
-                    pending[ident] = len(perms)
-                perms.append([sid, record])
+        records = {sid: iter(sdoc["permissions"]) for sid, sdoc in doc["sessions"].items()}
+        for sid in doc["permissionOrder"]:
+            rec = next(records[sid])
+            ident = rec["id"]
+            record = _permission_record(
+                ident,
+                sid,
+                rec.get("toolCallId"),
+                rec["options"],
+                rec["outcome"],
+                rec.get("optionId"),
+                rec["approved"],
+                rec.get("response", _MISSING),
+            )
+            if record["outcome"] == "pending":
+                old = pending.get(ident, _MISSING)
+                if old is not _MISSING:
+                    perms[old] = None
+                pending[ident] = len(perms)
+            perms.append([sid, record])
         if bounded:
             store._rebuild_heap()
         return store
