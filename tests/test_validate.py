@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -542,3 +544,35 @@ def test_main_in_process(capsys, codec):
 
     assert main(["validate", str(DATA / "bad_frames.ndjson"), "--format", "json"]) == 1
     assert json.loads(capsys.readouterr().out)["problemCount"] == 30
+
+
+# --------------------------------------------------------------------------------------------
+# docs/CLI.md: every console example runs as written
+# --------------------------------------------------------------------------------------------
+
+
+def _console_steps(text: str) -> List[Tuple[str, str]]:
+    steps: List[Tuple[str, str]] = []
+    for block in re.findall(r"```console\n(.*?)```", text, re.S):
+        for line in block.splitlines(keepends=True):
+            if line.startswith("$ "):
+                steps.append((line[2:].rstrip("\n"), ""))
+            else:
+                command, output = steps[-1]
+                steps[-1] = (command, output + line)
+    return steps
+
+
+def test_cli_md_examples(tmp_path):
+    """The console examples of docs/CLI.md, in order, in an empty directory with tests/data."""
+    steps = _console_steps((DATA.parent.parent / "docs" / "CLI.md").read_text())
+    assert len(steps) >= 12
+    shutil.copytree(DATA, tmp_path / "tests" / "data")
+    bindir = os.path.dirname(sys.executable)
+    assert os.path.exists(os.path.join(bindir, "acp-fast")), "the acp-fast script is not installed next to python"
+    env = dict(os.environ, PATH=bindir + os.pathsep + os.environ.get("PATH", ""))
+    env.pop("ACP_FAST_BACKEND", None)
+    for command, expected in steps:
+        done = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, timeout=60)
+        assert done.stderr == b"", (command, done.stderr.decode())
+        assert done.stdout.decode() == expected, command
