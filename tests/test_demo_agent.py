@@ -12,15 +12,11 @@ import queue
 import subprocess
 import sys
 import threading
-import time
-from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-import pytest
-
 import acp_fast
-from acp_fast import _shapes, recording
-from acp_fast import inspector
+import pytest
+from acp_fast import _shapes, inspector, recording
 
 PY = sys.executable
 AGENT = [PY, "-m", "acp_fast.cli", "demo-agent"]
@@ -32,7 +28,9 @@ class Driver:
 
     def __init__(self, *options: str, backend_id: str = "rust"):
         env = dict(os.environ, ACP_FAST_BACKEND=backend_id)
-        self.proc = subprocess.Popen([*AGENT, *options], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        self.proc = subprocess.Popen(
+            [*AGENT, *options], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+        )
         self.lines: "queue.Queue[Optional[bytes]]" = queue.Queue()
         self.transcript: List[Tuple[str, bytes]] = []
         threading.Thread(target=self._read, daemon=True).start()
@@ -94,7 +92,14 @@ def new_session(d: Driver, request_id: int = 1) -> str:
 
 
 def prompt(d: Driver, sid: str, request_id: int = 2) -> None:
-    d.send({"jsonrpc": "2.0", "id": request_id, "method": "session/prompt", "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "fix it"}]}})
+    d.send(
+        {
+            "jsonrpc": "2.0",
+            "id": request_id,
+            "method": "session/prompt",
+            "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "fix it"}]},
+        }
+    )
 
 
 def turn_over(version: int, request_id: int = 2):
@@ -107,7 +112,9 @@ def updates(messages: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     return [m["params"]["update"] for m in messages if m.get("method") == "session/update"]
 
 
-def full_turn(version: int, answer: str = "allow", *options: str, backend_id: str = "rust") -> Tuple[Driver, List[Dict[str, Any]]]:
+def full_turn(
+    version: int, answer: str = "allow", *options: str, backend_id: str = "rust"
+) -> Tuple[Driver, List[Dict[str, Any]]]:
     """initialize, session/new, one prompt whose permission request gets ``answer``."""
     d = Driver("--protocol", str(version), *options, backend_id=backend_id)
     init = initialize(d, version)
@@ -119,7 +126,9 @@ def full_turn(version: int, answer: str = "allow", *options: str, backend_id: st
     if answer == "error":
         d.send({"jsonrpc": "2.0", "id": request["id"], "error": {"code": -32603, "message": "no UI"}})
     else:
-        d.send({"jsonrpc": "2.0", "id": request["id"], "result": {"outcome": {"outcome": "selected", "optionId": answer}}})
+        d.send(
+            {"jsonrpc": "2.0", "id": request["id"], "result": {"outcome": {"outcome": "selected", "optionId": answer}}}
+        )
     seen += d.until(turn_over(version))
     assert d.close() == 0
     return d, seen
@@ -176,15 +185,21 @@ def test_official_sdk_client_drives_the_demo_agent(backend_id, option):
     for expected in ("agent_thought_chunk", "plan", "tool_call", "tool_call_update", "agent_message_chunk"):
         assert expected in kinds
     # the edit carried a diff and ended completed (allowed) or failed (rejected)
-    edit_start = next(u for _, u in client.updates if u.session_update == "tool_call" and u.tool_call_id == "call_1_edit")
+    edit_start = next(
+        u for _, u in client.updates if u.session_update == "tool_call" and u.tool_call_id == "call_1_edit"
+    )
     assert edit_start.content[0].type == "diff" and edit_start.content[0].path == "/work/project/src/app.py"
-    edit_end = [u for _, u in client.updates if u.session_update == "tool_call_update" and u.tool_call_id == "call_1_edit"][-1]
+    edit_end = [
+        u for _, u in client.updates if u.session_update == "tool_call_update" and u.tool_call_id == "call_1_edit"
+    ][-1]
     assert edit_end.status == ("completed" if option == "allow" else "failed")
     # the terminal tool call (v1: content is a terminal item)
     run = next(u for _, u in client.updates if u.session_update == "tool_call" and u.tool_call_id == "call_1_run")
     assert run.kind == "execute" and run.content[0].type == "terminal" and run.content[0].terminal_id == "term_1"
     text = "".join(u.content.text for _, u in client.updates if u.session_update == "agent_message_chunk")
-    assert text.startswith("I read the README") and text.endswith("Done." if option == "allow" else "Done, without the edit.")
+    assert text.startswith("I read the README") and text.endswith(
+        "Done." if option == "allow" else "Done, without the edit."
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -227,7 +242,13 @@ def test_v2_turn(backend_id):
     assert seen[0] == {"jsonrpc": "2.0", "id": 2, "result": {}}
     assert kinds[0] == "state_update" and ups[0]["state"] == "running"
     assert ups[-1] == {"sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn"}
-    for expected in ("tool_call_update", "tool_call_content_chunk", "terminal_update", "terminal_output_chunk", "plan_update"):
+    for expected in (
+        "tool_call_update",
+        "tool_call_content_chunk",
+        "terminal_update",
+        "terminal_output_chunk",
+        "plan_update",
+    ):
         assert expected in kinds
     assert "tool_call" not in kinds and "plan" not in kinds
     chunks = [u for u in ups if u["sessionUpdate"] == "agent_message_chunk"]
@@ -314,12 +335,27 @@ def d_all(d: Driver) -> List[Dict[str, Any]]:
 def test_errors_and_unknown_methods(backend_id):
     d = Driver(backend_id=backend_id)
     d.send(b"hello, not json\n")
-    assert d.recv() == {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "expected a JSON value, found 'h'"}}
+    assert d.recv() == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": -32700, "message": "expected a JSON value, found 'h'"},
+    }
     d.send(b'{"id":5}\n')
     err = d.recv()
     assert err["id"] is None and err["error"]["code"] == -32600
-    d.send({"jsonrpc": "2.0", "id": 7, "method": "session/load", "params": {"sessionId": "x", "cwd": "/", "mcpServers": []}})
-    assert d.recv() == {"jsonrpc": "2.0", "id": 7, "error": {"code": -32601, "message": "Method not found: session/load"}}
+    d.send(
+        {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "method": "session/load",
+            "params": {"sessionId": "x", "cwd": "/", "mcpServers": []},
+        }
+    )
+    assert d.recv() == {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "error": {"code": -32601, "message": "Method not found: session/load"},
+    }
     d.send({"jsonrpc": "2.0", "id": "p", "method": "session/prompt", "params": {"sessionId": "nope", "prompt": []}})
     assert d.recv()["error"]["code"] == -32602
     d.send({"jsonrpc": "2.0", "method": "_unknown/notification", "params": {}})  # ignored

@@ -12,11 +12,10 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import Any, Dict, List, Optional
-
-import pytest
+from typing import Any, Dict, Optional
 
 import acp_fast
+import pytest
 from acp_fast import builders as B
 from acp_fast import inspector, recording, traffic
 
@@ -33,7 +32,9 @@ def codec(backend, monkeypatch):
 
 def inspect(*args: str, backend_id: str = "rust", stdin: Optional[bytes] = None) -> subprocess.CompletedProcess:
     env = dict(os.environ, ACP_FAST_BACKEND=backend_id)
-    return subprocess.run([PY, "-m", "acp_fast.cli", "inspect", *args], input=stdin, capture_output=True, env=env, timeout=60)
+    return subprocess.run(
+        [PY, "-m", "acp_fast.cli", "inspect", *args], input=stdin, capture_output=True, env=env, timeout=60
+    )
 
 
 def write_recording(records, exit_status: Optional[int] = 0) -> bytes:
@@ -63,8 +64,26 @@ def proxy_session(tmp: Path, version: int, answer: str = "allow") -> Dict[str, P
     editor: initialize, session/new, a prompt whose permission request gets ``answer``, a stray
     line, then a second prompt."""
     rec, state = tmp / f"v{version}.rec", tmp / f"v{version}.state.json"
-    cmd = [PY, "-m", "acp_fast.cli", "proxy", "--quiet", "--record", str(rec), "--state-json", str(state), "--",
-           PY, "-m", "acp_fast.cli", "demo-agent", "--protocol", str(version), "--chunks", "3"]
+    cmd = [
+        PY,
+        "-m",
+        "acp_fast.cli",
+        "proxy",
+        "--quiet",
+        "--record",
+        str(rec),
+        "--state-json",
+        str(state),
+        "--",
+        PY,
+        "-m",
+        "acp_fast.cli",
+        "demo-agent",
+        "--protocol",
+        str(version),
+        "--chunks",
+        "3",
+    ]
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     lines: "queue.Queue[Optional[bytes]]" = queue.Queue()
     threading.Thread(target=lambda: ([lines.put(x) for x in proc.stdout], lines.put(None)), daemon=True).start()
@@ -82,7 +101,14 @@ def proxy_session(tmp: Path, version: int, answer: str = "allow") -> Dict[str, P
                 return msg
 
     def turn(request_id: int, sid: str) -> None:
-        send({"jsonrpc": "2.0", "id": request_id, "method": "session/prompt", "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]}})
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "method": "session/prompt",
+                "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]},
+            }
+        )
         req = until(lambda m: m.get("method") == "session/request_permission")
         send({"jsonrpc": "2.0", "id": req["id"], "result": {"outcome": {"outcome": "selected", "optionId": answer}}})
         if version == 1:
@@ -163,7 +189,9 @@ def test_replay_of_a_stream_equals_feeding_the_store(codec, profile):
 
 
 def test_recording_frames_applied_with_their_side(codec):
-    ask = B.request_permission(0, "s", {"toolCallId": "c", "title": "Edit"}, [B.permission_option("y", "Yes", "allow_once")])
+    ask = B.request_permission(
+        0, "s", {"toolCallId": "c", "title": "Edit"}, [B.permission_option("y", "Yes", "allow_once")]
+    )
     answer = B.permission_response(0, "y")
     # an agent-side response with the same id must not resolve the request (source="agent")
     rec = write_recording([("agent", ask, None), ("agent", answer, None)])
@@ -203,7 +231,11 @@ def test_errors_counted_listed_and_the_replay_goes_on(codec):
     )
     result = inspector.replay_file(data, max_errors=3)
     assert result.error_count == 4 and len(result.errors) == 3
-    assert [(e.line, e.kind, e.code) for e in result.errors] == [(2, "json", -32700), (3, "state", -32602), (4, "json", -32700)]
+    assert [(e.line, e.kind, e.code) for e in result.errors] == [
+        (2, "json", -32700),
+        (3, "state", -32602),
+        (4, "json", -32700),
+    ]
     assert result.errors[1].message == 'expected "params.update.toolCallId" to be a string, found none'
     assert result.errors[1].column == data.split(b"\n")[2].index(b'{"sessionUpdate"') + 1
     assert result.errors_by_kind == {"json": 2, "state": 1, "jsonrpc": 1}
@@ -216,7 +248,10 @@ def test_content_summary():
     assert inspector.content_summary(None) == "-"
     items = [B.diff_content("/r/a.py", "new", "old"), B.text_content("x" * 120)]
     assert inspector.content_summary(items) == "2 items: diff /r/a.py, text 120 chars"
-    v2_diff = {"type": "diff", "changes": [{"operation": "add", "path": "/r/b"}, {"operation": "delete", "path": "/r/c"}]}
+    v2_diff = {
+        "type": "diff",
+        "changes": [{"operation": "add", "path": "/r/b"}, {"operation": "delete", "path": "/r/c"}],
+    }
     many = [B.terminal_content("t1"), v2_diff, {"type": "_custom"}, B.text_content("z")]
     assert inspector.content_summary(many) == "4 items: terminal t1, diff 2 files, _custom, ..."
     link = {"type": "content", "content": {"type": "resource_link", "name": "n", "uri": "file:///r/x"}}
@@ -245,14 +280,20 @@ def test_text_report_v1(sessions, backend_id):
     assert rows[1][:6] == ["call_1_read", "Read", "README.md", "read", "completed", "1"]
     assert " ".join(rows[2]) == "call_1_edit Edit src/app.py edit completed 1 item: diff /repo/src/app.py"
     assert " ".join(rows[3]).startswith("call_1_run Run the tests execute completed 2 items: terminal term_1, text")
-    assert "permission requests\n    ID  TOOL CALL    OUTCOME   OPTION  APPROVED\n    0   call_1_edit  selected  allow   yes\n" in out
+    assert (
+        "permission requests\n    ID  TOOL CALL    OUTCOME   OPTION  APPROVED\n    0   call_1_edit  selected  allow   yes\n"
+        in out
+    )
     assert "  plan main (3 entries)\n    [completed] Read README.md (high)\n" in out
 
 
 def test_text_report_v2_terminals(sessions, backend_id):
     out = inspect(str(sessions[2]["rec"]), backend_id=backend_id).stdout.decode()
     assert "session sess_1: 6 tool calls, 2 permission requests, 1 plan, 2 terminals" in out
-    assert "call_1_read  Read README.md   read     completed  5 items: text 15 chars, text 1 chars, text 44 chars, ..." in out
+    assert (
+        "call_1_read  Read README.md   read     completed  5 items: text 15 chars, text 1 chars, text 44 chars, ..."
+        in out
+    )
     terminals = out[out.index("  terminals") :].splitlines()
     assert terminals[1].split() == ["ID", "COMMAND", "EXIT", "BYTES", "LAST", "LINE"]
     assert terminals[2].split() == ["term_1", "pytest", "-q", "exit", "0", "51", "3", "passed"]
@@ -273,7 +314,11 @@ def test_json_report(sessions, backend_id):
 
 
 def test_plain_stream_from_stdin_and_session_filter(backend_id):
-    data = B.tool_call("a", "c1", "In A") + B.tool_call("b", "c2", "In B") + B.plan("b", [B.plan_entry("step", status="in_progress")])
+    data = (
+        B.tool_call("a", "c1", "In A")
+        + B.tool_call("b", "c2", "In B")
+        + B.plan("b", [B.plan_entry("step", status="in_progress")])
+    )
     done = inspect("-", "--session", "b", stdin=data, backend_id=backend_id)
     out = done.stdout.decode()
     assert done.returncode == 0
@@ -291,7 +336,9 @@ def test_max_errors_and_garbage(tmp_path, backend_id):
     out = done.stdout.decode()
     listed = [line for line in out.splitlines() if line.startswith(f"  {path}:")]
     assert len(listed) == 2 and "  ... " in out
-    assert ["c", "After", "other", "pending", "-"] in [line.split() for line in out.splitlines()]  # applied after the garbage
+    assert ["c", "After", "other", "pending", "-"] in [
+        line.split() for line in out.splitlines()
+    ]  # applied after the garbage
     assert inspect(str(path), "--json", backend_id=backend_id).returncode == 0
 
 

@@ -17,12 +17,13 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-import pytest
-
 import acp_fast
+import pytest
 from acp_fast import builders as B
 from acp_fast import recording, traffic
 from acp_fast import validate as V
+from hypothesis import given
+from hypothesis import strategies as st
 
 DATA = Path(__file__).resolve().parent / "data"
 BAD = DATA / "bad_frames.ndjson"
@@ -37,7 +38,9 @@ def codec(backend, monkeypatch):
     return backend
 
 
-def run(*args: str, backend_id: str = "rust", stdin: Optional[bytes] = None, cwd: Optional[Path] = None) -> subprocess.CompletedProcess:
+def run(
+    *args: str, backend_id: str = "rust", stdin: Optional[bytes] = None, cwd: Optional[Path] = None
+) -> subprocess.CompletedProcess:
     env = dict(os.environ, ACP_FAST_BACKEND=backend_id)
     return subprocess.run(
         [PY, "-m", "acp_fast.cli", "validate", *args], input=stdin, capture_output=True, env=env, timeout=60, cwd=cwd
@@ -59,7 +62,12 @@ def problems_of(stdout: bytes, name: str) -> List[Tuple[int, int, str, str]]:
 EXPECTED: List[Tuple[int, bytes, str, str]] = [
     (3, b'{"cwd"', "acp", 'session/new: expected "params.mcpServers" to be an array, found none'),
     (5, b"ot json", "json", "expected 'null', found 'o'"),
-    (6, b'{"sessionUpdate":"tool_call"', "acp", 'session/update: expected "params.update.toolCallId" to be a string, found none'),
+    (
+        6,
+        b'{"sessionUpdate":"tool_call"',
+        "acp",
+        'session/update: expected "params.update.toolCallId" to be a string, found none',
+    ),
     (7, b'"1.0"', "jsonrpc", 'expected "jsonrpc": "2.0", found string "1.0"'),
     (
         8,
@@ -115,12 +123,22 @@ EXPECTED: List[Tuple[int, bytes, str, str]] = [
         'result of session/prompt (request on line 15): expected "result.stopReason" to be one of "end_turn", '
         '"max_tokens", "max_turn_requests", "refusal", "cancelled", found string "finished"',
     ),
-    (25, b'"1.0"', "acp", 'initialize: expected "params.protocolVersion" to be an integer from 0 to 65535, found string "1.0"'),
+    (
+        25,
+        b'"1.0"',
+        "acp",
+        'initialize: expected "params.protocolVersion" to be an integer from 0 to 65535, found string "1.0"',
+    ),
     (26, b"1.5", "jsonrpc", 'expected "id" to be a string, an integer or null, found number 1.5'),
     (27, b'"session/cancel"', "acp", 'expected "session/cancel" to be a notification (without "id"), found a request'),
     (29, b"", "json", "expected a string key, found end of input"),
     (30, b"\xff", "json", "invalid UTF-8 byte 0xFF"),
-    (31, b'{"type":"diff"', "acp", 'session/update: expected "params.update.content[0].newText" to be a string, found none'),
+    (
+        31,
+        b'{"type":"diff"',
+        "acp",
+        'session/update: expected "params.update.content[0].newText" to be a string, found none',
+    ),
     (32, b'{"line":3}', "acp", 'session/update: expected "params.update.locations[0].path" to be a string, found none'),
     (33, b"-1", "acp", 'session/update: expected "params.update.used" to be an integer >= 0, found number -1'),
     (
@@ -192,7 +210,13 @@ def test_schema_finds_what_the_shape_checks_do_not(tmp_path):
     # The shape checks look at the members the spec digest names; the schema knows every member.
     frame = B.notification(
         "session/update",
-        {"sessionId": "s", "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "image", "data": "x", "mimeType": "image/png", "uri": 7}}},
+        {
+            "sessionId": "s",
+            "update": {
+                "sessionUpdate": "agent_message_chunk",
+                "content": {"type": "image", "data": "x", "mimeType": "image/png", "uri": 7},
+            },
+        },
     )
     path = tmp_path / "s.ndjson"
     path.write_bytes(frame)
@@ -232,7 +256,11 @@ def test_generated_traffic_is_valid(tmp_path, backend_id, profile):
 
 
 def test_stdin_and_crlf_blank_lines(backend_id):
-    data = B.request(0, "initialize", {"protocolVersion": 1}).replace(b"\n", b"\r\n") + b"\n  \n" + B.response(0, {"protocolVersion": 1})
+    data = (
+        B.request(0, "initialize", {"protocolVersion": 1}).replace(b"\n", b"\r\n")
+        + b"\n  \n"
+        + B.response(0, {"protocolVersion": 1})
+    )
     done = run("-", stdin=data, backend_id=backend_id)
     assert done.returncode == 0
     assert done.stdout.decode() == "<stdin>: ndjson, 4 lines, 2 frames, protocol v1 (negotiated): no problems\n"
@@ -246,8 +274,13 @@ def test_version_learned_from_initialize(codec):
     assert [p.kind for p in v.problems] == ["acp"] and "protocol v2 update" in v.problems[0].message
     # an initialize answered with 2 switches to v2
     v = V.Validator()
-    v.run([B.request(0, "initialize", {"protocolVersion": 2, "info": {"name": "e", "version": "1"}}),
-           B.response(0, {"protocolVersion": 2, "info": {"name": "a", "version": "1"}}), v2_update])
+    v.run(
+        [
+            B.request(0, "initialize", {"protocolVersion": 2, "info": {"name": "e", "version": "1"}}),
+            B.response(0, {"protocolVersion": 2, "info": {"name": "a", "version": "1"}}),
+            v2_update,
+        ]
+    )
     assert v.ok and v.version == 2 and v.negotiated_version == 2
     # v1-only updates are flagged in v2, with a hint
     v.run([B.tool_call("s", "c2", "Read")])
@@ -262,8 +295,10 @@ def test_initialize_checked_by_the_version_it_asks_for(codec):
 
 def test_fixed_protocol_disagreeing_with_initialize(codec):
     v = V.Validator(protocol_version=1)
-    frames = [B.request(0, "initialize", {"protocolVersion": 2, "info": {"name": "e", "version": "1"}}),
-              B.response(0, {"protocolVersion": 2, "info": {"name": "a", "version": "1"}})]
+    frames = [
+        B.request(0, "initialize", {"protocolVersion": 2, "info": {"name": "e", "version": "1"}}),
+        B.response(0, {"protocolVersion": 2, "info": {"name": "a", "version": "1"}}),
+    ]
     v.run(frames)
     assert [(p.kind, p.message) for p in v.problems] == [
         ("protocol", "expected protocol version 1 (--protocol), found 2 in the initialize response")
@@ -312,9 +347,18 @@ def test_batches(codec):
 
 def test_ids_are_json_values_and_extensions_pass(codec):
     v = V.Validator()
-    v.run([B.request("1", "_acme/ping", {}), B.response(1, {}), B.response("1", {"anything": True}),
-           B.notification("_acme/event", [1, 2]), B.notification("$/cancel_request", {"requestId": 4})])
-    assert [p.message for p in v.problems] == ["expected a response to a pending request, found one for id 1 (no such request)"]
+    v.run(
+        [
+            B.request("1", "_acme/ping", {}),
+            B.response(1, {}),
+            B.response("1", {"anything": True}),
+            B.notification("_acme/event", [1, 2]),
+            B.notification("$/cancel_request", {"requestId": 4}),
+        ]
+    )
+    assert [p.message for p in v.problems] == [
+        "expected a response to a pending request, found one for id 1 (no such request)"
+    ]
 
 
 def test_unstable_methods(codec):
@@ -349,7 +393,15 @@ def _recording(records: List[Tuple[str, bytes, Dict]], exit_status: Optional[int
             is_json = True
         except acp_fast.DecodeError:
             is_json = False
-        writer.line(side, line, is_json, 1000.0 + i, crlf=flags.get("crlf", False), eol=flags.get("eol", True), action=flags.get("action"))
+        writer.line(
+            side,
+            line,
+            is_json,
+            1000.0 + i,
+            crlf=flags.get("crlf", False),
+            eol=flags.get("eol", True),
+            action=flags.get("action"),
+        )
     if exit_status is not None:
         writer.exit(exit_status)
     return out.getvalue()
@@ -379,17 +431,30 @@ def test_recording_problems_at_the_recording_lines_and_columns(tmp_path, backend
     assert found[0][:3] == (4, lines[3].index(b'{"sessionUpdate"') + 1, "acp")
     assert found[0][3] == 'session/update: expected "params.update.title" to be a string, found none'
     assert found[1] == (5, lines[4].index(b"Traceback") + 1, "json", "expected a JSON value, found 'T'")
-    assert found[2] == (6, lines[5].index(b'"base64":"') + 10, "json", "invalid UTF-8 byte 0xFF (byte 1 of the recorded line)")
+    assert found[2] == (
+        6,
+        lines[5].index(b'"base64":"') + 10,
+        "json",
+        "invalid UTF-8 byte 0xFF (byte 1 of the recorded line)",
+    )
     assert found[3] == (
         7,
         lines[6].index(b'"session/update"') + 1,
         "protocol",
         'expected "session/update" to be sent by the agent, found it from the client (editor)',
     )
-    assert found[4] == (8, 1, "json", "expected a frame within the proxy's limit, found a line of 123456789 bytes (not recorded)")
+    assert found[4] == (
+        8,
+        1,
+        "json",
+        "expected a frame within the proxy's limit, found a line of 123456789 bytes (not recorded)",
+    )
     assert len(found) == 5
     text = done.stdout.decode()
-    assert "recording: 2 lines from the editor, 6 from the agent, 2 not forwarded (2 diverted), 1 with CRLF, agent exit status 0" in text
+    assert (
+        "recording: 2 lines from the editor, 6 from the agent, 2 not forwarded (2 diverted), 1 with CRLF, agent exit status 0"
+        in text
+    )
     assert f"{path}: recording, 10 lines, 5 frames, protocol v1 (negotiated): 5 problems" in text
 
 
@@ -492,7 +557,12 @@ def test_huge_line_over_the_limit(tmp_path, backend_id):
     done = run(str(path), "--max-frame-bytes", "100000", backend_id=backend_id)
     assert done.returncode == 1
     assert problems_of(done.stdout, str(path)) == [
-        (2, 100001, "json", "expected a frame of at most 100000 bytes, found a longer line; skipped to the next newline")
+        (
+            2,
+            100001,
+            "json",
+            "expected a frame of at most 100000 bytes, found a longer line; skipped to the next newline",
+        )
     ]
     assert run(str(path), backend_id=backend_id).returncode == 0
 
@@ -576,3 +646,47 @@ def test_cli_md_examples(tmp_path):
         done = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, timeout=60)
         assert done.stderr == b"", (command, done.stderr.decode())
         assert done.stdout.decode() == expected, command
+
+
+# --------------------------------------------------------------------------------------------
+# property: no input makes validate or inspect raise
+# --------------------------------------------------------------------------------------------
+
+_SEED_RECORDING = (
+    b'{"acp-fast-recording":1,"t":1.5,"argv":["a"],"version":"1"}\n'
+    b'{"t":1.6,"from":"editor","frame":{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":2}},"crlf":true}\n'
+    b'{"t":1.7,"from":"agent","frame":[{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":2}}]}\n'
+    b'{"t":1.8,"from":"agent","text":"caf\\u00e9 \\"x\\" \\ud83d\\ude00"}\n'
+    b'{"t":1.9,"from":"agent","base64":"/w==","action":"diverted"}\n'
+    b'{"t":2.0,"event":"exit","status":0}\n'
+)
+
+
+@st.composite
+def _mutated(draw, seed: bytes):
+    data = bytearray(seed)
+    for _ in range(draw(st.integers(1, 6))):
+        if not data:
+            break
+        i = draw(st.integers(0, len(data) - 1))
+        op = draw(st.sampled_from(["flip", "drop", "insert"]))
+        if op == "flip":
+            data[i] = draw(st.integers(0, 255))
+        elif op == "drop":
+            del data[i : i + draw(st.integers(1, 8))]
+        else:
+            data[i:i] = draw(st.sampled_from([b"\n", b'"', b"{", b"}", b"[", b"\\", b",", b"\xff", b"\xc3", b"null"]))
+    return bytes(data)
+
+
+@given(st.one_of(st.binary(max_size=400), _mutated(_SEED_RECORDING), _mutated(BAD.read_bytes()[:1500])))
+def test_no_input_makes_validate_or_inspect_raise(codec, data):
+    from acp_fast import inspector
+
+    for schema in (False, True):
+        v = V.Validator(schema=schema)
+        v.run([data])
+        assert v.problem_count >= 0 and all(p.line >= 1 and p.column >= 1 for p in v.problems)
+    result = inspector.replay_file(data)
+    inspector.render("x", result)
+    inspector.to_json("x", result)

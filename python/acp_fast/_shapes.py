@@ -115,7 +115,9 @@ class Type(Spec):
         "number": "a number",
     }
 
-    def __init__(self, name: str, *, nullable: bool = False, minimum: Optional[int] = None, maximum: Optional[int] = None):
+    def __init__(
+        self, name: str, *, nullable: bool = False, minimum: Optional[int] = None, maximum: Optional[int] = None
+    ):
         self.name = name
         self.nullable = nullable
         self.minimum = minimum
@@ -191,7 +193,9 @@ class Arr(Spec):
         if len(value) < self.min_items:
             noun = "item" if self.min_items == 1 else "items"
             out.append(
-                Issue(path, f'expected "{render_path(path)}" to hold at least {self.min_items} {noun}, found {len(value)}')
+                Issue(
+                    path, f'expected "{render_path(path)}" to hold at least {self.min_items} {noun}, found {len(value)}'
+                )
             )
         if self.item is not ANY:
             for index, item in enumerate(value):
@@ -276,11 +280,18 @@ class Union(Spec):
             branch.check_members(value, path, out)
         elif tag in self.moved:
             out.append(
-                Issue(tag_path, f'expected "{render_path(tag_path)}" to be {self.name}, found {describe(tag)} ({self.moved[tag]})')
+                Issue(
+                    tag_path,
+                    f'expected "{render_path(tag_path)}" to be {self.name}, found {describe(tag)} ({self.moved[tag]})',
+                )
             )
         elif not self.open:
             names = ", ".join(self.branches)
-            out.append(Issue(tag_path, f'expected "{render_path(tag_path)}" to be {self.name} ({names}), found {describe(tag)}'))
+            out.append(
+                Issue(
+                    tag_path, f'expected "{render_path(tag_path)}" to be {self.name} ({names}), found {describe(tag)}'
+                )
+            )
         elif self.other is not None:
             self.other.check_members(value, path, out)
 
@@ -332,7 +343,9 @@ def _tool_content(version: int) -> Union:
             name="a diff operation",
             open=True,
         )
-        diff = Obj({"changes": req(Arr(change)), "patch": opt(Obj({"format": req(STR), "text": req(STR)}, nullable=True))})
+        diff = Obj(
+            {"changes": req(Arr(change)), "patch": opt(Obj({"format": req(STR), "text": req(STR)}, nullable=True))}
+        )
     return Union(
         "type",
         {"content": Obj({"content": req(block)}), "diff": diff, "terminal": Obj({"terminalId": req(STR)})},
@@ -382,7 +395,9 @@ def _session_update(version: int, unstable: bool) -> Union:
     }
     if version == 1:
         chunk = Obj({"content": req(block), "messageId": opt(STR_N)})
-        entry = Obj({"content": req(STR), "priority": req(Enum(PLAN_PRIORITIES)), "status": req(Enum(V1_PLAN_STATUSES))})
+        entry = Obj(
+            {"content": req(STR), "priority": req(Enum(PLAN_PRIORITIES)), "status": req(Enum(V1_PLAN_STATUSES))}
+        )
         branches = {
             "user_message_chunk": chunk,
             "agent_message_chunk": chunk,
@@ -476,7 +491,13 @@ def _hand_written(version: int, unstable: bool) -> Dict[str, Tuple[Optional[Spec
         option = Obj({"optionId": req(STR), "name": req(STR), "kind": req(Enum(PERMISSION_KINDS))})
         return {
             "initialize": (
-                Obj({"protocolVersion": req(PROTOCOL_VERSION), "clientCapabilities": opt(OBJ), "clientInfo": opt(IMPLEMENTATION_N)}),
+                Obj(
+                    {
+                        "protocolVersion": req(PROTOCOL_VERSION),
+                        "clientCapabilities": opt(OBJ),
+                        "clientInfo": opt(IMPLEMENTATION_N),
+                    }
+                ),
                 Obj(
                     {
                         "protocolVersion": req(PROTOCOL_VERSION),
@@ -775,7 +796,10 @@ def _schema_issue(error: Any, base: Path, def_name: str) -> Issue:
         return Issue(path, f'expected "{where}" to match {def_name} ({keyword}), found {describe(value)}')
     if keyword in ("const", "enum"):
         allowed = [error.validator_value] if keyword == "const" else list(error.validator_value)
-        return Issue(path, f'expected "{where}" to be one of {", ".join(json.dumps(a) for a in allowed)}, found {describe(value)}')
+        return Issue(
+            path,
+            f'expected "{where}" to be one of {", ".join(json.dumps(a) for a in allowed)}, found {describe(value)}',
+        )
     if keyword == "minItems":
         noun = "item" if error.validator_value == 1 else "items"
         return Issue(path, f'expected "{where}" to hold at least {error.validator_value} {noun}, found {len(value)}')

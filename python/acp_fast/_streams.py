@@ -29,7 +29,7 @@ from typing import Any, BinaryIO, Dict, Iterable, Iterator, List, NamedTuple, Op
 
 import acp_fast
 
-from ._shapes import members, skip_value
+from ._shapes import members
 
 CHUNK_BYTES = 1 << 20
 RECORDING_MAGIC = b'{"acp-fast-recording"'
@@ -237,7 +237,9 @@ def parse_header(line: bytes, number: int = 1) -> Record:
         raise RecordError('expected the recording header {"acp-fast-recording":1,...}, found another object')
     problems = []
     if value["acp-fast-recording"] != 1:
-        problems.append(f'expected "acp-fast-recording": 1, found {acp_fast.dumps(value["acp-fast-recording"]).decode()}')
+        problems.append(
+            f'expected "acp-fast-recording": 1, found {acp_fast.dumps(value["acp-fast-recording"]).decode()}'
+        )
     if not _number(value.get("t")):
         problems.append('expected "t" to be a number (unix seconds)')
     argv = value.get("argv")

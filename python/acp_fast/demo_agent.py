@@ -258,7 +258,9 @@ class DemoAgent:
         if self.version == 1:
             frame = builders.request_permission(request_id, session_id, tool_call, options)
         else:
-            frame = builders.request_permission(request_id, session_id, tool_call, options, protocol_version=2, title=title)
+            frame = builders.request_permission(
+                request_id, session_id, tool_call, options, protocol_version=2, title=title
+            )
         self._pause()
         if self._eof:
             raise _Closed()
@@ -291,14 +293,18 @@ class DemoAgent:
         except _Cancelled:
             for call_id in open_calls:
                 self._send(
-                    builders.failed_tool_call_update(session_id, call_id, "cancelled by the client", protocol_version=self.version)
+                    builders.failed_tool_call_update(
+                        session_id, call_id, "cancelled by the client", protocol_version=self.version
+                    )
                 )
             stop = "cancelled"
         finally:
             self._turn_session = None
         if v2:
             self._send(
-                builders.session_update(session_id, {"sessionUpdate": "state_update", "state": "idle", "stopReason": stop})
+                builders.session_update(
+                    session_id, {"sessionUpdate": "state_update", "state": "idle", "stopReason": stop}
+                )
             )
         else:
             self._send(builders.response(request_id, {"stopReason": stop}))
@@ -322,7 +328,14 @@ class DemoAgent:
         cwd = self._sessions[sid]
         readme, app = f"{cwd}/README.md", f"{cwd}/src/app.py"
         chunk = builders.message_chunk
-        self._emit(chunk(sid, "Let me look at the project first.", kind="agent_thought_chunk", message_id=self._message_id(turn, 0)))
+        self._emit(
+            chunk(
+                sid,
+                "Let me look at the project first.",
+                kind="agent_thought_chunk",
+                message_id=self._message_id(turn, 0),
+            )
+        )
         self._emit(self._plan(sid, ["in_progress", "pending", "pending"]))
 
         # 1. read a file
@@ -331,17 +344,28 @@ class DemoAgent:
         if v2:
             self._emit(
                 builders.tool_call_update(
-                    sid, read_id, title="Read README.md", kind="read", status="in_progress",
-                    locations=[builders.location(readme)], protocol_version=2,
+                    sid,
+                    read_id,
+                    title="Read README.md",
+                    kind="read",
+                    status="in_progress",
+                    locations=[builders.location(readme)],
+                    protocol_version=2,
                 )
             )
             for line in README.splitlines(keepends=True):
                 self._emit(builders.tool_call_content_chunk(sid, read_id, builders.text_content(line)))
             self._emit(builders.tool_call_update(sid, read_id, status="completed", protocol_version=2))
         else:
-            self._emit(builders.tool_call(sid, read_id, "Read README.md", kind="read", status="pending", locations=[builders.location(readme)]))
+            self._emit(
+                builders.tool_call(
+                    sid, read_id, "Read README.md", kind="read", status="pending", locations=[builders.location(readme)]
+                )
+            )
             self._emit(builders.tool_call_update(sid, read_id, status="in_progress"))
-            self._emit(builders.tool_call_update(sid, read_id, status="completed", content=[builders.text_content(README)]))
+            self._emit(
+                builders.tool_call_update(sid, read_id, status="completed", content=[builders.text_content(README)])
+            )
         open_calls.remove(read_id)
         self._emit(self._plan(sid, ["completed", "in_progress", "pending"]))
 
@@ -367,14 +391,28 @@ class DemoAgent:
             }
             self._emit(
                 builders.tool_call_update(
-                    sid, edit_id, title="Edit src/app.py", kind="edit", status="pending",
-                    content=[diff], locations=[builders.location(app, 1)], protocol_version=2,
+                    sid,
+                    edit_id,
+                    title="Edit src/app.py",
+                    kind="edit",
+                    status="pending",
+                    content=[diff],
+                    locations=[builders.location(app, 1)],
+                    protocol_version=2,
                 )
             )
         else:
             diff = builders.diff_content(app, NEW_APP, OLD_APP)
             self._emit(
-                builders.tool_call(sid, edit_id, "Edit src/app.py", kind="edit", status="pending", content=[diff], locations=[builders.location(app, 1)])
+                builders.tool_call(
+                    sid,
+                    edit_id,
+                    "Edit src/app.py",
+                    kind="edit",
+                    status="pending",
+                    content=[diff],
+                    locations=[builders.location(app, 1)],
+                )
             )
         approved, why = True, ""
         if self.permission:
@@ -399,8 +437,13 @@ class DemoAgent:
         if v2:
             self._emit(
                 builders.tool_call_update(
-                    sid, run_id, title="Run the tests", kind="execute", status="in_progress",
-                    content=[builders.terminal_content(term_id)], protocol_version=2,
+                    sid,
+                    run_id,
+                    title="Run the tests",
+                    kind="execute",
+                    status="in_progress",
+                    content=[builders.terminal_content(term_id)],
+                    protocol_version=2,
                 )
             )
             self._emit(builders.terminal_update(sid, term_id, command="pytest -q", cwd=cwd))
@@ -410,11 +453,20 @@ class DemoAgent:
             self._emit(builders.tool_call_update(sid, run_id, status="completed", protocol_version=2))
         else:
             self._emit(
-                builders.tool_call(sid, run_id, "Run the tests", kind="execute", status="in_progress", content=[builders.terminal_content(term_id)])
+                builders.tool_call(
+                    sid,
+                    run_id,
+                    "Run the tests",
+                    kind="execute",
+                    status="in_progress",
+                    content=[builders.terminal_content(term_id)],
+                )
             )
             self._emit(
                 builders.tool_call_update(
-                    sid, run_id, status="completed",
+                    sid,
+                    run_id,
+                    status="completed",
                     content=[builders.terminal_content(term_id), builders.text_content(b"".join(output).decode())],
                 )
             )
@@ -446,8 +498,16 @@ def main(argv: Optional[List[str]] = None) -> int:
         description="A small scripted ACP agent on stdin/stdout (NDJSON), for demos, tests and proxy benchmarks.",
     )
     parser.add_argument("--protocol", type=int, choices=(1, 2), default=1, help="protocol version to speak (default 1)")
-    parser.add_argument("--chunks", type=int, default=4, metavar="N", help="message chunks and terminal output chunks per turn (default 4)")
-    parser.add_argument("--delay", type=float, default=0.0, metavar="SECONDS", help="pause before every frame of a turn (default 0)")
+    parser.add_argument(
+        "--chunks",
+        type=int,
+        default=4,
+        metavar="N",
+        help="message chunks and terminal output chunks per turn (default 4)",
+    )
+    parser.add_argument(
+        "--delay", type=float, default=0.0, metavar="SECONDS", help="pause before every frame of a turn (default 0)"
+    )
     parser.add_argument("--no-permission", action="store_true", help="do not ask for permission (the edit is applied)")
     try:
         args = parser.parse_args(argv)

@@ -34,8 +34,8 @@ from typing import Any, Dict, Iterable, Iterator, List, NamedTuple, Optional, Tu
 import acp_fast
 
 from ._streams import (
-    RecordError,
     Progress,
+    RecordError,
     chunks_of,
     iter_lines,
     open_input,
@@ -137,7 +137,13 @@ class _Replayer:
         for line in iter_lines(chunks, limit):
             r.lines = line.number
             if line.data is None:
-                self.error(line.number, 1, None, "recording", f"expected a record of at most {limit} bytes, found {line.length}")
+                self.error(
+                    line.number,
+                    1,
+                    None,
+                    "recording",
+                    f"expected a record of at most {limit} bytes, found {line.length}",
+                )
                 continue
             if not line.data.strip(b" \t\r"):
                 continue
@@ -277,7 +283,11 @@ def _item_summary(item: Any) -> str:
 
 
 def _text(value: Any, width: int = 48) -> str:
-    text = value if isinstance(value, str) else ("-" if value is None else acp_fast.dumps(value).decode("utf-8", "replace"))
+    text = (
+        value
+        if isinstance(value, str)
+        else ("-" if value is None else acp_fast.dumps(value).decode("utf-8", "replace"))
+    )
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 3] + "..."
 
@@ -359,7 +369,9 @@ def render(name: str, result: Replay, *, session_filter: Optional[str] = None) -
             head += " of `" + " ".join(str(a) for a in argv) + "`"
     head += f", {_count(result.lines, 'line')}, {_count(result.frames, 'frame')}"
     version = store.protocol_version
-    source = "fixed" if state["protocolVersion"] is not None else ("negotiated" if store.negotiated_version else "default")
+    source = (
+        "fixed" if state["protocolVersion"] is not None else ("negotiated" if store.negotiated_version else "default")
+    )
     head += f", protocol v{version} ({source})"
     if result.format == "recording":
         head += ", agent exit status " + (str(result.exit_status) if result.exit_status is not None else "unknown")
@@ -433,7 +445,15 @@ def render(name: str, result: Replay, *, session_filter: Optional[str] = None) -
             rows = []
             for tid, term in terms.items():
                 output = _output(term)
-                rows.append([_text(tid, 24), _text(term.get("command"), 32), _exit(term), str(len(output)), _text(last_line(output), 48)])
+                rows.append(
+                    [
+                        _text(tid, 24),
+                        _text(term.get("command"), 32),
+                        _exit(term),
+                        str(len(output)),
+                        _text(last_line(output), 48),
+                    ]
+                )
             lines += _table(["ID", "COMMAND", "EXIT", "BYTES", "LAST LINE"], rows)
     return "\n".join(lines) + "\n"
 
@@ -467,13 +487,27 @@ def main(argv: Optional[List[str]] = None) -> int:
     )
     parser.add_argument("file", metavar="FILE", help="the recording or stream; - reads stdin")
     parser.add_argument("--json", action="store_true", help="print the store's state() and summary counts as JSON")
-    parser.add_argument("--protocol", type=int, choices=(1, 2), help="fix the protocol version (default: negotiated, else 1)")
+    parser.add_argument(
+        "--protocol", type=int, choices=(1, 2), help="fix the protocol version (default: negotiated, else 1)"
+    )
     parser.add_argument("--session", metavar="ID", help="show only this session")
     parser.add_argument("--forwarded-only", action="store_true", help="skip recorded frames the proxy did not forward")
-    parser.add_argument("--max-errors", type=int, default=20, metavar="N", help="list at most N errors (all are counted; default 20)")
-    parser.add_argument("--max-tool-calls", type=int, metavar="N", help="bound the store (oldest finished tool calls are dropped)")
-    parser.add_argument("--max-frame-bytes", type=int, default=DEFAULT_MAX_FRAME_BYTES, metavar="N", help="longest frame (default 64 MiB)")
-    parser.add_argument("--input", choices=("auto", "ndjson", "recording"), default="auto", help="what FILE holds (default auto)")
+    parser.add_argument(
+        "--max-errors", type=int, default=20, metavar="N", help="list at most N errors (all are counted; default 20)"
+    )
+    parser.add_argument(
+        "--max-tool-calls", type=int, metavar="N", help="bound the store (oldest finished tool calls are dropped)"
+    )
+    parser.add_argument(
+        "--max-frame-bytes",
+        type=int,
+        default=DEFAULT_MAX_FRAME_BYTES,
+        metavar="N",
+        help="longest frame (default 64 MiB)",
+    )
+    parser.add_argument(
+        "--input", choices=("auto", "ndjson", "recording"), default="auto", help="what FILE holds (default auto)"
+    )
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--progress", dest="progress", action="store_true", default=None, help="show progress on stderr")
     group.add_argument("--no-progress", dest="progress", action="store_false", help="never show progress")

@@ -33,8 +33,8 @@ import acp_fast
 
 from . import _shapes
 from ._streams import (
-    RecordError,
     Progress,
+    RecordError,
     iter_lines,
     open_input,
     parse_header,
@@ -173,7 +173,9 @@ class Validator:
         for line in iter_lines(chunks, limit):
             self.lines = line.number
             if line.data is None:
-                self.report(line.number, 1, "recording", f"expected a record of at most {limit} bytes, found {line.length}")
+                self.report(
+                    line.number, 1, "recording", f"expected a record of at most {limit} bytes, found {line.length}"
+                )
                 continue
             if not line.data.strip(b" \t\r"):
                 self.report(line.number, 1, "recording", "expected a record, found a blank line")
@@ -191,7 +193,9 @@ class Validator:
                 self.report(line.number, exc.column, "recording", exc.message)
                 continue
             if footer_line is not None:
-                self.report(line.number, 1, "recording", f"expected no record after the exit footer (line {footer_line})")
+                self.report(
+                    line.number, 1, "recording", f"expected no record after the exit footer (line {footer_line})"
+                )
             if record.kind == "footer":
                 footer_line = line.number
                 rec["footer"] = {"status": record.value.get("status"), "line": line.number}
@@ -379,7 +383,9 @@ class Validator:
             return set()
         if value is _MISSING:
             if isinstance(spec, (_shapes.Obj, _shapes.Union)):
-                self.report(line, column(()), "acp", f'{what}: expected "{path[0]}" to be an object, found none', -32602)
+                self.report(
+                    line, column(()), "acp", f'{what}: expected "{path[0]}" to be an object, found none', -32602
+                )
             return {path}
         issues = _shapes.check(spec, value, path)
         for issue in issues:
@@ -488,8 +494,12 @@ def _parser() -> argparse.ArgumentParser:
         choices=(1, 2),
         help="protocol version to check against (default: learned from the initialize response, else 1)",
     )
-    parser.add_argument("--schema", action="store_true", help="also validate against the official ACP JSON schema (needs jsonschema)")
-    parser.add_argument("--unstable", action="store_true", help="accept the unstable ACP surface (and use the unstable schema)")
+    parser.add_argument(
+        "--schema", action="store_true", help="also validate against the official ACP JSON schema (needs jsonschema)"
+    )
+    parser.add_argument(
+        "--unstable", action="store_true", help="accept the unstable ACP surface (and use the unstable schema)"
+    )
     parser.add_argument("--format", choices=("text", "json"), default="text", help="output: text (default) or json")
     parser.add_argument(
         "--input",
@@ -513,7 +523,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("-q", "--quiet", action="store_true", help="print only the summary")
     progress = parser.add_mutually_exclusive_group()
-    progress.add_argument("--progress", dest="progress", action="store_true", default=None, help="show progress on stderr")
+    progress.add_argument(
+        "--progress", dest="progress", action="store_true", default=None, help="show progress on stderr"
+    )
     progress.add_argument("--no-progress", dest="progress", action="store_false", help="never show progress")
     return parser
 
