@@ -1,0 +1,35 @@
+"""Integrations of acp-fast with other ACP libraries.
+
+``acp_fast.integrations.acp_sdk``
+    The official ACP Python SDK (PyPI ``agent-client-protocol``, import name ``acp``): SDK
+    connections that read and write frames through acp-fast (:func:`acp_sdk.install`).
+``acp_fast.integrations.session_state``
+    A drop-in ``SessionAccumulator`` for ``acp.contrib.session_state``, backed by
+    :class:`acp_fast.ToolCallStore`.
+``acp_fast.integrations.models``
+    Conversions between acp-fast records / frames and the SDK's pydantic models.
+
+The SDK is an optional dependency: ``pip install 'acp-fast[sdk]'``. This package itself imports
+nothing from it; the three modules above raise an ImportError naming the extra when it is missing.
+See docs/SDK.md.
+"""
+
+from __future__ import annotations
+
+#: The SDK release the integrations are written and tested against (the ``sdk`` extra pins it).
+SDK_VERSION = "0.12.1"
+SDK_EXTRA = "acp-fast[sdk]"
+
+__all__ = ["SDK_EXTRA", "SDK_VERSION", "require_sdk"]
+
+
+def require_sdk(module: str) -> None:
+    """Raise an ImportError naming the ``sdk`` extra when the ACP SDK (``acp``) is missing."""
+    try:
+        import acp  # noqa: F401
+        import acp.connection  # noqa: F401
+    except ImportError as exc:
+        raise ImportError(
+            f"{module} needs the official ACP Python SDK (import name 'acp', PyPI "
+            f"'agent-client-protocol=={SDK_VERSION}'); install it with: pip install '{SDK_EXTRA}'"
+        ) from exc

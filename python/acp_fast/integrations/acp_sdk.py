@@ -1,0 +1,672 @@
+"""The official ACP Python SDK (``agent-client-protocol``, import name ``acp``) on acp-fast.
+
+One call makes every SDK connection built from byte streams — client side and agent side, over
+stdio (``spawn_agent_process``, ``run_agent``, ``stdio_streams``) or any asyncio streams —
+read and write its frames through acp-fast::
+
+    from acp_fast.integrations import acp_sdk
+
+    acp_sdk.install()                        # before the connections are created
+    async with acp.spawn_agent_process(client, "my-agent") as (conn, proc):
+        ...
+
+What changes (docs/SDK.md has the details and the figures):
+
+* frames are split by :class:`acp_fast.FrameDecoder` with a configurable size limit
+  (``max_frame_bytes``, 64 MiB by default) instead of ``StreamReader.readuntil`` with no bound;
+* JSON is parsed and written by the native core (``acp_fast.loads`` / ``dumps``);
+* a batch array is handled as JSON-RPC 2.0 says (its entries are dispatched in array order, and
+  the replies to its requests go back as one array) instead of killing the receive loop;
+* a bad line (not JSON, not JSON-RPC, too long) is answered with a JSON-RPC error (``id: null``)
+  instead of being dropped silently; the stream goes on;
+* frames are dispatched in wire order by one dispatcher: each handler starts as soon as its frame
+  is read, runs eagerly until its first suspension point, and only a handler that suspends gets
+  a task of its own (the SDK creates one task per message, which dominates its cost).
+
+What the handlers receive does not change: the SDK's own router, pydantic models, request and
+notification coroutines, error mapping and telemetry spans are used as they are.
+
+The SDK release this module is written and tested against is pinned by the ``sdk`` extra
+(:data:`acp_fast.integrations.SDK_VERSION`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import contextvars
+import copy
+import inspect
+import json
+import logging
+import sys
+import types
+from typing import Any, Awaitable, Callable, Deque, Dict, Iterator, List, Optional
+
+from . import require_sdk
+
+require_sdk("acp_fast.integrations.acp_sdk")
+
+import acp.agent.connection as _sdk_agent_connection  # noqa: E402
+import acp.client.connection as _sdk_client_connection  # noqa: E402
+import acp.core as _sdk_core  # noqa: E402
+import acp.stdio as _sdk_stdio  # noqa: E402
+from acp.connection import Connection as SdkConnection  # noqa: E402
+from acp.connection import StreamDirection, StreamEvent  # noqa: E402
+from acp.exceptions import RequestError  # noqa: E402
+from acp.router import MessageRouter  # noqa: E402
+from acp.schema import SessionNotification  # noqa: E402
+import acp.telemetry as _telemetry  # noqa: E402
+from acp.client.connection import _SessionUpdateTracker  # noqa: E402
+
+import acp_fast  # noqa: E402
+from acp_fast.batch import Batch  # noqa: E402
+from acp_fast.errors import DecodeError, EncodeError  # noqa: E402
+
+__all__ = [
+    "DEFAULT_MAX_FRAME_BYTES",
+    "FastConnection",
+    "connect_to_agent",
+    "install",
+    "installed",
+    "is_installed",
+    "run_agent",
+    "uninstall",
+]
+
+logger = logging.getLogger(__name__)
+
+#: Default longest frame accepted (bytes, line ending excluded): acp-fast's decoder default.
+DEFAULT_MAX_FRAME_BYTES = 64 * 1024 * 1024
+#: Bytes asked of the reader per read.
+READ_SIZE = 256 * 1024
+
+# The SDK modules that construct ``Connection`` objects from byte streams; install() points their
+# ``Connection`` name at FastConnection.
+_PATCHED_MODULES = (_sdk_client_connection, _sdk_agent_connection, _sdk_stdio, _sdk_core)
+_ORIGINALS = {module: module.Connection for module in _PATCHED_MODULES}
+_UNSET: Any = object()
+_CoroutineType = types.CoroutineType
+_validate_notification = SessionNotification.__pydantic_validator__.validate_python
+
+
+class _Options:
+    __slots__ = ("max_frame_bytes", "reply_errors", "backend")
+
+    def __init__(self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES, reply_errors: bool = True, backend: Any = None):
+        self.max_frame_bytes = max_frame_bytes
+        self.reply_errors = reply_errors
+        self.backend = backend
+
+
+_options = _Options()
+
+
+# ---------------------------------------------------------------------------------------------
+# Installing
+
+
+def install(*, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES, reply_errors: bool = True, backend: Any = None) -> None:
+    """Make the SDK build :class:`FastConnection` wherever it builds a connection from streams.
+
+    Affects the connections created afterwards by ``ClientSideConnection``,
+    ``AgentSideConnection``, ``acp.connect_to_agent``, ``acp.run_agent``,
+    ``acp.spawn_agent_process``, ``acp.spawn_client_process`` and
+    ``acp.stdio.spawn_stdio_connection`` (existing connections keep their reader). Calling it again
+    replaces the options. ``max_frame_bytes``: the longest line accepted (a longer one is answered
+    with a -32700 error and skipped); ``reply_errors``: answer bad lines with JSON-RPC errors
+    (else they are only logged); ``backend``: an acp-fast backend module (``acp_fast._native`` or
+    ``acp_fast._fallback``), default the one ``acp_fast`` chose.
+    """
+    global _options
+    _check_max_frame_bytes(max_frame_bytes)
+    _options = _Options(max_frame_bytes, bool(reply_errors), backend)
+    for module in _PATCHED_MODULES:
+        module.Connection = FastConnection  # type: ignore[attr-defined]
+
+
+def uninstall() -> None:
+    """Undo :func:`install`: connections created afterwards are the SDK's own again."""
+    global _options
+    _options = _Options()
+    for module, original in _ORIGINALS.items():
+        module.Connection = original  # type: ignore[attr-defined]
+
+
+def is_installed() -> bool:
+    """True while :func:`install` is in force."""
+    return _sdk_client_connection.Connection is FastConnection
+
+
+@contextlib.contextmanager
+def installed(
+    *, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES, reply_errors: bool = True, backend: Any = None
+) -> Iterator[None]:
+    """:func:`install` for the duration of a ``with`` block, then the previous state again."""
+    global _options
+    saved = ({module: module.Connection for module in _PATCHED_MODULES}, _options)
+    install(max_frame_bytes=max_frame_bytes, reply_errors=reply_errors, backend=backend)
+    try:
+        yield
+    finally:
+        for module, value in saved[0].items():
+            module.Connection = value  # type: ignore[attr-defined]
+        _options = saved[1]
+
+
+def connect_to_agent(
+    client: Any,
+    input_stream: Any,
+    output_stream: Any = None,
+    *,
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+    reply_errors: bool = True,
+    backend: Any = None,
+    **kwargs: Any,
+) -> Any:
+    """``acp.connect_to_agent`` with a :class:`FastConnection`, without :func:`install`.
+
+    ``input_stream`` is the agent's stdin (``StreamWriter``), ``output_stream`` its stdout
+    (``StreamReader``); other keywords go to ``ClientSideConnection``."""
+    with installed(max_frame_bytes=max_frame_bytes, reply_errors=reply_errors, backend=backend):
+        return _sdk_core.connect_to_agent(client, input_stream, output_stream, **kwargs)
+
+
+async def run_agent(
+    agent: Any,
+    input_stream: Any = None,
+    output_stream: Any = None,
+    *,
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+    reply_errors: bool = True,
+    backend: Any = None,
+    **kwargs: Any,
+) -> None:
+    """``acp.run_agent`` (stdio by default) with a :class:`FastConnection`, without :func:`install`."""
+    from acp.stdio import stdio_streams
+
+    if input_stream is None and output_stream is None:
+        output_stream, input_stream = await stdio_streams()
+    with installed(max_frame_bytes=max_frame_bytes, reply_errors=reply_errors, backend=backend):
+        conn = _sdk_agent_connection.AgentSideConnection(
+            agent, input_stream, output_stream, listening=False, **kwargs
+        )
+    try:
+        await conn.listen()
+    finally:
+        await asyncio.shield(conn.close())
+
+
+def _update_tracker(handler: Any) -> Any:
+    """The SDK client's ``_SessionUpdateTracker`` when ``handler`` is the router that
+    ``ClientSideConnection`` builds and it routes ``session/update`` the standard way (model
+    ``SessionNotification``, a snake_case ``session_update`` handler, no telemetry spans to open);
+    else None, and every frame goes through the SDK's router as usual."""
+    if type(handler) is not MessageRouter or _telemetry.logfire_span is not None or _telemetry.TRACER is not None:
+        return None
+    route = handler._notifications.get("session/update")
+    if route is None or route.func is None or route.warn_unstable or not route.func.__closure__:
+        return None
+    func = route.func
+    cells = dict(zip(func.__code__.co_freevars, (c.cell_contents for c in func.__closure__)))
+    tracker = cells.get("obj")
+    if cells.get("model") is not SessionNotification or cells.get("legacy_api") is not False:
+        return None
+    if type(tracker) is not _SessionUpdateTracker or cells.get("attr") != "session_update":
+        return None
+    if tracker._session_update is None or tracker._legacy_session_update:
+        return None
+    return tracker
+
+
+async def _await(awaitable: Any) -> Any:
+    return await awaitable
+
+
+def _check_max_frame_bytes(value: Any) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 4294967294:
+        raise ValueError(f"expected max_frame_bytes to be an int from 1 to 4294967294, found {value!r}")
+
+
+# ---------------------------------------------------------------------------------------------
+# The byte transport
+
+
+class _StreamTransport:
+    """NDJSON over an asyncio ``StreamReader`` / ``StreamWriter`` with acp-fast framing and JSON.
+
+    ``Connection`` sends through it (``send`` / ``close``, as the SDK's ``Transport``);
+    :class:`FastConnection` reads through :meth:`receive_frames`."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, backend: Any, max_frame_bytes: int,
+                 receive_timeout: Optional[float]) -> None:
+        self._reader = reader
+        self._writer = writer
+        self._decoder = backend.FrameDecoder(max_frame_bytes=max_frame_bytes)
+        self._dumps = backend.dumps
+        self._receive_timeout = receive_timeout
+        self._drain_lock = asyncio.Lock()
+        self._closed = False
+
+    # -- reading
+
+    async def receive_frames(self) -> Optional[List[Any]]:
+        """The frames completed by the next read (possibly none), or None at end of input."""
+        if self._receive_timeout is None:
+            data = await self._reader.read(READ_SIZE)
+        else:
+            data = await asyncio.wait_for(self._reader.read(READ_SIZE), timeout=self._receive_timeout)
+        if not data:
+            tail = self._decoder.finish()
+            return tail if tail else None
+        return self._decoder.feed(data)
+
+    # -- writing
+
+    def encode(self, message: Any) -> bytes:
+        try:
+            return self._dumps(message) + b"\n"
+        except EncodeError:
+            # What the SDK's json.dumps accepts and acp-fast does not (non-str keys, str
+            # subclasses as keys, very deep nesting): written by json as the SDK did, but never
+            # NaN / Infinity, which are not JSON.
+            return (json.dumps(message, separators=(",", ":"), allow_nan=False) + "\n").encode("utf-8")
+
+    def write_now(self, data: bytes) -> None:
+        if self._closed:
+            raise ConnectionError("Connection closed")
+        self._writer.write(data)
+
+    async def send(self, message: Dict[str, Any]) -> None:
+        self.write_now(self.encode(message))
+        async with self._drain_lock:  # no suspension unless the pipe is full
+            await self._writer.drain()
+
+    async def close(self) -> None:
+        # Like the SDK's MessageSender: stop sending, leave the stream to its owner.
+        self._closed = True
+
+
+# ---------------------------------------------------------------------------------------------
+# Eager dispatch
+
+
+class _Resume:
+    """Awaitable that goes on driving a coroutine already started by hand (which has just yielded
+    ``first``), each step inside the coroutine's own context."""
+
+    __slots__ = ("_coro", "_first", "_ctx")
+
+    def __init__(self, coro: Any, first: Any, ctx: contextvars.Context) -> None:
+        self._coro = coro
+        self._first = first
+        self._ctx = ctx
+
+    def __await__(self) -> Any:
+        coro, run = self._coro, self._ctx.run
+        value = self._first
+        self._first = None
+        while True:
+            try:
+                sent = yield value
+            except GeneratorExit:
+                coro.close()
+                raise
+            except BaseException as exc:  # noqa: BLE001 - thrown in by the task (cancellation...)
+                try:
+                    value = run(coro.throw, exc)
+                except StopIteration as stop:
+                    return stop.value
+            else:
+                try:
+                    value = run(coro.send, sent)
+                except StopIteration as stop:
+                    return stop.value
+
+
+class _BatchReply:
+    """Collects the replies owed for one batch frame and writes them as one array."""
+
+    __slots__ = ("connection", "expected", "replies", "sealed")
+
+    def __init__(self, connection: "FastConnection") -> None:
+        self.connection = connection
+        self.expected = 0  # requests whose reply is still owed
+        self.replies: List[Dict[str, Any]] = []
+        self.sealed = False  # every entry has been dispatched
+
+    def add(self, payload: Dict[str, Any]) -> None:
+        self.replies.append(payload)
+        self.flush_if_done()
+
+    def flush_if_done(self) -> None:
+        if not self.sealed or self.expected or not self.replies:
+            return
+        replies, self.replies = self.replies, []
+        self.connection._write_reply(replies)
+
+
+class _Entry:
+    """One batch entry waiting in the dispatch queue."""
+
+    __slots__ = ("item", "reply", "last")
+
+    def __init__(self, item: Any, reply: _BatchReply, last: bool) -> None:
+        self.item = item
+        self.reply = reply
+        self.last = last
+
+
+_EOF = object()
+
+
+# ---------------------------------------------------------------------------------------------
+# The connection
+
+
+class FastConnection(SdkConnection):
+    """``acp.connection.Connection`` with acp-fast framing, JSON and dispatch.
+
+    Same constructor as the SDK's (``Connection(handler, writer, reader, *, observers,
+    listening, receive_timeout)``) plus ``max_frame_bytes``, ``reply_errors`` and ``backend``
+    (defaults: the options of :func:`install`). Given a message-level ``Transport`` instead of
+    streams (no ``reader``), it is the SDK's connection unchanged: there are no frames to split.
+    """
+
+    def __init__(
+        self,
+        handler: Callable[[str, Any, bool], Awaitable[Any]],
+        writer: Any,
+        reader: Optional[asyncio.StreamReader] = None,
+        *,
+        observers: Optional[List[Any]] = None,
+        listening: bool = True,
+        receive_timeout: Optional[float] = None,
+        max_frame_bytes: Any = _UNSET,
+        reply_errors: Any = _UNSET,
+        backend: Any = _UNSET,
+    ) -> None:
+        options = _options
+        max_frame_bytes = options.max_frame_bytes if max_frame_bytes is _UNSET else max_frame_bytes
+        reply_errors = options.reply_errors if reply_errors is _UNSET else reply_errors
+        backend = options.backend if backend is _UNSET else backend
+        _check_max_frame_bytes(max_frame_bytes)
+        self._backend = acp_fast if backend is None else backend
+        self._message_type = self._backend.Message
+        self._reply_errors = bool(reply_errors)
+        self._queue: Deque[Any] = collections.deque()
+        self._dispatching = False
+        self._drained: Optional[asyncio.Future[None]] = None
+        # The SDK client's update tracker, when this connection may use the fast path for
+        # session/update (see _update_tracker).
+        self._tracker = _update_tracker(handler)
+        if reader is None:
+            self._stream: Optional[_StreamTransport] = None
+            super().__init__(handler, writer, None, observers=observers, listening=listening, receive_timeout=receive_timeout)
+            return
+        self._stream = _StreamTransport(reader, writer, self._backend, max_frame_bytes, receive_timeout)
+        super().__init__(
+            handler, self._stream, None, observers=observers, listening=listening, receive_timeout=receive_timeout
+        )
+
+    @property
+    def max_frame_bytes(self) -> Optional[int]:
+        """The frame size limit in force (None for a message-level transport)."""
+        return None if self._stream is None else self._stream._decoder.max_frame_bytes
+
+    # -- receiving
+
+    async def _receive_loop(self) -> None:
+        stream = self._stream
+        if stream is None:
+            await super()._receive_loop()
+            return
+        try:
+            while True:
+                frames = await stream.receive_frames()
+                if frames is None:
+                    break
+                if frames:
+                    self._enqueue(frames)
+            # End of input: the frames already read are dispatched (responses resolve their
+            # requests) before the connection counts as disconnected, as in the SDK.
+            self._drained = asyncio.get_running_loop().create_future()
+            self._enqueue((_EOF,))
+            await self._drained
+        except asyncio.CancelledError:
+            return
+        except asyncio.TimeoutError:
+            raise RequestError.internal_error({"details": "Agent timeout"}) from None
+
+    def _enqueue(self, frames: Any) -> None:
+        self._queue.extend(frames)
+        if not self._dispatching:
+            self._dispatching = True
+            self._tasks.create(self._dispatch_queue(), name="acp_fast.dispatch")
+
+    async def _dispatch_queue(self) -> None:
+        """Start the handler of every queued frame, in order. A handler runs inside this task until
+        it first suspends; then the rest of the queue goes to a new dispatcher task and this one
+        keeps driving that handler (so ``asyncio.current_task()`` stays the handler's task)."""
+        queue = self._queue
+        start = self._start
+        tracker = self._tracker
+        message_type = self._message_type
+        copy_context = contextvars.copy_context
+        while queue:
+            item = queue.popleft()
+            session_id = None
+            fast = False
+            try:
+                if (
+                    tracker is not None
+                    and type(item) is message_type
+                    and item.method == "session/update"
+                    and item.kind == "notification"
+                ):
+                    # The client's hot path: the handler coroutine itself (see _update_handler).
+                    fast = True
+                    session_id, coro = self._update_handler(item)
+                else:
+                    coro = start(item)
+                    if coro is None:
+                        continue
+                ctx = copy_context()
+                first = ctx.run(coro.send, None)
+            except StopIteration:
+                continue
+            except Exception as exc:  # noqa: BLE001 - logged as the SDK does
+                if fast:
+                    logging.exception("Unhandled error while handling notification method=%s", "session/update", exc_info=exc)
+                else:
+                    logging.exception("Background task failed", exc_info=exc)
+                continue
+            except BaseException:
+                self._dispatching = False
+                if queue:
+                    self._enqueue(())
+                raise
+            if queue:
+                self._tasks.create(self._dispatch_queue(), name="acp_fast.dispatch")
+            else:
+                self._dispatching = False
+            if session_id is None:
+                await _Resume(coro, first, ctx)
+            else:
+                await self._finish_update(session_id, coro, first, ctx)
+            return
+        self._dispatching = False
+
+    def _update_handler(self, item: Any) -> Any:
+        """For a client-side ``session/update``: validate ``params`` as the SDK's route does
+        (``SessionNotification``), build the same keyword arguments, and return
+        ``(session_id, the client's session_update coroutine)``.
+
+        The SDK wraps that call in its update tracker (a future per update, so that
+        ``prompt()`` can wait for the updates still running). Bookkeeping for a handler that
+        completes without suspending is invisible to every other task, so it is only done when the
+        handler suspends (:meth:`_finish_update`)."""
+        if self._observers:
+            self._emit(StreamDirection.INCOMING, item.to_dict())
+        notification = _validate_notification(item.params)
+        kwargs = {"session_id": notification.session_id, "update": notification.update}
+        meta = notification.field_meta
+        if meta:
+            kwargs.update(meta)
+        coro = self._tracker._session_update(**kwargs)  # type: ignore[union-attr]
+        if type(coro) is not _CoroutineType:
+            coro = _await(coro)
+        return kwargs["session_id"], coro
+
+    async def _finish_update(self, session_id: str, coro: Any, first: Any, ctx: contextvars.Context) -> None:
+        """The SDK tracker's bookkeeping around an update handler that has suspended."""
+        tracker = self._tracker
+        completed = asyncio.get_running_loop().create_future()
+        pending = tracker._pending.setdefault(session_id, set())  # type: ignore[union-attr]
+        pending.add(completed)
+        token = ctx.run(tracker._current_update.set, completed)  # type: ignore[union-attr]
+        try:
+            await _Resume(coro, first, ctx)
+        except Exception as exc:  # noqa: BLE001 - as the SDK's _run_notification
+            logging.exception("Unhandled error while handling notification method=%s", "session/update", exc_info=exc)
+        finally:
+            ctx.run(tracker._current_update.reset, token)  # type: ignore[union-attr]
+            if not completed.done():
+                completed.set_result(None)
+            pending.discard(completed)
+            if not pending:
+                tracker._pending.pop(session_id, None)  # type: ignore[union-attr]
+
+    def _start(self, item: Any) -> Any:
+        """Handle one queued item: a coroutine to run for it, or None when it is already done."""
+        if type(item) is self._message_type:
+            kind = item.kind
+            if self._observers:
+                self._emit(StreamDirection.INCOMING, item.to_dict())
+            if kind == "notification":
+                return self._run_notification({"method": item.method, "params": item.params})
+            if kind == "request":
+                return self._run_request({"jsonrpc": "2.0", "id": item.id, "method": item.method, "params": item.params})
+            self._handle_response(item.to_dict())
+            return None
+        if isinstance(item, Batch):
+            reply = _BatchReply(self)
+            last = len(item) - 1
+            self._queue.extendleft(reversed([_Entry(entry, reply, i == last) for i, entry in enumerate(item)]))
+            return None
+        if isinstance(item, _Entry):
+            return self._start_entry(item)
+        if isinstance(item, DecodeError):
+            error = self._bad_frame(item)
+            if error is not None:
+                self._write_reply(error)
+            return None
+        if item is _EOF:
+            self._disconnect()
+            if self._drained is not None and not self._drained.done():
+                self._drained.set_result(None)
+            return None
+        raise TypeError(f"unexpected item in the dispatch queue: {item!r}")  # pragma: no cover
+
+    def _start_entry(self, entry: _Entry) -> Any:
+        item, reply = entry.item, entry.reply
+        coro = None
+        if isinstance(item, DecodeError):
+            error = self._bad_frame(item)
+            if error is not None:
+                reply.replies.append(error)
+        elif item.kind == "request":
+            if self._observers:
+                self._emit(StreamDirection.INCOMING, item.to_dict())
+            reply.expected += 1
+            coro = self._run_batched_request(
+                {"jsonrpc": "2.0", "id": item.id, "method": item.method, "params": item.params}, reply
+            )
+        else:
+            coro = self._start(item)
+        if entry.last:
+            reply.sealed = True
+            reply.flush_if_done()
+        return coro
+
+    async def _run_batched_request(self, message: Dict[str, Any], reply: _BatchReply) -> None:
+        try:
+            payload = await self._execute_request(message)
+        except BaseException:
+            reply.expected -= 1
+            reply.flush_if_done()
+            raise
+        reply.expected -= 1
+        reply.add(payload)
+
+    def _bad_frame(self, error: DecodeError) -> Optional[Dict[str, Any]]:
+        """Log a bad frame; fail the request it answers, if any; the error reply it deserves."""
+        logger.warning("acp-fast: bad frame on line %s: %s", error.line, error)
+        if self._fail_pending(error):
+            return None
+        if not self._reply_errors:
+            return None
+        request_error = RequestError.parse_error if error.code == -32700 else RequestError.invalid_request
+        return {"jsonrpc": "2.0", "id": None, "error": request_error({"details": str(error)}).to_error_obj()}
+
+    def _fail_pending(self, error: DecodeError) -> bool:
+        """An invalid response to one of our pending requests fails that request (the SDK would
+        have resolved it with ``None`` or the ``result`` it found)."""
+        if error.code != -32600 or not error.raw or not self._pending:
+            return False
+        try:
+            obj = self._backend.loads(error.raw)
+        except ValueError:
+            return False
+        if not isinstance(obj, dict) or "method" in obj or "id" not in obj:
+            return False
+        request_id = obj["id"]
+        try:
+            future = self._pending.pop(request_id, None)
+        except TypeError:  # unhashable id
+            return False
+        if future is None:
+            return False
+        if not future.done():
+            future.set_exception(RequestError.invalid_request({"details": str(error), "response": obj}))
+        return True
+
+    def _write_reply(self, payload: Any) -> None:
+        stream = self._stream
+        assert stream is not None
+        try:
+            stream.write_now(stream.encode(payload))
+        except Exception:  # noqa: BLE001 - the connection may be closing
+            logger.exception("acp-fast: could not write an error reply")
+            return
+        if self._observers:
+            for item in payload if isinstance(payload, list) else (payload,):
+                self._notify_observers(StreamDirection.OUTGOING, item)
+
+    # -- observers
+
+    def _emit(self, direction: StreamDirection, snapshot: Dict[str, Any]) -> None:
+        """The SDK's observer loop for a message that is already a private copy."""
+        event = StreamEvent(direction, snapshot)
+        for observer in list(self._observers):
+            try:
+                result = observer(event)
+            except Exception:
+                logging.exception("Stream observer failed", exc_info=True)
+                continue
+            if inspect.isawaitable(result):
+                self._tasks.create(
+                    result,  # type: ignore[arg-type]
+                    name=f"acp.Connection.observer.{direction.value}",
+                    on_error=self._on_observer_error,
+                )
+
+    def _notify_observers(self, direction: StreamDirection, message: Dict[str, Any]) -> None:
+        if not self._observers:
+            return
+        self._emit(direction, copy.deepcopy(message))
+
+
+if sys.version_info < (3, 9):  # pragma: no cover
+    raise ImportError("acp_fast.integrations.acp_sdk needs Python 3.9 or later")
