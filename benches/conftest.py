@@ -1,15 +1,19 @@
-"""Fixtures of the Python benchmarks (pytest-benchmark).
+"""Fixtures of the Python benchmarks (pytest-benchmark): the tasks of ``acp-fast bench``.
 
 The benchmarks are off in normal runs (``--benchmark-disable`` in pyproject addopts; ``benches/``
 is not in ``testpaths``). Run them with::
 
     python -m pytest benches --benchmark-enable --benchmark-only
 
-Corpus sizes can be changed with ``ACP_BENCH_MIXED_FRAMES`` (default 20000, ~400 B/frame) and
-``ACP_BENCH_LARGE_FRAMES`` (default 1000, ~16 KB/frame); timed rounds per contender with
-``ACP_BENCH_ROUNDS`` (default 5). The garbage collector is off while timing (as ``timeit`` does;
-the allocation-heavy groups are otherwise dominated by collection pauses); set ``ACP_BENCH_GC=1``
-to keep it on.
+Same corpora, contenders and checks as ``acp-fast bench`` (``acp_fast.bench.contenders``).
+Environment knobs: ``ACP_BENCH_MB`` (corpus size per profile, default 4 MB),
+``ACP_BENCH_FRAMES`` (``mixed=20000,large=1000``: frames per profile instead),
+``ACP_BENCH_PROFILES`` (default ``mixed,large,tiny,v2``), ``ACP_BENCH_ROUNDS`` (timed rounds per
+benchmark, default 5), ``ACP_BENCH_PASS_BUDGET`` (seconds: a contender whose pass over a corpus
+is projected past it is skipped and the reason given, default 10), ``ACP_BENCH_SCALING``
+(stream lengths of the scaling benchmarks, default the 1-2-5 series from 1,000 to 100,000). The garbage
+collector is off while timing (as ``timeit`` does; ``ACP_BENCH_GC=1`` keeps it on), except in
+the scaling benchmarks. A debug build of the native module is refused.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Dict, List, Tuple
 
 import pytest
 
@@ -28,21 +33,37 @@ try:
 except ImportError:  # a source checkout without an installed package
     sys.path.insert(0, str(BENCHES.parent / "python"))
 
+from acp_fast import traffic  # noqa: E402
 from acp_fast.bench import contenders as C  # noqa: E402
+from acp_fast.bench import state as S  # noqa: E402
 
-SIZES = {
-    "mixed": int(os.environ.get("ACP_BENCH_MIXED_FRAMES", C.DEFAULT_SIZES["mixed"])),
-    "large": int(os.environ.get("ACP_BENCH_LARGE_FRAMES", C.DEFAULT_SIZES["large"])),
-}
+PROFILES = [p for p in os.environ.get("ACP_BENCH_PROFILES", ",".join(traffic.PROFILES)).split(",") if p]
+MB = float(os.environ.get("ACP_BENCH_MB", C.DEFAULT_MB))
+SIZES = {profile: C.frames_for_mb(profile, MB) for profile in PROFILES}
+for _item in os.environ.get("ACP_BENCH_FRAMES", "").split(","):
+    if "=" in _item:
+        _name, _n = _item.split("=", 1)
+        SIZES[_name.strip()] = int(_n)
 ROUNDS = int(os.environ.get("ACP_BENCH_ROUNDS", "5"))
-BACKENDS = C.load_backends()
+PASS_BUDGET = float(os.environ.get("ACP_BENCH_PASS_BUDGET", "10"))
+SCALING = [int(n) for n in os.environ.get("ACP_BENCH_SCALING", "1000,2000,5000,10000,20000,50000,100000").split(",") if n]
 
-_corpora: dict = {}
-_references: dict = {}
+try:
+    BACKENDS = C.load_backends()
+    REFUSED = None
+except C.DebugBuildError as exc:  # reported by pytest_configure
+    BACKENDS = {}
+    REFUSED = str(exc)
+
+_corpora: Dict[str, "C.Corpus"] = {}
+#: (contender, frames) -> median seconds, filled by the scaling benchmarks for the summary.
+SCALING_POINTS: Dict[str, List[Tuple[int, float]]] = {}
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config):
+    if REFUSED is not None and not config.getoption("benchmark_disable", False):
+        raise pytest.UsageError(REFUSED)
     if os.environ.get("ACP_BENCH_GC", "") != "1" and hasattr(config.option, "benchmark_disable_gc"):
         config.option.benchmark_disable_gc = True
 
@@ -53,26 +74,24 @@ def pytest_report_header(config):  # noqa: ARG001
     return ["acp-fast benchmarks: " + "; ".join(lines)]
 
 
+def pytest_terminal_summary(terminalreporter):
+    if not SCALING_POINTS:
+        return
+    terminalreporter.section("state accumulation: growth exponent (slope of log time vs log frames)")
+    for name, points in SCALING_POINTS.items():
+        points = sorted(points)
+        per = ", ".join(f"{n:,}: {t / n * 1e9:.0f} ns/frame" for n, t in points)
+        exponent = f"{S.growth_exponent(points):.3f}" if len(points) >= 2 else "–"
+        terminalreporter.write_line(f"{name}: exponent {exponent} ({per})")
+
+
 def get_corpus(name: str) -> "C.Corpus":
     if name not in _corpora:
         _corpora[name] = C.build_corpus(name, SIZES[name], seed=0)
     return _corpora[name]
 
 
-@pytest.fixture(params=sorted(SIZES), scope="session")
+@pytest.fixture(params=PROFILES, scope="session")
 def corpus(request) -> "C.Corpus":
-    """A traffic corpus: ``mixed`` (~400 B/frame) or ``large`` (~16 KB/frame)."""
+    """A traffic corpus of one profile (mixed, large, tiny, v2)."""
     return get_corpus(request.param)
-
-
-@pytest.fixture(scope="session")
-def references():
-    """``references(group, corpus)``: the expected result, computed once with the stdlib."""
-
-    def get(group: str, corpus: "C.Corpus"):
-        key = (group, corpus.name)
-        if key not in _references:
-            _references[key] = C.reference(group, corpus)
-        return _references[key]
-
-    return get

@@ -1,10 +1,13 @@
-"""Codec benchmarks: acp_fast backends against stdlib json, orjson and msgspec, same run.
+"""The tasks of ``acp-fast bench`` as pytest benchmarks: every contender, every profile.
 
-Groups (pytest-benchmark ``group`` = "<group> <corpus>"): ``decode+fields``, ``materialize``,
-``encode``, ``passthrough`` (see contenders.py). Every contender's result is checked against a
-stdlib reference before it is timed: a wrong acp_fast result fails the benchmark, a baseline that
-differs is only recorded (``extra_info["correct"]``). ``extra_info`` also holds the corpus size and
-the throughput (``bytes_per_second`` over the median round).
+Tasks (pytest-benchmark ``group`` = "<task> <profile>"): ``decode`` (+ field access),
+``materialize``, ``encode`` (fresh objects every round), ``passthrough``, ``state`` (see
+``acp_fast.bench.contenders``). Every contender's result is checked against a stdlib reference
+before it is timed: a wrong acp-fast result fails the benchmark, a baseline that differs is only
+recorded (``extra_info["correct"]``). A contender that cannot run here (not installed, the SDK on
+v2 traffic) or whose pass is projected past ``ACP_BENCH_PASS_BUDGET`` (the SDK's quadratic
+accumulator) is skipped with the reason. ``extra_info`` also holds the corpus size and the
+throughput over the median round.
 """
 
 from __future__ import annotations
@@ -12,30 +15,43 @@ from __future__ import annotations
 import pytest
 
 from acp_fast.bench import contenders as C
-from conftest import BACKENDS, ROUNDS
+from acp_fast.bench import report
+from conftest import BACKENDS, PASS_BUDGET, ROUNDS
 
 
-def _params(group: str) -> list:
-    return [pytest.param(c, id=c.name.replace(" ", "-")) for c in C.contenders(group, BACKENDS)]
+def _params(task: str) -> list:
+    return [pytest.param(c, id=c.key.replace(" ", "-")) for c in C.contenders(task, BACKENDS)] if BACKENDS else []
 
 
-def _bench(benchmark, corpus, contender, references) -> None:
-    if contender.skip is not None:
-        pytest.skip(contender.skip)
+def _bench(benchmark, corpus, contender) -> None:
+    reason = C.skip_for_corpus(contender, corpus)
+    if reason is not None:
+        pytest.skip(reason)
+    stopped = report.over_budget(contender, corpus, PASS_BUDGET)
+    if stopped is not None:
+        pytest.skip(stopped)
     run = contender.make(corpus)
-    problem = C.check(contender.group, corpus, run(), references(contender.group, corpus))
+    C.prepare(run)
+    problem = C.check(contender.task, corpus, run(), contender)
     if problem is not None and contender.is_acp_fast:
-        pytest.fail(f"{contender.name} gives a wrong result on {corpus.name}: {problem}")
-    benchmark.group = f"{contender.group} {corpus.name}"
+        pytest.fail(f"{contender.label} ({contender.name}) gives a wrong result on {corpus.name}: {problem}")
+    benchmark.group = f"{contender.task} {corpus.name}"
     benchmark.extra_info.update(
-        corpus=corpus.name,
+        task=contender.task,
+        profile=corpus.name,
+        contender=contender.id,
+        variant=contender.name,
         frames=corpus.n_frames,
         bytes=corpus.n_bytes,
         correct=problem is None,
     )
     if problem is not None:
         benchmark.extra_info["difference"] = problem
-    benchmark.pedantic(run, rounds=ROUNDS, iterations=1, warmup_rounds=1)
+
+    def setup():
+        C.prepare(run)  # fresh input where the task needs it (encode), untimed
+
+    benchmark.pedantic(run, setup=setup, rounds=ROUNDS, iterations=1, warmup_rounds=1)
     stats = getattr(getattr(benchmark, "stats", None), "stats", None)
     if stats is not None and stats.median > 0:
         benchmark.extra_info["bytes_per_second"] = corpus.n_bytes / stats.median
@@ -43,21 +59,26 @@ def _bench(benchmark, corpus, contender, references) -> None:
         benchmark.extra_info["MB_per_second"] = round(corpus.n_bytes / stats.median / 1e6, 1)
 
 
-@pytest.mark.parametrize("contender", _params("decode+fields"))
-def test_decode_fields(benchmark, corpus, contender, references):
-    _bench(benchmark, corpus, contender, references)
+@pytest.mark.parametrize("contender", _params("decode"))
+def test_decode(benchmark, corpus, contender):
+    _bench(benchmark, corpus, contender)
 
 
 @pytest.mark.parametrize("contender", _params("materialize"))
-def test_materialize(benchmark, corpus, contender, references):
-    _bench(benchmark, corpus, contender, references)
+def test_materialize(benchmark, corpus, contender):
+    _bench(benchmark, corpus, contender)
 
 
 @pytest.mark.parametrize("contender", _params("encode"))
-def test_encode(benchmark, corpus, contender, references):
-    _bench(benchmark, corpus, contender, references)
+def test_encode(benchmark, corpus, contender):
+    _bench(benchmark, corpus, contender)
 
 
 @pytest.mark.parametrize("contender", _params("passthrough"))
-def test_passthrough(benchmark, corpus, contender, references):
-    _bench(benchmark, corpus, contender, references)
+def test_passthrough(benchmark, corpus, contender):
+    _bench(benchmark, corpus, contender)
+
+
+@pytest.mark.parametrize("contender", _params("state"))
+def test_state(benchmark, corpus, contender):
+    _bench(benchmark, corpus, contender)

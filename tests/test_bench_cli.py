@@ -250,6 +250,35 @@ def test_measure_budget_sets_the_number_of_passes():
     assert len(times[0]) == 5
 
 
+def test_measure_prepares_every_pass_untimed():
+    clock = FakeClock()
+    run = clock.costing(0.01)
+    prepared = []
+
+    def prepare():
+        clock.now += 1.0  # expensive, and outside the timing
+        prepared.append(clock.now)
+
+    run.prepare = prepare
+    times = timing.measure([run], budget=0.045, min_runs=2, max_runs=10, clock=clock)
+    assert len(prepared) == len(times[0]) == 5
+    assert times[0] == pytest.approx([0.01] * 5)
+
+
+def test_encode_gets_fresh_objects_every_pass():
+    corpus = C.build_corpus("mixed", 50, seed=1)
+    for contender in C.contenders("encode", C.load_backends()):
+        if contender.skip is not None:
+            continue
+        run = contender.make(corpus)
+        seen = []
+        for _ in range(2):
+            C.prepare(run)
+            seen.append(run())
+        assert seen[0] == seen[1]  # same bytes from different objects
+        assert C.check("encode", corpus, seen[1], contender) is None, contender.key
+
+
 def test_progress_bar_on_a_terminal_redraws_one_line():
     class Terminal(io.StringIO):
         def isatty(self):

@@ -1,8 +1,11 @@
 """The benchmark traffic generator (python/acp_fast/traffic.py).
 
-Generated frames must be deterministic for a seed, near their profile's target size, decodable,
-and valid against the official schema of their protocol version (root ``anyOf`` plus the
-method-specific ``$defs`` entry, since the root alone admits any extension message).
+Generated frames must be deterministic for a seed, near their profile's target size, in the
+profile's stated mix, decodable, and valid against the official schema of their protocol version
+(root ``anyOf`` plus the method-specific ``$defs`` entry, since the root alone admits any
+extension message). The schema test validates every frame of a contiguous stream, and a second
+test shows that stream holds every structure (member paths, JSON types, tag values) that a much
+longer stream of the profile shows; a sample of another seed validates too.
 """
 
 from __future__ import annotations
@@ -23,7 +26,6 @@ jsonschema = pytest.importorskip("jsonschema")
 SCHEMA_DIR = Path(acp_fast.__file__).parent / "schema"
 
 SIZE_SAMPLE = {"mixed": 3000, "large": 300, "tiny": 3000, "v2": 3000}
-SCHEMA_SAMPLE = 300
 
 
 @functools.lru_cache(maxsize=None)
@@ -114,21 +116,68 @@ def test_every_frame_decodes(profile, backend):
         assert backend.encode(message) == frame
 
 
+#: A contiguous stream of this many frames (seed 0) holds every structural feature that
+#: FEATURE_STREAM frames of the profile show (test_validated_window_covers_the_profile).
+VALIDATED_WINDOW = {"mixed": 1500, "large": 60, "tiny": 100, "v2": 1500}
+FEATURE_STREAM = {"mixed": 10000, "large": 1000, "tiny": 10000, "v2": 10000}
+#: Short string members whose value selects a schema branch (an enum, a tag).
+_TAGS = {"sessionUpdate", "status", "kind", "stopReason", "outcome", "type", "operation", "fileType",
+         "format", "priority", "state", "method", "optionId"}
+
+
+def _features(message, path="", out=None) -> set:
+    """The frame's structure: every member path with its JSON type (and the value of tag
+    members), array items under ``[]``."""
+    out = set() if out is None else out
+    if isinstance(message, dict):
+        for key, value in message.items():
+            _features(value, f"{path}.{key}", out)
+    elif isinstance(message, list):
+        out.add(path + ("[]" if message else "[empty]"))
+        for value in message:
+            _features(value, path + "[]", out)
+    else:
+        tag = "=" + message if isinstance(message, str) and path.rsplit(".", 1)[-1] in _TAGS else ""
+        out.add(f"{path}:{type(message).__name__}{tag}")
+    return out
+
+
 @pytest.mark.parametrize("profile", traffic.PROFILES)
-def test_frames_validate_against_schema(profile):
+def test_every_frame_validates_against_the_schema(profile):
+    """Every frame of a contiguous stream (the handshake, then whole prompt turns) validates
+    against the official schema of the profile's protocol version: the root schema, and the
+    definition of its method's params (or, for a response, of the result of the request it
+    answers). The next test shows the stream holds every structure the profile produces."""
     version = traffic.PROTOCOL_VERSIONS[profile]
-    frames = _frames(profile, SIZE_SAMPLE[profile])
+    frames = _frames(profile, VALIDATED_WINDOW[profile])
     messages = [json.loads(frame) for frame in frames]
     requests = {m["id"]: m["method"] for m in messages if "method" in m and "id" in m}
     assert len(requests) == sum(1 for m in messages if "method" in m and "id" in m), "request ids repeat"
-    # the stream's first frames (initialize, session/new) and a random sample of the rest
-    rng = random.Random(1234)
-    indices = sorted(set(range(min(12, len(messages)))) | set(rng.sample(range(len(messages)), SCHEMA_SAMPLE)))
-    for i in indices:
+    for i, message in enumerate(messages):
         try:
-            _validate(messages[i], version, requests)
+            _validate(message, version, requests)
         except jsonschema.ValidationError as error:  # pragma: no cover - failure report
             pytest.fail(f"{profile} frame {i} is not valid v{version}: {error.message}\n{frames[i][:500]!r}")
+
+
+@pytest.mark.parametrize("profile", traffic.PROFILES)
+def test_validated_window_covers_the_profile(profile):
+    window = set().union(*(_features(json.loads(f)) for f in _frames(profile, VALIDATED_WINDOW[profile])))
+    stream = set().union(*(_features(json.loads(f)) for f in _frames(profile, FEATURE_STREAM[profile])))
+    assert stream - window == set(), f"{profile}: structures the validated window never shows"
+    assert len(window) > 20 or profile == "tiny"
+
+
+@pytest.mark.parametrize("profile", traffic.PROFILES)
+def test_other_seeds_validate_too(profile):
+    # a sample of another seed's stream, far from its start
+    version = traffic.PROTOCOL_VERSIONS[profile]
+    n = {"large": 300}.get(profile, 3000)
+    frames = traffic.frames(profile, n, seed=11)
+    messages = [json.loads(frame) for frame in frames]
+    requests = {m["id"]: m["method"] for m in messages if "method" in m and "id" in m}
+    for i in random.Random(1234).sample(range(n // 3, n), 40):
+        _validate(messages[i], version, requests)
 
 
 def _updates(frames) -> list:
@@ -205,3 +254,63 @@ def test_arguments():
     with pytest.raises(ValueError, match="n_frames"):
         traffic.frames("mixed", -1)
     assert set(traffic.PROFILES) == set(traffic.TARGET_FRAME_BYTES) == set(traffic.PROTOCOL_VERSIONS)
+
+
+def _mix(profile: str, n: int) -> dict:
+    """Shares of the frames of ``profile`` by category (JSON-RPC requests and responses other
+    than ``session/update``, message chunks, tool calls, tool-call content chunks, terminals)."""
+    counts: dict = {}
+    for frame in _frames(profile, n):
+        message = json.loads(frame)
+        if message.get("method") != "session/update":
+            category = "rpc"
+        else:
+            kind = message["params"]["update"]["sessionUpdate"]
+            category = {
+                "agent_message_chunk": "chunks", "agent_thought_chunk": "chunks", "user_message_chunk": "chunks",
+                "tool_call": "tool calls", "tool_call_update": "tool calls",
+                "tool_call_content_chunk": "content chunks",
+                "terminal_update": "terminals", "terminal_output_chunk": "terminals",
+            }.get(kind, "other updates")
+        counts[category] = counts.get(category, 0) + 1
+    return {category: count / n for category, count in counts.items()}
+
+
+#: The stated mix of each profile (traffic.py's docstring): (low, high) share of frames.
+STATED_MIX = {
+    # streaming traffic: mostly message / thought chunks and tool calls, with the requests,
+    # responses, permissions and plans of whole prompt turns
+    "mixed": {"chunks": (0.40, 0.65), "tool calls": (0.25, 0.45), "rpc": (0.08, 0.25), "other updates": (0.002, 0.03)},
+    # big tool results only
+    "large": {"tool calls": (1.0, 1.0)},
+    # message chunks only
+    "tiny": {"chunks": (1.0, 1.0)},
+    # v2 tool traffic: upserts, content chunks, terminals (plus chunks, state and plan updates)
+    "v2": {
+        "tool calls": (0.18, 0.35), "content chunks": (0.05, 0.15), "terminals": (0.08, 0.20),
+        "chunks": (0.20, 0.45), "rpc": (0.05, 0.20), "other updates": (0.04, 0.12),
+    },
+}
+
+
+@pytest.mark.parametrize("profile", traffic.PROFILES)
+def test_stated_mix(profile):
+    mix = _mix(profile, SIZE_SAMPLE[profile])
+    assert set(mix) == set(STATED_MIX[profile]), mix
+    for category, (low, high) in STATED_MIX[profile].items():
+        assert low <= mix[category] <= high, (profile, category, mix[category])
+
+
+def test_v2_tool_traffic():
+    updates = _updates(_frames("v2", SIZE_SAMPLE["v2"]))
+    tool = [u for u in updates if u["sessionUpdate"] == "tool_call_update"]
+    with_nulls = [u for u in tool if any(v is None for v in u.values())]
+    assert 0.15 <= len(with_nulls) / len(tool) <= 0.5  # upserts that clear members with explicit nulls
+    cleared = {k for u in with_nulls for k, v in u.items() if v is None}
+    assert {"rawOutput", "content", "title"} <= cleared
+    terminal_output = [u for u in updates if u["sessionUpdate"] == "terminal_update" and "output" in u]
+    assert terminal_output, "no terminal_update with output"
+    for u in terminal_output:
+        base64.b64decode(u["output"]["data"], validate=True)
+    assert any(u.get("exitStatus") for u in updates if u["sessionUpdate"] == "terminal_update")
+

@@ -17,7 +17,8 @@ Tasks (every contender of a task does the same work on the same corpus):
 ``materialize``  build the full Python object of every frame (``Message.to_dict()`` after
                  ``FrameDecoder.feed``, ``loads`` per line; the SDK: ``json.loads`` + the model).
 ``encode``       serialize every frame from its Python object (``dumps`` of the dict; the SDK:
-                 ``model_dump`` of its model + ``json.dumps``, as its sender does).
+                 ``model_dump`` of its model + ``json.dumps``, as its sender does). Every pass
+                 gets freshly built objects (untimed), as an agent encodes new objects.
 ``passthrough``  decode every frame and encode it again unchanged (a proxy's work).
 ``state``        keep the state of every tool call from the raw stream (``ToolCallStore.feed``;
                  the others: a parse per line and a plain-dict accumulator with the same rules,
@@ -260,19 +261,18 @@ class _SdkPath:
             message[member] = self.dump(model)
         return (json.dumps(message, separators=(",", ":")) + "\n").encode("utf-8")
 
-    def models(self, corpus: Corpus) -> List[Tuple[Dict[str, Any], Optional[str], Any]]:
-        """Every frame as (envelope without params/result, member name, model): the encode input."""
-        key = "sdk-models"
-        if key not in corpus.cache:
-            pending: Dict[Any, str] = {}
-            out = []
-            for message in corpus.dicts:
-                member = "params" if "params" in message else "result" if "result" in message else None
-                envelope = {k: v for k, v in message.items() if k != member}
-                model = self.validate(message, pending) if member is not None else None
-                out.append((envelope, member, model))
-            corpus.cache[key] = out
-        return corpus.cache[key]
+    def models(self, lines: List[bytes]) -> List[Tuple[Dict[str, Any], Optional[str], Any]]:
+        """Every frame as (envelope without params/result, member name, fresh model): the input
+        of the SDK's encode."""
+        pending: Dict[Any, str] = {}
+        out = []
+        for line in lines:
+            message = json.loads(line)
+            member = "params" if "params" in message else "result" if "result" in message else None
+            envelope = {k: v for k, v in message.items() if k != member}
+            model = self.validate(message, pending) if member is not None else None
+            out.append((envelope, member, model))
+        return out
 
 
 @functools.lru_cache(maxsize=None)
@@ -464,10 +464,39 @@ def _sdk_materialize(corpus: Corpus) -> Callable[[], Any]:
     return run
 
 
+def _fresh(load: Callable[[], Any], run: Callable[[Any], Any]) -> Callable[[], Any]:
+    """A pass ``run(objects)`` whose ``prepare`` (called untimed before every pass) builds fresh
+    ``objects = load()``: an encoder meets new objects, as in an agent. (CPython caches the UTF-8
+    form of a non-ASCII ``str`` inside it once an encoder asks for it — acp-fast and msgspec do,
+    orjson transcodes each time — so encoding the same objects again would flatter the former.)"""
+    box: List[Any] = [None]
+
+    def prepare() -> None:
+        box[0] = None
+        box[0] = load()
+
+    def one_pass() -> Any:
+        if box[0] is None:
+            prepare()
+        objects, box[0] = box[0], None
+        return run(objects)
+
+    one_pass.prepare = prepare  # type: ignore[attr-defined]
+    return one_pass
+
+
+def prepare(run: Callable[[], Any]) -> None:
+    """Get ``run`` ready for its next pass (untimed): fresh input where it needs it."""
+    hook = getattr(run, "prepare", None)
+    if hook is not None:
+        hook()
+
+
 def _dumps_each(dumps: Callable[[Any], bytes]) -> Maker:
     def make(corpus: Corpus) -> Callable[[], Any]:
-        dicts = corpus.dicts
-        return lambda: [dumps(d) for d in dicts]
+        lines = corpus.lines
+        loads = orjson.loads if orjson is not None else json.loads
+        return _fresh(lambda: [loads(line) for line in lines], lambda dicts: [dumps(d) for d in dicts])
 
     return make
 
@@ -478,9 +507,11 @@ def _json_dumps(obj: Any) -> bytes:
 
 def _sdk_encode(corpus: Corpus) -> Callable[[], Any]:
     sdk = sdk_path()
-    models = sdk.models(corpus)
     write = sdk.write
-    return lambda: [write(envelope, member, model) for envelope, member, model in models]
+    return _fresh(
+        lambda: sdk.models(corpus.lines),
+        lambda models: [write(envelope, member, model) for envelope, member, model in models],
+    )
 
 
 def _backend_passthrough(module: Any) -> Maker:

@@ -326,6 +326,7 @@ def probe(
             if n not in prefixes:
                 prefixes[n] = corpus.prefix(n)
             run = contender.make(prefixes[n])
+            C.prepare(run)
             start = time.perf_counter()
             run()
             points.append((n, time.perf_counter() - start))
@@ -336,6 +337,18 @@ def probe(
                 break
             n *= 2
     return points
+
+
+def over_budget(
+    contender: C.Contender, corpus: C.Corpus, budget: float, prefixes: Optional[Dict[int, C.Corpus]] = None
+) -> Optional[str]:
+    """Why ``contender`` is stopped on ``corpus`` (one pass projected past ``budget`` seconds by
+    :func:`probe`), or None when it may run."""
+    points = probe(contender, corpus, {} if prefixes is None else prefixes, budget)
+    if not points:
+        return None
+    projected = S.project(points, corpus.n_frames)
+    return _stop_note(points, corpus.n_frames, projected, budget) if projected > budget else None
 
 
 def run_cell(
@@ -355,13 +368,11 @@ def run_cell(
         row.skip = C.skip_for_corpus(contender, corpus)
         if row.skip is not None or contender.make is None:
             continue
-        points = probe(contender, corpus, prefixes, args.pass_budget)
-        if points:
-            projected = S.project(points, corpus.n_frames)
-            if projected > args.pass_budget:
-                row.stopped = _stop_note(points, corpus.n_frames, projected, args.pass_budget)
-                continue
+        row.stopped = over_budget(contender, corpus, args.pass_budget, prefixes)
+        if row.stopped is not None:
+            continue
         run = contender.make(corpus)
+        C.prepare(run)
         with gc_off(collect=False):
             result = run()  # the warm-up pass
         row.problem = C.check(task, corpus, result, contender)

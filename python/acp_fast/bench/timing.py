@@ -40,6 +40,7 @@ def measure(
     spent ``budget`` seconds, or has run ``max_runs`` times: slow contenders get ``min_runs``
     passes, fast ones more. The garbage collector is off while timing (as in ``timeit``;
     allocation-heavy passes are otherwise dominated by collections).
+    A callable with a ``prepare`` attribute gets ``prepare()`` (untimed) before every pass.
     ``on_round(fraction)`` is called after every round with the estimated fraction done.
     """
     times: List[List[float]] = [[] for _ in runs]
@@ -71,6 +72,9 @@ def measure(
                 break
             shift = index % len(active)
             for i in active[shift:] + active[:shift]:
+                hook = getattr(runs[i], "prepare", None)
+                if hook is not None:
+                    hook()  # fresh input for the pass, untimed
                 start = clock()
                 runs[i]()
                 elapsed = clock() - start
