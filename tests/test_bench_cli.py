@@ -95,7 +95,7 @@ def test_scaling_and_memory_and_targets(full_run):
         assert [p["frames"] for p in entry["points"]][:2] == [50, 100]
     assert set(data["memory"]["bytes_per_tool_call"]) == {"rust", "python", "orjson"}
     targets = {t["target"]: t for t in data["targets"]}
-    assert len(targets) == 8
+    assert len(targets) == 9
     assert all(t["met"] in ("yes", "no", "partly") for t in targets.values())
     assert "--scaling-max 1000000" in targets["state growth exponent ≤ 1.05, 1k → 1M frames"]["measured"]
 
