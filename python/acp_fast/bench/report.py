@@ -42,6 +42,12 @@ ROOT = Path(__file__).resolve().parents[3]
 
 #: The first probe pass (frames) and the time that ends probing (see probe(), --pass-budget).
 PROBE_FRAMES = 500
+#: What the memory probe measures, per contender (state.memory_per_tool_call).
+MEMORY_NAMES = {
+    "rust": "acp-fast (Rust): ToolCallStore",
+    "python": "acp-fast (fallback): ToolCallStore",
+    "orjson": "orjson.loads + dict accumulator",
+}
 PROBE_SECONDS = 0.05
 SCALING_PROFILE = "mixed"
 
@@ -524,16 +530,28 @@ def per_frame(seconds: float) -> str:
     return f"{ns / 1e6:.1f} ms"
 
 
-def _x(value: Optional[float]) -> str:
-    return "–" if value is None else f"{value:.2f}×"
+def _x(value: Optional[float], decimals: int = 2) -> str:
+    """A ratio: ``9.46×``; small ones with two significant digits (``0.0021×``)."""
+    if value is None:
+        return "–"
+    if value < 10 ** -decimals * 10:
+        return f"{value:.2g}×"
+    return f"{value:.{decimals}f}×"
 
 
-def _row_status(row: Row) -> str:
-    if row.skip is not None:
-        return f"skipped: {row.skip}"
-    if row.stopped is not None:
-        return row.stopped
-    return "yes" if row.problem is None else f"no: {row.problem}"
+def _row_status(row: Row, notes: List[str]) -> str:
+    """The "correct" cell: "yes", or a word and a note number (the note goes under the table)."""
+    if row.skip is None and row.stopped is None and row.problem is None:
+        return "yes"
+    word, text = (
+        ("skipped", row.skip) if row.skip is not None
+        else ("stopped", row.stopped) if row.stopped is not None
+        else ("no", f"wrong result: {row.problem}")
+    )
+    text = f"{row.label}: {text}"
+    if text not in notes:
+        notes.append(text)
+    return f"{word} ({notes.index(text) + 1})"
 
 
 def header_lines(run: Run) -> List[str]:
@@ -584,7 +602,7 @@ def summary_lines(run: Run) -> List[str]:
                 out.append("stopped" if row is not None and row.stopped else "–")
                 continue
             ratio = run.ratio(row, "json")
-            out.append(per_frame(row.median / row.frames) + (f" ({ratio:.1f}×)" if ratio is not None else ""))
+            out.append(per_frame(row.median / row.frames) + (f" ({_x(ratio, 1)})" if ratio is not None else ""))
         rows.append(out)
     return [
         "## Summary: median time per frame (speed vs stdlib json)",
@@ -604,10 +622,11 @@ def detail_lines(run: Run) -> List[str]:
             "",
         ]
         rows = []
+        notes: List[str] = []
         for row in run.cell(task, profile):
             name = f"{row.label}: {row.name}"
             if not row.timed:
-                rows.append([name, "–", "–", "–", "–", "–", "–", "–", "0", _row_status(row)])
+                rows.append([name, "–", "–", "–", "–", "–", "–", "–", "0", _row_status(row, notes)])
                 continue
             rows.append([
                 name,
@@ -619,19 +638,19 @@ def detail_lines(run: Run) -> List[str]:
                 _x(run.ratio(row, "json")),
                 _x(run.ratio(row, "orjson")),
                 str(len(row.times)),
-                _row_status(row),
+                _row_status(row, notes),
             ])
         lines += table(
             ["contender", "median ms", "min ms", "max ms", "M frames/s", "MB/s", "vs json", "vs orjson", "runs", "correct"],
             rows,
             [False, True, True, True, True, True, True, True, True, False],
         )
-        lines.append("")
+        lines += [""] + [f"{i}. {text}" for i, text in enumerate(notes, 1)] + ([""] if notes else [])
     if run.memory:
         lines += [f"### state · memory per retained tool call ({run.args.memory_frames:,}-frame mixed stream, RSS growth of a fresh process)", ""]
         lines += table(
             ["contender", "bytes per tool call"],
-            [[C.CONTENDER_LABELS[c], "n/a" if v is None else f"{v:,.0f}"] for c, v in run.memory.items()],
+            [[MEMORY_NAMES[c], "n/a" if v is None else f"{v:,.0f}"] for c, v in run.memory.items()],
             [False, True],
         )
         lines.append("")
@@ -865,6 +884,11 @@ def plot(run: Run, path: str) -> None:
                     xs.append(value)
             # bars grow from 1.0 (as fast as json): right = faster, left = slower
             ax.barh(ys, [x - 1.0 for x in xs], left=1.0, height=height, color=colors[cid], label=C.CONTENDER_LABELS[cid])
+            for i, (task, profile) in enumerate(cells):
+                row = run.find(task, profile, cid)
+                if row is not None and row.stopped is not None:
+                    y = i + (k - (len(present) - 1) / 2) * height
+                    ax.text(1.0, y, " stopped (too slow)", color=colors[cid], fontsize="x-small", va="center")
         ax.set_yticks(range(len(cells)))
         ax.set_yticklabels([f"{t} · {p}" for t, p in cells])
         ax.invert_yaxis()
