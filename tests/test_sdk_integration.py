@@ -26,7 +26,7 @@ import sys
 import textwrap
 import warnings
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Tuple
 
 import pytest
 
@@ -41,7 +41,6 @@ import acp.stdio  # noqa: E402
 from acp import schema as S  # noqa: E402
 from acp.exceptions import RequestError  # noqa: E402
 
-import acp_fast  # noqa: E402
 from acp_fast.integrations import SDK_VERSION, acp_sdk, models  # noqa: E402
 
 TESTS = Path(__file__).resolve().parent
@@ -130,7 +129,9 @@ class RecordingClient:
         self.calls.append(("ext_notification", {"method": method, "params": params}))
 
 
-async def _session(client_fast: bool, agent_fast: bool, backend: Any = None, backend_id: str = "rust", **agent_args: Any) -> Any:
+async def _session(
+    client_fast: bool, agent_fast: bool, backend: Any = None, backend_id: str = "rust", **agent_args: Any
+) -> Any:
     client = RecordingClient()
     args = [AGENT] + (["--fast"] if agent_fast else [])
     for key, value in agent_args.items():
@@ -147,7 +148,9 @@ async def _session(client_fast: bool, agent_fast: bool, backend: Any = None, bac
             await conn.initialize(
                 protocol_version=init_request["protocolVersion"],
                 client_capabilities=S.ClientCapabilities.model_validate(init_request["clientCapabilities"]),
-                client_info=S.Implementation.model_validate(init_request["clientInfo"]) if "clientInfo" in init_request else None,
+                client_info=S.Implementation.model_validate(init_request["clientInfo"])
+                if "clientInfo" in init_request
+                else None,
             )
         ]
         new_session = scenario.golden_model("new_session_request")
@@ -156,7 +159,9 @@ async def _session(client_fast: bool, agent_fast: bool, backend: Any = None, bac
         results.append(await conn.prompt(session_id=prompt.session_id, prompt=prompt.prompt))
         updates_seen = sum(1 for name, _ in client.calls if name == "session_update")
         await conn.cancel(session_id=prompt.session_id)
-        results.append(await conn.ext_method("peer/echo", {"big": 2**70, "unicode": "日本 \u2028", "list": [None, 1.5e300]}))
+        results.append(
+            await conn.ext_method("peer/echo", {"big": 2**70, "unicode": "日本 \u2028", "list": [None, 1.5e300]})
+        )
         record = await conn.ext_method("peer/record", {})
     finally:
         await spawned.__aexit__(None, None, None)
@@ -175,18 +180,33 @@ def test_plain_sdk_session_is_complete(plain_session: Any) -> None:
     assert len(updates) == updates_seen == len(scenario.prompt_updates())
     assert updates == scenario.prompt_updates()
     assert [name for name, _ in calls if name != "session_update"] == [
-        "request_permission", "read_text_file", "write_text_file", "ext_method", "ext_notification",
+        "request_permission",
+        "read_text_file",
+        "write_text_file",
+        "ext_method",
+        "ext_notification",
     ]
     assert [name for name, _ in agent_calls] == [
-        "initialize", "new_session", "prompt", "permission_result", "read_result", "write_result", "ext_result", "cancel", "ext_method",
+        "initialize",
+        "new_session",
+        "prompt",
+        "permission_result",
+        "read_result",
+        "write_result",
+        "ext_result",
+        "cancel",
+        "ext_method",
     ]
 
 
-@pytest.mark.parametrize("client_fast,agent_fast", [(True, True), (True, False), (False, True)], ids=["both", "client", "agent"])
+@pytest.mark.parametrize(
+    "client_fast,agent_fast", [(True, True), (True, False), (False, True)], ids=["both", "client", "agent"]
+)
 def test_sdk_client_and_agent_see_the_same_calls_with_and_without_acp_fast(
-    plain_session: Any, backend: Any, backend_id: str, client_fast: bool, agent_fast: bool
+    plain_session: Any, backend: Any, client_fast: bool, agent_fast: bool
 ) -> None:
-    calls, results, agent_calls, updates_seen = run(_session(client_fast, agent_fast, backend, backend_id))
+    """The agent subprocess runs the same backend (ACP_FAST_BACKEND) as the client here."""
+    calls, results, agent_calls, updates_seen = run(_session(client_fast, agent_fast, backend, backend.BACKEND))
     plain_calls, plain_results, plain_agent_calls, plain_updates_seen = plain_session
     assert calls == plain_calls  # same handlers, same order, same pydantic models
     assert results == plain_results
@@ -264,7 +284,10 @@ def update_frame(i: int, session_id: str = "s1") -> Dict[str, Any]:
     return {
         "jsonrpc": "2.0",
         "method": "session/update",
-        "params": {"sessionId": session_id, "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": str(i)}}},
+        "params": {
+            "sessionId": session_id,
+            "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": str(i)}},
+        },
     }
 
 
@@ -312,7 +335,13 @@ def test_batch_of_notifications_is_dispatched_in_array_order(backend: Any) -> No
     assert delivered == ["0", "1", "2", "3"]
     column = json.dumps([update_frame(1), 17, update_frame(2)]).index(" 17,") + 2
     details = f"expected a JSON-RPC message object, found number at line 2 column {column}"
-    assert reply == [{"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "Invalid request", "data": {"details": details}}}]
+    assert reply == [
+        {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {"code": -32600, "message": "Invalid request", "data": {"details": details}},
+        }
+    ]
     assert silent
 
 
@@ -328,8 +357,18 @@ def test_batch_with_requests_gets_one_array_reply_after_all_are_handled(backend:
         nonlocal release
         release = asyncio.Event()
         client = SlowClient()
-        permission = {"jsonrpc": "2.0", "id": 5, "method": "session/request_permission", "params": scenario.golden("request_permission_request")}
-        read = {"jsonrpc": "2.0", "id": "r", "method": "fs/read_text_file", "params": scenario.golden("fs_read_text_file_request")}
+        permission = {
+            "jsonrpc": "2.0",
+            "id": 5,
+            "method": "session/request_permission",
+            "params": scenario.golden("request_permission_request"),
+        }
+        read = {
+            "jsonrpc": "2.0",
+            "id": "r",
+            "method": "fs/read_text_file",
+            "params": scenario.golden("fs_read_text_file_request"),
+        }
         async with client_side(client, fast=True, backend=backend) as (conn, peer):
             peer.send([permission, update_frame(1), {"jsonrpc": "2.0"}, read])
             nothing_yet = await peer.silent(0.2)  # read_text_file is still running
@@ -353,10 +392,12 @@ def test_batch_of_responses_resolves_each_request(backend: Any) -> None:
             first = asyncio.ensure_future(conn.initialize(protocol_version=1))
             second = asyncio.ensure_future(conn.new_session(cwd="/tmp"))
             requests = [await peer.line(), await peer.line()]
-            peer.send([
-                {"jsonrpc": "2.0", "id": requests[1]["id"], "result": scenario.golden("new_session_response")},
-                {"jsonrpc": "2.0", "id": requests[0]["id"], "result": scenario.golden("initialize_response")},
-            ])
+            peer.send(
+                [
+                    {"jsonrpc": "2.0", "id": requests[1]["id"], "result": scenario.golden("new_session_response")},
+                    {"jsonrpc": "2.0", "id": requests[0]["id"], "result": scenario.golden("initialize_response")},
+                ]
+            )
             return await first, await second
 
     init, session = run(main())
@@ -472,7 +513,12 @@ def test_outgoing_json(backend: Any, fast: bool) -> None:
             return raw, nan
 
     raw, nan = run(main())
-    assert json.loads(raw) == {"jsonrpc": "2.0", "id": 0, "method": "_a", "params": {"t": "日本\u2028", "n": 2**70, "1": [1.5, None]}}
+    assert json.loads(raw) == {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "_a",
+        "params": {"t": "日本\u2028", "n": 2**70, "1": [1.5, None]},
+    }
     if fast:
         assert isinstance(nan, ValueError) and "Out of range float values are not JSON compliant" in str(nan)
     else:
@@ -539,7 +585,9 @@ def test_a_suspended_handler_keeps_its_task_and_its_context(backend: Any) -> Non
 
     run(main())
     assert [entry for entry in seen if entry[0] == "before"] == [("before", str(i), "unset") for i in (0, 1, 2, 3, 9)]
-    assert sorted(entry for entry in seen if entry[0] == "after") == [("after", str(i), str(i), True) for i in (0, 1, 2, 3, 9)]
+    assert sorted(entry for entry in seen if entry[0] == "after") == [
+        ("after", str(i), str(i), True) for i in (0, 1, 2, 3, 9)
+    ]
 
 
 @pytest.mark.parametrize("fast", [False, True], ids=["sdk", "acp-fast"])
@@ -610,8 +658,15 @@ def test_observers_see_the_same_events(backend: Any, direction: str) -> None:
         if direction == "client":
             async with client_side(RecordingClient(), fast=fast, backend=backend) as (conn, peer):
                 conn._conn.add_observer(observe)
-                read = {"jsonrpc": "2.0", "id": 9, "method": "fs/read_text_file", "params": scenario.golden("fs_read_text_file_request")}
-                peer.send(update_frame(0), [update_frame(1), read] if batch else update_frame(1), *(() if batch else (read,)))
+                read = {
+                    "jsonrpc": "2.0",
+                    "id": 9,
+                    "method": "fs/read_text_file",
+                    "params": scenario.golden("fs_read_text_file_request"),
+                }
+                peer.send(
+                    update_frame(0), [update_frame(1), read] if batch else update_frame(1), *(() if batch else (read,))
+                )
                 await peer.line()
                 init = asyncio.ensure_future(conn.initialize(protocol_version=1))
                 request = await peer.line()
@@ -620,7 +675,9 @@ def test_observers_see_the_same_events(backend: Any, direction: str) -> None:
         else:
             async with agent_side(Agent(), fast=fast, backend=backend) as (conn, peer):
                 conn._conn.add_observer(observe)
-                peer.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": scenario.golden("initialize_request")})
+                peer.send(
+                    {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": scenario.golden("initialize_request")}
+                )
                 await peer.line()
                 await conn.session_update("s1", acp.update_agent_message_text("hi"))
                 await peer.line()
@@ -630,7 +687,9 @@ def test_observers_see_the_same_events(backend: Any, direction: str) -> None:
     plain = run(exchange(False))
     assert run(exchange(True)) == plain
     assert [e[0] for e in plain] == (
-        ["incoming", "incoming", "incoming", "outgoing", "outgoing", "incoming"] if direction == "client" else ["incoming", "outgoing", "outgoing"]
+        ["incoming", "incoming", "incoming", "outgoing", "outgoing", "incoming"]
+        if direction == "client"
+        else ["incoming", "outgoing", "outgoing"]
     )
     if direction == "client":
         # batch entries are observed one by one, the batch reply as its responses
@@ -687,7 +746,9 @@ def test_connect_to_agent_and_run_agent_helpers(backend: Any) -> None:
         agent_reader, agent_writer = await asyncio.open_connection(sock=a)
         client_reader, client_writer = await asyncio.open_connection(sock=b)
         agent_task = asyncio.ensure_future(acp_sdk.run_agent(Agent(), agent_writer, agent_reader, backend=backend))
-        conn = acp_sdk.connect_to_agent(RecordingClient(), client_writer, client_reader, backend=backend, max_frame_bytes=1 << 20)
+        conn = acp_sdk.connect_to_agent(
+            RecordingClient(), client_writer, client_reader, backend=backend, max_frame_bytes=1 << 20
+        )
         assert not acp_sdk.is_installed()
         assert type(conn._conn) is acp_sdk.FastConnection and conn._conn.max_frame_bytes == 1 << 20
         response = await conn.initialize(protocol_version=1)
@@ -754,18 +815,32 @@ def test_golden_messages_reach_the_client_handlers_unchanged(backend: Any) -> No
         client = RecordingClient()
         async with client_side(client, fast=fast, backend=backend) as (conn, peer):
             for name in updates:
-                peer.send({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s", "update": scenario.golden(name)}})
+                peer.send(
+                    {
+                        "jsonrpc": "2.0",
+                        "method": "session/update",
+                        "params": {"sessionId": "s", "update": scenario.golden(name)},
+                    }
+                )
             for i, name in enumerate(GOLDEN_TO_CLIENT):
-                peer.send({"jsonrpc": "2.0", "id": i, "method": GOLDEN_TO_CLIENT[name][0], "params": scenario.golden(name)})
+                peer.send(
+                    {"jsonrpc": "2.0", "id": i, "method": GOLDEN_TO_CLIENT[name][0], "params": scenario.golden(name)}
+                )
             replies = [await peer.line() for _ in GOLDEN_TO_CLIENT]
         return client.calls, replies
 
     calls, replies = run(deliver(True))
     assert (calls, replies) == run(deliver(False))
     assert [kw["update"] for name, kw in calls[: len(updates)]] == [scenario.golden_model(name) for name in updates]
-    assert [models.to_wire(kw["update"]) for name, kw in calls[: len(updates)]] == [scenario.golden(name) for name in updates]
+    assert [models.to_wire(kw["update"]) for name, kw in calls[: len(updates)]] == [
+        scenario.golden(name) for name in updates
+    ]
     permission = scenario.golden_model("request_permission_request")
-    assert dict(calls[-1][1]) == {"session_id": permission.session_id, "tool_call": permission.tool_call, "options": permission.options}
+    assert dict(calls[-1][1]) == {
+        "session_id": permission.session_id,
+        "tool_call": permission.tool_call,
+        "options": permission.options,
+    }
     assert replies[2]["result"] == scenario.golden("request_permission_response_selected")
     assert replies[0]["result"] == scenario.golden("fs_read_text_file_response")
 
@@ -781,8 +856,11 @@ def test_golden_messages_reach_the_agent_handlers_unchanged(backend: Any) -> Non
 
             async def handler(**kwargs: Any) -> Any:
                 self.calls.append((name, kwargs))
-                return {"initialize": scenario.golden_model("initialize_response"), "new_session": scenario.golden_model("new_session_response"),
-                        "set_config_option": scenario.golden_model("set_session_config_option_response")}.get(name, S.PromptResponse(stop_reason="end_turn"))
+                return {
+                    "initialize": scenario.golden_model("initialize_response"),
+                    "new_session": scenario.golden_model("new_session_response"),
+                    "set_config_option": scenario.golden_model("set_session_config_option_response"),
+                }.get(name, S.PromptResponse(stop_reason="end_turn"))
 
             return handler
 
@@ -821,7 +899,11 @@ def test_golden_responses_come_back_as_the_sdk_models(backend: Any) -> None:
             return out
 
     results = run(ask(True))
-    assert results == run(ask(False)) == [scenario.golden_model("initialize_response"), scenario.golden_model("new_session_response")]
+    assert (
+        results
+        == run(ask(False))
+        == [scenario.golden_model("initialize_response"), scenario.golden_model("new_session_response")]
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -837,17 +919,33 @@ def test_model_conversions(backend: Any) -> None:
     assert models.session_notification(message) == S.SessionNotification(session_id="s1", update=start)
     assert models.session_update(scenario.golden("session_update_plan")) == scenario.golden_model("session_update_plan")
     assert models.params_model(message) == S.SessionNotification(session_id="s1", update=start)
-    request = {"jsonrpc": "2.0", "id": 1, "method": "fs/read_text_file", "params": scenario.golden("fs_read_text_file_request")}
+    request = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "fs/read_text_file",
+        "params": scenario.golden("fs_read_text_file_request"),
+    }
     assert models.params_model(request) == scenario.golden_model("fs_read_text_file_request")
 
     store = backend.ToolCallStore()
     store.apply(frame)
-    store.apply(models.notification_frame("s1", scenario.golden_model("session_update_tool_call_update_content").model_copy(update={"tool_call_id": "call_lr"})))
+    store.apply(
+        models.notification_frame(
+            "s1",
+            scenario.golden_model("session_update_tool_call_update_content").model_copy(
+                update={"tool_call_id": "call_lr"}
+            ),
+        )
+    )
     record = store.get("s1", "call_lr")
     assert models.tool_call_update(record) == S.ToolCallUpdate(
-        tool_call_id="call_lr", title="Tracking file", kind="other", status="in_progress",
+        tool_call_id="call_lr",
+        title="Tracking file",
+        kind="other",
+        status="in_progress",
         content=scenario.golden_model("session_update_tool_call_update_content").content,
-        locations=start.locations, raw_input=start.raw_input,
+        locations=start.locations,
+        raw_input=start.raw_input,
     )
     assert models.tool_call_start(record).title == "Tracking file"
     view = models.tool_call_view(record, kind_set=False)
@@ -855,6 +953,9 @@ def test_model_conversions(backend: Any) -> None:
     assert view.content == tuple(scenario.golden_model("session_update_tool_call_update_content").content)
     # v2 content the SDK's models cannot hold stays a wire dict
     v2_diff = {"type": "diff", "changes": [{"operation": "add", "path": "/a", "fileType": "text"}]}
-    assert models.content_items([scenario.golden("tool_content_terminal"), v2_diff]) == [scenario.golden_model("tool_content_terminal"), v2_diff]
+    assert models.content_items([scenario.golden("tool_content_terminal"), v2_diff]) == [
+        scenario.golden_model("tool_content_terminal"),
+        v2_diff,
+    ]
     with pytest.raises(KeyError):
         models.params_model({"jsonrpc": "2.0", "method": "_ext", "params": {}})

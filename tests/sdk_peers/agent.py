@@ -56,12 +56,16 @@ class PeerAgent:
         )
         self.calls.append(("permission_result", record(outcome)))
         read = golden("fs_read_text_file_request")
-        result = await self.conn.read_text_file(session_id=session_id, path=read["path"], line=read.get("line"), limit=read.get("limit"))
+        result = await self.conn.read_text_file(
+            session_id=session_id, path=read["path"], line=read.get("line"), limit=read.get("limit")
+        )
         self.calls.append(("read_result", record(result)))
         write = golden("fs_write_text_file_request")
         result = await self.conn.write_text_file(session_id=session_id, path=write["path"], content=write["content"])
         self.calls.append(("write_result", record(result)))
-        echo = await self.conn.ext_method("peer/echo", {"n": 2**70, "text": "naïve \u2028 \"q\"", "nested": [1, 2.5, None, {"k": True}]})
+        echo = await self.conn.ext_method(
+            "peer/echo", {"n": 2**70, "text": 'naïve \u2028 "q"', "nested": [1, 2.5, None, {"k": True}]}
+        )
         self.calls.append(("ext_result", record(echo)))
         await self.conn.ext_notification("peer/note", {"done": True})
         return S.PromptResponse(stop_reason="end_turn")

@@ -87,13 +87,22 @@ def traffic_updates(n: int = TRAFFIC_UPDATES, seed: int = 7) -> List[Any]:
 def prompt_updates() -> List[Any]:
     """Every update the agent sends during the prompt turn, in order."""
     updates: List[Any] = [golden_model(name) for name in sorted(GOLDEN_CASES) if name.startswith("session_update_")]
-    updates.append(S.AgentMessageChunk(session_update="agent_message_chunk", content=S.TextContentBlock(type="text", text="é" * (LARGE_TEXT_BYTES // 2))))
+    updates.append(
+        S.AgentMessageChunk(
+            session_update="agent_message_chunk",
+            content=S.TextContentBlock(type="text", text="é" * (LARGE_TEXT_BYTES // 2)),
+        )
+    )
     updates.extend(traffic_updates())
     updates.append(
         S.ToolCallProgress(
             session_update="tool_call_update",
             tool_call_id="big",
-            content=[S.ContentToolCallContent(type="content", content=S.TextContentBlock(type="text", text="x" * LARGE_TEXT_BYTES))],
+            content=[
+                S.ContentToolCallContent(
+                    type="content", content=S.TextContentBlock(type="text", text="x" * LARGE_TEXT_BYTES)
+                )
+            ],
         )
     )
     return updates

@@ -40,7 +40,6 @@ import copy
 import inspect
 import json
 import logging
-import sys
 import types
 from typing import Any, Awaitable, Callable, Deque, Dict, Iterator, List, Optional
 
@@ -189,9 +188,7 @@ async def run_agent(
     if input_stream is None and output_stream is None:
         output_stream, input_stream = await stdio_streams()
     with installed(max_frame_bytes=max_frame_bytes, reply_errors=reply_errors, backend=backend):
-        conn = _sdk_agent_connection.AgentSideConnection(
-            agent, input_stream, output_stream, listening=False, **kwargs
-        )
+        conn = _sdk_agent_connection.AgentSideConnection(agent, input_stream, output_stream, listening=False, **kwargs)
     try:
         await conn.listen()
     finally:
@@ -239,8 +236,14 @@ class _StreamTransport:
     ``Connection`` sends through it (``send`` / ``close``, as the SDK's ``Transport``);
     :class:`FastConnection` reads through :meth:`receive_frames`."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, backend: Any, max_frame_bytes: int,
-                 receive_timeout: Optional[float]) -> None:
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        backend: Any,
+        max_frame_bytes: int,
+        receive_timeout: Optional[float],
+    ) -> None:
         self._reader = reader
         self._writer = writer
         self._decoder = backend.FrameDecoder(max_frame_bytes=max_frame_bytes)
@@ -403,7 +406,9 @@ class FastConnection(SdkConnection):
         self._tracker = _update_tracker(handler)
         if reader is None:
             self._stream: Optional[_StreamTransport] = None
-            super().__init__(handler, writer, None, observers=observers, listening=listening, receive_timeout=receive_timeout)
+            super().__init__(
+                handler, writer, None, observers=observers, listening=listening, receive_timeout=receive_timeout
+            )
             return
         self._stream = _StreamTransport(reader, writer, self._backend, max_frame_bytes, receive_timeout)
         super().__init__(
@@ -478,7 +483,9 @@ class FastConnection(SdkConnection):
                 continue
             except Exception as exc:  # noqa: BLE001 - logged as the SDK does
                 if fast:
-                    logging.exception("Unhandled error while handling notification method=%s", "session/update", exc_info=exc)
+                    logging.exception(
+                        "Unhandled error while handling notification method=%s", "session/update", exc_info=exc
+                    )
                 else:
                     logging.exception("Background task failed", exc_info=exc)
                 continue
@@ -547,7 +554,9 @@ class FastConnection(SdkConnection):
             if kind == "notification":
                 return self._run_notification({"method": item.method, "params": item.params})
             if kind == "request":
-                return self._run_request({"jsonrpc": "2.0", "id": item.id, "method": item.method, "params": item.params})
+                return self._run_request(
+                    {"jsonrpc": "2.0", "id": item.id, "method": item.method, "params": item.params}
+                )
             self._handle_response(item.to_dict())
             return None
         if isinstance(item, Batch):
@@ -666,7 +675,3 @@ class FastConnection(SdkConnection):
         if not self._observers:
             return
         self._emit(direction, copy.deepcopy(message))
-
-
-if sys.version_info < (3, 9):  # pragma: no cover
-    raise ImportError("acp_fast.integrations.acp_sdk needs Python 3.9 or later")

@@ -17,7 +17,7 @@ fields that were never set, so an explicit ``None`` (a v2 ``null`` clear) surviv
 from __future__ import annotations
 
 import typing
-from typing import Any, Dict, Iterable, List, Optional, Tuple, Type, Union
+from typing import Any, Dict, Iterable, List, Optional, Type, Union
 
 from . import require_sdk
 
@@ -88,7 +88,10 @@ def _message(frame: Any) -> Any:
 
 def notification_frame(session_id: str, update: Union[BaseModel, Dict[str, Any]], **meta: Any) -> bytes:
     """A ``session/update`` frame (bytes ending in ``\\n``) for an SDK update model or wire dict."""
-    params: Dict[str, Any] = {"sessionId": session_id, "update": to_wire(update) if isinstance(update, BaseModel) else update}
+    params: Dict[str, Any] = {
+        "sessionId": session_id,
+        "update": to_wire(update) if isinstance(update, BaseModel) else update,
+    }
     if meta:
         params["_meta"] = meta
     return acp_fast.dumps({"jsonrpc": "2.0", "method": "session/update", "params": params}) + b"\n"
@@ -169,8 +172,7 @@ def tool_call_view(record: Dict[str, Any], *, kind_set: bool = True, status_set:
 
 
 def _tool_call_fields(record: Dict[str, Any]) -> Dict[str, Any]:
-    fields = {k: v for k, v in record.items() if k not in ("sessionUpdate",)}
-    return fields
+    return {k: v for k, v in record.items() if k != "sessionUpdate"}
 
 
 def tool_call_update(record: Dict[str, Any]) -> _schema.ToolCallUpdate:
@@ -182,7 +184,3 @@ def tool_call_start(record: Dict[str, Any]) -> _schema.ToolCallStart:
     """A ToolCallStore record as the SDK's ``ToolCallStart`` (a v1 ``tool_call`` update that
     recreates it). Needs a ``title``, as the SDK model does."""
     return _schema.ToolCallStart.model_validate({**_tool_call_fields(record), "sessionUpdate": "tool_call"})
-
-
-def _split(records: Dict[str, Any]) -> Tuple[List[str], List[Any]]:  # pragma: no cover - helper kept small
-    return list(records), list(records.values())

@@ -47,8 +47,10 @@ from acp.schema import (  # noqa: E402
     AgentMessageChunk,
     AgentPlanUpdate,
     AgentThoughtChunk,
+    AvailableCommand,
     AvailableCommandsUpdate,
     CurrentModeUpdate,
+    PlanEntry,
     SessionNotification,
     ToolCallProgress,
     ToolCallStart,
@@ -57,7 +59,6 @@ from acp.schema import (  # noqa: E402
 from pydantic import BaseModel, ValidationError  # noqa: E402
 
 import acp_fast  # noqa: E402
-from acp_fast.batch import Batch  # noqa: E402
 from acp_fast.errors import DecodeError  # noqa: E402
 
 from .models import to_wire, tool_call_view  # noqa: E402
@@ -77,7 +78,9 @@ _TOOL_UPDATES = frozenset(("tool_call", "tool_call_update", "tool_call_content_c
 _MESSAGE_KINDS = {"user_message_chunk": 0, "agent_message_chunk": 1, "agent_thought_chunk": 2}
 _MESSAGE_MODELS = (UserMessageChunk, AgentMessageChunk, AgentThoughtChunk)
 _SNAPSHOT_FIELDS = tuple(SessionSnapshot.model_fields)
-_LAZY_FIELDS = frozenset(("tool_calls", "plan_entries", "available_commands", "user_messages", "agent_messages", "agent_thoughts"))
+_LAZY_FIELDS = frozenset(
+    ("tool_calls", "plan_entries", "available_commands", "user_messages", "agent_messages", "agent_thoughts")
+)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -127,7 +130,9 @@ class _World:
             epoch = self.epoch() if self.epoch is not None else None
             if epoch is not None and tcid not in epoch.undo:
                 view = self.views.get(tcid)
-                epoch.undo[tcid] = view if view is not None else (self.store.get(self.session_id, tcid), self.flags[tcid])
+                epoch.undo[tcid] = (
+                    view if view is not None else (self.store.get(self.session_id, tcid), self.flags[tcid])
+                )
             self.views.pop(tcid, None)
         self.dirty = True
 
@@ -267,10 +272,9 @@ class LazySessionSnapshot(SessionSnapshot):
         d = self.__dict__
         capture = d.get("_lazy")
         if capture is not None:
-            for name in _LAZY_FIELDS:
-                if name not in d:
-                    d[name] = capture.field(name)
-            del d["_lazy"]  # lets go of the epochs and the old world
+            fields = {name: d[name] if name in d else capture.field(name) for name in _SNAPSHOT_FIELDS}
+            d.clear()  # drops the capture: lets go of the epochs and the old world
+            d.update(fields)  # in the fields' order, as pydantic would have them
         return self
 
     def materialize(self) -> SessionSnapshot:
@@ -442,7 +446,9 @@ class SessionAccumulator:
         world = self._world
         if world.session_id is None:
             raise SessionSnapshotUnavailableError()
-        return _new_snapshot(world.session_id, self._mode, _Capture(world, world.snapshot_epoch(), self._plan, self._commands))
+        return _new_snapshot(
+            world.session_id, self._mode, _Capture(world, world.snapshot_epoch(), self._plan, self._commands)
+        )
 
     # -- streams
 
@@ -528,13 +534,23 @@ class SessionAccumulator:
         world = self._world
         if isinstance(update, (ToolCallStart, ToolCallProgress)):
             wire = to_wire(update)
-            frame = {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": world.session_id, "update": wire}}
+            frame = {
+                "jsonrpc": "2.0",
+                "method": "session/update",
+                "params": {"sessionId": world.session_id, "update": wire},
+            }
             self._apply_tool(world, wire["toolCallId"], wire, frame, update.session_update)
         elif isinstance(update, (UserMessageChunk, AgentMessageChunk, AgentThoughtChunk)):
             world.messages[_MESSAGE_KINDS[update.session_update]].append(update.model_copy(deep=True))
         elif isinstance(update, AgentPlanUpdate):
             wire = to_wire(update)
-            world.store.apply({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": world.session_id, "update": wire}})
+            world.store.apply(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "session/update",
+                    "params": {"sessionId": world.session_id, "update": wire},
+                }
+            )
             self._plan = _Items(None, tuple(entry.model_copy(deep=True) for entry in update.entries))
         elif isinstance(update, CurrentModeUpdate):
             self._mode = update.current_mode_id
@@ -573,18 +589,20 @@ class SessionAccumulator:
         else:
             world.store.apply(message)  # plans, terminals: kept by the store
             if kind == "plan":
-                self._plan = _Items((message, "entries", _PLAN_ENTRY))
+                self._plan = _Items((message, "entries", PlanEntry))
             elif kind == "current_mode_update":
                 mode = message.params["update"].get("currentModeId")
                 self._mode = mode if isinstance(mode, str) else self._mode
             elif kind == "available_commands_update":
-                self._commands = _Items((message, "availableCommands", _COMMAND))
+                self._commands = _Items((message, "availableCommands", AvailableCommand))
         return self._notify(message, want)
 
     def _apply_tool(self, world: _World, tcid: str, update: Dict[str, Any], frame: Any, kind: str) -> None:
         flags = world.flags.get(tcid, 0)
         if kind == "tool_call":
-            flags = (_KIND if update.get("kind") is not None else 0) | (_STATUS if update.get("status") is not None else 0)
+            flags = (_KIND if update.get("kind") is not None else 0) | (
+                _STATUS if update.get("status") is not None else 0
+            )
         elif kind == "tool_call_update":
             flags = _patch_flags(flags, update, world.store.protocol_version)
         world.before_change(tcid)
@@ -620,7 +638,3 @@ def _patch_flags(flags: int, update: Dict[str, Any], version: int) -> int:
             elif version == 2:
                 flags &= ~bit
     return flags
-
-
-from acp.schema import AvailableCommand as _COMMAND  # noqa: E402
-from acp.schema import PlanEntry as _PLAN_ENTRY  # noqa: E402
