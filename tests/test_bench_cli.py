@@ -374,3 +374,31 @@ def test_state_module_is_an_alias(capsys):
     out = capsys.readouterr().out
     assert "### state · mixed" in out and "## scaling" in out and "ToolCallStore.feed" in out
     assert "### decode" not in out and "### state · tiny" not in out
+
+
+def test_runs_without_the_optional_contenders(monkeypatch, tmp_path, capsys):
+    # a fresh install without msgspec and the ACP SDK: those rows say why, the rest runs
+    for name in ("acp", "acp.schema", "acp.contrib", "acp.contrib.session_state"):
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.setattr(C, "msgspec", None)
+    C._sdk.cache_clear()
+    try:
+        path = tmp_path / "r.json"
+        code = report.main([
+            "--tasks", "decode", "state", "scaling", "--profiles", "tiny", "--mb", "0.01", "--budget", "0",
+            "--min-runs", "1", "--max-runs", "1", "--scaling-min", "20", "--scaling-max", "50",
+            "--memory-frames", "0", "--no-progress", "--json", str(path),
+        ])
+    finally:
+        C._sdk.cache_clear()
+    assert code == 0
+    data = json.loads(path.read_text("utf-8"))
+    for row in data["results"]:
+        if row["contender"] in ("sdk", "msgspec"):
+            assert row["status"] == "skipped" and "not installed" in row["skip"], row
+        else:
+            assert row["status"] == "timed" and row["correct"], row
+    scaling = {c["contender"]: c for c in data["scaling"]["contenders"]}
+    assert "not installed" in scaling["sdk"]["skip"] and "not installed" in scaling["msgspec"]["skip"]
+    assert scaling["rust"]["exponent"] is not None
+    assert "skipped (" in capsys.readouterr().out

@@ -263,7 +263,7 @@ def parser() -> argparse.ArgumentParser:
     )
     what.add_argument(
         "--contenders", nargs="+", type=_list_of(C.CONTENDERS), metavar="NAME",
-        help=f"contenders: {', '.join(C.CONTENDERS)} (default: all installed)",
+        help=f"contenders: {', '.join(C.CONTENDERS)} (default: all; one not installed is reported as skipped)",
     )
     size = ap.add_argument_group("sizes")
     size.add_argument("--mb", type=float, default=C.DEFAULT_MB, help="corpus size per profile in MB (default %(default)g)")
@@ -272,25 +272,25 @@ def parser() -> argparse.ArgumentParser:
         help="frames per corpus instead of --mb: N for every profile, PROFILE=N for one (repeatable)",
     )
     size.add_argument("--seed", type=int, default=0, help="traffic seed (default %(default)s)")
-    size.add_argument("--scaling-min", type=int, default=1_000, help="shortest stream of the scaling task (default %(default)s)")
+    size.add_argument("--scaling-min", type=int, metavar="N", default=1_000, help="shortest stream of the scaling task (default %(default)s)")
     size.add_argument(
-        "--scaling-max", type=int, default=100_000,
+        "--scaling-max", type=int, metavar="N", default=100_000,
         help="longest stream of the scaling task (default %(default)s; 1000000 for the full 1k-1M run)",
     )
     size.add_argument(
-        "--memory-frames", type=int, default=100_000,
+        "--memory-frames", type=int, metavar="N", default=100_000,
         help="frames of the memory-per-tool-call probe of the state task (0 to skip; default %(default)s)",
     )
     timing = ap.add_argument_group("timing")
-    timing.add_argument("--budget", type=float, default=0.25, help="seconds of timed passes per contender and corpus (default %(default)g)")
-    timing.add_argument("--min-runs", type=int, default=3, help="timed passes per contender, at least (default %(default)s)")
-    timing.add_argument("--max-runs", type=int, default=40, help="timed passes per contender, at most (default %(default)s)")
+    timing.add_argument("--budget", type=float, metavar="SECONDS", default=0.25, help="seconds of timed passes per contender and corpus (default %(default)g)")
+    timing.add_argument("--min-runs", type=int, metavar="N", default=3, help="timed passes per contender, at least (default %(default)s)")
+    timing.add_argument("--max-runs", type=int, metavar="N", default=40, help="timed passes per contender, at most (default %(default)s)")
     timing.add_argument(
-        "--pass-budget", type=float, default=10.0,
+        "--pass-budget", type=float, metavar="SECONDS", default=10.0,
         help="stop a contender whose one pass over a corpus is projected past this many seconds (default %(default)g)",
     )
     timing.add_argument(
-        "--scaling-budget", type=float, default=15.0,
+        "--scaling-budget", type=float, metavar="SECONDS", default=15.0,
         help="scaling: stop a contender whose next pass is projected past this many seconds (default %(default)g)",
     )
     out = ap.add_argument_group("output")
