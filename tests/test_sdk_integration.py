@@ -41,6 +41,7 @@ import acp.stdio  # noqa: E402
 from acp import schema as S  # noqa: E402
 from acp.exceptions import RequestError  # noqa: E402
 
+import acp_fast  # noqa: E402
 from acp_fast.integrations import SDK_VERSION, acp_sdk, models  # noqa: E402
 
 TESTS = Path(__file__).resolve().parent
@@ -959,3 +960,23 @@ def test_model_conversions(backend: Any) -> None:
     ]
     with pytest.raises(KeyError):
         models.params_model({"jsonrpc": "2.0", "method": "_ext", "params": {}})
+
+
+def test_the_update_fast_path_validates_exactly_as_the_sdk() -> None:
+    """The client's hot path validates ``params.update`` alone with the validator of
+    ``SessionNotification.update``: same model, same type, same fields set, on every update of
+    seeded traffic and every golden update."""
+    from acp_fast import traffic
+
+    assert acp_sdk._validate_update is not None
+    updates = [
+        acp_fast.decode(frame).params["update"]
+        for frame in traffic.frames("mixed", 3000, 11)
+        if acp_fast.decode(frame).method == "session/update"
+    ]
+    updates += [scenario.golden(name) for name in scenario.GOLDEN_CASES if name.startswith("session_update_")]
+    for update in updates:
+        expected = S.SessionNotification.model_validate({"sessionId": "s", "update": update}).update
+        got = acp_sdk._validate_update(update)
+        assert type(got) is type(expected) and got == expected
+        assert got.model_dump(exclude_unset=True) == expected.model_dump(exclude_unset=True)

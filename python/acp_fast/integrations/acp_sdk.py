@@ -41,7 +41,7 @@ import inspect
 import json
 import logging
 import types
-from typing import Any, Awaitable, Callable, Deque, Dict, Iterator, List, Optional
+from typing import Annotated, Any, Awaitable, Callable, Deque, Dict, Iterator, List, Optional
 
 from . import require_sdk
 
@@ -54,6 +54,7 @@ import acp.stdio as _sdk_stdio  # noqa: E402
 from acp.connection import Connection as SdkConnection  # noqa: E402
 from acp.connection import StreamDirection, StreamEvent  # noqa: E402
 from acp.exceptions import RequestError  # noqa: E402
+from pydantic import Field, TypeAdapter, ValidationError  # noqa: E402
 from acp.router import MessageRouter  # noqa: E402
 from acp.schema import SessionNotification  # noqa: E402
 import acp.telemetry as _telemetry  # noqa: E402
@@ -88,6 +89,18 @@ _ORIGINALS = {module: module.Connection for module in _PATCHED_MODULES}
 _UNSET: Any = object()
 _CoroutineType = types.CoroutineType
 _validate_notification = SessionNotification.__pydantic_validator__.validate_python
+
+
+def _update_validator() -> Any:
+    """The validator of the ``update`` field of ``SessionNotification`` alone (a tagged union on
+    ``sessionUpdate``), or None if the field is not shaped as expected."""
+    field = SessionNotification.model_fields["update"]
+    if field.discriminator != "session_update" or field.metadata or field.alias is not None:
+        return None
+    return TypeAdapter(Annotated[field.annotation, Field(discriminator="session_update")]).validator.validate_python
+
+
+_validate_update = _update_validator()
 
 
 class _Options:
@@ -457,32 +470,53 @@ class FastConnection(SdkConnection):
         queue = self._queue
         start = self._start
         tracker = self._tracker
+        handler = tracker._session_update if tracker is not None else None
+        validate_update = _validate_update
         message_type = self._message_type
         copy_context = contextvars.copy_context
         while queue:
             item = queue.popleft()
             session_id = None
-            fast = False
             try:
-                if (
-                    tracker is not None
-                    and type(item) is message_type
-                    and item.method == "session/update"
-                    and item.kind == "notification"
-                ):
-                    # The client's hot path: the handler coroutine itself (see _update_handler).
-                    fast = True
-                    session_id, coro = self._update_handler(item)
+                if tracker is not None and type(item) is message_type and item.method == "session/update":
+                    # The client's hot path (see _update_handler): the handler coroutine itself.
+                    params = item.params
+                    if (
+                        type(params) is dict
+                        and len(params) == 2
+                        and type(params.get("sessionId")) is str
+                        and "update" in params
+                        and validate_update is not None
+                        and not self._observers
+                        and item.kind == "notification"
+                    ):
+                        session_id = params["sessionId"]
+                        try:
+                            coro = handler(session_id=session_id, update=validate_update(params["update"]))
+                        except ValidationError:
+                            _validate_notification(params)  # raises the SDK's own error
+                            raise
+                        if type(coro) is not _CoroutineType:
+                            coro = _await(coro)
+                    elif item.kind == "notification":
+                        session_id, coro = self._update_handler(item)
+                    else:
+                        coro = start(item)
                 else:
                     coro = start(item)
-                    if coro is None:
-                        continue
+                if coro is None:
+                    continue
                 ctx = copy_context()
                 first = ctx.run(coro.send, None)
             except StopIteration:
                 continue
             except Exception as exc:  # noqa: BLE001 - logged as the SDK does
-                if fast:
+                if session_id is not None or (
+                    tracker is not None
+                    and type(item) is message_type
+                    and item.method == "session/update"
+                    and item.kind == "notification"
+                ):
                     logging.exception(
                         "Unhandled error while handling notification method=%s", "session/update", exc_info=exc
                     )
@@ -510,10 +544,16 @@ class FastConnection(SdkConnection):
         (``SessionNotification``), build the same keyword arguments, and return
         ``(session_id, the client's session_update coroutine)``.
 
-        The SDK wraps that call in its update tracker (a future per update, so that
-        ``prompt()`` can wait for the updates still running). Bookkeeping for a handler that
-        completes without suspending is invisible to every other task, so it is only done when the
-        handler suspends (:meth:`_finish_update`)."""
+        :meth:`_dispatch_queue` inlines the common case: when ``params`` is exactly
+        ``{"sessionId": <str>, "update": ...}`` (what every sender writes), only ``update`` goes
+        through pydantic, with the validator of ``SessionNotification.update`` itself, which gives
+        the same model for less (any validation error is raised by ``SessionNotification``, as
+        in the SDK).
+
+        The SDK wraps the call in its update tracker (a future per update, so that ``prompt()``
+        can wait for the updates still running). That bookkeeping is invisible to every other task
+        for a handler that completes without suspending, so it is only done when the handler
+        suspends (:meth:`_finish_update`)."""
         if self._observers:
             self._emit(StreamDirection.INCOMING, item.to_dict())
         notification = _validate_notification(item.params)
