@@ -1,6 +1,7 @@
 //! State-engine throughput without Python: `cargo bench --bench state -- FILE`.
 //! ns/frame of `parse_line` alone and of `parse_line` + `Store::apply` over an NDJSON corpus
 //! (`python -m acp_fast.traffic`-style data, e.g. the mixed profile).
+//! For profilers: `STATE_BENCH_PASSES=1 STATE_BENCH_ONLY=parse+apply` runs one pass of one part.
 use std::time::Instant;
 
 use _native::message::{parse_line, parse_line_captured, Frame};
@@ -29,13 +30,21 @@ fn main() {
         .unwrap_or_else(|| "/tmp/mixed.ndjson".to_owned());
     let data = std::fs::read(&path).expect("read corpus");
     let lines: Vec<&[u8]> = data.split(|&b| b == b'\n').filter(|l| !l.is_empty()).collect();
+    let passes: usize = std::env::var("STATE_BENCH_PASSES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(15);
+    let only = std::env::var("STATE_BENCH_ONLY").ok();
     for (name, f) in [
         ("parse_line", parse_all as fn(&[&[u8]]) -> usize),
         ("parse+apply", apply_all),
     ] {
+        if only.as_deref().is_some_and(|o| o != name) {
+            continue;
+        }
         let mut best = f64::MAX;
         let mut result = 0;
-        for _ in 0..15 {
+        for _ in 0..passes {
             let t = Instant::now();
             result = std::hint::black_box(f(&lines));
             best = best.min(t.elapsed().as_secs_f64());

@@ -100,6 +100,8 @@ pub struct Envelope {
     pub update: Option<Span>,
     pub update_kind: Option<Span>,
     pub tool_call_id: Option<Span>,
+    /// `result.protocolVersion` (any type; the last duplicate) when `result` is an object.
+    pub protocol_version: Option<Span>,
 }
 
 /// One entry of a batch: its byte range in the frame and what it decoded to.
@@ -134,6 +136,8 @@ struct Members {
     /// For error objects: `code` and `message`.
     error_code: Option<Span>,
     error_message: Option<Span>,
+    /// `result.protocolVersion` when `result` is an object.
+    protocol_version: Option<Span>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -142,6 +146,7 @@ enum Level {
     Params,
     Update,
     ErrorObject,
+    Result,
 }
 
 /// Identify the key of a member, unescaping only when it has escapes.
@@ -270,6 +275,22 @@ fn scan_members(
                     m.error = Some(scan_span(sc)?);
                 }
             }
+            Level::Top if key_is(data, key, b"result") => {
+                // Read here (not again by the state engine): `result.protocolVersion`.
+                m.protocol_version = None;
+                if sc.peek() == Some(b'{') {
+                    scan_members(sc, Level::Result, m, None)?;
+                    m.result = Some(Span::new(JsonType::Object, value_start, sc.pos));
+                } else {
+                    m.result = Some(scan_span(sc)?);
+                }
+            }
+            Level::Result => {
+                let span = scan_span(sc)?;
+                if key_is(data, key, b"protocolVersion") {
+                    m.protocol_version = Some(span);
+                }
+            }
             Level::Top => {
                 let span = scan_span(sc)?;
                 if key_is(data, key, b"jsonrpc") {
@@ -278,8 +299,6 @@ fn scan_members(
                     m.id = Some(span);
                 } else if key_is(data, key, b"method") {
                     m.method = Some(span);
-                } else if key_is(data, key, b"result") {
-                    m.result = Some(span);
                 }
             }
             Level::Params if key_is(data, key, b"update") => {
@@ -500,6 +519,11 @@ fn validate(data: &[u8], m: &Members) -> Result<Envelope, DecodeError> {
         update: if params_object { m.update } else { None },
         update_kind: if params_object { str_of(m.update_kind) } else { None },
         tool_call_id: if params_object { str_of(m.tool_call_id) } else { None },
+        protocol_version: if m.result.is_some_and(|r| r.ty == JsonType::Object) {
+            m.protocol_version
+        } else {
+            None
+        },
     })
 }
 
@@ -515,6 +539,7 @@ impl Envelope {
             &mut self.update,
             &mut self.update_kind,
             &mut self.tool_call_id,
+            &mut self.protocol_version,
         ] {
             *span = span.map(|s| s.shifted(by));
         }
@@ -540,7 +565,8 @@ pub fn parse_frame(data: &[u8]) -> Result<Frame, DecodeError> {
     parse_line(data)
 }
 
-/// `parse_frame` for a line the framer cut, which holds no `\n` by construction.
+/// `parse_frame` for a line the framer cut, which holds no `\n` by construction (not checked
+/// again: `data` must hold no `\n`).
 pub fn parse_line(data: &[u8]) -> Result<Frame, DecodeError> {
     parse_line_captured(data, None)
 }
@@ -561,13 +587,7 @@ pub fn parse_line_captured(data: &[u8], mut cap: Option<&mut Captured>) -> Resul
             u32::MAX as usize - 1,
         ));
     }
-    if let Some(at) = memchr::memchr(b'\n', data) {
-        return Err(DecodeError::json(
-            "embedded_newline",
-            "expected one frame per line, found a newline".to_owned(),
-            at,
-        ));
-    }
+    // No newline check: the framer cut `data` at newlines, and `parse_frame` checks first.
     scanner::check_utf8(data)?;
     let mut sc = Scanner::new(data);
     if data.starts_with(b"\xEF\xBB\xBF") {

@@ -1545,8 +1545,8 @@ impl Store {
         if env.kind != Kind::Response {
             return None;
         }
-        let result = env.result.filter(|r| r.ty == JsonType::Object)?;
-        let pv = find_member(data, result, b"protocolVersion").filter(|v| v.ty == JsonType::Number && v.is_int)?;
+        // `result.protocolVersion`, located by the envelope walk (set only for an object result).
+        let pv = env.protocol_version.filter(|v| v.ty == JsonType::Number && v.is_int)?;
         let text = &data[pv.range()];
         let version = match parse_i64(text) {
             Some(v) if v <= 1 => 1,
