@@ -400,7 +400,8 @@ fn validate(data: &[u8], m: &Members) -> Result<Envelope, DecodeError> {
             m.open,
         ));
     };
-    if !jsonrpc.str().is_some_and(|s| string_equals(data, s, b"2.0")) {
+    // `key_is`: a plain compare unless the string has escapes.
+    if !jsonrpc.str().is_some_and(|s| key_is(data, s, b"2.0")) {
         return Err(invalid_value(data, "invalid_jsonrpc", "\"jsonrpc\": \"2.0\"", &jsonrpc));
     }
     let str_of = |span: Option<Span>| span.filter(|s| s.ty == JsonType::String);

@@ -903,7 +903,7 @@ impl Store {
             Op::TerminalUpdate | Op::TerminalChunk => {
                 self.terminal(data, sid, update, matches!(op, Op::TerminalChunk), captured)?
             }
-            Op::Plan | Op::PlanUpdate | Op::PlanRemoved => match self.plan(data, sid, update, kind)? {
+            Op::Plan | Op::PlanUpdate | Op::PlanRemoved => match self.plan(data, sid, update, kind, captured)? {
                 Some(c) => c,
                 None => return Ok(None),
             },
@@ -1340,10 +1340,27 @@ impl Store {
 
     // -- plans --------------------------------------------------------------------------------
 
-    fn plan(&mut self, data: &[u8], sid: Str, update: Span, kind: &[u8]) -> Result<Option<Change>, DecodeError> {
+    fn plan(
+        &mut self,
+        data: &[u8],
+        sid: Str,
+        update: Span,
+        kind: &[u8],
+        captured: Option<&Captured>,
+    ) -> Result<Option<Change>, DecodeError> {
+        // A member of the update: from the envelope walk's capture when there is one.
+        let member = |name: &[u8]| match captured {
+            Some(c) => c
+                .members
+                .iter()
+                .rev()
+                .find(|(k, _, _)| str_is(data, *k, name))
+                .map(|&(_, v, _)| v),
+            None => find_member(data, update, name),
+        };
         let (id, id_key, record): (Ident, Text, Option<Raw>) = match kind {
             b"plan" => {
-                let entries = find_member(data, update, b"entries");
+                let entries = member(b"entries");
                 let Some(e) = entries.filter(|e| e.ty == JsonType::Array) else {
                     return Err(bad(
                         data,
@@ -1356,7 +1373,7 @@ impl Store {
                 };
                 let mut rec = b"{\"type\":\"items\",\"planId\":\"main\",\"entries\":".to_vec();
                 rec.extend_from_slice(&data[e.range()]);
-                if let Some(m) = find_member(data, update, b"_meta").filter(|m| m.ty != JsonType::Null) {
+                if let Some(m) = member(b"_meta").filter(|m| m.ty != JsonType::Null) {
                     rec.extend_from_slice(b",\"_meta\":");
                     rec.extend_from_slice(&data[m.range()]);
                 }
@@ -1364,7 +1381,7 @@ impl Store {
                 (Ident::Static("main"), (*b"main").into(), Some(rec.into_boxed_slice()))
             }
             b"plan_update" => {
-                let plan = find_member(data, update, b"plan");
+                let plan = member(b"plan");
                 let Some(p) = plan.filter(|p| p.ty == JsonType::Object) else {
                     return Err(bad(
                         data,
@@ -1389,7 +1406,7 @@ impl Store {
                 (Ident::Text(s), text_of(data, s), Some(raw(data, p)))
             }
             _ => {
-                let pid = find_member(data, update, b"planId");
+                let pid = member(b"planId");
                 let Some(s) = pid.and_then(|s| s.str()) else {
                     return Err(bad(
                         data,
