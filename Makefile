@@ -24,6 +24,7 @@ bench:  ## pytest-benchmark suite (release build), then the Rust core benches
 bench-rust:
 	$(PYTHON) -c "from acp_fast import traffic; open('/tmp/acp-mixed.ndjson','wb').write(traffic.generate('mixed', 20000, seed=1)); open('/tmp/acp-large.ndjson','wb').write(traffic.generate('large', 1000, seed=1))"
 	cargo bench --bench json_machinery -- /tmp/acp-mixed.ndjson /tmp/acp-large.ndjson
+	cargo bench --bench state -- /tmp/acp-mixed.ndjson
 
 lint:
 	cargo fmt --check

@@ -25,10 +25,19 @@ fn parse_all(lines: &[&[u8]]) -> usize {
 }
 
 fn main() {
+    // `cargo bench --bench state -- FILE` (make bench-rust writes /tmp/acp-mixed.ndjson); cargo
+    // passes `--bench` itself, which is skipped.
     let path = std::env::args()
-        .nth(1)
-        .unwrap_or_else(|| "/tmp/mixed.ndjson".to_owned());
-    let data = std::fs::read(&path).expect("read corpus");
+        .skip(1)
+        .find(|a| !a.starts_with("--"))
+        .unwrap_or_else(|| "/tmp/acp-mixed.ndjson".to_owned());
+    let data = match std::fs::read(&path) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("state bench: cannot read the corpus {path}: {e}\nusage: cargo bench --bench state -- FILE.ndjson (make bench-rust writes /tmp/acp-mixed.ndjson)");
+            std::process::exit(2);
+        }
+    };
     let lines: Vec<&[u8]> = data.split(|&b| b == b'\n').filter(|l| !l.is_empty()).collect();
     let passes: usize = std::env::var("STATE_BENCH_PASSES")
         .ok()
