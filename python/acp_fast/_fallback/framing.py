@@ -18,7 +18,18 @@ import orjson
 from ..batch import Batch
 from ..errors import DecodeError as PyDecodeError
 from .error import DecodeError, to_python
-from .message import Message, decode_frame, decode_value, message_or_none
+from .message import (
+    _I64_MAX,
+    _I64_MIN,
+    _MISSING,
+    NOTIFICATION,
+    REQUEST,
+    Message,
+    _MessageSlots,
+    decode_frame,
+    decode_value,
+    message_or_none,
+)
 from .scanner import to_bytes
 
 __all__ = ["DEFAULT_MAX_FRAME_BYTES", "FrameDecoder"]
@@ -35,6 +46,7 @@ _BLANK = b" \t\r"
 _BLANK_START = frozenset(_BLANK)
 
 Result = Union[Message, Batch, PyDecodeError]
+_new = object.__new__
 
 
 def _too_large(limit: int, line: int) -> PyDecodeError:
@@ -44,6 +56,23 @@ def _too_large(limit: int, line: int) -> PyDecodeError:
         limit,
     )
     return to_python(err, None, line=line, raw=None)
+
+
+def _line_result(frame: bytes, line: int, limit: int) -> "Result | None":
+    """The result of one complete line (without its newline) that orjson refused as it is:
+    None for an empty or blank line, else the frame-too-large error, or decode_frame's result
+    (with one trailing \\r dropped)."""
+    if not frame:
+        return None
+    if len(frame) > limit:
+        return _too_large(limit, line)
+    if frame[-1] == 13:  # \r
+        frame = frame[:-1]
+        if not frame:
+            return None
+    if frame[0] in _BLANK_START and not frame.strip(_BLANK):
+        return None
+    return decode_frame(frame, line)
 
 
 class FrameDecoder:
@@ -109,6 +138,9 @@ class FrameDecoder:
             return out
         parts = data.split(b"\n")
         tail = parts.pop()
+        # No line of this call can exceed the limit when all of it (with the held partial line)
+        # fits: then the per-line length check is skipped.
+        check_size = len(data) + self._buffered > self._max
         if self._chunks:
             self._chunks.append(parts[0])
             parts[0] = b"".join(self._chunks)
@@ -116,34 +148,82 @@ class FrameDecoder:
             self._buffered = 0
         limit = self._max
         line = self._line
-        blank_start = _BLANK_START
         append = out.append
         loads = _orjson_loads
+        new = _new
         message = message_or_none
+        slots = _MessageSlots
+        cls = Message
+        _dict = dict
+        _str = str
+        _int = int
         for frame in parts:
             line += 1
-            if not frame:
-                continue
-            if len(frame) > limit:
-                append(_too_large(limit, line))
-                continue
-            if frame[-1] == 13:  # \r
-                frame = frame[:-1]
-                if not frame:
-                    continue
-            if frame[0] in blank_start and not frame.strip(_BLANK):
-                continue
-            # decode_frame's happy path, inlined (the per-line call is a measurable share).
+            # The happy path first: orjson accepts the line. Empty, blank and invalid lines all
+            # raise, and take the full per-line path (_line_result).
             try:
                 value = loads(frame)
             except _JSONDecodeError:
-                append(decode_frame(frame, line))
+                result = _line_result(frame, line, limit)
+                if result is not None:
+                    append(result)
                 continue
-            if type(value) is dict:
-                m = message(frame, value, line)
-                if m is not None:
-                    append(m)
-                    continue
+            if check_size and len(frame) > limit:
+                append(_too_large(limit, line))
+                continue
+            if frame[-1] == 13:  # \r: whitespace to orjson, so the value is that of the frame without it
+                frame = frame[:-1]
+            # message_or_none's checks, inlined (the per-line call is a measurable share).
+            if type(value) is _dict and value.get("jsonrpc") == "2.0":
+                get = value.get
+                session_id = update_kind = tool_call_id = None
+                params = get("params")
+                if type(params) is _dict:
+                    v = params.get("sessionId")
+                    if type(v) is _str:
+                        session_id = v
+                    update = params.get("update")
+                    if type(update) is _dict:
+                        v = update.get("sessionUpdate")
+                        if type(v) is _str:
+                            update_kind = v
+                        v = update.get("toolCallId")
+                        if type(v) is _str:
+                            tool_call_id = v
+                method = get("method", _MISSING)
+                if method is not _MISSING:
+                    ident = get("id", _MISSING)
+                    if ident is _MISSING:
+                        kind = NOTIFICATION
+                        ident = None
+                    else:
+                        kind = REQUEST
+                    if (
+                        type(method) is _str
+                        and (params is None or type(params) is _dict or type(params) is list)
+                        and (
+                            ident is None
+                            or type(ident) is _str
+                            or (type(ident) is _int and _I64_MIN <= ident <= _I64_MAX)
+                        )
+                    ):
+                        m = new(slots)
+                        m._raw = frame
+                        m._kind = kind
+                        m._line = line
+                        m._id = ident
+                        m._method = method
+                        m._session_id = session_id
+                        m._update_kind = update_kind
+                        m._tool_call_id = tool_call_id
+                        m.__class__ = cls
+                        append(m)
+                        continue
+                else:
+                    m = message(frame, value, line)
+                    if m is not None:
+                        append(m)
+                        continue
             append(decode_value(frame, value, line))
         self._line = line
         if tail:

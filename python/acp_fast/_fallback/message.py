@@ -11,7 +11,6 @@ Mirror of ``rust/message.rs`` (and of the ``Message`` / ``decode`` / ``encode`` 
 
 from __future__ import annotations
 
-from operator import attrgetter
 from typing import Any, Optional, Union
 
 import orjson
@@ -125,7 +124,23 @@ def explain(data: bytes, start: int, obj: dict) -> DecodeError:
     raise AssertionError("explain() called for a valid message")  # pragma: no cover
 
 
-class Message:
+class _MessageSlots:
+    """The storage of a Message: plain slots, filled by plain stores while the Message is built
+    (then the object's class becomes Message, which refuses every attribute store)."""
+
+    __slots__ = {
+        "_raw": "The frame's bytes without the line ending.",
+        "_kind": '"request", "notification", "response" or "error".',
+        "_line": "Stream line number from a FrameDecoder, else None.",
+        "_id": "The id (str, int or None; None for notifications).",
+        "_method": "The method name, or None for responses.",
+        "_session_id": "params.sessionId when it is a string, else None.",
+        "_update_kind": "params.update.sessionUpdate when it is a string, else None.",
+        "_tool_call_id": "params.update.toolCallId when it is a string, else None.",
+    }
+
+
+class Message(_MessageSlots):
     """One decoded JSON-RPC message: immutable, hashable and equal by ``raw``.
 
     ``kind`` is ``"request"``, ``"notification"``, ``"response"`` or ``"error"``; ``raw`` the
@@ -138,23 +153,26 @@ class Message:
     # The envelope fields are extracted when the frame is decoded and the parsed tree is dropped:
     # holding every frame's dict tree alive costs far more (in garbage-collector work) than the few
     # lookups, and `params` / `result` / `error` / `to_dict()` re-parse `raw` anyway. The values
-    # live in private slots behind read-only properties: setting any attribute raises
-    # AttributeError, while construction fills the slots with plain stores (a __setattr__
-    # override would make every construction several times slower).
-    __slots__ = ("_raw", "_kind", "_line", "_id", "_method", "_session_id", "_update_kind", "_tool_call_id")
+    # live in the private slots of _MessageSlots; the public names are those slots' own member
+    # descriptors (a read is a C slot load, several times cheaper than a property). A Message is
+    # built as a _MessageSlots (plain slot stores) whose class is then switched to Message, whose
+    # __setattr__ / __delattr__ refuse everything: setting any attribute raises AttributeError.
+    __slots__ = ()
 
-    raw = property(attrgetter("_raw"), doc="The frame's bytes without the line ending.")
-    kind = property(attrgetter("_kind"), doc='"request", "notification", "response" or "error".')
-    line = property(attrgetter("_line"), doc="Stream line number from a FrameDecoder, else None.")
-    id = property(attrgetter("_id"), doc="The id (str, int or None; None for notifications).")
-    method = property(attrgetter("_method"), doc="The method name, or None for responses.")
-    session_id = property(attrgetter("_session_id"), doc="params.sessionId when it is a string, else None.")
-    update_kind = property(
-        attrgetter("_update_kind"), doc="params.update.sessionUpdate when it is a string, else None."
-    )
-    tool_call_id = property(
-        attrgetter("_tool_call_id"), doc="params.update.toolCallId when it is a string, else None."
-    )
+    raw = _MessageSlots._raw
+    kind = _MessageSlots._kind
+    line = _MessageSlots._line
+    id = _MessageSlots._id
+    method = _MessageSlots._method
+    session_id = _MessageSlots._session_id
+    update_kind = _MessageSlots._update_kind
+    tool_call_id = _MessageSlots._tool_call_id
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        _refuse(name)
+
+    def __delattr__(self, name: str) -> None:
+        _refuse(name)
 
     def __new__(cls, *args: Any, **kwargs: Any) -> "Message":
         raise TypeError("Message objects are created by acp_fast.decode() or a FrameDecoder")
@@ -202,6 +220,12 @@ class Message:
 
     def __reduce__(self) -> Any:
         return (decode, (self.raw,))
+
+
+def _refuse(name: str) -> None:
+    if hasattr(Message, name):
+        raise AttributeError("readonly attribute")
+    raise AttributeError(f"'Message' object has no attribute '{name}'")
 
 
 _new = object.__new__
@@ -264,7 +288,7 @@ def message_or_none(raw: bytes, obj: dict, line: Optional[int]) -> Optional[Mess
         t = type(ident)
         if t is not str and (t is not int or not _I64_MIN <= ident <= _I64_MAX):
             return None
-    m = _new(Message)
+    m = _new(_MessageSlots)
     m._raw = raw
     m._kind = kind
     m._line = line
@@ -273,6 +297,7 @@ def message_or_none(raw: bytes, obj: dict, line: Optional[int]) -> Optional[Mess
     m._session_id = session_id
     m._update_kind = update_kind
     m._tool_call_id = tool_call_id
+    m.__class__ = Message
     return m
 
 
