@@ -24,11 +24,11 @@ from .message import (
     _MISSING,
     NOTIFICATION,
     REQUEST,
+    RESPONSE,
     Message,
     _MessageSlots,
     decode_frame,
     decode_value,
-    message_or_none,
 )
 from .scanner import to_bytes
 
@@ -46,7 +46,6 @@ _BLANK = b" \t\r"
 _BLANK_START = frozenset(_BLANK)
 
 Result = Union[Message, Batch, PyDecodeError]
-_new = object.__new__
 
 
 def _too_large(limit: int, line: int) -> PyDecodeError:
@@ -141,17 +140,18 @@ class FrameDecoder:
         # No line of this call can exceed the limit when all of it (with the held partial line)
         # fits: then the per-line length check is skipped.
         check_size = len(data) + self._buffered > self._max
+        # Whether some line may end in \r (else the per-line test is skipped).
+        has_cr = b"\r" in data
         if self._chunks:
             self._chunks.append(parts[0])
             parts[0] = b"".join(self._chunks)
+            has_cr = has_cr or b"\r" in parts[0]
             self._chunks = []
             self._buffered = 0
         limit = self._max
         line = self._line
         append = out.append
         loads = _orjson_loads
-        new = _new
-        message = message_or_none
         slots = _MessageSlots
         cls = Message
         _dict = dict
@@ -171,9 +171,10 @@ class FrameDecoder:
             if check_size and len(frame) > limit:
                 append(_too_large(limit, line))
                 continue
-            if frame[-1] == 13:  # \r: whitespace to orjson, so the value is that of the frame without it
+            if has_cr and frame[-1] == 13:  # \r: whitespace to orjson, the value is that without it
                 frame = frame[:-1]
-            # message_or_none's checks, inlined (the per-line call is a measurable share).
+            # message_or_none's checks, inlined for requests, notifications and responses (the
+            # per-line call is a measurable share); anything else takes decode_value.
             if type(value) is _dict and value.get("jsonrpc") == "2.0":
                 get = value.get
                 session_id = update_kind = tool_call_id = None
@@ -191,39 +192,33 @@ class FrameDecoder:
                         if type(v) is _str:
                             tool_call_id = v
                 method = get("method", _MISSING)
+                ident = get("id", _MISSING)
                 if method is not _MISSING:
-                    ident = get("id", _MISSING)
                     if ident is _MISSING:
                         kind = NOTIFICATION
                         ident = None
                     else:
                         kind = REQUEST
-                    if (
-                        type(method) is _str
-                        and (params is None or type(params) is _dict or type(params) is list)
-                        and (
-                            ident is None
-                            or type(ident) is _str
-                            or (type(ident) is _int and _I64_MIN <= ident <= _I64_MAX)
-                        )
-                    ):
-                        m = new(slots)
-                        m._raw = frame
-                        m._kind = kind
-                        m._line = line
-                        m._id = ident
-                        m._method = method
-                        m._session_id = session_id
-                        m._update_kind = update_kind
-                        m._tool_call_id = tool_call_id
-                        m.__class__ = cls
-                        append(m)
-                        continue
+                    ok = type(method) is _str and (params is None or type(params) is _dict or type(params) is list)
                 else:
-                    m = message(frame, value, line)
-                    if m is not None:
-                        append(m)
-                        continue
+                    kind = RESPONSE
+                    method = None
+                    ok = ident is not _MISSING and "result" in value and "error" not in value
+                if ok and (
+                    ident is None or type(ident) is _str or (type(ident) is _int and _I64_MIN <= ident <= _I64_MAX)
+                ):
+                    m = slots()
+                    m._raw = frame
+                    m._kind = kind
+                    m._line = line
+                    m._id = ident
+                    m._method = method
+                    m._session_id = session_id
+                    m._update_kind = update_kind
+                    m._tool_call_id = tool_call_id
+                    m.__class__ = cls
+                    append(m)
+                    continue
             append(decode_value(frame, value, line))
         self._line = line
         if tail:
