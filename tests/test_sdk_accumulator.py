@@ -540,3 +540,23 @@ def test_permission_requests_update_the_tool_call(backend: Any) -> None:
     )
     assert acc.store.permission(3)["approved"] is True
     assert acc.tool_call("call_001").status == "pending" and acc.tool_call("nope") is None
+
+
+# ---------------------------------------------------------------------------------------------
+# The benchmark's helpers (python -m acp_fast.bench.sdk; figures only there, no timing here)
+
+
+def test_bench_helpers(monkeypatch: Any, capsys: Any) -> None:
+    from acp_fast.bench import sdk as bench
+
+    corpus = bench.accumulator_corpus(300)
+    messages = [acp_fast.decode(frame) for frame in corpus]
+    assert len(corpus) == 300 and {m.method for m in messages} == {"session/update"}
+    assert {m.session_id for m in messages} == {"sess_bench"}
+    assert len({m.session_id for m in map(acp_fast.decode, bench.pipeline_corpus(300))}) > 1
+    assert bench.growth_exponent([(1000, 2.0), (2000, 8.0), (4000, 32.0)]) == pytest.approx(2.0)
+    assert bench.project([(1000, 1.0), (2000, 4.0)], 4000) == pytest.approx(16.0)
+    assert bench.project([(1000, 1.0), (2000, 1.5)], 4000) == pytest.approx(3.0)  # never below linear
+    monkeypatch.setattr(bench, "_build_profile", lambda: "debug")
+    assert bench.main(["--quick"]) == 2
+    assert "refusing to run on a debug native build" in capsys.readouterr().err
