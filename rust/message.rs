@@ -590,7 +590,8 @@ pub fn parse_line_captured(data: &[u8], mut cap: Option<&mut Captured>) -> Resul
     }
     // No newline check: the framer cut `data` at newlines, and `parse_frame` checks first.
     scanner::check_utf8(data)?;
-    let mut sc = Scanner::new(data);
+    let mut sc = Scanner::unindexed(data);
+    sc.build_index();
     if data.starts_with(b"\xEF\xBB\xBF") {
         return Err(sc.parse_document(&mut scanner::Skip).unwrap_err());
     }

@@ -146,10 +146,13 @@ impl SpecialIndex {
         index
     }
 
-    /// An index of the right size for `len` bytes, not yet filled.
+    /// An index of the right size for `len` bytes, not yet filled. It has a bit for offset `len`
+    /// too, always set (a sentinel: the end of input stops every search, so `next` needs no bound
+    /// checks). A partial last block is padded with zero bytes, which are control bytes and so
+    /// special; a last block that is full gets one more word holding the sentinel alone.
     #[inline(always)]
     fn empty(len: usize) -> Self {
-        let words = len.div_ceil(64);
+        let words = len / 64 + 1;
         let heap = if words <= INLINE_WORDS {
             Vec::new()
         } else {
@@ -173,6 +176,10 @@ impl SpecialIndex {
         };
         let (special, backslashes) = out.split_at_mut(words);
         build_special_index(data, special, backslashes);
+        if data.len() % 64 == 0 {
+            special[words - 1] = 1;
+            backslashes[words - 1] = 0;
+        }
     }
 
     #[inline(always)]
@@ -184,53 +191,48 @@ impl SpecialIndex {
         }
     }
 
-    /// First special byte at or after `i`, or `len`.
+    /// First special byte at or after `i` (`i <= len`), or `len` (the sentinel).
     #[inline(always)]
     fn next(&self, i: usize, len: usize) -> usize {
         let words = &self.all()[..self.words];
+        debug_assert!(i <= len && len / 64 < words.len());
         let mut w = i >> 6;
-        if w >= words.len() {
-            return len;
-        }
         let mut bits = words[w] & (u64::MAX << (i & 63));
         while bits == 0 {
             w += 1;
-            if w >= words.len() {
-                return len;
-            }
+            // The sentinel bit of offset `len` ends the loop within `words`.
             bits = words[w];
         }
         (w << 6) + bits.trailing_zeros() as usize
     }
 
-    /// Is there a backslash in `start..end`?
+    /// First special byte or backslash at or after `i` (`i <= len`), or `len` (the sentinel).
     #[inline(always)]
+    fn next_or_backslash(&self, i: usize) -> usize {
+        let (special, bs) = self.all().split_at(self.words);
+        let mut w = i >> 6;
+        let mut bits = (special[w] | bs[w]) & (u64::MAX << (i & 63));
+        while bits == 0 {
+            w += 1;
+            // The sentinel bit of offset `len` ends the loop within `special`.
+            bits = special[w] | bs[w];
+        }
+        (w << 6) + bits.trailing_zeros() as usize
+    }
+
+    /// Is there a backslash in `start..end` (`start <= end <= len`)?
+    #[cfg(test)]
     fn any_backslash(&self, start: usize, end: usize) -> bool {
-        if start >= end {
-            return false;
-        }
         let bs = &self.all()[self.words..];
-        let (first, last) = (start >> 6, (end - 1) >> 6);
+        let (first, last) = (start >> 6, end >> 6);
         if first == last {
-            // Most strings lie within one 64-byte block: one mask.
-            let width = end - start;
-            let mask = if width == 64 {
-                u64::MAX
-            } else {
-                ((1u64 << width) - 1) << (start & 63)
-            };
-            return bs[first] & mask != 0;
+            // Most strings lie within one 64-byte block: one mask (`end - start` < 64 here).
+            return (bs[first] >> (start & 63)) & ((1u64 << (end - start)) - 1) != 0;
         }
-        (first..=last).any(|w| {
-            let mut bits = bs[w];
-            if w == first {
-                bits &= u64::MAX << (start & 63);
-            }
-            if w == last {
-                bits &= u64::MAX >> (63 - ((end - 1) & 63));
-            }
-            bits != 0
-        })
+        if bs[first] >> (start & 63) != 0 {
+            return true;
+        }
+        bs[first + 1..last].iter().any(|&w| w != 0) || bs[last] & ((1u64 << (end & 63)) - 1) != 0
     }
 }
 
@@ -462,14 +464,27 @@ fn read_hex4(data: &[u8], at: usize) -> Option<u16> {
 impl<'a> Scanner<'a> {
     #[inline(always)]
     pub fn new(data: &'a [u8]) -> Self {
-        let mut scanner = Self {
+        let mut scanner = Self::unindexed(data);
+        scanner.build_index();
+        scanner
+    }
+
+    /// A scanner whose index is not built yet: call `build_index` once it is in its final place
+    /// (building it before moving the scanner costs a copy of the inline index).
+    #[inline(always)]
+    pub fn unindexed(data: &'a [u8]) -> Self {
+        Self {
             data,
             pos: 0,
             depth: 0,
             index: SpecialIndex::empty(data.len()),
-        };
-        scanner.index.fill(data);
-        scanner
+        }
+    }
+
+    /// Build the index (see `unindexed`).
+    #[inline(always)]
+    pub fn build_index(&mut self) {
+        self.index.fill(self.data);
     }
 
     /// One value surrounded by whitespace and nothing else.
@@ -700,13 +715,30 @@ impl<'a> Scanner<'a> {
     pub fn scan_string(&mut self) -> Result<Str, DecodeError> {
         let data = self.data;
         let start = self.pos + 1;
-        let mut i = self.index.next(start, data.len());
+        // Most strings have no escape: one search for the closing quote or a backslash tells.
+        let mut i = self.index.next_or_backslash(start);
+        if data.get(i) == Some(&b'"') {
+            self.pos = i + 1;
+            return Ok(Str {
+                start,
+                end: i,
+                escaped: false,
+            });
+        }
+        // Past the first backslash (if it is one), only special bytes stop the search.
+        if data.get(i) == Some(&b'\\') && SIMPLE_ESCAPE[usize::from(data.get(i + 1).copied().unwrap_or(0))] {
+            i = self.index.next(i + 2, data.len());
+        }
         loop {
             match data.get(i) {
                 Some(b'"') => {
                     self.pos = i + 1;
-                    let escaped = self.index.any_backslash(start, i);
-                    return Ok(Str { start, end: i, escaped });
+                    // Here the string has a backslash (the search above stopped at it).
+                    return Ok(Str {
+                        start,
+                        end: i,
+                        escaped: true,
+                    });
                 }
                 Some(b'\\') => {
                     let after = Self::check_escape(data, i)?;
@@ -782,9 +814,16 @@ impl<'a> Scanner<'a> {
     }
 
     /// Scan a number at the cursor (its first byte is `-` or a digit).
+    #[inline(always)]
     pub fn scan_number(&mut self) -> Result<Number, DecodeError> {
-        let data = self.data;
-        let start = self.pos;
+        let n = Self::number_at(self.data, self.pos)?;
+        self.pos = n.end;
+        Ok(n)
+    }
+
+    /// Scan the number starting at `start` (its first byte is `-` or a digit).
+    #[inline]
+    fn number_at(data: &[u8], start: usize) -> Result<Number, DecodeError> {
         let mut i = start;
         if data.get(i) == Some(&b'-') {
             i += 1;
@@ -842,7 +881,6 @@ impl<'a> Scanner<'a> {
                 start,
             ));
         }
-        self.pos = i;
         Ok(Number { start, end: i, is_int })
     }
 }
