@@ -288,7 +288,7 @@ def message_or_none(raw: bytes, obj: dict, line: Optional[int]) -> Optional[Mess
         t = type(ident)
         if t is not str and (t is not int or not _I64_MIN <= ident <= _I64_MAX):
             return None
-    m = _new(_MessageSlots)
+    m = _MessageSlots()
     m._raw = raw
     m._kind = kind
     m._line = line
