@@ -160,7 +160,7 @@ fn key_is(data: &[u8], key: Str, name: &[u8]) -> bool {
 }
 
 /// Scan a value, returning its span.
-#[inline]
+#[inline(always)]
 pub(crate) fn scan_span(sc: &mut Scanner<'_>) -> Result<Span, DecodeError> {
     let ty = sc.peek_type();
     let start = sc.pos;
