@@ -367,8 +367,7 @@ fn build_special_index_avx2(data: &[u8], special: &mut [u64], backslashes: &mut 
 fn build_index_with(data: &[u8], special: &mut [u64], backslashes: &mut [u64], masks: impl Fn(&[u8; 64]) -> Masks) {
     // Carried from block to block: the first byte of this block is escaped.
     let mut next_is_escaped = 0u64;
-    let mut step = |w: usize, block: &[u8; 64]| {
-        let (quotes, bs, ctl, simple) = masks(block);
+    let mut step = |w: usize, (quotes, bs, ctl, simple): Masks| {
         backslashes[w] = bs;
         let (escaped, escape) = if bs == 0 {
             let e = next_is_escaped;
@@ -400,16 +399,27 @@ fn build_index_with(data: &[u8], special: &mut [u64], backslashes: &mut [u64], m
     let mut w = 0;
     for chunk in &mut blocks {
         if let Ok(block) = <&[u8; 64]>::try_from(chunk) {
-            step(w, block);
+            step(w, masks(block));
         }
         w += 1;
     }
     let rest = blocks.remainder();
-    if !rest.is_empty() {
-        // The last partial block, padded with zeros (a zero byte is never a simple code).
+    if let Some(last) = data.len().checked_sub(64).and_then(|at| data.get(at..)) {
+        if !rest.is_empty() {
+            // The last partial block: the masks of the last 64 bytes, shifted down to the block,
+            // are those of the block padded with zeros (control bytes, never a simple code).
+            if let Ok(block) = <&[u8; 64]>::try_from(last) {
+                let shift = 64 - rest.len();
+                let (quotes, bs, ctl, simple) = masks(block);
+                let padding = u64::MAX << rest.len();
+                step(w, (quotes >> shift, bs >> shift, (ctl >> shift) | padding, simple >> shift));
+            }
+        }
+    } else if !rest.is_empty() {
+        // A document shorter than a block, padded with zeros.
         let mut tail = [0u8; 64];
         tail[..rest.len()].copy_from_slice(rest);
-        step(w, &tail);
+        step(w, masks(&tail));
     }
 }
 
