@@ -40,6 +40,7 @@ import warnings
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .. import traffic
+from .state import growth_exponent
 
 __all__ = ["accumulator_corpus", "growth_exponent", "main", "pipeline_corpus", "run_pipeline"]
 
@@ -55,16 +56,6 @@ BLAST = (
 
 def _progress(message: str) -> None:
     print(f"[bench.sdk] {message}", file=sys.stderr, flush=True)
-
-
-def growth_exponent(points: Sequence[Tuple[int, float]]) -> float:
-    """Least-squares slope of log(time) against log(n): 1.0 is linear, 2.0 quadratic."""
-    if len(points) < 2:
-        raise ValueError("the growth exponent needs at least two points")
-    xs = [math.log(n) for n, _ in points]
-    ys = [math.log(t) for _, t in points]
-    mx, my = statistics.fmean(xs), statistics.fmean(ys)
-    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
 
 
 def project(points: Sequence[Tuple[int, float]], n: int) -> float:
