@@ -28,7 +28,6 @@ import asyncio
 import collections
 import contextlib
 import gc
-import math
 import os
 import platform
 import statistics
