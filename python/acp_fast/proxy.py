@@ -216,7 +216,7 @@ class Direction:
         with proxy.state_lock:
             base = proxy.store.line
             results = proxy.store.feed(fed, changes=proxy.watch, source=self.source)
-        lines = fed.count(b"\n")
+            lines = proxy.store.line - base  # the store's decoder counted the block's lines
         first = self.line
         self.line += lines
         self.stats["lines"] += lines
@@ -261,7 +261,7 @@ class Direction:
             if error is not None:
                 if error.kind == "frame_too_large":
                     self.stats["too_large"] += 1
-                    proxy.note(f"{self.side} line {first + index}: {_message(error)}; not forwarded")
+                    proxy.note(f"{self.side} line {first + index}: {error}; not forwarded")
                     if proxy.recorder is not None:
                         proxy.record_too_large(self.side, len(wire))
                     continue
@@ -286,20 +286,20 @@ class Direction:
         if self.side == "agent":
             policy = proxy.agent_invalid
             if policy == "pass":
-                proxy.note(f"{where}: {_message(error)} (passed on)")
+                proxy.note(f"{where}: {error} (passed on)")
                 return None
             if policy == "drop":
                 self.stats["dropped"] += 1
-                proxy.note(f"{where}: {_message(error)} (dropped)")
+                proxy.note(f"{where}: {error} (dropped)")
                 return "dropped"
             self.stats["diverted"] += 1
             proxy.divert(data)
             return "diverted"
         if not proxy.strict:
-            proxy.note(f"{where}: {_message(error)} (forwarded)")
+            proxy.note(f"{where}: {error} (forwarded)")
             return None
         self.stats["answered"] += 1
-        proxy.note(f"{where}: {_message(error)} (answered with an error, not forwarded)")
+        proxy.note(f"{where}: {error} (answered with an error, not forwarded)")
         proxy.answer_editor(data, error)
         return "answered"
 
@@ -309,10 +309,6 @@ class Direction:
         self.stats["undelivered"] += len(data)
         self.proxy.lost(self.side)
         return False
-
-
-def _message(error: Any) -> str:
-    return str(error)
 
 
 def _all_invalid(line: bytes) -> bool:

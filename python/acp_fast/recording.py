@@ -25,12 +25,14 @@ from typing import IO, Any, Dict, Iterator, List, Optional, Sequence, Union
 
 import orjson
 
+from ._streams import DIRECTIONS, RecordError, parse_header, parse_record
+
 __all__ = ["FORMAT_VERSION", "Record", "RecordingError", "RecordWriter", "read", "extract", "is_recording"]
 
 FORMAT_VERSION = 1
 _HEADER_KEY = b'{"acp-fast-recording":'
 
-SIDES = ("editor", "agent")
+SIDES = DIRECTIONS  # who sent a line: "editor" or "agent"
 
 
 class RecordingError(ValueError):
@@ -125,8 +127,6 @@ def read(data: Union[bytes, IO[bytes]]) -> Iterator[Union[Record, Dict[str, Any]
     """The records of a recording, in order: a ``Record`` per line seen, and the header and
     footer as dicts. Raises :class:`RecordingError` naming the line and column of a malformed
     record (the checks are those of ``acp-fast validate``, which reports every such line)."""
-    from ._streams import RecordError, parse_header, parse_record
-
     lines = data.splitlines() if isinstance(data, (bytes, bytearray)) else (line.rstrip(b"\r\n") for line in data)
     number = 0
     for raw in lines:

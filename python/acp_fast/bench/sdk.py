@@ -122,7 +122,7 @@ class _CountingClient:
         return dict(collections.Counter(t.__name__ for t in self.types))
 
     async def request_permission(self, **kwargs: Any) -> Any:  # pragma: no cover - not in the corpus
-        raise NotImplementedError
+        raise RuntimeError("the pipeline benchmark's corpus holds session/update notifications only")
 
 
 async def _pipeline_once(path: str, n: int, fast: bool, timeout: float) -> Tuple[float, Dict[str, int]]:
