@@ -7,34 +7,331 @@
 pub const MAX_DEPTH: usize = 254;
 
 /// Write `s` as a JSON string literal.
+///
+/// On x86_64 the bytes are copied 16 at a time with one SSE2 check per block (stores may run up
+/// to 16 bytes past the text into reserved capacity and are overwritten or cut off by the
+/// length); a short tail is staged in a padded stack block, so nothing reads past `s`.
 #[inline]
 pub fn write_str(out: &mut Vec<u8>, s: &[u8]) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE2 is part of the x86_64 baseline.
+    unsafe {
+        write_str_sse2(out, s)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    write_str_scalar(out, s)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn write_str_sse2(out: &mut Vec<u8>, s: &[u8]) {
+    use std::arch::x86_64::{
+        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
+        _mm_storeu_si128,
+    };
+    #[inline(always)]
+    unsafe fn special(v: __m128i) -> u32 {
+        let m = _mm_or_si128(
+            _mm_or_si128(
+                _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8)),
+                _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8)),
+            ),
+            _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v),
+        );
+        _mm_movemask_epi8(m) as u32
+    }
+    let n = s.len();
+    // Invariant: capacity >= len + (bytes of `s` left) + 16 + 1 (block overrun, closing quote).
+    out.reserve(n + 2 + 16);
+    let mut len = out.len();
+    *out.as_mut_ptr().add(len) = b'"';
+    len += 1;
+    let src = s.as_ptr();
+    let mut i = 0;
+    // Whole blocks of 16.
+    while i + 16 <= n {
+        let v = _mm_loadu_si128(src.add(i).cast::<__m128i>());
+        _mm_storeu_si128(out.as_mut_ptr().add(len).cast::<__m128i>(), v);
+        let mask = special(v);
+        if mask == 0 {
+            i += 16;
+            len += 16;
+            continue;
+        }
+        let k = mask.trailing_zeros() as usize;
+        i += k;
+        len += k;
+        out.set_len(len);
+        write_escape(out, s[i]);
+        i += 1;
+        out.reserve(n - i + 2 + 16);
+        len = out.len();
+    }
+    // The tail (< 16 bytes): two overlapping words when it is clean, else byte by byte. Words
+    // stay in registers (a stack block would stall store-to-load forwarding).
+    let rem = n - i;
+    let dst = out.as_mut_ptr().add(len);
+    let clean = if rem >= 8 {
+        let a = std::ptr::read_unaligned(src.add(i).cast::<u64>());
+        let b = std::ptr::read_unaligned(src.add(n - 8).cast::<u64>());
+        let ok = !swar_special(a) && !swar_special(b);
+        if ok {
+            std::ptr::write_unaligned(dst.cast::<u64>(), a);
+            std::ptr::write_unaligned(dst.add(rem - 8).cast::<u64>(), b);
+        }
+        ok
+    } else if rem >= 4 {
+        let a = std::ptr::read_unaligned(src.add(i).cast::<u32>());
+        let b = std::ptr::read_unaligned(src.add(n - 4).cast::<u32>());
+        let ok = !swar_special(u64::from(a) | (0x6161_6161 << 32)) && !swar_special(u64::from(b) | (0x6161_6161 << 32));
+        if ok {
+            std::ptr::write_unaligned(dst.cast::<u32>(), a);
+            std::ptr::write_unaligned(dst.add(rem - 4).cast::<u32>(), b);
+        }
+        ok
+    } else {
+        false
+    };
+    if clean {
+        len += rem;
+    } else {
+        for &b in &s[i..] {
+            if NEEDS_ESCAPE[usize::from(b)] {
+                out.set_len(len);
+                write_escape(out, b);
+                out.reserve(16 + 1);
+                len = out.len();
+            } else {
+                *out.as_mut_ptr().add(len) = b;
+                len += 1;
+            }
+        }
+    }
+    *out.as_mut_ptr().add(len) = b'"';
+    out.set_len(len + 1);
+}
+
+/// Whether any byte of `x` is `"`, `\\` or below 0x20 (exact for "any"; SWAR).
+#[inline(always)]
+fn swar_special(x: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
+    let below_20 = x.wrapping_sub(ONES * 0x20) & !x & HIGH;
+    (zero(x ^ (ONES * b'"' as u64)) | zero(x ^ (ONES * b'\\' as u64)) | below_20) != 0
+}
+
+/// Code units of a Python `str` in one of its fixed-width forms (PEP 393): Latin-1 bytes, UCS-2
+/// or UCS-4.
+pub trait CodeUnit: Copy {
+    /// Most UTF-8 bytes one unit can become (escapes aside).
+    const MAX_UTF8: usize;
+    fn code(self) -> u32;
+}
+
+impl CodeUnit for u8 {
+    const MAX_UTF8: usize = 2;
+    #[inline(always)]
+    fn code(self) -> u32 {
+        u32::from(self)
+    }
+}
+
+impl CodeUnit for u16 {
+    const MAX_UTF8: usize = 3;
+    #[inline(always)]
+    fn code(self) -> u32 {
+        u32::from(self)
+    }
+}
+
+impl CodeUnit for u32 {
+    const MAX_UTF8: usize = 4;
+    #[inline(always)]
+    fn code(self) -> u32 {
+        self
+    }
+}
+
+/// Write text given as fixed-width code points (a non-ASCII Python `str`) as a JSON string,
+/// transcoding to UTF-8 on the way (no intermediate UTF-8 copy). `Err(cp)` is the first lone
+/// surrogate, which UTF-8 cannot carry; `out` then holds a partial write the caller discards.
+pub fn write_units<T: CodeUnit>(out: &mut Vec<u8>, units: &[T]) -> Result<(), u32> {
+    let n = units.len();
+    // Invariant: capacity >= len + MAX_UTF8 * (units left) + 16 + 1.
+    out.reserve(T::MAX_UTF8 * n + 2 + 16);
+    // SAFETY: every write stays below the capacity reserved by the invariant above.
+    unsafe {
+        let mut len = out.len();
+        *out.as_mut_ptr().add(len) = b'"';
+        len += 1;
+        let mut i = 0;
+        while i < n {
+            #[cfg(target_arch = "x86_64")]
+            if let Some(done) = ascii_run(units, i, out.as_mut_ptr().add(len)) {
+                i += done;
+                len += done;
+                if done > 0 {
+                    continue;
+                }
+            }
+            let c = units[i].code();
+            i += 1;
+            let dst = out.as_mut_ptr().add(len);
+            if c < 0x80 {
+                let b = c as u8;
+                if NEEDS_ESCAPE[usize::from(b)] {
+                    out.set_len(len);
+                    write_escape(out, b);
+                    out.reserve(T::MAX_UTF8 * (n - i) + 2 + 16);
+                    len = out.len();
+                } else {
+                    *dst = b;
+                    len += 1;
+                }
+            } else if c < 0x800 {
+                *dst = 0xC0 | (c >> 6) as u8;
+                *dst.add(1) = 0x80 | (c & 0x3F) as u8;
+                len += 2;
+            } else if c < 0x10000 {
+                if (0xD800..0xE000).contains(&c) {
+                    out.set_len(len);
+                    return Err(c);
+                }
+                *dst = 0xE0 | (c >> 12) as u8;
+                *dst.add(1) = 0x80 | ((c >> 6) & 0x3F) as u8;
+                *dst.add(2) = 0x80 | (c & 0x3F) as u8;
+                len += 3;
+            } else {
+                *dst = 0xF0 | (c >> 18) as u8;
+                *dst.add(1) = 0x80 | ((c >> 12) & 0x3F) as u8;
+                *dst.add(2) = 0x80 | ((c >> 6) & 0x3F) as u8;
+                *dst.add(3) = 0x80 | (c & 0x3F) as u8;
+                len += 4;
+            }
+        }
+        *out.as_mut_ptr().add(len) = b'"';
+        out.set_len(len + 1);
+    }
+    Ok(())
+}
+
+/// Copy the run of plain ASCII units (nothing to escape) starting at `i` to `dst`, a block at a
+/// time: the number of units copied, or `None` when this unit width has no block path. May write
+/// up to 16 bytes at `dst` whatever it returns.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn ascii_run<T: CodeUnit>(units: &[T], i: usize, dst: *mut u8) -> Option<usize> {
+    use std::arch::x86_64::{
+        __m128i, _mm_and_si128, _mm_cmpeq_epi16, _mm_cmpeq_epi32, _mm_loadu_si128, _mm_movemask_epi8, _mm_packs_epi16,
+        _mm_packs_epi32, _mm_packus_epi16, _mm_set1_epi16, _mm_set1_epi32, _mm_setzero_si128, _mm_storel_epi64,
+        _mm_storeu_si128,
+    };
+    let n = units.len();
+    let mut j = i;
+    match std::mem::size_of::<T>() {
+        1 => {
+            let src = units.as_ptr().cast::<u8>();
+            while j + 16 <= n {
+                let v = _mm_loadu_si128(src.add(j).cast::<__m128i>());
+                _mm_storeu_si128(dst.add(j - i).cast::<__m128i>(), v);
+                // High bit: a Latin-1 byte above 0x7F.
+                let stop = special_sse2(v) | _mm_movemask_epi8(v) as u32;
+                if stop != 0 {
+                    return Some(j - i + stop.trailing_zeros() as usize);
+                }
+                j += 16;
+            }
+            Some(j - i)
+        }
+        2 => {
+            let src = units.as_ptr().cast::<u16>();
+            while j + 8 <= n {
+                let v = _mm_loadu_si128(src.add(j).cast::<__m128i>());
+                let high = _mm_and_si128(v, _mm_set1_epi16(0xFF80u16 as i16));
+                let ascii = _mm_cmpeq_epi16(high, _mm_setzero_si128());
+                let bytes = _mm_packus_epi16(v, v);
+                _mm_storel_epi64(dst.add(j - i).cast::<__m128i>(), bytes);
+                // One bit per unit that is not plain ASCII (the 16-bit lane flags packed to bytes).
+                let ascii = _mm_movemask_epi8(_mm_packs_epi16(ascii, ascii)) as u32;
+                let stop = (special_sse2(bytes) | !ascii) & 0xFF;
+                if stop != 0 {
+                    return Some(j - i + stop.trailing_zeros() as usize);
+                }
+                j += 8;
+            }
+            Some(j - i)
+        }
+        4 => {
+            let src = units.as_ptr().cast::<u32>();
+            while j + 8 <= n {
+                let v0 = _mm_loadu_si128(src.add(j).cast::<__m128i>());
+                let v1 = _mm_loadu_si128(src.add(j + 4).cast::<__m128i>());
+                let mask = _mm_set1_epi32(0xFFFF_FF80u32 as i32);
+                let a0 = _mm_cmpeq_epi32(_mm_and_si128(v0, mask), _mm_setzero_si128());
+                let a1 = _mm_cmpeq_epi32(_mm_and_si128(v1, mask), _mm_setzero_si128());
+                let words = _mm_packs_epi32(v0, v1);
+                let bytes = _mm_packus_epi16(words, words);
+                _mm_storel_epi64(dst.add(j - i).cast::<__m128i>(), bytes);
+                let flags = _mm_packs_epi32(a0, a1);
+                let ascii = _mm_movemask_epi8(_mm_packs_epi16(flags, flags)) as u32;
+                let stop = (special_sse2(bytes) | !ascii) & 0xFF;
+                if stop != 0 {
+                    return Some(j - i + stop.trailing_zeros() as usize);
+                }
+                j += 8;
+            }
+            Some(j - i)
+        }
+        _ => None,
+    }
+}
+
+/// Bit per byte of `v` that is `"`, `\\` or a control byte.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn special_sse2(v: std::arch::x86_64::__m128i) -> u32 {
+    use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8};
+    let m = _mm_or_si128(
+        _mm_or_si128(
+            _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8)),
+            _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8)),
+        ),
+        _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v),
+    );
+    _mm_movemask_epi8(m) as u32
+}
+
+/// The escape of one byte that needs it (`"`, `\\` or a control byte).
+#[inline]
+fn write_escape(out: &mut Vec<u8>, b: u8) {
+    match b {
+        b'"' => out.extend_from_slice(b"\\\""),
+        b'\\' => out.extend_from_slice(b"\\\\"),
+        b'\n' => out.extend_from_slice(b"\\n"),
+        b'\r' => out.extend_from_slice(b"\\r"),
+        b'\t' => out.extend_from_slice(b"\\t"),
+        0x08 => out.extend_from_slice(b"\\b"),
+        0x0c => out.extend_from_slice(b"\\f"),
+        _ => {
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            out.extend_from_slice(&[b'\\', b'u', b'0', b'0', HEX[(b >> 4) as usize], HEX[(b & 0xf) as usize]]);
+        }
+    }
+}
+
+/// The portable `write_str`.
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+fn write_str_scalar(out: &mut Vec<u8>, s: &[u8]) {
     out.reserve(s.len() + 2);
     out.push(b'"');
     let mut start = 0;
-    let mut i = 0;
-    while i < s.len() {
-        let next = find_escape(s, i);
-        if next >= s.len() {
-            break;
+    for (i, &b) in s.iter().enumerate() {
+        if NEEDS_ESCAPE[usize::from(b)] {
+            out.extend_from_slice(&s[start..i]);
+            write_escape(out, b);
+            start = i + 1;
         }
-        out.extend_from_slice(&s[start..next]);
-        let b = s[next];
-        match b {
-            b'"' => out.extend_from_slice(b"\\\""),
-            b'\\' => out.extend_from_slice(b"\\\\"),
-            b'\n' => out.extend_from_slice(b"\\n"),
-            b'\r' => out.extend_from_slice(b"\\r"),
-            b'\t' => out.extend_from_slice(b"\\t"),
-            0x08 => out.extend_from_slice(b"\\b"),
-            0x0c => out.extend_from_slice(b"\\f"),
-            _ => {
-                const HEX: &[u8; 16] = b"0123456789abcdef";
-                out.extend_from_slice(&[b'\\', b'u', b'0', b'0', HEX[(b >> 4) as usize], HEX[(b & 0xf) as usize]]);
-            }
-        }
-        i = next + 1;
-        start = i;
     }
     out.extend_from_slice(&s[start..]);
     out.push(b'"');
@@ -43,40 +340,6 @@ pub fn write_str(out: &mut Vec<u8>, s: &[u8]) {
 #[inline(always)]
 const fn needs_escape(b: u8) -> bool {
     b == b'"' || b == b'\\' || b < 0x20
-}
-
-/// Offset of the first byte at or after `i` that must be escaped, or `s.len()`.
-#[inline(always)]
-fn find_escape(s: &[u8], mut i: usize) -> usize {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: SSE2 is part of the x86_64 baseline; every load stays within `s`.
-    unsafe {
-        use std::arch::x86_64::{
-            __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
-        };
-        let quote = _mm_set1_epi8(b'"' as i8);
-        let backslash = _mm_set1_epi8(b'\\' as i8);
-        let ctl = _mm_set1_epi8(0x1f);
-        while i + 16 <= s.len() {
-            let v = _mm_loadu_si128(s.as_ptr().add(i).cast::<__m128i>());
-            let m = _mm_or_si128(
-                _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
-                _mm_cmpeq_epi8(_mm_min_epu8(v, ctl), v),
-            );
-            let mask = _mm_movemask_epi8(m);
-            if mask != 0 {
-                return i + mask.trailing_zeros() as usize;
-            }
-            i += 16;
-        }
-    }
-    while i < s.len() {
-        if NEEDS_ESCAPE[usize::from(s[i])] {
-            return i;
-        }
-        i += 1;
-    }
-    s.len()
 }
 
 static NEEDS_ESCAPE: [bool; 256] = {
@@ -265,6 +528,88 @@ mod tests {
         ];
         for (v, s) in cases {
             assert_eq!(f(v), s, "{v:e}");
+        }
+    }
+
+    /// Transcoding from code units (each width) gives the same bytes as writing the UTF-8 text:
+    /// every length up to 40 with one odd character (escapes, Latin-1, BMP, astral) anywhere.
+    #[test]
+    fn code_units_match_utf8() {
+        let odd = [
+            '"',
+            '\\',
+            '\n',
+            '\u{1}',
+            'é',
+            '\u{ff}',
+            '→',
+            '\u{ffff}',
+            '😀',
+            '\u{10ffff}',
+            'z',
+        ];
+        for n in 0..40usize {
+            for at in 0..n.max(1) {
+                for &c in &odd {
+                    let mut text: Vec<char> = (0..n).map(|k| (b'a' + (k % 26) as u8) as char).collect();
+                    if n > 0 {
+                        text[at] = c;
+                    }
+                    let utf8: String = text.iter().collect();
+                    let mut want = Vec::new();
+                    write_str(&mut want, utf8.as_bytes());
+                    let max = text.iter().map(|&c| c as u32).max().unwrap_or(0);
+                    let mut got = Vec::new();
+                    write_units(&mut got, &text.iter().map(|&c| c as u32).collect::<Vec<u32>>()).unwrap();
+                    assert_eq!(got, want, "ucs4 n={n} at={at} {c:?}");
+                    if max < 0x10000 {
+                        let mut got = Vec::new();
+                        write_units(&mut got, &text.iter().map(|&c| c as u16).collect::<Vec<u16>>()).unwrap();
+                        assert_eq!(got, want, "ucs2 n={n} at={at} {c:?}");
+                    }
+                    if max < 0x100 {
+                        let mut got = Vec::new();
+                        write_units(&mut got, &text.iter().map(|&c| c as u8).collect::<Vec<u8>>()).unwrap();
+                        assert_eq!(got, want, "latin1 n={n} at={at} {c:?}");
+                    }
+                }
+            }
+        }
+        let mut out = Vec::new();
+        assert_eq!(write_units(&mut out, &[0x61u16, 0xD800, 0x62]), Err(0xD800));
+        assert_eq!(
+            write_units(
+                &mut out,
+                &[0x61u32; 20].iter().copied().chain([0xDFFFu32]).collect::<Vec<_>>()
+            ),
+            Err(0xDFFF)
+        );
+    }
+
+    /// The block/word writer against the byte-by-byte one: every length up to 80, a special
+    /// byte (each kind) at every position, one or two of them, after a non-empty prefix.
+    #[test]
+    fn fast_strings_match_scalar() {
+        let specials = [b'"', b'\\', 0u8, 0x1f, b'\n', 0x08, b'a', 0x7f, 0x20, 0xc3];
+        for n in 0..80usize {
+            for at in 0..n.max(1) {
+                for &sp in &specials {
+                    for &second in &[None, Some(n.saturating_sub(1)), Some(at / 2)] {
+                        let mut s: Vec<u8> = (0..n).map(|k| b'A' + (k % 26) as u8).collect();
+                        if n > 0 {
+                            s[at] = sp;
+                            if let Some(j) = second {
+                                s[j] = b'\\';
+                            }
+                        }
+                        let mut fast = b"prefix".to_vec();
+                        write_str(&mut fast, &s);
+                        let mut slow = b"prefix".to_vec();
+                        write_str_scalar(&mut slow, &s);
+                        assert_eq!(fast, slow, "n={n} at={at} byte={sp:#x} second={second:?}");
+                    }
+                }
+            }
         }
     }
 

@@ -412,7 +412,10 @@ fn build_index_with(data: &[u8], special: &mut [u64], backslashes: &mut [u64], m
                 let shift = 64 - rest.len();
                 let (quotes, bs, ctl, simple) = masks(block);
                 let padding = u64::MAX << rest.len();
-                step(w, (quotes >> shift, bs >> shift, (ctl >> shift) | padding, simple >> shift));
+                step(
+                    w,
+                    (quotes >> shift, bs >> shift, (ctl >> shift) | padding, simple >> shift),
+                );
             }
         }
     } else if !rest.is_empty() {

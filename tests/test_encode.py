@@ -287,6 +287,41 @@ def test_unpaired_surrogates(backend):
     _check(err, "invalid_str", "expected a str encodable as UTF-8, found unpaired surrogate U+DC00", "$.a")
 
 
+ODD_CHARS = ['"', "\\", "\n", "\x01", "\x1f", "\x7f", "é", "\xff", "→", "\uffff", "😀", "\U0010ffff"]
+
+
+@pytest.mark.parametrize("width_char", ["a", "é", "→", "😀"], ids=["ascii", "latin1", "ucs2", "ucs4"])
+def test_strings_of_every_width_match_orjson(backend, width_char):
+    # Strings long enough for the block paths (8 and 16 units), odd characters at every
+    # position: each storage width of a Python str (PEP 393) written like orjson writes it.
+    rng = random.Random(width_char)
+    for n in range(0, 70):
+        for at in range(n):
+            chars = [chr(rng.randrange(0x20, 0x7F)).replace('"', "q").replace("\\", "s") for _ in range(n)]
+            chars[rng.randrange(n)] = width_char
+            chars[at] = rng.choice(ODD_CHARS)
+            text = "".join(chars)
+            assert backend.dumps(text) == orjson.dumps(text), (n, at, text)
+            assert backend.dumps({text: [text]}) == orjson.dumps({text: [text]})
+
+
+def test_unpaired_surrogate_past_the_block_paths(backend):
+    for prefix in ("a" * 40, "é" * 40, "→" * 40, "😀" * 40):
+        for n in (0, 7, 8, 9, 15, 16, 17):
+            text = prefix[:n] + "\udc01" + prefix
+            err = _encode_error(backend.dumps, [text])
+            _check(err, "invalid_str", "expected a str encodable as UTF-8, found unpaired surrogate U+DC01", "$[0]")
+
+
+def test_str_with_a_cached_utf8_copy(backend):
+    # CPython keeps a UTF-8 copy of a non-ASCII str once asked for it; the result is the same.
+    for text in ("é" * 33 + "\n", "→x" * 20, "😀\"" * 9):
+        fresh = backend.dumps(text)
+        text.encode("utf-8")  # may or may not fill the cache; PyUnicode_AsUTF8 below does
+        orjson.dumps(text)
+        assert backend.dumps(text) == fresh == orjson.dumps(text)
+
+
 def test_errors_in_document_order(backend):
     err = _encode_error(backend.dumps, {"a": [1, float("nan")], "b": object()})
     assert (err.kind, err.path) == ("non_finite_float", "$.a[1]")

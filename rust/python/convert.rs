@@ -211,11 +211,52 @@ fn surrogate_failure(s: &Bound<'_, PyAny>) -> EncodeFailure {
             .find(|c| (0xD800..=0xDFFF).contains(c))
     };
     let _ = PyErr::take(s.py());
-    let cp = cp.unwrap_or(0xD800);
+    surrogate_error(cp.unwrap_or(0xD800))
+}
+
+#[cold]
+fn surrogate_error(cp: u32) -> EncodeFailure {
     EncodeFailure::new(
         "invalid_str",
         format!("expected a str encodable as UTF-8, found unpaired surrogate U+{cp:04X}"),
     )
+}
+
+/// Write an exact `str` as a JSON string. ASCII text is copied as it is; other text is transcoded
+/// from its PEP 393 code units straight into the output (CPython's own UTF-8 conversion would
+/// allocate and keep a copy in every fresh string).
+#[inline]
+fn write_str_object(out: &mut Vec<u8>, obj: &Bound<'_, PyAny>) -> Result<(), EncodeFailure> {
+    // SAFETY: obj is an exact str, so a ready compact (or legacy ready) PEP 393 string on the
+    // interpreters we build for: DATA holds GET_LENGTH units of KIND bytes each.
+    unsafe {
+        let p = obj.as_ptr();
+        let len = ffi::PyUnicode_GET_LENGTH(p) as usize;
+        if ffi::PyUnicode_IS_COMPACT_ASCII(p) != 0 {
+            encoder::write_str(
+                out,
+                std::slice::from_raw_parts(ffi::PyUnicode_DATA(p).cast::<u8>(), len),
+            );
+            return Ok(());
+        }
+        // A UTF-8 copy CPython already keeps (compact strings only) is copied as it is.
+        if ffi::PyUnicode_IS_COMPACT(p) != 0 {
+            let compact = p.cast::<ffi::PyCompactUnicodeObject>();
+            let utf8 = (*compact).utf8;
+            if !utf8.is_null() {
+                let n = (*compact).utf8_length as usize;
+                encoder::write_str(out, std::slice::from_raw_parts(utf8.cast::<u8>(), n));
+                return Ok(());
+            }
+        }
+        let data = ffi::PyUnicode_DATA(p);
+        let written = match ffi::PyUnicode_KIND(p) {
+            ffi::PyUnicode_1BYTE_KIND => encoder::write_units(out, std::slice::from_raw_parts(data.cast::<u8>(), len)),
+            ffi::PyUnicode_2BYTE_KIND => encoder::write_units(out, std::slice::from_raw_parts(data.cast::<u16>(), len)),
+            _ => encoder::write_units(out, std::slice::from_raw_parts(data.cast::<u32>(), len)),
+        };
+        written.map_err(surrogate_error)
+    }
 }
 
 /// UTF-8 view of a str (or a str subclass), or the `invalid_str` failure.
@@ -248,9 +289,7 @@ impl<'py> Writer<'py> {
         let ty = unsafe { ffi::Py_TYPE(obj.as_ptr()) };
         unsafe {
             if ty == &raw mut ffi::PyUnicode_Type {
-                let s = str_utf8(obj)?;
-                encoder::write_str(&mut self.out, s);
-                return Ok(());
+                return write_str_object(&mut self.out, obj);
             }
             if ty == &raw mut ffi::PyDict_Type {
                 return self.write_dict(obj, depth);

@@ -912,7 +912,9 @@ impl PyToolCallStore {
         for sid in get(state, "permissionOrder")?.cast::<PyList>()?.iter() {
             let sid = sid.cast::<PyString>()?.to_str()?.to_owned();
             let slot = store.restore_session(sid.as_bytes());
-            let entry = records.get_mut(slot).ok_or_else(|| PyValueError::new_err("bad permissionOrder"))?;
+            let entry = records
+                .get_mut(slot)
+                .ok_or_else(|| PyValueError::new_err("bad permissionOrder"))?;
             let rec = entry.0.get_item(entry.1)?;
             entry.1 += 1;
             {
