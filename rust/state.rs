@@ -235,7 +235,7 @@ impl Outcome {
         }
     }
 
-    pub fn from_str(s: &str) -> Option<Self> {
+    pub fn from_name(s: &str) -> Option<Self> {
         Some(match s {
             "pending" => Outcome::Pending,
             "selected" => Outcome::Selected,
@@ -1311,11 +1311,10 @@ impl Store {
             for (i, m) in members.iter().enumerate() {
                 let null = m.value.ty == JsonType::Null;
                 match m.code {
-                    c if (c as usize) < 4 => {
-                        if last[c as usize] as usize == i {
-                            t.fields[c as usize] = (!null).then(|| raw(data, m.value));
-                        }
+                    c if (c as usize) < 4 && last[c as usize] as usize == i => {
+                        t.fields[c as usize] = (!null).then(|| raw(data, m.value));
                     }
+                    c if (c as usize) < 4 => {}
                     F_OUTPUT if output.is_some_and(|(j, _)| j == i) => {
                         t.output = std::mem::take(&mut bytes);
                         t.output_meta = output_meta.take().flatten();

@@ -151,9 +151,9 @@ fn tool_call_dict<'py>(py: Python<'py>, id: &[u8], tc: &ToolCall) -> PyResult<Bo
     }
     d.set_item(intern!(py, "content"), content)?;
     d.set_item(intern!(py, "locations"), value(py, tc.locations())?)?;
-    for i in 4..8 {
-        if let Some(v) = &tc.fields[i] {
-            d.set_item(TOOL_CALL_FIELDS[i], value(py, v)?)?;
+    for (name, field) in TOOL_CALL_FIELDS.iter().zip(&tc.fields).skip(4) {
+        if let Some(v) = field {
+            d.set_item(*name, value(py, v)?)?;
         }
     }
     for (k, v) in &tc.extra {
@@ -931,7 +931,7 @@ impl PyToolCallStore {
                     session: slot,
                     tool_call_id: opt_text("toolCallId")?,
                     options: dumps(&get(&rec, "options")?)?,
-                    outcome: Outcome::from_str(&outcome).ok_or_else(|| PyValueError::new_err("bad outcome"))?,
+                    outcome: Outcome::from_name(&outcome).ok_or_else(|| PyValueError::new_err("bad outcome"))?,
                     option_id: opt_text("optionId")?,
                     approved: get(&rec, "approved")?.extract()?,
                     response: match rec.get_item("response")? {
