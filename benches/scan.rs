@@ -14,6 +14,7 @@ fn main() {
             (|l: &[u8]| _native::message::parse_line(l).is_ok()) as fn(&[u8]) -> bool,
         ),
         ("validate", |l: &[u8]| _native::scanner::validate(l).is_ok()),
+        ("check_utf8", |l: &[u8]| _native::scanner::check_utf8(l).is_ok()),
     ] {
         let mut best = f64::MAX;
         for _ in 0..15 {
@@ -31,4 +32,17 @@ fn main() {
             data.len() as f64 / best / 1e6
         );
     }
+    // UTF-8 of the whole buffer in one call (what a per-feed check would cost per frame).
+    let mut best = f64::MAX;
+    for _ in 0..15 {
+        let t = Instant::now();
+        assert!(std::hint::black_box(_native::scanner::check_utf8(&data)).is_ok());
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    println!(
+        "{:12} {:8.1} ns/frame {:8.1} MB/s",
+        "utf8 buffer",
+        best * 1e9 / lines.len() as f64,
+        data.len() as f64 / best / 1e6
+    );
 }

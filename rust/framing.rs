@@ -13,7 +13,10 @@ pub const DEFAULT_MAX_FRAME_BYTES: usize = 64 * 1024 * 1024;
 #[derive(Debug, PartialEq, Eq)]
 pub enum Event<'a> {
     /// A complete, non-blank line (without its line ending) and its 1-based line number.
-    Frame { line: u64, data: &'a [u8] },
+    /// `utf8` is true when the framer already found the line to be valid UTF-8 (checked once for
+    /// all the complete lines of a `feed`, which is cheaper than line by line); false means not
+    /// checked, not invalid.
+    Frame { line: u64, data: &'a [u8], utf8: bool },
     /// The line `line` is longer than the limit; its bytes are being discarded.
     TooLarge { line: u64 },
 }
@@ -68,14 +71,14 @@ impl Framer {
 
     /// Hand a complete line (with `\r` possibly still on it) to `emit`.
     #[inline(always)]
-    fn complete<F: FnMut(Event<'_>)>(max: usize, line: u64, data: &[u8], emit: &mut F) {
+    fn complete<F: FnMut(Event<'_>)>(max: usize, line: u64, data: &[u8], utf8: bool, emit: &mut F) {
         if data.len() > max {
             emit(Event::TooLarge { line });
             return;
         }
         let data = strip_cr(data);
         if !is_blank(data) {
-            emit(Event::Frame { line, data });
+            emit(Event::Frame { line, data, utf8 });
         }
     }
 
@@ -100,16 +103,20 @@ impl Framer {
             } else {
                 self.partial.extend_from_slice(&data[..nl]);
                 let partial = std::mem::take(&mut self.partial);
-                Self::complete(max, self.line, &partial, &mut emit);
+                Self::complete(max, self.line, &partial, false, &mut emit);
                 self.partial = partial;
                 self.partial.clear();
             }
             data = &data[nl + 1..];
         }
+        // One UTF-8 check over all the complete lines (a newline never splits a UTF-8 sequence,
+        // so every line of a valid region is valid). When it fails, lines are left unchecked and
+        // the parser reports the error of each bad line with its own position.
+        let utf8 = memchr::memrchr(b'\n', data).is_some_and(|last| crate::scanner::check_utf8(&data[..last]).is_ok());
         let mut start = 0;
         for nl in memchr::memchr_iter(b'\n', data) {
             self.line += 1;
-            Self::complete(max, self.line, &data[start..nl], &mut emit);
+            Self::complete(max, self.line, &data[start..nl], utf8, &mut emit);
             start = nl + 1;
         }
         self.buffer_tail(&data[start..], &mut emit);
@@ -137,7 +144,7 @@ impl Framer {
         }
         self.line += 1;
         let partial = std::mem::take(&mut self.partial);
-        Self::complete(self.max_frame_bytes, self.line, &partial, &mut emit);
+        Self::complete(self.max_frame_bytes, self.line, &partial, false, &mut emit);
     }
 }
 
@@ -161,7 +168,7 @@ mod tests {
         let mut out = Vec::new();
         let mut push = |e: Event<'_>| {
             out.push(match e {
-                Event::Frame { line, data } => Owned::Frame(line, data.to_vec()),
+                Event::Frame { line, data, .. } => Owned::Frame(line, data.to_vec()),
                 Event::TooLarge { line } => Owned::TooLarge(line),
             });
         };
@@ -199,6 +206,39 @@ mod tests {
         }
         let bytes: Vec<&[u8]> = stream.chunks(1).collect();
         assert_eq!(run(&mut Framer::default(), &bytes, true), whole);
+    }
+
+    /// A line flagged `utf8` is valid UTF-8, whatever the split; an invalid byte anywhere in a
+    /// feed leaves its lines unflagged (the parser then checks each one).
+    #[test]
+    fn utf8_flag_is_only_set_on_valid_lines() {
+        let flags = |pieces: &[&[u8]]| {
+            let mut f = Framer::default();
+            let mut out = Vec::new();
+            for p in pieces {
+                f.feed(p, |e| {
+                    if let Event::Frame { data, utf8, .. } = e {
+                        out.push((data.to_vec(), utf8));
+                    }
+                });
+            }
+            f.finish(|e| {
+                if let Event::Frame { data, utf8, .. } = e {
+                    out.push((data.to_vec(), utf8));
+                }
+            });
+            out
+        };
+        let valid: &[u8] = "{\"a\":\"é\"}\n{\"b\":\"→\"}\n{\"c\":1}".as_bytes();
+        let got = flags(&[valid]);
+        assert_eq!(got.iter().map(|(_, u)| *u).collect::<Vec<_>>(), [true, true, false]);
+        let invalid: &[u8] = b"{\"a\":1}\n{\"b\":\"\xff\"}\n";
+        assert!(flags(&[invalid]).iter().all(|(_, u)| !u));
+        for cut in 0..=valid.len() {
+            for (data, utf8) in flags(&[&valid[..cut], &valid[cut..]]) {
+                assert!(!utf8 || std::str::from_utf8(&data).is_ok());
+            }
+        }
     }
 
     #[test]

@@ -574,7 +574,13 @@ pub fn parse_line(data: &[u8]) -> Result<Frame, DecodeError> {
 
 /// `parse_line` that also lists the members of `params.update` of a single message in `cap`
 /// (left empty for batches and for messages without an update object).
-pub fn parse_line_captured(data: &[u8], mut cap: Option<&mut Captured>) -> Result<Frame, DecodeError> {
+pub fn parse_line_captured(data: &[u8], cap: Option<&mut Captured>) -> Result<Frame, DecodeError> {
+    parse_line_utf8(data, cap, false)
+}
+
+/// `parse_line_captured` for a line whose UTF-8 may already be known valid (`utf8`), as the
+/// framer reports it; false checks it here.
+pub fn parse_line_utf8(data: &[u8], mut cap: Option<&mut Captured>, utf8: bool) -> Result<Frame, DecodeError> {
     if let Some(c) = cap.as_deref_mut() {
         c.clear();
     }
@@ -589,7 +595,9 @@ pub fn parse_line_captured(data: &[u8], mut cap: Option<&mut Captured>) -> Resul
         ));
     }
     // No newline check: the framer cut `data` at newlines, and `parse_frame` checks first.
-    scanner::check_utf8(data)?;
+    if !utf8 {
+        scanner::check_utf8(data)?;
+    }
     let mut sc = Scanner::unindexed(data);
     sc.build_index();
     if data.starts_with(b"\xEF\xBB\xBF") {

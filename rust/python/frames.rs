@@ -11,7 +11,7 @@ use super::errors::{batch_type, decode_error, decode_error_object, Origin};
 use super::strcache::{new_str, CacheGuard, VALUES};
 use crate::error::{DecodeError, JsonType, PARSE_ERROR};
 use crate::framing::{Event, Framer, DEFAULT_MAX_FRAME_BYTES};
-use crate::message::{parse_frame, parse_line, strip_line_ending, Envelope, Frame, Kind, Span};
+use crate::message::{parse_frame, parse_line, parse_line_utf8, strip_line_ending, Envelope, Frame, Kind, Span};
 use crate::scanner::{parse_i64, string_text};
 
 /// Largest frame a `Message` can hold (offsets are stored as `u32`).
@@ -221,17 +221,19 @@ fn frame_object<'py>(
     }
 }
 
-/// Decode the frame `data` (a slice of `source` if it lies there, else copied).
+/// Decode the frame `data` (a slice of `source` if it lies there, else copied). `utf8`: the
+/// framer already checked its UTF-8.
 fn decode_in<'py>(
     py: Python<'py>,
     source: &Source<'py>,
     data: &[u8],
     line: Option<u64>,
+    utf8: bool,
     cache: &mut Option<CacheGuard<'_>>,
 ) -> PyResult<Result<Bound<'py, PyAny>, Bound<'py, PyAny>>> {
     // Lines from the framer hold no newline; a standalone frame must be checked for one.
     let parsed = if line.is_some() {
-        parse_line(data)
+        parse_line_utf8(data, None, utf8)
     } else {
         parse_frame(data)
     };
@@ -375,7 +377,7 @@ pub fn decode<'py>(py: Python<'py>, line: &Bound<'py, PyAny>) -> PyResult<Bound<
     let source = source_of(line)?;
     let bytes = source.bytes.as_bytes();
     let data = strip_line_ending(bytes);
-    match decode_in(py, &source, data, None, &mut VALUES.lock())? {
+    match decode_in(py, &source, data, None, false, &mut VALUES.lock())? {
         Ok(obj) => Ok(obj),
         Err(err) => Err(PyErr::from_value(err)),
     }
@@ -418,8 +420,8 @@ impl PyFrameDecoder {
                 return;
             }
             let item = match event {
-                Event::Frame { line, data } => match source {
-                    Some(src) => decode_in(py, src, data, Some(line), &mut cache),
+                Event::Frame { line, data, utf8 } => match source {
+                    Some(src) => decode_in(py, src, data, Some(line), utf8, &mut cache),
                     None => {
                         let own = PyBytes::new(py, data);
                         frame_object(py, &own, 0, data, parse_line(data), Some(line), &mut cache)

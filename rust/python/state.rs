@@ -13,7 +13,7 @@ use super::frames::{source_of, PyMessage};
 use super::strcache::{new_str, CacheGuard, VALUES};
 use crate::error::{DecodeError, PARSE_ERROR};
 use crate::framing::{Event, Framer, DEFAULT_MAX_FRAME_BYTES};
-use crate::message::{parse_frame, parse_line_captured, strip_line_ending, Captured, Envelope, Frame};
+use crate::message::{parse_frame, parse_line_utf8, strip_line_ending, Captured, Envelope, Frame};
 use crate::scanner::string_text;
 use crate::state::{
     base64_decode, base64_encode, Action, Change, IdKey, Ident, Outcome, Permission, Raw, Source, Store, Target,
@@ -410,8 +410,8 @@ impl PyToolCallStore {
                     return;
                 }
                 let r = match event {
-                    Event::Frame { line, data } => {
-                        let parsed = parse_line_captured(data, Some(&mut cap));
+                    Event::Frame { line, data, utf8 } => {
+                        let parsed = parse_line_utf8(data, Some(&mut cap), utf8);
                         self.apply_frame(
                             py,
                             data,
