@@ -23,7 +23,7 @@ const MAX_FRAME: usize = u32::MAX as usize - 1;
 /// to the `bytes` object given to `feed`/`decode` (or to a private copy when a frame spans two
 /// `feed` calls or came from another buffer type), so a message kept alive keeps that buffer
 /// alive too.
-#[pyclass(module = "acp_fast", name = "Message", frozen, weakref, freelist = 1024)]
+#[pyclass(module = "acp_fast", name = "Message", frozen, weakref)]
 pub struct PyMessage {
     /// `"request"`, `"notification"`, `"response"` or `"error"`.
     #[pyo3(get)]

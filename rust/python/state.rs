@@ -26,7 +26,7 @@ const MAX_FRAME: usize = u32::MAX as usize - 1;
 // Change
 
 /// A light change event: what a frame changed in the store.
-#[pyclass(module = "acp_fast", name = "Change", frozen, freelist = 1024)]
+#[pyclass(module = "acp_fast", name = "Change", frozen)]
 pub struct PyChange {
     #[pyo3(get)]
     session_id: Py<PyAny>,
