@@ -17,8 +17,12 @@ pub const MAX_LEN: usize = 64;
 /// `str` object.
 struct Slot {
     len: u8,
-    bytes: [u8; MAX_LEN],
+    /// The first and the last 8 bytes (zero-padded below 8): for strings of up to 16 bytes they
+    /// are the whole text, so a hit costs two word compares and no `memcmp`.
+    head: u64,
+    tail: u64,
     obj: Py<PyString>,
+    bytes: [u8; MAX_LEN],
 }
 
 pub struct StrCache {
@@ -35,12 +39,11 @@ unsafe impl Sync for StrCache {}
 pub static KEYS: StrCache = StrCache::new(true);
 pub static VALUES: StrCache = StrCache::new(false);
 
-/// A quick hash of a short string: its length and its first and last 8 bytes. Collisions only
-/// cost a cache miss (the bytes are compared).
+/// The first and last 8 bytes of a short string (zero-padded when shorter than 8).
 #[inline(always)]
-fn hash_bytes(b: &[u8]) -> u64 {
+fn head_tail(b: &[u8]) -> (u64, u64) {
     let n = b.len();
-    let (head, tail) = if n >= 8 {
+    if n >= 8 {
         (
             u64::from_le_bytes(b[..8].try_into().unwrap_or_default()),
             u64::from_le_bytes(b[n - 8..].try_into().unwrap_or_default()),
@@ -49,7 +52,13 @@ fn hash_bytes(b: &[u8]) -> u64 {
         let mut buf = [0u8; 8];
         buf[..n].copy_from_slice(b);
         (u64::from_le_bytes(buf), 0)
-    };
+    }
+}
+
+/// A quick hash of a short string: its length and its first and last 8 bytes. Collisions only
+/// cost a cache miss (the bytes are compared).
+#[inline(always)]
+fn hash_words(head: u64, tail: u64, n: usize) -> u64 {
     let h = (head ^ tail.rotate_left(29) ^ (n as u64)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     h ^ (h >> 32)
 }
@@ -113,9 +122,14 @@ impl CacheGuard<'_> {
         if bytes.len() > MAX_LEN {
             return new_str(py, bytes);
         }
-        let idx = (hash_bytes(bytes) as usize) % SLOTS;
+        let (head, tail) = head_tail(bytes);
+        let idx = (hash_words(head, tail, bytes.len()) as usize) % SLOTS;
         if let Some(slot) = &self.table[idx] {
-            if usize::from(slot.len) == bytes.len() && &slot.bytes[..bytes.len()] == bytes {
+            if usize::from(slot.len) == bytes.len()
+                && slot.head == head
+                && slot.tail == tail
+                && (bytes.len() <= 16 || &slot.bytes[8..bytes.len() - 8] == &bytes[8..bytes.len() - 8])
+            {
                 return slot.obj.bind(py).clone().into_any();
             }
         }
@@ -133,8 +147,10 @@ impl CacheGuard<'_> {
             inline[..bytes.len()].copy_from_slice(bytes);
             self.table[idx] = Some(Slot {
                 len: bytes.len() as u8,
-                bytes: inline,
+                head,
+                tail,
                 obj: s.clone().unbind(),
+                bytes: inline,
             });
         }
         fresh
