@@ -51,6 +51,24 @@ def test_fresh_objects_each_call(backend):
     assert backend.loads(data) == {"a": [1, {"b": 2}]}
 
 
+@pytest.mark.parametrize("wide", ["é", "\xff", "Ā", "→", "\uffff", "😀", "\U0010ffff"])
+def test_strings_of_every_width_decode_like_json(backend, wide):
+    # Short and long non-ASCII strings (both ways of building a str), the wide character at
+    # every position among ASCII, Latin-1 and BMP neighbours: equal to json.loads, which also
+    # proves the str is in CPython's canonical (narrowest) form, since == compares kinds first.
+    neighbours = ["a", "\xe9", "\u0101", "\u2192"]
+    for n in list(range(1, 40)) + [255, 256, 257, 300]:
+        for at in sorted({0, n // 3, n // 2, n - 1}):
+            for other in neighbours:
+                chars = [other if k % 3 == 1 else chr(0x61 + k % 26) for k in range(n)]
+                chars[at] = wide
+                text = "".join(chars)
+                doc = json.dumps({"k": text, "l": [text]}, ensure_ascii=False).encode()
+                got = backend.loads(doc)
+                assert got == json.loads(doc), (n, at, other)
+                assert got["k"] == text and hash(got["k"]) == hash(text)
+
+
 def test_duplicate_keys_last_value_first_position(backend):
     value = backend.loads(b'{"x":1,"y":2,"x":{"z":[3]}}')
     assert list(value.items()) == [("x", {"z": [3]}), ("y", 2)]
