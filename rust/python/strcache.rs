@@ -126,10 +126,7 @@ unsafe fn new_str_utf8(bytes: &[u8]) -> *mut ffi::PyObject {
 
 /// Decode valid UTF-8 into code units of `T` (wide enough for every code point in it).
 #[inline(always)]
-unsafe fn decode_into<T: Copy>(bytes: &[u8], out: *mut T)
-where
-    T: TryFrom<u32>,
-{
+unsafe fn decode_into<T: Copy + TryFrom<u32>>(bytes: &[u8], out: *mut T) {
     let n = bytes.len();
     let mut i = 0;
     let mut o = 0;
@@ -227,7 +224,7 @@ impl CacheGuard<'_> {
             if usize::from(slot.len) == bytes.len()
                 && slot.head == head
                 && slot.tail == tail
-                && (bytes.len() <= 16 || &slot.bytes[8..bytes.len() - 8] == &bytes[8..bytes.len() - 8])
+                && (bytes.len() <= 16 || slot.bytes[8..bytes.len() - 8] == bytes[8..bytes.len() - 8])
             {
                 return slot.obj.bind(py).clone().into_any();
             }
