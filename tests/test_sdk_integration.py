@@ -593,6 +593,47 @@ def test_a_suspended_handler_keeps_its_task_and_its_context(backend: Any) -> Non
 
 
 @pytest.mark.parametrize("fast", [False, True], ids=["sdk", "acp-fast"])
+def test_handlers_that_end_at_once_each_get_their_own_context(backend: Any, fast: bool, caplog: Any) -> None:
+    """Handlers that end without suspending run one after the other in the dispatcher (through one
+    driver): each still sees a fresh copy of the context, an error ends only its own handler, and
+    a handler that suspends in between hands the rest of the queue on, as in the SDK (a task per
+    message)."""
+    var: contextvars.ContextVar[str] = contextvars.ContextVar("var", default="unset")
+    seen: List[Tuple[str, str]] = []
+
+    class Client:
+        async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> Any:
+            text = update.content.text
+            seen.append((text, var.get()))
+            var.set(text)
+            if text.startswith("boom"):
+                raise RuntimeError(text)
+            if text == "suspend":
+                await asyncio.sleep(0.01)
+                seen.append(("resumed", var.get()))
+                raise RuntimeError("after suspending")
+            return text  # ignored
+
+    texts_sent = ["0", "boom1", "2", "suspend", "3", "boom4", "5"]
+
+    async def main() -> None:
+        async with client_side(Client(), fast=fast, backend=backend) as (conn, peer):
+            frames = [update_frame(0) for _ in texts_sent]
+            for frame, text in zip(frames, texts_sent):
+                frame["params"]["update"]["content"]["text"] = text
+            peer.send(*frames)
+            await until(lambda: len(seen) == len(texts_sent) + 1)
+            await asyncio.sleep(0.05)
+
+    with caplog.at_level(logging.ERROR):
+        run(main())
+    assert [entry for entry in seen if entry[0] != "resumed"] == [(text, "unset") for text in texts_sent]
+    assert ("resumed", "suspend") in seen
+    messages = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert messages.count("Unhandled error while handling notification method=session/update") == 3
+
+
+@pytest.mark.parametrize("fast", [False, True], ids=["sdk", "acp-fast"])
 def test_prompt_returns_after_the_updates_still_running(backend: Any, fast: bool) -> None:
     """The SDK's client waits, after a prompt's response, for the updates whose handlers are still
     running; the integration keeps that (its fast path only skips the bookkeeping for handlers

@@ -420,9 +420,26 @@ class _StreamTransport:
 # Eager dispatch
 
 
+_DONE: Any = object()
+
+
+@types.coroutine
+def _driver() -> Any:
+    """Runs the handler coroutines sent to it, one after the other, each until it first suspends
+    or ends, and yields ``_DONE`` when one ends. So a handler that ends without suspending (the
+    common case) costs the dispatcher no ``StopIteration``. One that suspends stays inside: the
+    driver is then handed to :class:`_Resume`, which drives it until it yields ``_DONE``. A handler's
+    exception goes through it (and ends it). Started with ``send(None)``."""
+    coro = yield
+    while True:
+        yield from coro
+        coro = yield _DONE
+
+
 class _Resume:
-    """Awaitable that goes on driving a coroutine already started by hand (which has just yielded
-    ``first``), each step inside the coroutine's own context."""
+    """Awaitable that goes on driving a handler already started by hand in a :func:`_driver`
+    (which has just yielded ``first``), each step inside the handler's own context, until the
+    handler ends (the driver yields ``_DONE``)."""
 
     __slots__ = ("_coro", "_first", "_ctx")
 
@@ -451,6 +468,9 @@ class _Resume:
                     value = run(coro.send, sent)
                 except StopIteration as stop:
                     return stop.value
+            if value is _DONE:
+                coro.close()
+                return None
 
 
 class _BatchReply:
@@ -586,8 +606,10 @@ class FastConnection(SdkConnection):
         handler = tracker._session_update if tracker is not None else None
         validate_update = _validate_update
         strict_get = self._strict_update.get
+        hot = tracker is not None and validate_update is not None
         message_type = self._message_type
         copy_context = contextvars.copy_context
+        driver = None
         while queue:
             item = queue.popleft()
             session_id = None
@@ -596,11 +618,11 @@ class FastConnection(SdkConnection):
                     # The client's hot path (see _update_handler): the handler coroutine itself.
                     params = item.params
                     if (
-                        type(params) is dict
+                        hot
+                        and type(params) is dict
                         and len(params) == 2
                         and type(params.get("sessionId")) is str
                         and "update" in params
-                        and validate_update is not None
                         and not self._observers
                         and item.kind == "notification"
                     ):
@@ -625,11 +647,18 @@ class FastConnection(SdkConnection):
                     coro = start(item)
                 if coro is None:
                     continue
+                if driver is None:
+                    driver = _driver()
+                    driver.send(None)
                 ctx = copy_context()
-                first = ctx.run(coro.send, None)
-            except StopIteration:
+                first = ctx.run(driver.send, coro)
+                if first is _DONE:
+                    continue
+            except StopIteration:  # pragma: no cover - the driver never returns
+                driver = None
                 continue
             except Exception as exc:  # noqa: BLE001 - logged as the SDK does
+                driver = None  # the handler's error went through it: it is finished
                 if session_id is not None or (
                     tracker is not None
                     and type(item) is message_type
@@ -647,14 +676,15 @@ class FastConnection(SdkConnection):
                 if queue:
                     self._enqueue(())
                 raise
+            # The handler has suspended: the driver now holds it until it ends.
             if queue:
                 self._tasks.create(self._dispatch_queue(), name="acp_fast.dispatch")
             else:
                 self._dispatching = False
             if session_id is None:
-                await _Resume(coro, first, ctx)
+                await _Resume(driver, first, ctx)
             else:
-                await self._finish_update(session_id, coro, first, ctx)
+                await self._finish_update(session_id, driver, first, ctx)
             return
         self._dispatching = False
 
