@@ -1084,7 +1084,22 @@ def test_the_strict_update_validators_give_the_sdk_models() -> None:
     field = S.SessionNotification.model_fields["update"]
     tags = [member.model_fields["session_update"].annotation.__args__[0] for member in field.annotation.__args__]
     assert sorted(strict) == sorted(tags) and len(tags) == 13
-    for update in _seeded_and_golden_updates():
+    unusual = [  # accepted as they are by the SDK too: field names, unknown fields, lax numbers
+        {"sessionUpdate": "tool_call", "tool_call_id": "t", "title": "x", "raw_input": {"a": [1, 2.5, None]}},
+        {
+            "sessionUpdate": "tool_call",
+            "toolCallId": "t",
+            "title": "x",
+            "extra": 1,
+            "locations": [{"path": "/a", "line": 3.0}],
+        },
+        {
+            "sessionUpdate": "agent_message_chunk",
+            "content": {"type": "text", "text": "x", "_meta": {"a": 1}},
+            "messageId": "m",
+        },
+    ]
+    for update in _seeded_and_golden_updates() + unusual:
         expected = S.SessionNotification.model_validate({"sessionId": "s", "update": update}).update
         got = strict[update["sessionUpdate"]](update)
         assert type(got) is type(expected) and got == expected
