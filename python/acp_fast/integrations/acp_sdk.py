@@ -40,7 +40,9 @@ import copy
 import inspect
 import json
 import logging
+import threading
 import types
+import typing
 from typing import Annotated, Any, Awaitable, Callable, Deque, Dict, Iterator, List, Optional
 
 from . import require_sdk
@@ -51,10 +53,13 @@ import acp.agent.connection as _sdk_agent_connection  # noqa: E402
 import acp.client.connection as _sdk_client_connection  # noqa: E402
 import acp.core as _sdk_core  # noqa: E402
 import acp.stdio as _sdk_stdio  # noqa: E402
+import acp._deserialize as _sdk_deserialize  # noqa: E402
+import acp.schema as _sdk_schema  # noqa: E402
 from acp.connection import Connection as SdkConnection  # noqa: E402
 from acp.connection import StreamDirection, StreamEvent  # noqa: E402
 from acp.exceptions import RequestError  # noqa: E402
 from pydantic import Field, TypeAdapter, ValidationError  # noqa: E402
+from pydantic_core import SchemaValidator  # noqa: E402
 from acp.router import MessageRouter  # noqa: E402
 from acp.schema import SessionNotification  # noqa: E402
 import acp.telemetry as _telemetry  # noqa: E402
@@ -101,6 +106,113 @@ def _update_validator() -> Any:
 
 
 _validate_update = _update_validator()
+
+
+# The SDK's generated models wrap many fields in ``mode="wrap"`` field validators that restore the
+# schema's lenient deserialization (``acp._deserialize``): ``salvage_on_error`` (a field that fails
+# validation gets its default) and ``skip_invalid_items`` (list items that fail are dropped). Each is
+# a Python call, made for every such field present in the input. When the value validates, both
+# return exactly what the field's own validator returns; they only change anything when it does
+# not. So the hot path validates ``update`` first with the same schema minus these wrappers (the
+# same model classes, instances built by the same pydantic-core code) and, only if that fails,
+# again with the SDK's own validator, which salvages or raises the SDK's error.
+
+_LENIENT_HELPERS = {"salvage_on_error", "skip_invalid_items"}
+# What a list schema may hold for ``skip_invalid_items`` to be dropped: no length or other
+# constraint, under which validating item by item and the whole list at once could disagree.
+_PLAIN_LIST_KEYS = {"type", "items_schema", "metadata", "serialization", "ref"}
+
+
+def _lenient_wrapper(node: Dict[str, Any]) -> bool:
+    """True when ``node`` (a ``function-wrap`` core schema) is one of the SDK's generated
+    lenient-deserialization validators, and dropping it changes nothing for valid input."""
+    function = node.get("function")
+    if not isinstance(function, dict) or function.get("type") != "no-info":
+        return False
+    func = getattr(function.get("function"), "__func__", None)
+    code = getattr(func, "__code__", None)
+    if code is None or getattr(func, "__module__", None) != "acp.schema":
+        return False
+    names = set(code.co_names)
+    if len(names) != 1 or not names <= _LENIENT_HELPERS:
+        return False
+    helper = getattr(_sdk_schema, next(iter(names)), None)
+    if helper is not getattr(_sdk_deserialize, next(iter(names)), None):
+        return False
+    if "skip_invalid_items" in names:
+        inner = node.get("schema")
+        while isinstance(inner, dict) and inner.get("type") in ("nullable", "default"):
+            inner = inner.get("schema")
+        if not isinstance(inner, dict) or inner.get("type") != "list" or not set(inner) <= _PLAIN_LIST_KEYS:
+            return False
+    return True
+
+
+def _strip_lenient(node: Any, classes: set) -> Any:
+    """A copy of a core schema without the SDK's lenient wrappers (``classes`` collects the model
+    classes it builds)."""
+    if isinstance(node, dict):
+        kind = node.get("type")
+        if kind == "function-wrap" and _lenient_wrapper(node):
+            return _strip_lenient(node["schema"], classes)
+        if kind == "model":
+            classes.add(node["cls"])
+        return {
+            key: value if key in ("cls", "function", "metadata", "config") else _strip_lenient(value, classes)
+            for key, value in node.items()
+        }
+    if isinstance(node, list):
+        return [_strip_lenient(value, classes) for value in node]
+    return node
+
+
+def _strict_validator(model: Any) -> Any:
+    """``validate_python`` of ``model``'s core schema minus the lenient wrappers.
+
+    pydantic-core reuses the prebuilt validator of a nested model class (``__pydantic_validator__``,
+    wrappers included) when the class is marked complete, so the classes are marked incomplete for
+    the moment the validator is built, then restored."""
+    classes: set = set()
+    schema = _strip_lenient(model.__pydantic_core_schema__, classes)
+    saved = [(cls, cls.__dict__["__pydantic_complete__"]) for cls in classes if "__pydantic_complete__" in cls.__dict__]
+    try:
+        for cls, _ in saved:
+            type.__setattr__(cls, "__pydantic_complete__", False)
+        return SchemaValidator(schema).validate_python
+    finally:
+        for cls, value in saved:
+            type.__setattr__(cls, "__pydantic_complete__", value)
+
+
+_strict_update_validators: Optional[Dict[str, Any]] = None
+_strict_update_lock = threading.Lock()
+
+
+def _update_validators() -> Dict[str, Any]:
+    """``{sessionUpdate tag: strict validator of that member of SessionNotification.update}``,
+    built once (an empty dict if the field is not shaped as expected: every update then goes
+    through the SDK's validator)."""
+    global _strict_update_validators
+    if _strict_update_validators is not None:
+        return _strict_update_validators
+    with _strict_update_lock:  # one builder at a time: _strict_validator flips class flags
+        if _strict_update_validators is not None:
+            return _strict_update_validators
+        validators: Dict[str, Any] = {}
+        if _validate_update is not None:
+            try:
+                for member in typing.get_args(SessionNotification.model_fields["update"].annotation):
+                    field = member.model_fields.get("session_update")
+                    if field is None or field.alias != "sessionUpdate":
+                        continue
+                    tags = typing.get_args(field.annotation)
+                    if len(tags) == 1 and tags[0] not in validators:
+                        validators[tags[0]] = _strict_validator(member)
+            except Exception:  # noqa: BLE001 - an SDK shaped otherwise: no strict validators
+                logger.debug("acp-fast: no strict session/update validators", exc_info=True)
+                validators = {}
+        _strict_update_validators = validators
+    return _strict_update_validators
 
 
 class _Options:
@@ -308,9 +420,26 @@ class _StreamTransport:
 # Eager dispatch
 
 
+_DONE: Any = object()
+
+
+@types.coroutine
+def _driver() -> Any:
+    """Runs the handler coroutines sent to it, one after the other, each until it first suspends
+    or ends, and yields ``_DONE`` when one ends. So a handler that ends without suspending (the
+    common case) costs the dispatcher no ``StopIteration``. One that suspends stays inside: the
+    driver is then handed to :class:`_Resume`, which drives it until it yields ``_DONE``. A handler's
+    exception goes through it (and ends it). Started with ``send(None)``."""
+    coro = yield
+    while True:
+        yield from coro
+        coro = yield _DONE
+
+
 class _Resume:
-    """Awaitable that goes on driving a coroutine already started by hand (which has just yielded
-    ``first``), each step inside the coroutine's own context."""
+    """Awaitable that goes on driving a handler already started by hand in a :func:`_driver`
+    (which has just yielded ``first``), each step inside the handler's own context, until the
+    handler ends (the driver yields ``_DONE``)."""
 
     __slots__ = ("_coro", "_first", "_ctx")
 
@@ -339,6 +468,9 @@ class _Resume:
                     value = run(coro.send, sent)
                 except StopIteration as stop:
                     return stop.value
+            if value is _DONE:
+                coro.close()
+                return None
 
 
 class _BatchReply:
@@ -417,6 +549,7 @@ class FastConnection(SdkConnection):
         # The SDK client's update tracker, when this connection may use the fast path for
         # session/update (see _update_tracker).
         self._tracker = _update_tracker(handler)
+        self._strict_update = _update_validators() if self._tracker is not None else {}
         if reader is None:
             self._stream: Optional[_StreamTransport] = None
             super().__init__(
@@ -472,8 +605,11 @@ class FastConnection(SdkConnection):
         tracker = self._tracker
         handler = tracker._session_update if tracker is not None else None
         validate_update = _validate_update
+        strict_get = self._strict_update.get
+        hot = tracker is not None and validate_update is not None
         message_type = self._message_type
         copy_context = contextvars.copy_context
+        driver = None
         while queue:
             item = queue.popleft()
             session_id = None
@@ -482,20 +618,25 @@ class FastConnection(SdkConnection):
                     # The client's hot path (see _update_handler): the handler coroutine itself.
                     params = item.params
                     if (
-                        type(params) is dict
+                        hot
+                        and type(params) is dict
                         and len(params) == 2
                         and type(params.get("sessionId")) is str
                         and "update" in params
-                        and validate_update is not None
                         and not self._observers
                         and item.kind == "notification"
                     ):
                         session_id = params["sessionId"]
+                        update = params["update"]
                         try:
-                            coro = handler(session_id=session_id, update=validate_update(params["update"]))
+                            update = strict_get(item.update_kind, validate_update)(update)
                         except ValidationError:
-                            _validate_notification(params)  # raises the SDK's own error
-                            raise
+                            try:
+                                update = validate_update(update)  # the SDK's lenient validator
+                            except ValidationError:
+                                _validate_notification(params)  # raises the SDK's own error
+                                raise
+                        coro = handler(session_id=session_id, update=update)
                         if type(coro) is not _CoroutineType:
                             coro = _await(coro)
                     elif item.kind == "notification":
@@ -506,11 +647,18 @@ class FastConnection(SdkConnection):
                     coro = start(item)
                 if coro is None:
                     continue
+                if driver is None:
+                    driver = _driver()
+                    driver.send(None)
                 ctx = copy_context()
-                first = ctx.run(coro.send, None)
-            except StopIteration:
+                first = ctx.run(driver.send, coro)
+                if first is _DONE:
+                    continue
+            except StopIteration:  # pragma: no cover - the driver never returns
+                driver = None
                 continue
             except Exception as exc:  # noqa: BLE001 - logged as the SDK does
+                driver = None  # the handler's error went through it: it is finished
                 if session_id is not None or (
                     tracker is not None
                     and type(item) is message_type
@@ -528,14 +676,15 @@ class FastConnection(SdkConnection):
                 if queue:
                     self._enqueue(())
                 raise
+            # The handler has suspended: the driver now holds it until it ends.
             if queue:
                 self._tasks.create(self._dispatch_queue(), name="acp_fast.dispatch")
             else:
                 self._dispatching = False
             if session_id is None:
-                await _Resume(coro, first, ctx)
+                await _Resume(driver, first, ctx)
             else:
-                await self._finish_update(session_id, coro, first, ctx)
+                await self._finish_update(session_id, driver, first, ctx)
             return
         self._dispatching = False
 
