@@ -301,3 +301,30 @@ def test_split_points_with_limit(backend):
         assert summary(feed_all(backend.FrameDecoder(max_frame_bytes=50), [data[:i], data[i:]])) == whole, i
     dec = backend.FrameDecoder(max_frame_bytes=50)
     assert summary(feed_all(dec, [data[i:i + 1] for i in range(len(data))])) == whole
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_feed_leaves_the_garbage_collector_as_it_found_it(backend, enabled):
+    # The Rust backend holds the collector off while a feed builds its results; whatever the
+    # outcome (messages, decode errors, a partial line, finish), the caller's setting comes back.
+    import gc
+
+    stream = b'{"jsonrpc":"2.0","method":"a"}\nnot json\n{"jsonrpc":"2.0","id":1,"result":{}}\n{"jsonrpc"'
+    was = gc.isenabled()
+    try:
+        gc.enable() if enabled else gc.disable()
+        dec = backend.FrameDecoder()
+        items = dec.feed(stream)
+        assert gc.isenabled() is enabled
+        assert [type(i) is DecodeError for i in items] == [False, True, False]
+        assert len(dec.finish()) == 1
+        assert gc.isenabled() is enabled
+        store = backend.ToolCallStore()
+        store.feed(stream)
+        store.finish()
+        assert gc.isenabled() is enabled
+        with pytest.raises(TypeError):
+            dec.feed(12345)
+        assert gc.isenabled() is enabled
+    finally:
+        gc.enable() if was else gc.disable()

@@ -411,6 +411,7 @@ pub struct PyFrameDecoder {
 
 impl PyFrameDecoder {
     fn collect<'py>(&mut self, py: Python<'py>, source: Option<&Source<'py>>) -> PyResult<Bound<'py, PyList>> {
+        let _gc = super::GcPause::new(py);
         let out = PyList::empty(py);
         let max = self.framer.max_frame_bytes();
         let mut failure: Option<PyErr> = None;

@@ -397,6 +397,7 @@ impl PyToolCallStore {
     }
 
     fn collect<'py>(&mut self, py: Python<'py>, data: Option<&[u8]>, source: Source) -> PyResult<Bound<'py, PyList>> {
+        let _gc = super::GcPause::new(py);
         let list = PyList::empty(py);
         let max = self.framer.max_frame_bytes();
         let mut failure: Option<PyErr> = None;
