@@ -329,7 +329,8 @@ def test_scaling_stops_a_contender_projected_past_the_budget():
     linear = S.run_scaling("rust", "linear", maker(1e-6, 1), sizes, budget=1.0, clock=clock)
     assert [n for n, _ in linear.points] == sizes and linear.stopped is None
     assert linear.exponent == pytest.approx(1.0)
-    assert linear.runs == [3, 3, 3, 3, 3]
+    # Short passes repeat until they add up to 0.2 s (at most 100): 1 ms, 2 ms, 5 ms, 10 ms, 20 ms.
+    assert linear.runs == [100, 100, 40, 20, 10]
     quadratic = S.run_scaling("sdk", "quadratic", maker(1e-7, 2), sizes, budget=5.0, clock=clock)
     # 1k: 0.1 s, 2k: 0.4 s; 5k projected 2.5 s (runs: 2.5 s); 10k projected 10 s > 5 s: stopped
     assert [n for n, _ in quadratic.points] == [1_000, 2_000, 5_000]

@@ -189,10 +189,14 @@ def run_scaling(
     clock: Callable[[], float] = time.perf_counter,
     repeat_below: float = 0.5,
     repeats: int = 3,
+    min_time: float = 0.2,
+    max_repeats: int = 100,
     progress: Optional[Callable[[int], None]] = None,
 ) -> ScalingResult:
-    """Time ``make(n)()`` for each ``n`` of ``sizes`` (ascending), median of ``repeats`` passes
-    while one pass takes under ``repeat_below`` seconds, else one pass. The garbage collector
+    """Time ``make(n)()`` for each ``n`` of ``sizes`` (ascending): the median of at least
+    ``repeats`` passes, more until they add up to ``min_time`` seconds (at most ``max_repeats``),
+    while one pass takes under ``repeat_below`` seconds, else one pass. (Three passes of a
+    millisecond each left the smallest sizes to cold caches and noise.) The garbage collector
     stays on (a client keeping state for a long session pays for its passes over a growing heap). Before each size, the pass
     is projected from the points so far (:func:`project`); past ``budget`` seconds the contender is
     stopped and ``stopped`` says where and why. The first size gets one untimed warm-up pass."""
@@ -217,7 +221,9 @@ def run_scaling(
             start = clock()
             run()
             times.append(clock() - start)
-            if len(times) >= repeats or times[-1] >= repeat_below:
+            if times[-1] >= repeat_below:
+                break
+            if len(times) >= repeats and (sum(times) >= min_time or len(times) >= max_repeats):
                 break
         del run
         last = statistics.median(times)
