@@ -249,6 +249,13 @@ fn write_str_object(out: &mut Vec<u8>, obj: &Bound<'_, PyAny>) -> Result<(), Enc
                 return Ok(());
             }
         }
+        // A legacy string not yet in PEP 393 form (only the deprecated Py_UNICODE APIs of
+        // CPython < 3.12 make one): CPython's own conversion handles it.
+        #[allow(deprecated)]
+        if ffi::PyUnicode_IS_READY(p) == 0 {
+            encoder::write_str(out, str_utf8(obj)?);
+            return Ok(());
+        }
         let data = ffi::PyUnicode_DATA(p);
         let written = match ffi::PyUnicode_KIND(p) {
             ffi::PyUnicode_1BYTE_KIND => encoder::write_units(out, std::slice::from_raw_parts(data.cast::<u8>(), len)),
