@@ -199,7 +199,7 @@ def run_scaling(
     millisecond each left the smallest sizes to cold caches and noise.) The garbage collector
     stays on (a client keeping state for a long session pays for its passes over a growing heap). Before each size, the pass
     is projected from the points so far (:func:`project`); past ``budget`` seconds the contender is
-    stopped and ``stopped`` says where and why. The first size gets one untimed warm-up pass."""
+    stopped and ``stopped`` says where and why. Every size gets one untimed warm-up pass first."""
     result = ScalingResult(contender, name)
     last = None
     for index, n in enumerate(sizes):
@@ -213,8 +213,10 @@ def run_scaling(
                 )
                 break
         run = make(n)
-        if index == 0:
-            run()
+        # One untimed pass at every size, not only the first: otherwise the small sizes (many
+        # passes) run in memory the previous pass freed while the large ones (one pass) pay the
+        # kernel for fresh pages, and the curve bends for a reason that is not per-frame cost.
+        run()
         gc.collect()  # start clean; the collector stays on, as in a long-running client
         times: List[float] = []
         while True:
