@@ -48,10 +48,17 @@ fn head_tail(b: &[u8]) -> (u64, u64) {
             u64::from_le_bytes(b[..8].try_into().unwrap_or_default()),
             u64::from_le_bytes(b[n - 8..].try_into().unwrap_or_default()),
         )
+    } else if n >= 4 {
+        // Two overlapping 4-byte loads (no variable-length copy, which compiles to a memcpy call).
+        let lo = u64::from(u32::from_le_bytes(b[..4].try_into().unwrap_or_default()));
+        let hi = u64::from(u32::from_le_bytes(b[n - 4..].try_into().unwrap_or_default()));
+        (lo | (hi << ((n - 4) * 8)), 0)
     } else {
-        let mut buf = [0u8; 8];
-        buf[..n].copy_from_slice(b);
-        (u64::from_le_bytes(buf), 0)
+        let mut v = 0u64;
+        for (i, &x) in b.iter().enumerate() {
+            v |= u64::from(x) << (8 * i);
+        }
+        (v, 0)
     }
 }
 
