@@ -1,7 +1,7 @@
 # The usual tasks. `make test` is the command the README and CI run.
 PYTHON ?= python3
 
-.PHONY: install build test test-rust test-python bench bench-rust lint format
+.PHONY: install build test test-rust test-python bench bench-rust ab lint format
 
 install:  ## build the Rust core (release) and install the package with its test extras
 	$(PYTHON) -m pip install -e '.[test]'
@@ -25,6 +25,9 @@ bench-rust:
 	$(PYTHON) -c "from acp_fast import traffic; open('/tmp/acp-mixed.ndjson','wb').write(traffic.generate('mixed', 20000, seed=1)); open('/tmp/acp-large.ndjson','wb').write(traffic.generate('large', 1000, seed=1))"
 	cargo bench --bench json_machinery -- /tmp/acp-mixed.ndjson /tmp/acp-large.ndjson
 	cargo bench --bench state -- /tmp/acp-mixed.ndjson
+
+ab:  ## A/B of two native builds in one process: make ab OLD=/tmp/old.so NEW=/tmp/new.so [AB_ARGS="--tasks decode state"]
+	$(PYTHON) benches/ab.py $(OLD) $(NEW) $(AB_ARGS)
 
 lint:
 	cargo fmt --check

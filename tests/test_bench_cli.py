@@ -403,3 +403,31 @@ def test_runs_without_the_optional_contenders(monkeypatch, tmp_path, capsys):
     assert "not installed" in scaling["sdk"]["skip"] and "not installed" in scaling["msgspec"]["skip"]
     assert scaling["rust"]["exponent"] is not None
     assert "skipped (" in capsys.readouterr().out
+
+
+def test_ab_script_compares_two_builds(tmp_path):
+    # benches/ab.py (a developer tool): two copies of the installed native module, every task,
+    # a tiny corpus; each row reports both builds and a ratio near 1 (same code).
+    import importlib.util
+    import pathlib
+    import shutil
+    import subprocess
+    import sys
+
+    origin = importlib.util.find_spec("acp_fast._native").origin
+    old, new = tmp_path / "old.so", tmp_path / "new.so"
+    shutil.copy(origin, old)
+    shutil.copy(origin, new)
+    script = pathlib.Path(__file__).resolve().parent.parent / "benches" / "ab.py"
+    tasks = ["decode", "to_dict", "loads", "dumps", "state", "state-quiet", "passthrough"]
+    out = subprocess.run(
+        [sys.executable, str(script), str(old), str(new), "--tasks", *tasks, "--profiles", "mixed", "v2",
+         "--frames", "200", "--rounds", "3"],
+        capture_output=True, text=True, check=True,
+    ).stdout.splitlines()
+    rows = [line.split() for line in out[1:]]
+    assert [(r[0], r[1]) for r in rows] == [(p, t) for p in ("mixed", "v2") for t in tasks]
+    for row in rows:
+        old_ns, new_ns, ratio = float(row[2]), float(row[3]), float(row[4].rstrip("×"))
+        assert old_ns > 0 and new_ns > 0
+        assert ratio == pytest.approx(old_ns / new_ns, abs=0.01)
