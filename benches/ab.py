@@ -25,13 +25,23 @@ import statistics
 import sys
 import time
 from types import ModuleType
-from typing import Callable, Dict, List
-
-import orjson
+from typing import Any, Callable, Dict, List
 
 from acp_fast import traffic
+from acp_fast.bench import contenders as C
 
-TASKS = ("decode", "to_dict", "loads", "dumps", "state", "state-quiet", "passthrough")
+# The passes `acp-fast bench` times for the acp-fast backends, by task (the same makers, so an A/B
+# measures exactly what the benchmark reports).
+MAKERS: Dict[str, Callable[[ModuleType], Any]] = {
+    "decode": C._backend_fields,
+    "to_dict": C._backend_to_dict,
+    "loads": lambda m: C._loads_per_line(m.loads),
+    "dumps": lambda m: C._dumps_each(m.dumps),
+    "state": C._backend_state,
+    "state-quiet": lambda m: C._backend_state(m, changes=False),
+    "passthrough": C._backend_passthrough,
+}
+TASKS = tuple(MAKERS)
 
 
 def load(tag: str, path: str) -> ModuleType:
@@ -46,55 +56,18 @@ def load(tag: str, path: str) -> ModuleType:
     return module
 
 
-def task_runner(task: str, m: ModuleType, buffer: bytes, lines: List[bytes], version: int) -> Callable[[], float]:
-    """One timed pass of ``task`` with module ``m``; returns the seconds it took."""
-
-    def timed(fn: Callable[[], object]) -> Callable[[], float]:
-        def run() -> float:
-            gc.disable()
-            try:
-                start = time.perf_counter()
-                result = fn()
-                elapsed = time.perf_counter() - start
-            finally:
-                gc.enable()
-            del result
-            return elapsed
-
-        return run
-
-    if task == "decode":
-        FD = m.FrameDecoder
-        return timed(lambda: [(x.kind, x.method, x.session_id, x.update_kind, x.tool_call_id) for x in FD().feed(buffer)])
-    if task == "to_dict":
-        FD = m.FrameDecoder
-        return timed(lambda: [x.to_dict() for x in FD().feed(buffer)])
-    if task == "loads":
-        loads = m.loads
-        return timed(lambda: [loads(line) for line in lines])
-    if task == "passthrough":
-        FD, encode = m.FrameDecoder, m.encode
-        return timed(lambda: [encode(x) for x in FD().feed(buffer)])
-    if task in ("state", "state-quiet"):
-        Store, changes = m.ToolCallStore, task == "state"
-        return timed(lambda: Store(version).feed(buffer, changes=changes))
-    if task == "dumps":
-        dumps = m.dumps
-
-        def run() -> float:
-            dicts = [orjson.loads(line) for line in lines]  # fresh objects, as acp-fast bench does
-            gc.disable()
-            try:
-                start = time.perf_counter()
-                out = [dumps(d) for d in dicts]
-                elapsed = time.perf_counter() - start
-            finally:
-                gc.enable()
-            del out
-            return elapsed
-
-        return run
-    raise SystemExit(f"ab: unknown task {task!r}; one of {', '.join(TASKS)}")
+def timed(run: Callable[[], Any]) -> float:
+    """Seconds of one pass of ``run``, its input prepared untimed first, the collector off."""
+    C.prepare(run)
+    gc.disable()
+    try:
+        start = time.perf_counter()
+        result = run()
+        elapsed = time.perf_counter() - start
+    finally:
+        gc.enable()
+    del result
+    return elapsed
 
 
 def main(argv: List[str]) -> int:
@@ -109,20 +82,17 @@ def main(argv: List[str]) -> int:
     builds: Dict[str, ModuleType] = {"old": load("ab_old", args.old), "new": load("ab_new", args.new)}
     print(f"{'profile':8} {'task':12} {'old ns/frame':>13} {'new ns/frame':>13} {'new vs old':>11}")
     for profile in args.profiles:
-        buffer = traffic.generate(profile, args.frames, seed=0)
-        lines = [line for line in buffer.split(b"\n") if line]
+        corpus = C.build_corpus(profile, args.frames)
         for task in args.tasks:
-            version = 2 if profile == "v2" else 1
-            runs = {tag: task_runner(task, m, buffer, lines, version) for tag, m in builds.items()}
+            runs = {tag: MAKERS[task](m)(corpus) for tag, m in builds.items()}
             for run in runs.values():  # warm-up
-                run()
+                timed(run)
             times: Dict[str, List[float]] = {"old": [], "new": []}
             for r in range(args.rounds):
-                order = ("old", "new") if r % 2 == 0 else ("new", "old")
-                for tag in order:
-                    times[tag].append(runs[tag]())
-            old = statistics.median(times["old"]) / len(lines) * 1e9
-            new = statistics.median(times["new"]) / len(lines) * 1e9
+                for tag in ("old", "new") if r % 2 == 0 else ("new", "old"):
+                    times[tag].append(timed(runs[tag]))
+            old = statistics.median(times["old"]) / corpus.n_frames * 1e9
+            new = statistics.median(times["new"]) / corpus.n_frames * 1e9
             print(f"{profile:8} {task:12} {old:13.0f} {new:13.0f} {old / new:10.3f}×", flush=True)
     return 0
 

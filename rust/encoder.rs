@@ -25,21 +25,7 @@ pub fn write_str(out: &mut Vec<u8>, s: &[u8]) {
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 unsafe fn write_str_sse2(out: &mut Vec<u8>, s: &[u8]) {
-    use std::arch::x86_64::{
-        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
-        _mm_storeu_si128,
-    };
-    #[inline(always)]
-    unsafe fn special(v: __m128i) -> u32 {
-        let m = _mm_or_si128(
-            _mm_or_si128(
-                _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8)),
-                _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8)),
-            ),
-            _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v),
-        );
-        _mm_movemask_epi8(m) as u32
-    }
+    use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_storeu_si128};
     let n = s.len();
     // Invariant: capacity >= len + (bytes of `s` left) + 16 + 1 (block overrun, closing quote).
     out.reserve(n + 2 + 16);
@@ -52,7 +38,7 @@ unsafe fn write_str_sse2(out: &mut Vec<u8>, s: &[u8]) {
     while i + 16 <= n {
         let v = _mm_loadu_si128(src.add(i).cast::<__m128i>());
         _mm_storeu_si128(out.as_mut_ptr().add(len).cast::<__m128i>(), v);
-        let mask = special(v);
+        let mask = special_sse2(v);
         if mask == 0 {
             i += 16;
             len += 16;
