@@ -45,6 +45,23 @@ fn strip_cr(line: &[u8]) -> &[u8] {
     }
 }
 
+/// Bytes of complete lines checked for UTF-8 at once before they are parsed (small enough to
+/// stay in the L2 cache between the check and the parse).
+const WINDOW: usize = 64 * 1024;
+
+/// Offset of the newline that ends the window of complete lines starting at `start`: the last
+/// newline within `WINDOW` bytes, or the first one after when a single line is longer; None when
+/// no newline is left.
+#[inline]
+fn window_end(data: &[u8], start: usize) -> Option<usize> {
+    let rest = data.get(start..)?;
+    let limit = rest.len().min(WINDOW);
+    match memchr::memrchr(b'\n', &rest[..limit]) {
+        Some(at) => Some(start + at),
+        None => memchr::memchr(b'\n', &rest[limit..]).map(|at| start + limit + at),
+    }
+}
+
 impl Framer {
     pub fn new(max_frame_bytes: usize) -> Self {
         Self {
@@ -109,15 +126,25 @@ impl Framer {
             }
             data = &data[nl + 1..];
         }
-        // One UTF-8 check over all the complete lines (a newline never splits a UTF-8 sequence,
-        // so every line of a valid region is valid). When it fails, lines are left unchecked and
-        // the parser reports the error of each bad line with its own position.
-        let utf8 = memchr::memrchr(b'\n', data).is_some_and(|last| crate::scanner::check_utf8(&data[..last]).is_ok());
+        // The complete lines go in windows of about `WINDOW` bytes that end at a newline: one
+        // UTF-8 check over a window (a newline never splits a UTF-8 sequence, so every line of a
+        // valid window is valid), then its lines, while the window is still in the cache. When a
+        // window fails the check its lines are left unchecked and the parser reports the error
+        // of each bad line with its own position.
         let mut start = 0;
-        for nl in memchr::memchr_iter(b'\n', data) {
+        while let Some(end) = window_end(data, start) {
+            let window = &data[start..end];
+            let utf8 = crate::scanner::check_utf8(window).is_ok();
+            let mut from = 0;
+            for nl in memchr::memchr_iter(b'\n', window) {
+                self.line += 1;
+                Self::complete(max, self.line, &window[from..nl], utf8, &mut emit);
+                from = nl + 1;
+            }
+            // The window's last line ends at `end`.
             self.line += 1;
-            Self::complete(max, self.line, &data[start..nl], utf8, &mut emit);
-            start = nl + 1;
+            Self::complete(max, self.line, &window[from..], utf8, &mut emit);
+            start = end + 1;
         }
         self.buffer_tail(&data[start..], &mut emit);
     }
@@ -238,6 +265,39 @@ mod tests {
             for (data, utf8) in flags(&[&valid[..cut], &valid[cut..]]) {
                 assert!(!utf8 || std::str::from_utf8(&data).is_ok());
             }
+        }
+        // Several windows: lines of every length around the window size (one longer than a
+        // window), a bad line in the middle; every line comes out once, in order, and the flag
+        // is false exactly for the lines of the window holding the bad one.
+        let mut stream = Vec::new();
+        let mut lines = Vec::new();
+        let sizes = [
+            10usize,
+            WINDOW - 3,
+            1,
+            WINDOW + 100,
+            7,
+            3 * WINDOW / 2,
+            5,
+            900,
+            WINDOW / 3,
+        ];
+        for (i, len) in sizes.iter().copied().cycle().take(40).enumerate() {
+            let mut line = vec![b'a' + (i % 26) as u8; len];
+            if i == 17 {
+                line[len / 2] = 0xff;
+            }
+            stream.extend_from_slice(&line);
+            stream.push(b'\n');
+            lines.push(line);
+        }
+        let got = flags(&[&stream]);
+        assert_eq!(got.iter().map(|(d, _)| d.clone()).collect::<Vec<_>>(), lines);
+        assert!(!got[17].1);
+        let checked = got.iter().filter(|(_, u)| *u).count();
+        assert!(checked > 30, "{checked} of 40 lines flagged valid");
+        for (data, utf8) in &got {
+            assert!(!utf8 || std::str::from_utf8(data).is_ok());
         }
     }
 

@@ -138,6 +138,28 @@ def test_errors_do_not_stop_the_stream(backend):
     assert batch.line == 8 and type(batch[0]) is DecodeError and batch[0].kind == "not_an_object"
 
 
+def test_bad_utf8_in_a_long_stream(backend):
+    # Several hundred KB in one feed (the native framer checks UTF-8 window by window): bad lines
+    # in different windows, one long line, and good lines all around are each reported on their
+    # own, with the line number and the position of the bad byte.
+    text = lambda n: b'{"jsonrpc":"2.0","method":"m","params":{"t":"' + b"x" * n + b'"}}'
+    bad_at = {50: 47, 700: 1000, 701: 47, 1500: 47 + 90_000}
+    lines = []
+    for i in range(1, 2001):
+        size = 90_000 if i == 1500 else (1500 if i % 7 == 0 else 200)
+        line = bytearray(text(size))
+        if i in bad_at:
+            line[bad_at[i]] = 0xFF
+        lines.append(bytes(line))
+    results = backend.FrameDecoder().feed(b"\n".join(lines) + b"\n")
+    assert [r.line for r in results] == list(range(1, 2001))
+    errors = {r.line: r for r in results if isinstance(r, DecodeError)}
+    assert sorted(errors) == sorted(bad_at)
+    for line, err in errors.items():
+        assert (err.kind, err.position, err.raw) == ("invalid_utf8", bad_at[line], lines[line - 1])
+    assert all(r.raw == lines[r.line - 1] for r in results)
+
+
 @pytest.mark.parametrize("case", [pytest.param(c, id=c["name"]) for c in INVALID])
 def test_invalid_vectors_in_a_stream(backend, case):
     raw = case["bytes"]
