@@ -203,14 +203,14 @@ impl SpecialIndex {
 
     #[inline(always)]
     fn all(&self) -> &[u64] {
-        let words: &[MaybeUninit<u64>] = if self.words <= INLINE_WORDS {
-            &self.inline[..self.words * 2]
-        } else {
-            &self.heap
+        let words: &[MaybeUninit<u64>] = match (self.filled, self.words <= INLINE_WORDS) {
+            // Not built yet: no words (a search then stops at a bounds check).
+            (false, _) => &[],
+            (true, true) => &self.inline[..self.words * 2],
+            (true, false) => &self.heap,
         };
-        assert!(self.filled, "index read before it was built");
-        // SAFETY: `fill` wrote every word (its assertion counts the blocks written), and
-        // `MaybeUninit<u64>` has the layout of `u64`.
+        // SAFETY: once `filled`, every word has been written (`fill` counts the blocks it wrote),
+        // and `MaybeUninit<u64>` has the layout of `u64`.
         unsafe { &*(words as *const [MaybeUninit<u64>] as *const [u64]) }
     }
 
