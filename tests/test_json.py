@@ -69,6 +69,25 @@ def test_strings_of_every_width_decode_like_json(backend, wide):
                 assert got["k"] == text and hash(got["k"]) == hash(text)
 
 
+def test_cached_strings_that_differ_only_inside(backend):
+    # Keys and short values are cached by length and first/last 8 bytes; strings that agree on
+    # those and differ in one byte anywhere between must still come back as themselves (as keys
+    # and as values, and as the routing fields of a frame).
+    for n in list(range(17, 70)):
+        texts = []
+        for at in range(8, n - 8):
+            chars = ["a"] * n
+            chars[at] = "b"
+            texts.append("".join(chars))
+        doc = json.dumps({t: t for t in ["a" * n] + texts}).encode()
+        for _ in range(2):  # the second time, from the cache
+            assert list(backend.loads(doc).items()) == [(t, t) for t in ["a" * n] + texts]
+        for t in ["a" * n] + texts:
+            frame = json.dumps({"jsonrpc": "2.0", "method": t, "params": {"sessionId": t}}).encode()
+            m = backend.decode(frame)
+            assert (m.method, m.session_id) == (t, t)
+
+
 def test_duplicate_keys_last_value_first_position(backend):
     value = backend.loads(b'{"x":1,"y":2,"x":{"z":[3]}}')
     assert list(value.items()) == [("x", {"z": [3]}), ("y", 2)]

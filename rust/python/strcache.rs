@@ -62,6 +62,22 @@ fn head_tail(b: &[u8]) -> (u64, u64) {
     }
 }
 
+/// Do the bytes between the first and the last 8 of `bytes` equal those of `slot` (whose head
+/// and tail words already matched)? Up to 32 bytes that is two word compares (overlapping the
+/// head and tail, which are equal anyway); longer strings compare the rest.
+#[inline(always)]
+fn middle_equal(slot: &[u8; MAX_LEN], bytes: &[u8]) -> bool {
+    let n = bytes.len();
+    if n <= 16 {
+        return true;
+    }
+    let word = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap_or_default());
+    if n <= 32 {
+        return word(slot, 8) == word(bytes, 8) && word(slot, n - 16) == word(bytes, n - 16);
+    }
+    slot[8..n - 8] == bytes[8..n - 8]
+}
+
 /// A quick hash of a short string: its length and its first and last 8 bytes. Collisions only
 /// cost a cache miss (the bytes are compared).
 #[inline(always)]
@@ -231,7 +247,7 @@ impl CacheGuard<'_> {
             if usize::from(slot.len) == bytes.len()
                 && slot.head == head
                 && slot.tail == tail
-                && (bytes.len() <= 16 || slot.bytes[8..bytes.len() - 8] == bytes[8..bytes.len() - 8])
+                && middle_equal(&slot.bytes, bytes)
             {
                 return slot.obj.bind(py).clone().into_any();
             }
