@@ -8,11 +8,11 @@ use pyo3::{intern, IntoPyObjectExt};
 
 use super::convert::{build, build_span, dumps_bytes};
 use super::errors::{batch_type, decode_error, decode_error_object, Origin};
-use super::strcache::{new_str, CacheGuard, VALUES};
+use super::strcache::{token_str, CacheGuard, VALUES};
 use crate::error::{DecodeError, JsonType, PARSE_ERROR};
 use crate::framing::{Event, Framer, DEFAULT_MAX_FRAME_BYTES};
 use crate::message::{parse_frame, parse_line, parse_line_utf8, strip_line_ending, Envelope, Frame, Kind, Span};
-use crate::scanner::{parse_i64, string_text};
+use crate::scanner::parse_i64;
 
 /// Largest frame a `Message` can hold (offsets are stored as `u32`).
 const MAX_FRAME: usize = u32::MAX as usize - 1;
@@ -114,14 +114,7 @@ impl<'py> Source<'py> {
 #[inline]
 fn text(py: Python<'_>, data: &[u8], span: Option<Span>, cache: &mut Option<CacheGuard<'_>>) -> Py<PyAny> {
     match span.and_then(|s| s.str()) {
-        Some(s) => {
-            let mut scratch = Vec::new();
-            let bytes = string_text(data, s, &mut scratch);
-            match cache.as_mut() {
-                Some(c) => c.get(py, bytes).unbind(),
-                None => new_str(py, bytes).unbind(),
-            }
-        }
+        Some(s) => token_str(py, data, s, cache),
         None => py.None(),
     }
 }

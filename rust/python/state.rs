@@ -10,11 +10,10 @@ use pyo3::{intern, IntoPyObjectExt};
 use super::convert::{build, dumps_bytes};
 use super::errors::{decode_error, decode_error_object, decode_error_type, Origin};
 use super::frames::{source_of, PyMessage};
-use super::strcache::{new_str, CacheGuard, VALUES};
+use super::strcache::{new_str, token_str, CacheGuard, VALUES};
 use crate::error::{DecodeError, PARSE_ERROR};
 use crate::framing::{Event, Framer, DEFAULT_MAX_FRAME_BYTES};
 use crate::message::{parse_frame, parse_line_utf8, strip_line_ending, Captured, Envelope, Frame};
-use crate::scanner::string_text;
 use crate::state::{
     base64_decode, base64_encode, Action, Change, IdKey, Ident, Outcome, Permission, Raw, Source, Store, Target,
     Terminal, Text, ToolCall, TOOL_CALL_FIELDS,
@@ -276,15 +275,6 @@ fn action_str<'py>(py: Python<'py>, a: Action) -> &'py Bound<'py, PyString> {
     }
 }
 
-fn token<'py>(py: Python<'py>, data: &[u8], s: crate::scanner::Str, cache: &mut Option<CacheGuard<'_>>) -> Py<PyAny> {
-    let mut scratch = Vec::new();
-    let bytes = string_text(data, s, &mut scratch);
-    match cache.as_mut() {
-        Some(c) => c.get(py, bytes).unbind(),
-        None => new_str(py, bytes).unbind(),
-    }
-}
-
 /// The Python `Change` for a core change of the message `data`.
 fn change_object<'py>(
     py: Python<'py>,
@@ -294,8 +284,8 @@ fn change_object<'py>(
     cache: &mut Option<CacheGuard<'_>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let none = || py.None();
-    let mut session_id = c.session.map_or_else(none, |s| token(py, data, s, cache));
-    let mut tool_call_id = c.tool_call_id.map_or_else(none, |s| token(py, data, s, cache));
+    let mut session_id = c.session.map_or_else(none, |s| token_str(py, data, s, cache));
+    let mut tool_call_id = c.tool_call_id.map_or_else(none, |s| token_str(py, data, s, cache));
     if let Some(p) = c.permission.and_then(|i| store.permission_at(i)) {
         session_id = text(py, store.session_id(p.session)).unbind();
         tool_call_id = p.tool_call_id.as_deref().map_or_else(none, |t| text(py, t).unbind());
@@ -304,7 +294,7 @@ fn change_object<'py>(
         Ident::None => none(),
         Ident::Text(s) => match (c.tool_call_id, c.target) {
             (Some(_), Target::ToolCall) => tool_call_id.clone_ref(py),
-            _ => token(py, data, s, cache),
+            _ => token_str(py, data, s, cache),
         },
         Ident::Static(s) => PyString::new(py, s).into_any().unbind(),
         Ident::Id(span) => match c.permission.and_then(|i| store.permission_at(i)) {

@@ -281,3 +281,15 @@ impl Drop for CacheGuard<'_> {
         self.cache.busy.store(false, Ordering::Release);
     }
 }
+
+/// The `str` of a validated string token of `data` (unescaped when it has escapes), from `cache`
+/// when there is one.
+#[inline]
+pub fn token_str(py: Python<'_>, data: &[u8], s: crate::scanner::Str, cache: &mut Option<CacheGuard<'_>>) -> Py<PyAny> {
+    let mut scratch = Vec::new();
+    let bytes = crate::scanner::string_text(data, s, &mut scratch);
+    match cache.as_mut() {
+        Some(c) => c.get(py, bytes).unbind(),
+        None => new_str(py, bytes).unbind(),
+    }
+}
