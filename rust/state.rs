@@ -512,20 +512,25 @@ fn from_captured(captured: &Captured, members: &mut Vec<Member>, items: &mut Vec
 
 /// The last member `name` of the (valid) object `obj`.
 fn find_member(data: &[u8], obj: Span, name: &[u8]) -> Option<Span> {
+    let [found] = find_members(data, obj, [name]);
+    found
+}
+
+/// The last member of each name in `names` of the (valid) object `obj`, in one walk.
+fn find_members<const N: usize>(data: &[u8], obj: Span, names: [&[u8]; N]) -> [Option<Span>; N] {
+    let mut found = [None; N];
     let slice = &data[obj.range()];
     let mut sc = Scanner::new(slice);
-    sc.enter().ok()?;
-    if sc.peek() == Some(b'}') {
-        return None;
+    if sc.enter().is_err() || sc.peek() == Some(b'}') {
+        return found;
     }
-    let mut found = None;
     loop {
         sc.skip_ws();
-        let key = sc.scan_key().ok()?;
+        let Ok(key) = sc.scan_key() else { return found };
         sc.skip_ws();
-        let value = scan_span(&mut sc).ok()?;
-        if str_is(slice, key, name) {
-            found = Some(value.shifted_up(obj.start as usize));
+        let Ok(value) = scan_span(&mut sc) else { return found };
+        if let Some(i) = names.iter().position(|name| str_is(slice, key, name)) {
+            found[i] = Some(value.shifted_up(obj.start as usize));
         }
         match sc.peek() {
             Some(b',') => sc.pos += 1,
@@ -1472,19 +1477,15 @@ impl Store {
         let sid = require_session(data, env, params)?;
         // The tool-call update: `toolCall`, else a `tool_call` subject's `toolCall`.
         let mut target: Option<(Option<Span>, Span, &'static str)> = None;
-        match find_member(data, params, b"toolCall").filter(|t| t.ty != JsonType::Null) {
+        let [tool_call, subject, options] = find_members(data, params, [b"toolCall", b"subject", b"options"]);
+        match tool_call.filter(|t| t.ty != JsonType::Null) {
             Some(t) => target = Some((Some(t), params, "params.toolCall")),
             None => {
-                if let Some(subject) = find_member(data, params, b"subject").filter(|s| s.ty == JsonType::Object) {
-                    let is_tool_call = find_member(data, subject, b"type")
-                        .and_then(|t| t.str())
-                        .is_some_and(|t| str_is(data, t, b"tool_call"));
+                if let Some(subject) = subject.filter(|s| s.ty == JsonType::Object) {
+                    let [ty, tool_call] = find_members(data, subject, [b"type", b"toolCall"]);
+                    let is_tool_call = ty.and_then(|t| t.str()).is_some_and(|t| str_is(data, t, b"tool_call"));
                     if is_tool_call {
-                        target = Some((
-                            find_member(data, subject, b"toolCall"),
-                            subject,
-                            "params.subject.toolCall",
-                        ));
+                        target = Some((tool_call, subject, "params.subject.toolCall"));
                     }
                 }
             }
@@ -1495,7 +1496,6 @@ impl Store {
                 tcid = Some(self.prepare_tool_call(data, t, path, TcOp::Update, None)?);
             }
         }
-        let options = find_member(data, params, b"options");
         let Some(options) = options.filter(|o| o.ty == JsonType::Array) else {
             return Err(bad(
                 data,
