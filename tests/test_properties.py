@@ -8,7 +8,7 @@ import math
 
 import orjson
 import pytest
-from hypothesis import assume, example, given
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from acp_fast import Batch, DecodeError, EncodeError
@@ -339,6 +339,33 @@ def test_differential_streams(both_backends, lines, cuts, limit):
     pieces = [data[a:b] for a, b in zip([0] + points, points + [len(data)])]
     assert run_stream(native, pieces) == run_stream(fallback, pieces)
     assert run_stream(native, pieces, max_frame_bytes=limit) == run_stream(fallback, pieces, max_frame_bytes=limit)
+
+
+@st.composite
+def long_lines(draw):
+    """A frame (valid or corrupted) or a valid frame padded to a length around the native
+    framer's 64 KiB window, possibly with a bad byte in the padding."""
+    if draw(st.booleans()):
+        return draw(corrupted())
+    size = draw(st.sampled_from([0, 100, 5_000, 40_000, 65_536 - 60, 65_536, 70_000, 140_000]))
+    line = bytearray(b'{"jsonrpc":"2.0","method":"m","params":{"t":"' + b"x" * size + b'"}}')
+    if size and draw(st.booleans()):
+        line[45 + draw(st.integers(0, size - 1))] = draw(st.sampled_from([0xFF, 0x01, ord('"'), ord("\\"), 0xC3]))
+    return bytes(line)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(long_lines(), min_size=1, max_size=12), st.lists(st.integers(0, 10**6), max_size=4))
+def test_differential_streams_over_many_windows(both_backends, lines, cuts):
+    # Streams of hundreds of KB: the native framer checks UTF-8 window by window; every line's
+    # result must still be what the fallback (which has no windows) gives, whole or in pieces.
+    native, fallback = both_backends
+    data = b"\n".join(lines) + b"\n"
+    points = sorted({c % (len(data) + 1) for c in cuts})
+    pieces = [data[a:b] for a, b in zip([0] + points, points + [len(data)])]
+    expected = run_stream(fallback, [data])
+    assert run_stream(native, [data]) == expected
+    assert run_stream(native, pieces) == expected
 
 
 class _Odd:
