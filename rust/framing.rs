@@ -14,8 +14,8 @@ pub const DEFAULT_MAX_FRAME_BYTES: usize = 64 * 1024 * 1024;
 pub enum Event<'a> {
     /// A complete, non-blank line (without its line ending) and its 1-based line number.
     /// `utf8` is true when the framer already found the line to be valid UTF-8 (checked once for
-    /// all the complete lines of a `feed`, which is cheaper than line by line); false means not
-    /// checked, not invalid.
+    /// a window of complete lines, which is cheaper than line by line); false means not checked,
+    /// not invalid.
     Frame { line: u64, data: &'a [u8], utf8: bool },
     /// The line `line` is longer than the limit; its bytes are being discarded.
     TooLarge { line: u64 },
