@@ -95,9 +95,13 @@ def test_scaling_and_memory_and_targets(full_run):
         assert [p["frames"] for p in entry["points"]][:2] == [50, 100]
     assert set(data["memory"]["bytes_per_tool_call"]) == {"rust", "python", "orjson"}
     targets = {t["target"]: t for t in data["targets"]}
-    assert len(targets) == 9
+    assert len(targets) == 11
     assert all(t["met"] in ("yes", "no", "partly") for t in targets.values())
     assert "--scaling-max 1000000" in targets["state growth exponent ≤ 1.05, 1k → 1M frames"]["measured"]
+    spread = targets["state time per frame within 10 % at 1k, 10k, 100k, 1M frames"]["measured"]
+    assert spread.startswith("50 ") and "over fastest" in spread and "--scaling-max 1000000" in spread
+    ratios = targets["state accumulation ≥ 4× orjson + dict accumulator, mixed"]["measured"]
+    assert "ToolCallStore.feed: " in ratios and "ToolCallStore.feed(changes=False): " in ratios
 
 
 def test_progress_without_a_terminal_is_plain_lines(full_run):

@@ -30,6 +30,19 @@ def test_growth_exponent_of_a_known_quadratic_with_a_constant_term():
     assert growth_exponent(points[-2:]) == pytest.approx(1.96, abs=0.01)
 
 
+def test_per_frame_spread_at_the_decades():
+    from acp_fast.bench.report import per_frame_spread
+
+    # 500 ns per frame at 1k, 10k and 100k, 550 at 1M; the 2k point (900 ns) is not a decade
+    points = [(1_000, 5e-4), (2_000, 1.8e-3), (10_000, 5e-3), (100_000, 5e-2), (1_000_000, 0.55)]
+    spread, text = per_frame_spread(points)
+    assert spread == pytest.approx(0.10)
+    assert text == "1,000 500 ns, 10,000 500 ns, 100,000 500 ns, 1,000,000 550 ns: slowest +10 % over fastest"
+    # without two decades, every point counts
+    spread, text = per_frame_spread([(50, 5e-5), (100, 1.5e-4), (200, 2e-4)])
+    assert spread == pytest.approx(0.5) and text.startswith("50 1000 ns, 100 1500 ns, 200 1000 ns")
+
+
 def test_growth_exponent_needs_two_points():
     with pytest.raises(ValueError):
         growth_exponent([(1_000, 1.0)])

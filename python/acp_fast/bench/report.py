@@ -685,6 +685,21 @@ def scaling_lines(run: Run) -> List[str]:
     ]
 
 
+def per_frame_spread(points: Sequence[Tuple[int, float]]) -> Tuple[float, str]:
+    """How far apart the times per frame of a scaling run are: (slowest / fastest - 1, text).
+
+    Taken at 1k, 10k, 100k and 1M frames when at least two of those were measured, else over
+    every point. ``points`` are ``(frames, seconds per pass)``.
+    """
+    decades = [p for p in points if p[0] in (1_000, 10_000, 100_000, 1_000_000)]
+    chosen = decades if len(decades) >= 2 else list(points)
+    per_frame = [(n, seconds / n) for n, seconds in chosen]
+    times = [t for _, t in per_frame]
+    spread = max(times) / min(times) - 1
+    listed = ", ".join(f"{n:,} {t * 1e9:.0f} ns" for n, t in per_frame)
+    return spread, f"{listed}: slowest {spread * 100:+.0f} % over fastest"
+
+
 def targets(run: Run) -> List[Dict[str, Any]]:
     """The issue's targets (Rust backend unless noted; medians of this run): measured and met."""
     out: List[Dict[str, Any]] = []
@@ -730,15 +745,29 @@ def targets(run: Run) -> List[Dict[str, Any]]:
             measured.append(f"{name}: {row.frames_per_second / 1e6:.2f} M frames/s")
             met.append(row.frames_per_second >= 1e6)
     add("state accumulation from bytes ≥ 1 M frames/s, mixed", measured, met)
+    measured, met = [], []
+    for name in ("ToolCallStore.feed", "ToolCallStore.feed(changes=False)"):
+        row = run.find("state", "mixed", "rust", name)
+        value = run.ratio(row, "orjson") if row is not None else None
+        if value is not None:
+            measured.append(f"{name}: {value:.2f}×")
+            met.append(value >= 4.0)
+    add("state accumulation ≥ 4× orjson + dict accumulator, mixed", measured, met)
     result = next((r for r in run.scaling if r.contender == "rust" and r.exponent is not None), None)
+    range_note = "; the target's range is 1k → 1M: --scaling-max 1000000"
     if result is not None:
         lo, hi = result.points[0][0], result.points[-1][0]
         text = f"{result.exponent:.3f} ({lo:,} → {hi:,} frames)"
         if hi < 1_000_000:
-            text += "; the target's range is 1k → 1M: --scaling-max 1000000"
+            text += range_note
         add("state growth exponent ≤ 1.05, 1k → 1M frames", [text], [result.exponent <= 1.05])
+        spread, text = per_frame_spread(result.points)
+        if hi < 1_000_000:
+            text += range_note
+        add("state time per frame within 10 % at 1k, 10k, 100k, 1M frames", [text], [spread <= 0.10])
     else:
         add("state growth exponent ≤ 1.05, 1k → 1M frames", [], [])
+        add("state time per frame within 10 % at 1k, 10k, 100k, 1M frames", [], [])
     ratio_target("fallback decode + field access ≥ 2× stdlib json", "decode", "python", "json", 2.0, traffic.PROFILES)
     return out
 
