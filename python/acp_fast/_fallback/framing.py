@@ -11,7 +11,7 @@ Mirror of ``rust/framing.rs``.
 
 from __future__ import annotations
 
-from typing import List, Union
+from typing import List, Optional, Tuple, Union
 
 import orjson
 
@@ -125,29 +125,10 @@ class FrameDecoder:
                 # A str with unpaired surrogates: same error as decode(str), nothing is consumed.
                 raise to_python(data, None)
         out: List[Result] = []
-        if self._skipping:
-            nl = data.find(b"\n")
-            if nl < 0:
-                return out
-            self._skipping = False
-            self._line += 1
-            data = data[nl + 1 :]
-        elif b"\n" not in data:
-            self._hold(data, out)
+        split = self._split(data, out)
+        if split is None:
             return out
-        parts = data.split(b"\n")
-        tail = parts.pop()
-        # No line of this call can exceed the limit when all of it (with the held partial line)
-        # fits: then the per-line length check is skipped.
-        check_size = len(data) + self._buffered > self._max
-        # Whether some line may end in \r (else the per-line test is skipped).
-        has_cr = b"\r" in data
-        if self._chunks:
-            self._chunks.append(parts[0])
-            parts[0] = b"".join(self._chunks)
-            has_cr = has_cr or b"\r" in parts[0]
-            self._chunks = []
-            self._buffered = 0
+        parts, tail, check_size, has_cr = split
         limit = self._max
         line = self._line
         append = out.append
@@ -224,6 +205,35 @@ class FrameDecoder:
         if tail:
             self._hold(tail, out)
         return out
+
+    def _split(self, data: bytes, out: List[Result]) -> Optional[Tuple[List[bytes], bytes, bool, bool]]:
+        """The framing of one ``feed`` (shared with ``ToolCallStore.feed``, which applies the
+        lines itself): ``(lines, tail, check_size, has_cr)`` — the complete lines ``data`` ends
+        (the held partial line joined to the first), the new partial line, whether some line may
+        pass the limit (else the per-line length check can be skipped) and whether some line may
+        end in a carriage return. None when ``data`` completes no line (it is held, or skipped
+        after an oversized line; ``out`` gets the error of a held line that passes the limit)."""
+        if self._skipping:
+            nl = data.find(b"\n")
+            if nl < 0:
+                return None
+            self._skipping = False
+            self._line += 1
+            data = data[nl + 1 :]
+        elif b"\n" not in data:
+            self._hold(data, out)
+            return None
+        parts = data.split(b"\n")
+        tail = parts.pop()
+        check_size = len(data) + self._buffered > self._max
+        has_cr = b"\r" in data
+        if self._chunks:
+            self._chunks.append(parts[0])
+            parts[0] = b"".join(self._chunks)
+            has_cr = has_cr or b"\r" in parts[0]
+            self._chunks = []
+            self._buffered = 0
+        return parts, tail, check_size, has_cr
 
     def _hold(self, data: bytes, out: List[Result]) -> None:
         """Keep `data` as (the end of) the current partial line, within the limit."""

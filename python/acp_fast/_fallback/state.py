@@ -530,24 +530,11 @@ class ToolCallStore:
             if type(data) is DecodeError:
                 raise to_python(data, None)
         out: List[Any] = []
-        # FrameDecoder.feed's loop, applying each frame's parsed value directly.
-        if dec._skipping:
-            nl = data.find(b"\n")
-            if nl < 0:
-                return out
-            dec._skipping = False
-            dec._line += 1
-            data = data[nl + 1 :]
-        elif b"\n" not in data:
-            dec._hold(data, out)
+        # FrameDecoder.feed's framing; each frame's parsed value is applied directly.
+        split = dec._split(data, out)
+        if split is None:
             return out
-        parts = data.split(b"\n")
-        tail = parts.pop()
-        if dec._chunks:
-            dec._chunks.append(parts[0])
-            parts[0] = b"".join(dec._chunks)
-            dec._chunks = []
-            dec._buffered = 0
+        parts, tail = split[0], split[1]
         limit = dec._max
         line = dec._line
         blank_start = _BLANK_START
