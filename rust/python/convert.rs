@@ -232,6 +232,9 @@ fn write_str_object(out: &mut Vec<u8>, obj: &Bound<'_, PyAny>) -> Result<(), Enc
     unsafe {
         let p = obj.as_ptr();
         let len = ffi::PyUnicode_GET_LENGTH(p) as usize;
+        // CPython 3.14 no longer lets extensions read the string's state bits (compact, ASCII):
+        // every string goes through its code units there.
+        #[cfg(not(Py_3_14))]
         if ffi::PyUnicode_IS_COMPACT_ASCII(p) != 0 {
             encoder::write_str(
                 out,
@@ -240,6 +243,7 @@ fn write_str_object(out: &mut Vec<u8>, obj: &Bound<'_, PyAny>) -> Result<(), Enc
             return Ok(());
         }
         // A UTF-8 copy CPython already keeps (compact strings only) is copied as it is.
+        #[cfg(not(Py_3_14))]
         if ffi::PyUnicode_IS_COMPACT(p) != 0 {
             let compact = p.cast::<ffi::PyCompactUnicodeObject>();
             let utf8 = (*compact).utf8;
@@ -251,7 +255,7 @@ fn write_str_object(out: &mut Vec<u8>, obj: &Bound<'_, PyAny>) -> Result<(), Enc
         }
         // A legacy string not yet in PEP 393 form (only the deprecated Py_UNICODE APIs of
         // CPython < 3.12 make one): CPython's own conversion handles it.
-        #[allow(deprecated)]
+        #[cfg(not(Py_3_12))]
         if ffi::PyUnicode_IS_READY(p) == 0 {
             encoder::write_str(out, str_utf8(obj)?);
             return Ok(());
@@ -271,6 +275,9 @@ fn write_str_object(out: &mut Vec<u8>, obj: &Bound<'_, PyAny>) -> Result<(), Enc
 fn str_utf8<'a>(obj: &'a Bound<'_, PyAny>) -> Result<&'a [u8], EncodeFailure> {
     // SAFETY: obj is a str. A compact ASCII string stores its characters (which are its UTF-8
     // bytes) right after the object header: no call, no copy.
+    // (On CPython 3.14 the state bits are not readable: `PyUnicode_AsUTF8AndSize` below returns
+    // the characters of an ASCII string without a copy there too.)
+    #[cfg(not(Py_3_14))]
     unsafe {
         let p = obj.as_ptr();
         if ffi::PyUnicode_IS_COMPACT_ASCII(p) != 0 {

@@ -20,6 +20,11 @@ pub(crate) struct GcPause {
     was_enabled: bool,
 }
 
+// `PyGC_Disable` / `PyGC_Enable` are CPython 3.10 C API (and 3.9 is past its end of life; the
+// ACP SDK needs 3.10 too). pyproject.toml says `requires-python = ">=3.10"`.
+#[cfg(not(Py_3_10))]
+compile_error!("acp-fast needs CPython 3.10 or newer");
+
 impl GcPause {
     pub(crate) fn new(_py: Python<'_>) -> Self {
         // SAFETY: the GIL is held (the `Python` token); PyGC_Disable returns the previous state.
