@@ -1,7 +1,7 @@
 # The usual tasks. `make test` is the command the README and CI run.
 PYTHON ?= python3
 
-.PHONY: install build test test-rust test-python bench bench-rust ab lint format
+.PHONY: install build test test-rust test-python test-aarch64 bench bench-rust ab lint format
 
 install:  ## build the Rust core (release) and install the package with its test extras
 	$(PYTHON) -m pip install -e '.[test]'
@@ -16,6 +16,14 @@ test-rust:
 
 test-python:  ## one pytest run; every behavioural test runs on both backends
 	$(PYTHON) -m pytest
+
+# The Rust core's tests on aarch64 (NEON and portable paths) under qemu; needs
+# `rustup target add aarch64-unknown-linux-gnu` and `apt install gcc-aarch64-linux-gnu qemu-user-static`.
+test-aarch64:  ## cargo test for aarch64 under qemu (not part of CI)
+	CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc \
+	CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc \
+	CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64-static -L /usr/aarch64-linux-gnu" \
+	cargo test --release --target aarch64-unknown-linux-gnu
 
 bench:  ## pytest-benchmark suite (release build), then the Rust core benches
 	$(PYTHON) -m pytest benches --benchmark-enable --benchmark-only
