@@ -13,8 +13,9 @@ const SLOTS: usize = 1024;
 /// Longer strings are not cached.
 pub const MAX_LEN: usize = 64;
 
-/// One cached string: its UTF-8 bytes inline (compared without calling into Python) and the
-/// `str` object.
+/// One cached string: its length, first and last 8 bytes and the `str` object, in 32 bytes (a
+/// lookup touches half a cache line; the bytes in between live apart, in `Table::middles`, and
+/// are read only when the rest matched).
 struct Slot {
     len: u8,
     /// The first and the last 8 bytes (zero-padded below 8): for strings of up to 16 bytes they
@@ -22,7 +23,15 @@ struct Slot {
     head: u64,
     tail: u64,
     obj: Py<PyString>,
-    bytes: [u8; MAX_LEN],
+}
+
+/// The bytes of a cached string of more than 16 bytes (zero-padded; unused for shorter ones).
+type Bytes = [u8; MAX_LEN];
+
+/// A cache's slots and, index for index, the bytes of their strings.
+pub struct Table {
+    slots: Vec<Option<Slot>>,
+    bytes: Vec<Bytes>,
 }
 
 pub struct StrCache {
@@ -30,7 +39,7 @@ pub struct StrCache {
     /// simply goes without the cache.
     busy: AtomicBool,
     intern: bool,
-    slots: UnsafeCell<Option<Vec<Option<Slot>>>>,
+    slots: UnsafeCell<Option<Table>>,
 }
 
 // SAFETY: `slots` is only touched by the holder of `busy`.
@@ -62,20 +71,18 @@ fn head_tail(b: &[u8]) -> (u64, u64) {
     }
 }
 
-/// Do the bytes between the first and the last 8 of `bytes` equal those of `slot` (whose head
-/// and tail words already matched)? Up to 32 bytes that is two word compares (overlapping the
-/// head and tail, which are equal anyway); longer strings compare the rest.
+/// Do the bytes between the first and the last 8 of `bytes` (more than 16 in all) equal those of
+/// the stored string (same length, head and tail words already matched)? Up to 32 bytes that is
+/// two word compares (overlapping the head and tail, which are equal anyway); longer strings
+/// compare the rest.
 #[inline(always)]
-fn middle_equal(slot: &[u8; MAX_LEN], bytes: &[u8]) -> bool {
+fn middle_equal(stored: &Bytes, bytes: &[u8]) -> bool {
     let n = bytes.len();
-    if n <= 16 {
-        return true;
-    }
     let word = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap_or_default());
     if n <= 32 {
-        return word(slot, 8) == word(bytes, 8) && word(slot, n - 16) == word(bytes, n - 16);
+        return word(stored, 8) == word(bytes, 8) && word(stored, n - 16) == word(bytes, n - 16);
     }
-    slot[8..n - 8] == bytes[8..n - 8]
+    stored[8..n - 8] == bytes[8..n - 8]
 }
 
 /// A quick hash of a short string: its length and its first and last 8 bytes. Collisions only
@@ -221,7 +228,10 @@ impl StrCache {
         }
         // SAFETY: we hold `busy`, so no one else touches the table until the guard drops.
         let table = unsafe { &mut *self.slots.get() };
-        let table = table.get_or_insert_with(|| (0..SLOTS).map(|_| None).collect());
+        let table = table.get_or_insert_with(|| Table {
+            slots: (0..SLOTS).map(|_| None).collect(),
+            bytes: vec![[0; MAX_LEN]; SLOTS],
+        });
         Some(CacheGuard { cache: self, table })
     }
 }
@@ -229,7 +239,7 @@ impl StrCache {
 /// Exclusive use of a cache's table; released on drop.
 pub struct CacheGuard<'c> {
     cache: &'c StrCache,
-    table: &'c mut Vec<Option<Slot>>,
+    table: &'c mut Table,
 }
 
 impl CacheGuard<'_> {
@@ -243,11 +253,11 @@ impl CacheGuard<'_> {
         }
         let (head, tail) = head_tail(bytes);
         let idx = (hash_words(head, tail, bytes.len()) as usize) % SLOTS;
-        if let Some(slot) = &self.table[idx] {
+        if let Some(slot) = &self.table.slots[idx] {
             if usize::from(slot.len) == bytes.len()
                 && slot.head == head
                 && slot.tail == tail
-                && middle_equal(&slot.bytes, bytes)
+                && (bytes.len() <= 16 || middle_equal(&self.table.bytes[idx], bytes))
             {
                 return slot.obj.bind(py).clone().into_any();
             }
@@ -262,14 +272,14 @@ impl CacheGuard<'_> {
             };
         }
         if let Ok(s) = fresh.cast::<PyString>() {
-            let mut inline = [0u8; MAX_LEN];
-            inline[..bytes.len()].copy_from_slice(bytes);
-            self.table[idx] = Some(Slot {
+            if bytes.len() > 16 {
+                self.table.bytes[idx][..bytes.len()].copy_from_slice(bytes);
+            }
+            self.table.slots[idx] = Some(Slot {
                 len: bytes.len() as u8,
                 head,
                 tail,
                 obj: s.clone().unbind(),
-                bytes: inline,
             });
         }
         fresh
