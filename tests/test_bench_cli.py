@@ -44,6 +44,7 @@ def test_runs_end_to_end(full_run):
     code, out, err, data = full_run
     assert code == 0, err
     assert data["format"] == "acp-fast-bench/1"
+    assert isinstance(data["noisy"], list)
     for heading in ("# acp-fast bench", "## Summary", "## Targets", "## Details", "## scaling"):
         assert heading in out
     # the machine, the versions and the commit it ran on
@@ -102,6 +103,30 @@ def test_scaling_and_memory_and_targets(full_run):
     assert spread.startswith("50 ") and "over fastest" in spread and "--scaling-max 1000000" in spread
     ratios = targets["state accumulation ≥ 4× orjson + dict accumulator, mixed"]["measured"]
     assert "ToolCallStore.feed: " in ratios and "ToolCallStore.feed(changes=False): " in ratios
+
+
+def test_noise_is_reported_when_medians_drift_from_the_fastest_pass():
+    import argparse
+
+    run = report.Run(args=argparse.Namespace(argv=[]), environment={})
+
+    def row(contender, times):
+        return report.Row("decode", "mixed", contender, "x", True, 10, 1000, times=times)
+
+    run.rows = [
+        row("rust", [1.0, 1.01, 1.02, 1.05]),  # quiet: median 1.015× the fastest
+        row("orjson", [1.0, 1.3, 1.4, 2.0]),  # median 1.35×: noisy
+        row("json", [1.0, 1.5]),  # too few passes to judge
+        row("python", [1.0, 1.2, 1.26, 1.3, 1.3]),  # median 1.26×: noisy, less so
+    ]
+    noisy = report.noisy_rows(run)
+    assert [(r.contender, round(spread, 2)) for r, spread in noisy] == [("orjson", 1.35), ("python", 1.26)]
+    lines = report.noise_lines(run)
+    assert lines[0] == "## Noise"
+    assert lines[2].startswith("2 of 3 results have a median pass more than 25 % slower than their fastest")
+    assert "1.35×" in "\n".join(lines) and "--budget" in lines[2]
+    run.rows = run.rows[:1]
+    assert report.noisy_rows(run) == [] and report.noise_lines(run) == []
 
 
 def test_progress_without_a_terminal_is_plain_lines(full_run):

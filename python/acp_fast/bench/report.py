@@ -782,8 +782,51 @@ def target_lines(run: Run) -> List[str]:
     ]
 
 
+#: A result whose median pass is this much slower than its fastest was timed on a busy machine.
+NOISY_SPREAD = 1.25
+
+
+def noisy_rows(run: Run) -> List[Tuple[Row, float]]:
+    """Timed results (3 passes or more) whose median is over ``NOISY_SPREAD`` × their fastest
+    pass, with that ratio, the worst first."""
+    out = []
+    for row in run.rows:
+        if len(row.times) >= 3:
+            spread = row.median / min(row.times)
+            if spread > NOISY_SPREAD:
+                out.append((row, spread))
+    return sorted(out, key=lambda item: -item[1])
+
+
+def noise_lines(run: Run, most: int = 8) -> List[str]:
+    """A warning when the machine was busy while results were timed (ratios then move)."""
+    noisy = noisy_rows(run)
+    if not noisy:
+        return []
+    timed = sum(1 for row in run.rows if len(row.times) >= 3)
+    rows = [
+        [f"{row.task} · {row.profile}", f"{row.label}: {row.name}", str(len(row.times)),
+         f"{min(row.times) * 1e3:.2f}", f"{row.median * 1e3:.2f}", f"{spread:.2f}×"]
+        for row, spread in noisy[:most]
+    ]
+    return [
+        "## Noise",
+        "",
+        f"{len(noisy)} of {timed} results have a median pass more than "
+        f"{(NOISY_SPREAD - 1) * 100:.0f} % slower than their fastest: their passes varied (a busy "
+        "machine, or caches and allocator state left by the passes timed between them), so "
+        "ratios that involve them move from run to run. Run again on a quiet machine, or with a "
+        "longer --budget (more passes per median)."
+        + (f" The {most} worst:" if len(noisy) > most else ""),
+        "",
+        *table(["task", "contender", "runs", "min ms", "median ms", "median / min"], rows,
+               [False, False, True, True, True, True]),
+        "",
+    ]
+
+
 def render(run: Run) -> str:
-    lines = header_lines(run) + summary_lines(run) + target_lines(run)
+    lines = header_lines(run) + summary_lines(run) + target_lines(run) + noise_lines(run)
     if run.rows or run.memory:
         lines += ["## Details", ""] + detail_lines(run)
     lines += scaling_lines(run)
@@ -872,6 +915,11 @@ def to_json(run: Run) -> Dict[str, Any]:
         if run.scaling
         else None,
         "targets": targets(run),
+        "noisy": [
+            {"task": row.task, "profile": row.profile, "contender": row.contender, "name": row.name,
+             "median_over_min": spread}
+            for row, spread in noisy_rows(run)
+        ],
     }
 
 
