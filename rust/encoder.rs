@@ -30,28 +30,23 @@ fn write_str_words(out: &mut Vec<u8>, s: &[u8]) {
     out.reserve(s.len() + 2);
     out.push(b'"');
     let mut run = 0; // start of the bytes not yet copied
-    let mut i = 0;
-    let mut words = s.chunks_exact(8);
-    for word in &mut words {
-        let w = u64::from_le_bytes(word.try_into().unwrap_or_default());
-        if swar_special(w) {
-            for (k, &b) in word.iter().enumerate() {
-                if NEEDS_ESCAPE[usize::from(b)] {
-                    out.extend_from_slice(&s[run..i + k]);
-                    write_escape(out, b);
-                    run = i + k + 1;
-                }
+                     // Escape the bytes of `s[from..to]` that need it, copying the run before each.
+    let mut escape_in = |out: &mut Vec<u8>, from: usize, to: usize| {
+        for (k, &b) in s[from..to].iter().enumerate() {
+            if NEEDS_ESCAPE[usize::from(b)] {
+                out.extend_from_slice(&s[run..from + k]);
+                write_escape(out, b);
+                run = from + k + 1;
             }
         }
-        i += 8;
-    }
-    for (k, &b) in words.remainder().iter().enumerate() {
-        if NEEDS_ESCAPE[usize::from(b)] {
-            out.extend_from_slice(&s[run..i + k]);
-            write_escape(out, b);
-            run = i + k + 1;
+    };
+    let words = s.len() / 8 * 8;
+    for at in (0..words).step_by(8) {
+        if swar_special(u64::from_le_bytes(s[at..at + 8].try_into().unwrap_or_default())) {
+            escape_in(out, at, at + 8);
         }
     }
+    escape_in(out, words, s.len());
     out.extend_from_slice(&s[run..]);
     out.push(b'"');
 }
@@ -243,9 +238,8 @@ pub fn write_units<T: CodeUnit>(out: &mut Vec<u8>, units: &[T]) -> Result<(), u3
 #[inline(always)]
 unsafe fn ascii_run<T: CodeUnit>(units: &[T], i: usize, dst: *mut u8) -> Option<usize> {
     use std::arch::x86_64::{
-        __m128i, _mm_and_si128, _mm_cmpeq_epi16, _mm_cmpeq_epi32, _mm_loadu_si128, _mm_movemask_epi8, _mm_packs_epi16,
-        _mm_packs_epi32, _mm_packus_epi16, _mm_set1_epi16, _mm_set1_epi32, _mm_setzero_si128, _mm_storel_epi64,
-        _mm_storeu_si128,
+        __m128i, _mm_and_si128, _mm_cmpeq_epi16, _mm_cmpeq_epi32, _mm_loadu_si128, _mm_movemask_epi8, _mm_packs_epi32,
+        _mm_packus_epi16, _mm_set1_epi16, _mm_set1_epi32, _mm_setzero_si128, _mm_storel_epi64, _mm_storeu_si128,
     };
     let n = units.len();
     let mut j = i;
@@ -272,11 +266,8 @@ unsafe fn ascii_run<T: CodeUnit>(units: &[T], i: usize, dst: *mut u8) -> Option<
                 let ascii = _mm_cmpeq_epi16(high, _mm_setzero_si128());
                 let bytes = _mm_packus_epi16(v, v);
                 _mm_storel_epi64(dst.add(j - i).cast::<__m128i>(), bytes);
-                // One bit per unit that is not plain ASCII (the 16-bit lane flags packed to bytes).
-                let ascii = _mm_movemask_epi8(_mm_packs_epi16(ascii, ascii)) as u32;
-                let stop = (special_sse2(bytes) | !ascii) & 0xFF;
-                if stop != 0 {
-                    return Some(j - i + stop.trailing_zeros() as usize);
+                if let Some(k) = first_stop8(bytes, ascii) {
+                    return Some(j - i + k);
                 }
                 j += 8;
             }
@@ -293,11 +284,8 @@ unsafe fn ascii_run<T: CodeUnit>(units: &[T], i: usize, dst: *mut u8) -> Option<
                 let words = _mm_packs_epi32(v0, v1);
                 let bytes = _mm_packus_epi16(words, words);
                 _mm_storel_epi64(dst.add(j - i).cast::<__m128i>(), bytes);
-                let flags = _mm_packs_epi32(a0, a1);
-                let ascii = _mm_movemask_epi8(_mm_packs_epi16(flags, flags)) as u32;
-                let stop = (special_sse2(bytes) | !ascii) & 0xFF;
-                if stop != 0 {
-                    return Some(j - i + stop.trailing_zeros() as usize);
+                if let Some(k) = first_stop8(bytes, _mm_packs_epi32(a0, a1)) {
+                    return Some(j - i + k);
                 }
                 j += 8;
             }
@@ -305,6 +293,18 @@ unsafe fn ascii_run<T: CodeUnit>(units: &[T], i: usize, dst: *mut u8) -> Option<
         }
         _ => None,
     }
+}
+
+/// Of 8 units packed to the low bytes of `bytes`, with `ascii` holding one 16-bit lane per unit
+/// (all ones when it is plain ASCII): the first that ends the run (not ASCII, or to be escaped).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn first_stop8(bytes: std::arch::x86_64::__m128i, ascii: std::arch::x86_64::__m128i) -> Option<usize> {
+    use std::arch::x86_64::{_mm_movemask_epi8, _mm_packs_epi16};
+    // The 16-bit lane flags packed to bytes: one bit per unit.
+    let ascii = _mm_movemask_epi8(_mm_packs_epi16(ascii, ascii)) as u32;
+    let stop = (special_sse2(bytes) | !ascii) & 0xFF;
+    (stop != 0).then(|| stop.trailing_zeros() as usize)
 }
 
 /// Bit per byte of `v` that is `"`, `\\` or a control byte.

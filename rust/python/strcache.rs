@@ -14,7 +14,7 @@ const SLOTS: usize = 1024;
 pub const MAX_LEN: usize = 64;
 
 /// One cached string: its length, first and last 8 bytes and the `str` object, in 32 bytes (a
-/// lookup touches half a cache line; the bytes in between live apart, in `Table::middles`, and
+/// lookup touches half a cache line; the bytes of longer strings live apart, in `Table::bytes`, and
 /// are read only when the rest matched).
 struct Slot {
     len: u8,
@@ -29,7 +29,7 @@ struct Slot {
 type Bytes = [u8; MAX_LEN];
 
 /// A cache's slots and, index for index, the bytes of their strings.
-pub struct Table {
+struct Table {
     slots: Vec<Option<Slot>>,
     bytes: Vec<Bytes>,
 }
