@@ -285,7 +285,7 @@ fn change_object<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let none = || py.None();
     let mut session_id = c.session.map_or_else(none, |s| token_str(py, data, s, cache));
-    let mut tool_call_id = c.tool_call_id.map_or_else(none, |s| token_str(py, data, s, cache));
+    let mut tool_call_id = c.tool_call_id.map_or_else(none, |s| token_str(py, data, s, &mut None));
     if let Some(p) = c.permission.and_then(|i| store.permission_at(i)) {
         session_id = text(py, store.session_id(p.session)).unbind();
         tool_call_id = p.tool_call_id.as_deref().map_or_else(none, |t| text(py, t).unbind());
