@@ -364,7 +364,7 @@ def test_scaling_stops_a_contender_projected_past_the_budget():
     # 1k: 0.1 s, 2k: 0.4 s; 5k projected 2.5 s (runs: 2.5 s); 10k projected 10 s > 5 s: stopped
     assert [n for n, _ in quadratic.points] == [1_000, 2_000, 5_000]
     assert quadratic.exponent == pytest.approx(2.0)
-    assert quadratic.runs == [3, 3, 1]  # one pass once a pass takes over 0.5 s
+    assert quadratic.runs == [3, 3, 1]  # one pass once a pass takes over 2 s
     assert quadratic.stopped.startswith("stopped before 10,000 frames: one pass projected at 10.0 s")
     assert "budget of 5 s" in quadratic.stopped
 

@@ -674,7 +674,7 @@ def scaling_lines(run: Run) -> List[str]:
     return [
         f"## scaling — {C.TASK_TITLES['scaling']}",
         f"{SCALING_PROFILE} traffic (seed {run.args.seed}), time per frame of one pass over the first N frames "
-        "(one untimed warm-up pass at each size, then the median of at least 3 passes and of up to 100 until they take 0.2 s; 1 pass for passes over 0.5 s; garbage collector on, as in a long-running client); "
+        "(one untimed warm-up pass at each size, then the median of at least 3 passes and of up to 100 until they take 0.2 s; 1 pass for passes over 2 s; garbage collector on, as in a long-running client); "
         f"exponent = least-squares slope of log(time) vs log(N), 1.0 = linear; a contender whose next pass is "
         f"projected past {run.args.scaling_budget:g} s is stopped.",
         "",

@@ -187,7 +187,7 @@ def run_scaling(
     sizes: Sequence[int],
     budget: float,
     clock: Callable[[], float] = time.perf_counter,
-    repeat_below: float = 0.5,
+    repeat_below: float = 2.0,
     repeats: int = 3,
     min_time: float = 0.2,
     max_repeats: int = 100,
@@ -196,7 +196,8 @@ def run_scaling(
     """Time ``make(n)()`` for each ``n`` of ``sizes`` (ascending): the median of at least
     ``repeats`` passes, more until they add up to ``min_time`` seconds (at most ``max_repeats``),
     while one pass takes under ``repeat_below`` seconds, else one pass. (Three passes of a
-    millisecond each left the smallest sizes to cold caches and noise.) The garbage collector
+    millisecond each left the smallest sizes to cold caches and noise; a single pass of the
+    largest sizes left the growth exponent to the noise of one moment on a shared machine.) The garbage collector
     stays on (a client keeping state for a long session pays for its passes over a growing heap). Before each size, the pass
     is projected from the points so far (:func:`project`); past ``budget`` seconds the contender is
     stopped and ``stopped`` says where and why. Every size gets one untimed warm-up pass first."""
