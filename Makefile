@@ -1,7 +1,7 @@
 # The usual tasks. `make test` is the command the README and CI run.
 PYTHON ?= python3
 
-.PHONY: install build test test-rust test-python test-aarch64 bench bench-rust ab lint format
+.PHONY: install build test test-rust test-python test-aarch64 miri fuzz bench bench-rust ab lint format
 
 install:  ## build the Rust core (release) and install the package with its test extras
 	$(PYTHON) -m pip install -e '.[test]'
@@ -24,6 +24,19 @@ test-aarch64:  ## cargo test for aarch64 under qemu (not part of CI)
 	CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc \
 	CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64-static -L /usr/aarch64-linux-gnu" \
 	cargo test --release --target aarch64-unknown-linux-gnu
+
+# The Rust core's tests under Miri (undefined behaviour in the unsafe code: uninitialised index
+# words, unchecked string building); needs `rustup +nightly component add miri rust-src`. The
+# property loops run fewer cases under Miri (`cfg!(miri)`); still about an hour on 2 cores.
+miri:  ## cargo test under Miri (nightly; not part of CI)
+	MIRIFLAGS="-Zmiri-disable-isolation" cargo +nightly miri test --lib
+
+# libFuzzer targets in fuzz/ (`cargo install cargo-fuzz`, nightly): `stream` (framer + parser +
+# state engine on any bytes in any pieces) and `json` (the validator against serde_json).
+FUZZ_SECONDS ?= 300
+fuzz:  ## run both fuzz targets for FUZZ_SECONDS each (not part of CI)
+	cd fuzz && cargo +nightly fuzz run stream -- -max_total_time=$(FUZZ_SECONDS) -max_len=65536
+	cd fuzz && cargo +nightly fuzz run json -- -max_total_time=$(FUZZ_SECONDS) -max_len=4096
 
 bench:  ## pytest-benchmark suite (release build), then the Rust core benches
 	$(PYTHON) -m pytest benches --benchmark-enable --benchmark-only

@@ -13,6 +13,8 @@ pub mod state;
 #[cfg(feature = "python")]
 mod python;
 
+// Not under Miri, which cannot call into C (`cargo +nightly miri test`, see the Makefile).
+#[cfg(not(miri))]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
