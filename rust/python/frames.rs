@@ -157,6 +157,7 @@ fn new_message<'py>(
         method: text(py, data, env.method, cache),
         session_id: text(py, data, env.session_id, cache),
         update_kind: text(py, data, env.update_kind, cache),
+        // Not cached: each tool call has a new id (see `strcache`).
         tool_call_id: text(py, data, env.tool_call_id, &mut None),
         source: source.clone().unbind(),
         offset,

@@ -285,6 +285,7 @@ fn change_object<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let none = || py.None();
     let mut session_id = c.session.map_or_else(none, |s| token_str(py, data, s, cache));
+    // Tool-call ids bypass the string cache (see `strcache`).
     let mut tool_call_id = c.tool_call_id.map_or_else(none, |s| token_str(py, data, s, &mut None));
     if let Some(p) = c.permission.and_then(|i| store.permission_at(i)) {
         session_id = text(py, store.session_id(p.session)).unbind();

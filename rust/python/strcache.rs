@@ -1,6 +1,9 @@
 //! Direct-mapped caches of short Python strings. Object keys and routing values (method names,
 //! update kinds, session ids) recur in every frame; returning a cached `str` costs a hash and a
 //! compare instead of an allocation, and cached keys are interned so dict lookups stay fast.
+//! Tool-call ids do not go through the cache: each is new with its tool call, so caching them
+//! only evicted the strings that do recur, and each eviction released a `str` made long before
+//! (a cache miss of its own: perf put half of the cache's time on that release at 1M frames).
 
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, Ordering};
