@@ -568,8 +568,8 @@ mod tests {
             '\u{10ffff}',
             'z',
         ];
-        // Fewer lengths under Miri (`make miri`), still past two 16-byte blocks.
-        for n in 0..if cfg!(miri) { 36usize } else { 40 } {
+        // Fewer lengths under Miri (`make miri`), still past a 16-byte block.
+        for n in 0..if cfg!(miri) { 20usize } else { 40 } {
             for at in 0..n.max(1) {
                 for &c in &odd {
                     let mut text: Vec<char> = (0..n).map(|k| (b'a' + (k % 26) as u8) as char).collect();
@@ -612,8 +612,8 @@ mod tests {
     #[test]
     fn fast_strings_match_scalar() {
         let specials = [b'"', b'\\', 0u8, 0x1f, b'\n', 0x08, b'a', 0x7f, 0x20, 0xc3];
-        // Fewer lengths under Miri (`make miri`), still past two 16-byte blocks.
-        for n in 0..if cfg!(miri) { 36usize } else { 80 } {
+        // Fewer lengths under Miri (`make miri`), still past a 16-byte block.
+        for n in 0..if cfg!(miri) { 20usize } else { 80 } {
             for at in 0..n.max(1) {
                 for &sp in &specials {
                     for &second in &[None, Some(n.saturating_sub(1)), Some(at / 2)] {
