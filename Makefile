@@ -27,7 +27,7 @@ test-aarch64:  ## cargo test for aarch64 under qemu (not part of CI)
 
 # The Rust core's tests under Miri (undefined behaviour in the unsafe code: uninitialised index
 # words, unchecked string building); needs `rustup +nightly component add miri rust-src`. The
-# property loops run fewer cases under Miri (`cfg!(miri)`); still about an hour on 2 cores.
+# property loops run fewer cases under Miri (`cfg!(miri)`): about 8 minutes here.
 miri:  ## cargo test under Miri (nightly; not part of CI)
 	MIRIFLAGS="-Zmiri-disable-isolation" cargo +nightly miri test --lib
 
