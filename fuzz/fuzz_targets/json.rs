@@ -24,6 +24,9 @@ fuzz_target!(|data: &[u8]| {
         _ => {}
     }
     if let Err(e) = &ours {
-        assert!(e.position.is_none_or(|p| p <= data.len()), "error position past the end");
+        assert!(
+            e.position.is_none_or(|p| p <= data.len()),
+            "error position past the end"
+        );
     }
 });

@@ -31,15 +31,25 @@ fn lines(max: usize, pieces: &[&[u8]]) -> Vec<(Line, bool)> {
 }
 
 fuzz_target!(|input: &[u8]| {
-    let Some((&ctl, stream)) = input.split_first() else { return };
-    let max = if ctl & 1 == 0 { DEFAULT_MAX_FRAME_BYTES } else { 1 + usize::from(ctl >> 1) * 3 };
+    let Some((&ctl, stream)) = input.split_first() else {
+        return;
+    };
+    let max = if ctl & 1 == 0 {
+        DEFAULT_MAX_FRAME_BYTES
+    } else {
+        1 + usize::from(ctl >> 1) * 3
+    };
     let cut = (usize::from(ctl) * 7919) % (stream.len() + 1);
     let whole = lines(max, &[stream]);
     let split = lines(max, &[&stream[..cut], &stream[cut..]]);
     let strip = |v: &[(Line, bool)]| v.iter().map(|(l, _)| format!("{l:?}")).collect::<Vec<_>>();
     assert_eq!(strip(&whole), strip(&split), "a split changed the lines");
 
-    let mut stores = [Store::new(None, None), Store::new(Some(1), Some(2)), Store::new(Some(2), Some(1))];
+    let mut stores = [
+        Store::new(None, None),
+        Store::new(Some(1), Some(2)),
+        Store::new(Some(2), Some(1)),
+    ];
     let mut cap = Captured::new();
     for (line, utf8) in &whole {
         let Line::Frame(_, data) = line else { continue };
@@ -61,9 +71,15 @@ fuzz_target!(|input: &[u8]| {
                         }
                     }
                 }
-                Err(e) => assert!(e.position.is_none_or(|p| p <= data.len()), "error position past the line"),
+                Err(e) => assert!(
+                    e.position.is_none_or(|p| p <= data.len()),
+                    "error position past the line"
+                ),
             }
         }
     }
-    assert!(stores[1].tool_call_count() <= 2 && stores[2].tool_call_count() <= 1, "bound not kept");
+    assert!(
+        stores[1].tool_call_count() <= 2 && stores[2].tool_call_count() <= 1,
+        "bound not kept"
+    );
 });
