@@ -197,10 +197,11 @@ def run_scaling(
     ``repeats`` passes, more until they add up to ``min_time`` seconds (at most ``max_repeats``),
     while one pass takes under ``repeat_below`` seconds, else one pass. (Three passes of a
     millisecond each left the smallest sizes to cold caches and noise; a single pass of the
-    largest sizes left the growth exponent to the noise of one moment on a shared machine.) The garbage collector
-    stays on (a client keeping state for a long session pays for its passes over a growing heap). Before each size, the pass
-    is projected from the points so far (:func:`project`); past ``budget`` seconds the contender is
-    stopped and ``stopped`` says where and why. Every size gets one untimed warm-up pass first."""
+    largest sizes left the growth exponent to the noise of one moment on a shared machine.) The
+    garbage collector stays on (a client keeping state for a long session pays for its passes
+    over a growing heap). Before each size, the pass is projected from the points so far
+    (:func:`project`); past ``budget`` seconds the contender is stopped and ``stopped`` says where
+    and why. Every size gets one untimed warm-up pass first."""
     result = ScalingResult(contender, name)
     last = None
     for index, n in enumerate(sizes):
