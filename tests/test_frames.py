@@ -288,3 +288,62 @@ def test_batch_entry_error_message_has_frame_column(backend):
     assert err.position == 33
     assert (err.lineno, err.colno) == (1, 34)
     assert err.message == "expected a JSON-RPC message object, found number at line 1 column 34"
+
+
+# ------------------------------------------------------------------------------------------
+# lifetime: messages outlive their decoder and buffer; weak references; bulk allocation
+# ------------------------------------------------------------------------------------------
+
+
+def test_messages_outlive_decoder_and_buffer(backend):
+    import gc
+
+    lines = [
+        b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s%d","update":'
+        b'{"sessionUpdate":"tool_call","toolCallId":"t%d","title":"x"}}}' % (i, i)
+        for i in range(3000)
+    ]
+    buffer = bytearray(b"\n".join(lines) + b"\n")
+    decoder = backend.FrameDecoder()
+    messages = decoder.feed(buffer)
+    del decoder
+    buffer[:] = b"x" * len(buffer)  # the caller reuses its buffer
+    del buffer
+    gc.collect()
+    assert len(messages) == 3000
+    for i, m in enumerate(messages):
+        assert (m.session_id, m.tool_call_id, m.line) == (f"s{i}", f"t{i}", i + 1)
+        assert m.raw == lines[i] and m.params["update"]["title"] == "x"
+
+
+def test_message_weak_reference(backend):
+    import weakref
+
+    m = backend.decode(b'{"jsonrpc":"2.0","id":7,"result":null}')
+    dead = []
+    ref = weakref.ref(m, dead.append)
+    assert ref() is m
+    del m
+    assert ref() is None and dead == [ref]
+
+
+def test_bulk_decode_free_and_decode_again(backend):
+    # Every message of a large feed is freed together and the memory reused by the next feed
+    # (on the Rust backend from the Rust allocator, outside the cyclic GC: see rust/python/untracked.rs).
+    import gc
+    import sys
+
+    from acp_fast import traffic
+
+    buffer = traffic.generate("mixed", 4000, seed=11)
+    first = [(m.kind, m.id, m.method, m.session_id, m.update_kind, m.tool_call_id, m.raw)
+             for m in backend.FrameDecoder().feed(buffer)]
+    for _ in range(3):
+        messages = backend.FrameDecoder().feed(buffer)
+        again = [(m.kind, m.id, m.method, m.session_id, m.update_kind, m.tool_call_id, m.raw) for m in messages]
+        assert again == first
+        assert all(sys.getsizeof(m) > 0 for m in messages[:10])
+        if backend.BACKEND == "rust":
+            assert not any(gc.is_tracked(m) for m in messages)
+        del messages
+        gc.collect()

@@ -165,13 +165,8 @@ fn new_message<'py>(
         fields: *env,
         line,
     };
-    let obj = Bound::new(py, msg)?;
-    // A Message refers only to str / int / None / bytes objects, so it can never be part of a
-    // reference cycle: take it off the garbage collector's lists, which saves the collector from
-    // traversing every decoded message.
-    // SAFETY: `obj` is a live GC-tracked object that we just created.
-    unsafe { pyo3::ffi::PyObject_GC_UnTrack(obj.as_ptr().cast()) };
-    Ok(obj.into_any())
+    // Never tracked by the cyclic GC: `untracked` allocates every Message outside it.
+    Ok(Bound::new(py, msg)?.into_any())
 }
 
 /// Turn a parsed frame into `Message` / `Batch` / `DecodeError` objects. `data` lies in `source`

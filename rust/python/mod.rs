@@ -6,13 +6,14 @@ mod errors;
 mod frames;
 mod state;
 mod strcache;
+mod untracked;
 
 use pyo3::prelude::*;
 
 /// The cyclic garbage collector held off while a `feed` builds its results.
 ///
-/// Everything a feed allocates is acyclic and mostly untracked at once (`Message`, `Change`), yet
-/// CPython counts each allocation towards its next collection: a feed of 100,000 frames set off
+/// Everything a feed allocates is acyclic (`Message` is never tracked, see `untracked`; `Change`
+/// is untracked at once), yet CPython counts each GC-type allocation towards its next collection: a feed of 100,000 frames set off
 /// collections of the whole heap — up to a full one (200 ns per frame at 100 k frames in the
 /// scaling benchmark; benches/RESULTS.md). Restored on drop, also on error; the collector then
 /// runs at the next allocation as it would have.
@@ -58,5 +59,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<frames::PyFrameDecoder>()?;
     m.add_class::<state::PyToolCallStore>()?;
     m.add_class::<state::PyChange>()?;
+    // Before any Message exists (see `untracked`).
+    untracked::install::<frames::PyMessage>(m.py());
     Ok(())
 }

@@ -137,6 +137,8 @@ class _MessageSlots:
         "_session_id": "params.sessionId when it is a string, else None.",
         "_update_kind": "params.update.sessionUpdate when it is a string, else None.",
         "_tool_call_id": "params.update.toolCallId when it is a string, else None.",
+        # Weak references to messages, as the native Message allows (caches keyed by message).
+        "__weakref__": None,
     }
 
 
