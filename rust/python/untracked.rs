@@ -57,13 +57,20 @@ unsafe extern "C" fn free_untracked(op: *mut std::ffi::c_void) {
 
 /// Make the objects of `T` come from `alloc_untracked` (at module init, before any exists).
 ///
-/// Only for a final GC type with the GIL (a free-threaded build has no `PyGC_Head`): anything
-/// else keeps CPython's allocator.
+/// Only for a final GC type with the GIL (a free-threaded build has no `PyGC_Head`) and nothing
+/// else in front of its objects: anything else keeps CPython's allocator.
 pub(crate) fn install<T: PyTypeInfo>(py: Python<'_>) {
     let tp = T::type_object_raw(py);
     // SAFETY: reading the flags of a live type object.
     let flags = unsafe { (*tp).tp_flags };
-    if cfg!(Py_GIL_DISABLED) || flags & ffi::Py_TPFLAGS_HAVE_GC == 0 || flags & ffi::Py_TPFLAGS_BASETYPE != 0 {
+    // Py_TPFLAGS_MANAGED_WEAKREF (1 << 3, 3.12+) and Py_TPFLAGS_MANAGED_DICT (1 << 4) put more
+    // words before the object than the GC header; PyO3 sets neither today.
+    let managed = (1 << 3) | (1 << 4);
+    if cfg!(Py_GIL_DISABLED)
+        || flags & ffi::Py_TPFLAGS_HAVE_GC == 0
+        || flags & ffi::Py_TPFLAGS_BASETYPE != 0
+        || flags & managed != 0
+    {
         return;
     }
     // SAFETY: no object of `T` exists yet (module init), so none was allocated by the previous
