@@ -29,8 +29,9 @@ pub fn write_str(out: &mut Vec<u8>, s: &[u8]) {
 fn write_str_words(out: &mut Vec<u8>, s: &[u8]) {
     out.reserve(s.len() + 2);
     out.push(b'"');
-    let mut run = 0; // start of the bytes not yet copied
-                     // Escape the bytes of `s[from..to]` that need it, copying the run before each.
+    // Start of the bytes not yet copied.
+    let mut run = 0;
+    // Escape the bytes of `s[from..to]` that need it, copying the run before each.
     let mut escape_in = |out: &mut Vec<u8>, from: usize, to: usize| {
         for (k, &b) in s[from..to].iter().enumerate() {
             if NEEDS_ESCAPE[usize::from(b)] {

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import pickle
+import sys
+import weakref
 
 import pytest
 
 import vectors
-from acp_fast import Batch, DecodeError
+from acp_fast import Batch, DecodeError, traffic
 from vectors import strict_equal
 
 VALID = vectors.params("frames_valid")
@@ -296,8 +299,6 @@ def test_batch_entry_error_message_has_frame_column(backend):
 
 
 def test_messages_outlive_decoder_and_buffer(backend):
-    import gc
-
     lines = [
         b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s%d","update":'
         b'{"sessionUpdate":"tool_call","toolCallId":"t%d","title":"x"}}}' % (i, i)
@@ -317,8 +318,6 @@ def test_messages_outlive_decoder_and_buffer(backend):
 
 
 def test_message_weak_reference(backend):
-    import weakref
-
     m = backend.decode(b'{"jsonrpc":"2.0","id":7,"result":null}')
     dead = []
     ref = weakref.ref(m, dead.append)
@@ -330,18 +329,14 @@ def test_message_weak_reference(backend):
 def test_bulk_decode_free_and_decode_again(backend):
     # Every message of a large feed is freed together and the memory reused by the next feed
     # (on the Rust backend from the Rust allocator, outside the cyclic GC: see rust/python/untracked.rs).
-    import gc
-    import sys
-
-    from acp_fast import traffic
+    def fields(m):
+        return (m.kind, m.id, m.method, m.session_id, m.update_kind, m.tool_call_id, m.raw)
 
     buffer = traffic.generate("mixed", 4000, seed=11)
-    first = [(m.kind, m.id, m.method, m.session_id, m.update_kind, m.tool_call_id, m.raw)
-             for m in backend.FrameDecoder().feed(buffer)]
+    first = [fields(m) for m in backend.FrameDecoder().feed(buffer)]
     for _ in range(3):
         messages = backend.FrameDecoder().feed(buffer)
-        again = [(m.kind, m.id, m.method, m.session_id, m.update_kind, m.tool_call_id, m.raw) for m in messages]
-        assert again == first
+        assert [fields(m) for m in messages] == first
         assert all(sys.getsizeof(m) > 0 for m in messages[:10])
         if backend.BACKEND == "rust":
             assert not any(gc.is_tracked(m) for m in messages)

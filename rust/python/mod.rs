@@ -13,9 +13,9 @@ use pyo3::prelude::*;
 /// The cyclic garbage collector held off while a `feed` builds its results.
 ///
 /// Everything a feed allocates is acyclic (`Message` is never tracked, see `untracked`; `Change`
-/// is untracked at once), yet CPython counts each GC-type allocation towards its next collection: a feed of 100,000 frames set off
-/// collections of the whole heap — up to a full one (200 ns per frame at 100 k frames in the
-/// scaling benchmark; benches/RESULTS.md). Restored on drop, also on error; the collector then
+/// is untracked at once), yet CPython counts each GC-type allocation towards its next
+/// collection: a feed of 100,000 frames set off collections of the whole heap — up to a full one
+/// (200 ns per frame at 100 k frames in the scaling benchmark; benches/RESULTS.md). Restored on drop, also on error; the collector then
 /// runs at the next allocation as it would have.
 pub(crate) struct GcPause {
     was_enabled: bool,
