@@ -395,17 +395,6 @@ def test_table_is_aligned_markdown():
     ]
 
 
-def test_state_module_is_an_alias(capsys):
-    code = S.main([
-        "--frames", "300", "--rounds", "1", "--scaling", "100,200",
-        "--contenders", "rust", "python", "orjson", "--memory-frames", "0", "--no-progress",
-    ])
-    assert code == 0
-    out = capsys.readouterr().out
-    assert "### state · mixed" in out and "## scaling" in out and "ToolCallStore.feed" in out
-    assert "### decode" not in out and "### state · tiny" not in out
-
-
 def test_runs_without_the_optional_contenders(monkeypatch, tmp_path, capsys):
     # a fresh install without msgspec and the ACP SDK: those rows say why, the rest runs
     for name in ("acp", "acp.schema", "acp.contrib", "acp.contrib.session_state"):

@@ -16,7 +16,9 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import acp_fast
 import pytest
-from acp_fast import _shapes, inspector, recording
+from acp_fast import recording
+from acp_fast.cli import _shapes
+from acp_fast.cli import inspect as inspector
 
 PY = sys.executable
 AGENT = [PY, "-m", "acp_fast.cli", "demo-agent"]

@@ -1,4 +1,4 @@
-"""``acp-fast inspect`` and :func:`acp_fast.inspector.replay`: a recording or stream replayed
+"""``acp-fast inspect`` and :func:`acp_fast.cli.inspect.replay`: a recording or stream replayed
 through the state engine gives the state the proxy held live; the real command's report."""
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from typing import Any, Dict, Optional
 import acp_fast
 import pytest
 from acp_fast import builders as B
-from acp_fast import inspector, recording, traffic
+from acp_fast import recording, traffic
+from acp_fast.cli import inspect as inspector
 
 PY = sys.executable
 

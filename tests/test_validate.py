@@ -21,7 +21,7 @@ import acp_fast
 import pytest
 from acp_fast import builders as B
 from acp_fast import recording, traffic
-from acp_fast import validate as V
+from acp_fast.cli import validate as V
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -681,7 +681,7 @@ def _mutated(draw, seed: bytes):
 
 @given(st.one_of(st.binary(max_size=400), _mutated(_SEED_RECORDING), _mutated(BAD.read_bytes()[:1500])))
 def test_no_input_makes_validate_or_inspect_raise(codec, data):
-    from acp_fast import inspector
+    from acp_fast.cli import inspect as inspector
 
     for schema in (False, True):
         v = V.Validator(schema=schema)

@@ -25,7 +25,7 @@ from typing import IO, Any, Dict, Iterator, List, Optional, Sequence, Union
 
 import orjson
 
-from ._streams import DIRECTIONS, RecordError, parse_header, parse_record
+from .cli._streams import DIRECTIONS, RecordError, parse_header, parse_record
 
 __all__ = ["FORMAT_VERSION", "Record", "RecordingError", "RecordWriter", "read", "extract", "is_recording"]
 

@@ -287,32 +287,3 @@ def memory_per_tool_call(module: str, n: int) -> Optional[float]:
     except (OSError, subprocess.SubprocessError, ValueError, IndexError):
         return None
     return held / count if count else None
-
-
-# ---------------------------------------------------------------------------------------------
-# The old command line
-
-
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    """``python -m acp_fast.bench.state [--frames N] [--rounds R] [--scaling 1000,...,1000000]``:
-    ``acp-fast bench --tasks state scaling --profiles mixed`` with those sizes."""
-    import argparse
-
-    from .report import main as bench_main
-
-    ap = argparse.ArgumentParser(prog="python -m acp_fast.bench.state", description=main.__doc__)
-    ap.add_argument("--frames", type=int, default=100_000, help="frames of the state corpus (mixed profile)")
-    ap.add_argument("--rounds", type=int, default=7, help="timed rounds per contender (median reported)")
-    ap.add_argument("--scaling", default="1000,1000000", help="smallest and largest stream length (comma list)")
-    args, rest = ap.parse_known_args(argv)
-    sizes = [int(s) for s in args.scaling.split(",") if s]
-    forwarded = [
-        "--tasks", "state", "scaling", "--profiles", "mixed", "--frames", f"mixed={args.frames}",
-        "--min-runs", str(args.rounds), "--max-runs", str(args.rounds),
-        "--scaling-min", str(min(sizes)), "--scaling-max", str(max(sizes)),
-    ]
-    return bench_main(forwarded + list(rest))
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -43,7 +43,7 @@ import orjson
 
 import acp_fast
 
-from .recording import RecordWriter
+from ..recording import RecordWriter
 
 __all__ = ["main", "Proxy", "Direction"]
 

@@ -13,7 +13,7 @@ counts instead.
 
 From Python, :func:`replay` gives the store (to compare with a live one)::
 
-    from acp_fast.inspector import replay
+    from acp_fast.cli.inspect import replay
     store = replay("session.rec")            # a path, or the bytes of a stream / recording
     store.snapshot() == live_store.snapshot()
 
