@@ -61,7 +61,7 @@ CHECK_ENV = PYTHONPATH=$(CURDIR)/python
 lint: lint-format lint-ruff lint-mypy lint-stubtest lint-imports lint-rust  ## every static check
 
 lint-format:  ## Python formatting (ruff format --check; `make format` fixes it)
-	$(PYTHON) -m ruff format --check $(PY_PATHS)
+	$(PYTHON) -m ruff format --check --output-format concise $(PY_PATHS)
 
 lint-ruff:  ## Python lint rules
 	$(PYTHON) -m ruff check $(PY_PATHS)
