@@ -1,10 +1,11 @@
 # The usual tasks. `make test` is the command the README and CI run.
 PYTHON ?= python3
 
-.PHONY: install build test test-rust test-python test-aarch64 miri fuzz bench bench-rust ab lint format
+.PHONY: install build test test-rust test-python test-aarch64 miri fuzz bench bench-rust ab lint format \
+	lint-format lint-ruff lint-mypy lint-stubtest lint-imports lint-rust
 
-install:  ## build the Rust core (release) and install the package with its test extras
-	$(PYTHON) -m pip install -e '.[test]'
+install:  ## build the Rust core (release) and install the package with its test and lint extras
+	$(PYTHON) -m pip install -e '.[test,lint]'
 
 build:  ## rebuild the native module in place after a Rust change
 	$(PYTHON) -m pip install -e . --no-deps --no-build-isolation
@@ -50,10 +51,36 @@ bench-rust:
 ab:  ## A/B of two native builds in one process: make ab OLD=/tmp/old.so NEW=/tmp/new.so [AB_ARGS="--tasks decode state"]
 	$(PYTHON) benches/ab.py $(OLD) $(NEW) $(AB_ARGS)
 
-lint:
+# Static checks (CI runs `make lint` after `make test`; needs the `lint` extra: pip install -e '.[lint]').
+# The Python tools check this checkout's package (PYTHONPATH=python), whatever else is installed.
+# `make -k lint` runs every check even when one fails. Configuration: pyproject.toml ([tool.ruff],
+# [tool.mypy]) and Cargo.toml ([lints]).
+PY_PATHS = python tests benches .ci
+CHECK_ENV = PYTHONPATH=$(CURDIR)/python
+
+lint: lint-format lint-ruff lint-mypy lint-stubtest lint-imports lint-rust  ## every static check
+
+lint-format:  ## Python formatting (ruff format --check; `make format` fixes it)
+	$(PYTHON) -m ruff format --check --output-format concise $(PY_PATHS)
+
+lint-ruff:  ## Python lint rules
+	$(PYTHON) -m ruff check $(PY_PATHS)
+
+lint-mypy:  ## mypy --strict over the package (and tests/test_typing.py)
+	$(CHECK_ENV) $(PYTHON) -m mypy
+
+lint-stubtest:  ## the stub python/acp_fast/_native.pyi against the built native module
+	$(CHECK_ENV) $(PYTHON) -m mypy.stubtest acp_fast._native --mypy-config-file pyproject.toml \
+		--allowlist .ci/stubtest-allowlist.txt
+
+lint-imports:  ## no import cycle between the package's modules
+	$(CHECK_ENV) $(PYTHON) .ci/import_cycles.py acp_fast
+
+lint-rust:  ## rustfmt, clippy with the [lints] of Cargo.toml as errors, the core without PyO3
 	cargo fmt --check
 	cargo clippy --all-targets --features python -- -D warnings
 	cargo build --no-default-features
 
-format:
+format:  ## apply rustfmt and ruff format
 	cargo fmt
+	$(PYTHON) -m ruff format $(PY_PATHS)

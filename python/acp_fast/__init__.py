@@ -9,6 +9,8 @@ native module an ImportError.
 from __future__ import annotations
 
 import os as _os
+from types import ModuleType as _ModuleType
+from typing import TYPE_CHECKING
 
 from .batch import Batch
 from .errors import AcpError, DecodeError, EncodeError
@@ -17,31 +19,37 @@ _choice = _os.environ.get("ACP_FAST_BACKEND", "").strip().lower()
 if _choice not in ("", "rust", "python"):
     raise ImportError(f"ACP_FAST_BACKEND must be 'rust' or 'python', found {_choice!r}")
 
+_backend: _ModuleType
 if _choice == "python":
     from . import _fallback as _backend
 else:
     try:
-        from . import _native as _backend  # type: ignore[no-redef]
+        from . import _native as _backend
     except ImportError:
         if _choice == "rust":
             raise
-        from . import _fallback as _backend  # type: ignore[no-redef]
+        from . import _fallback as _backend
 
-BACKEND: str = _backend.BACKEND
-loads = _backend.loads
-dumps = _backend.dumps
-decode = _backend.decode
-encode = _backend.encode
-FrameDecoder = _backend.FrameDecoder
-Message = _backend.Message
-ToolCallStore = _backend.ToolCallStore
-Change = _backend.Change
+if TYPE_CHECKING:
+    # Type checkers see the typed stub of the compiled core (_native.pyi); the fallback exposes
+    # the same names with the same signatures (tests/test_api.py), so the choice does not matter.
+    from ._native import BACKEND, Change, FrameDecoder, Message, ToolCallStore, decode, dumps, encode, loads
+else:
+    BACKEND = _backend.BACKEND
+    loads = _backend.loads
+    dumps = _backend.dumps
+    decode = _backend.decode
+    encode = _backend.encode
+    FrameDecoder = _backend.FrameDecoder
+    Message = _backend.Message
+    ToolCallStore = _backend.ToolCallStore
+    Change = _backend.Change
 
 try:
     from importlib.metadata import version as _version
 
     __version__ = _version("acp-fast")
-except Exception:  # pragma: no cover - running from a source tree without metadata
+except Exception:  # noqa: BLE001  # pragma: no cover - running from a source tree without metadata
     __version__ = "0.0.0"
 
 __all__ = [

@@ -1,39 +1,57 @@
 """Type stubs for the compiled core, ``acp_fast._native`` (the fallback ``acp_fast._fallback``
-exposes the same names with the same signatures)."""
+exposes the same names with the same signatures). ``acp_fast/__init__.py`` imports the public
+names from here for type checkers, whichever backend runs; ``make lint`` checks this file against
+the built module with stubtest."""
 
-from typing import Any, Dict, Final, Iterator, List, Optional, Union, final
+from typing import Any, Dict, Final, Iterator, List, Optional, TypeAlias, Union, final
 
 from .batch import Batch
 from .errors import DecodeError
 
+__all__ = [
+    "BACKEND",
+    "__version__",
+    "build_profile",
+    "loads",
+    "dumps",
+    "decode",
+    "encode",
+    "Message",
+    "FrameDecoder",
+    "ToolCallStore",
+    "Change",
+]
+
 BACKEND: Final[str]
 """``"rust"``."""
 __version__: Final[str]
+"""The installed distribution's version."""
 build_profile: Final[str]
 """``"release"`` or ``"debug"``; benchmarks refuse a debug build."""
 
-_Buffer = Union[bytes, bytearray, memoryview, str]
-_Frame = Union["Message", Batch]
-_FeedResult = Union["Message", Batch, DecodeError]
+_Buffer: TypeAlias = Union[bytes, bytearray, memoryview, str]
+_Frame: TypeAlias = Union[Message, Batch]
+_FeedResult: TypeAlias = Union[Message, Batch, DecodeError]
+_Id: TypeAlias = Union[str, int, None]
 
-def loads(data: _Buffer, /) -> Any:
+def loads(data: _Buffer) -> Any:
     """Parse one JSON document into dict / list / str / int / float / bool / None.
 
     Integers of any size come back exact. Raises :class:`acp_fast.DecodeError` (a
     ``json.JSONDecodeError``) with the byte position, line and column of the first problem."""
 
-def dumps(obj: Any, /) -> bytes:
+def dumps(obj: Any) -> bytes:
     """Compact UTF-8 JSON: no spaces, no trailing newline, non-ASCII written as is, keys in
     insertion order, integers of any size. NaN / Infinity, non-str keys and unsupported objects
     raise :class:`acp_fast.EncodeError` naming the path (``$.params.items[3]``). ``Message`` and
     ``orjson.Fragment`` values are written as their raw JSON."""
 
-def decode(line: _Buffer, /) -> _Frame:
+def decode(line: _Buffer) -> _Frame:
     """Decode one frame (with or without its ``\\n`` / ``\\r\\n``) into a :class:`Message`, or a
     :class:`Batch` for a batch array. Raises :class:`acp_fast.DecodeError`: ``code == -32700`` for
     invalid JSON, ``-32600`` for an invalid JSON-RPC message or an empty batch."""
 
-def encode(message: Union["Message", Batch, dict, list], /) -> bytes:
+def encode(message: Union[Message, Batch, Dict[str, Any], List[Any]]) -> bytes:
     """The frame as bytes ending in one ``\\n``. ``encode(decode(line))`` gives back the line."""
 
 @final
@@ -47,10 +65,11 @@ class Message:
     def kind(self) -> str:
         """``"request"``, ``"notification"``, ``"response"`` or ``"error"``."""
     @property
-    def id(self) -> Union[str, int, None]:
+    def id(self) -> _Id:
         """The id (None for notifications and for ``"id": null``)."""
     @property
-    def method(self) -> Optional[str]: ...
+    def method(self) -> Optional[str]:
+        """The method name, or None for responses."""
     @property
     def session_id(self) -> Optional[str]:
         """``params.sessionId`` when it is a string."""
@@ -67,16 +86,22 @@ class Message:
     def line(self) -> Optional[int]:
         """The 1-based stream line number when the message came from a :class:`FrameDecoder`."""
     @property
-    def params(self) -> Any: ...
+    def params(self) -> Any:
+        """``params`` as fresh Python objects (None when absent)."""
     @property
-    def result(self) -> Any: ...
+    def result(self) -> Any:
+        """``result`` as fresh Python objects (None when absent)."""
     @property
-    def error(self) -> Any: ...
-    def to_dict(self) -> Any:
+    def error(self) -> Any:
+        """``error`` as fresh Python objects (None when absent)."""
+    def to_dict(self) -> Dict[str, Any]:
         """The whole message as fresh Python objects."""
-    def __bytes__(self) -> bytes: ...
-    def __eq__(self, other: object) -> bool: ...
-    def __hash__(self) -> int: ...
+    def __bytes__(self) -> bytes:
+        """``raw``."""
+    def __eq__(self, other: object, /) -> bool:
+        """Equal to another :class:`Message` with the same ``raw``."""
+    def __hash__(self) -> int:
+        """The hash of ``raw``."""
 
 @final
 class FrameDecoder:
@@ -87,8 +112,10 @@ class FrameDecoder:
     ``raw``). Blank lines are skipped but counted; ``\\r\\n`` endings are accepted; a line longer
     than ``max_frame_bytes`` yields one error and the decoder resynchronises at the next newline."""
 
-    def __init__(self, *, max_frame_bytes: int = 67108864) -> None: ...
-    def feed(self, data: _Buffer, /) -> List[_FeedResult]: ...
+    def __new__(cls, *, max_frame_bytes: int = 67108864) -> FrameDecoder:
+        """A decoder holding at most ``max_frame_bytes`` of a partial line."""
+    def feed(self, data: _Buffer) -> List[_FeedResult]:
+        """Feed bytes; returns the results of every line completed by them, in order."""
     def finish(self) -> List[_FeedResult]:
         """End of input: decode a last line that has no newline."""
     @property
@@ -98,70 +125,118 @@ class FrameDecoder:
     def buffered(self) -> int:
         """Bytes held for the current partial line (at most ``max_frame_bytes``)."""
     @property
-    def max_frame_bytes(self) -> int: ...
+    def max_frame_bytes(self) -> int:
+        """The longest line accepted, in bytes (line ending excluded)."""
 
 @final
 class Change:
     """A light change event returned by :meth:`ToolCallStore.apply` / ``feed`` (DESIGN §7.9):
     which session, what (``target``: ``"tool_call"``, ``"terminal"``, ``"plan"``,
-    ``"permission"``, ``"session"``, ``"protocol"``), which id, and ``action``."""
+    ``"permission"``, ``"session"``, ``"protocol"``), which id, and ``action``. Immutable,
+    hashable, equal when all five fields are equal; ``tuple(change)`` gives the five."""
 
-    def __init__(self, session_id: Optional[str], target: str, id: Any, action: str, tool_call_id: Optional[str]) -> None: ...
+    def __new__(
+        cls, session_id: Optional[str], target: str, id: _Id, action: str, tool_call_id: Optional[str]
+    ) -> Change:
+        """A change event with these fields."""
     @property
-    def session_id(self) -> Optional[str]: ...
+    def session_id(self) -> Optional[str]:
+        """The session the change belongs to (None for ``"protocol"``)."""
     @property
-    def target(self) -> str: ...
+    def target(self) -> str:
+        """What changed: ``"tool_call"``, ``"terminal"``, ``"plan"``, ``"permission"``,
+        ``"session"`` or ``"protocol"``."""
     @property
-    def id(self) -> Any: ...
+    def id(self) -> _Id:
+        """The id of what changed (tool call, terminal, plan or request id; the protocol version
+        for ``"protocol"``; None for ``"session"``)."""
     @property
-    def action(self) -> str: ...
+    def action(self) -> str:
+        """What happened to it (``"created"``, ``"updated"``, ``"appended"``, ...)."""
     @property
-    def tool_call_id(self) -> Optional[str]: ...
-    def __iter__(self) -> Iterator[Any]: ...
-    def __len__(self) -> int: ...
-    def __eq__(self, other: object) -> bool: ...
-    def __hash__(self) -> int: ...
+    def tool_call_id(self) -> Optional[str]:
+        """The tool call concerned, for tool calls and permission requests."""
+    def __iter__(self) -> Iterator[Any]:
+        """The five fields in order."""
+    def __len__(self) -> int:
+        """5."""
+    def __eq__(self, other: object, /) -> bool:
+        """Equal to another :class:`Change` with the same fields."""
+    def __hash__(self) -> int:
+        """The hash of the fields."""
 
-_Frame = Union[Message, List[Any], _Buffer, str, Dict[str, Any]]
+_ApplyFrame: TypeAlias = Union[Message, List[Any], _Buffer, Dict[str, Any]]
 
+@final
 class ToolCallStore:
     """The current state of every tool call, terminal, plan and permission request, per session,
-    kept from frames without building Python objects (API.md "Tool-call state", DESIGN §7).
+    kept from frames without building Python objects (docs/API.md "Tool-call state", DESIGN §7).
     Records are built only when asked for (``get``, ``tool_calls``, ``snapshot``, ...)."""
 
-    def __init__(
-        self, protocol_version: Optional[int] = None, *, max_tool_calls: Optional[int] = None, max_frame_bytes: int = 67108864
-    ) -> None: ...
-    def apply(self, frame: _Frame, *, source: Optional[str] = None) -> Any:
-        """Apply one frame: a :class:`Change` or None (a list for a batch); raises DecodeError."""
-    def feed(self, data: _Buffer, *, changes: bool = True, source: Optional[str] = None) -> List[Any]:
+    def __new__(
+        cls,
+        protocol_version: Optional[int] = None,
+        *,
+        max_tool_calls: Optional[int] = None,
+        max_frame_bytes: int = 67108864,
+    ) -> ToolCallStore:
+        """An empty store: ``protocol_version`` 1 or 2 (None: the negotiated one, else 1);
+        ``max_tool_calls`` bounds the finished tool calls kept; ``max_frame_bytes`` as for
+        :class:`FrameDecoder`."""
+    def apply(self, frame: _ApplyFrame, *, source: Optional[str] = None) -> Any:
+        """Apply one frame (a Message, a Batch, bytes/str, a dict or a list of dicts): a
+        :class:`Change` or None (a list for a batch); raises DecodeError for a bad frame.
+        ``source`` is ``"agent"``, ``"client"`` or None (who sent the frame)."""
+    def feed(
+        self, data: _Buffer, *, changes: bool = True, source: Optional[str] = None
+    ) -> List[Union[Change, DecodeError]]:
         """Apply every complete line: the Changes (``changes=True``) and DecodeErrors, in order.
         ``source`` (``"agent"``, ``"client"`` or None) as for :meth:`apply`."""
-    def finish(self, *, changes: bool = True, source: Optional[str] = None) -> List[Any]: ...
-    def get(self, session_id: str, tool_call_id: str) -> Optional[Dict[str, Any]]: ...
-    def tool_calls(self, session_id: str) -> Dict[str, Dict[str, Any]]: ...
-    def snapshot(self) -> Dict[str, Dict[str, Dict[str, Any]]]: ...
-    def terminal(self, session_id: str, terminal_id: str) -> Optional[Dict[str, Any]]: ...
-    def terminals(self, session_id: str) -> Dict[str, Dict[str, Any]]: ...
-    def plans(self, session_id: str) -> Dict[str, Dict[str, Any]]: ...
-    def permission(self, request_id: Union[str, int, None]) -> Optional[Dict[str, Any]]: ...
-    def permissions(self, session_id: str) -> List[Dict[str, Any]]: ...
-    def pending_permissions(self, session_id: str) -> List[Dict[str, Any]]: ...
+    def finish(self, *, changes: bool = True, source: Optional[str] = None) -> List[Union[Change, DecodeError]]:
+        """End of input: apply a last line that has no newline."""
+    def get(self, session_id: str, tool_call_id: str) -> Optional[Dict[str, Any]]:
+        """The tool call as a fresh dict in ACP wire shape, or None."""
+    def tool_calls(self, session_id: str) -> Dict[str, Dict[str, Any]]:
+        """``{toolCallId: record}`` of a session, in first-seen order."""
+    def snapshot(self) -> Dict[str, Dict[str, Dict[str, Any]]]:
+        """``{sessionId: {toolCallId: record}}`` of the sessions that hold tool calls."""
+    def terminal(self, session_id: str, terminal_id: str) -> Optional[Dict[str, Any]]:
+        """The terminal (``output`` as bytes), or None."""
+    def terminals(self, session_id: str) -> Dict[str, Dict[str, Any]]:
+        """``{terminalId: record}`` of a session, in first-seen order."""
+    def plans(self, session_id: str) -> Dict[str, Dict[str, Any]]:
+        """``{planId: record}`` of a session, in first-seen order."""
+    def permission(self, request_id: _Id) -> Optional[Dict[str, Any]]:
+        """The latest permission request with this id (``1`` and ``"1"`` differ): the pending one,
+        else the last resolved one; None if there is none."""
+    def permissions(self, session_id: str) -> List[Dict[str, Any]]:
+        """The permission requests of a session (pending and resolved), in request order."""
+    def pending_permissions(self, session_id: str) -> List[Dict[str, Any]]:
+        """The pending permission requests of a session, in request order."""
     def cancel_responses(self, session_id: str) -> List[bytes]:
         """The ``cancelled`` responses a client owes after ``session/cancel``, as frames."""
     def state(self) -> Dict[str, Any]:
-        """The whole state as a JSON-compatible dict (the checkpoint)."""
-    def to_json(self) -> bytes: ...
+        """The whole store as a JSON-compatible dict (the checkpoint, DESIGN §7.8); terminal output as base64."""
+    def to_json(self) -> bytes:
+        """``dumps(state())``: a checkpoint for :meth:`from_json`."""
     @classmethod
-    def from_json(cls, data: Union[bytes, str]) -> "ToolCallStore": ...
+    def from_json(cls, data: Union[bytes, str]) -> ToolCallStore:
+        """Rebuild a store from :meth:`to_json` output (bytes or str). A document of another shape
+        raises ValueError naming the path."""
     @property
-    def protocol_version(self) -> int: ...
+    def protocol_version(self) -> int:
+        """The version in force: the fixed one, else the negotiated one, else 1."""
     @property
-    def negotiated_version(self) -> Optional[int]: ...
+    def negotiated_version(self) -> Optional[int]:
+        """The version learned from an ``initialize`` response, or None."""
     @property
-    def max_tool_calls(self) -> Optional[int]: ...
+    def max_tool_calls(self) -> Optional[int]:
+        """The bound on finished tool calls kept, or None."""
     @property
-    def evicted(self) -> int: ...
+    def evicted(self) -> int:
+        """Tool calls dropped by the ``max_tool_calls`` bound."""
     @property
-    def line(self) -> int: ...
-    def __len__(self) -> int: ...
+    def line(self) -> int:
+        """Lines completed by ``feed`` / ``finish`` so far."""
+    def __len__(self) -> int:
+        """The number of tool calls held."""

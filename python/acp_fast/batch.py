@@ -7,7 +7,7 @@ from typing import Any, Iterable
 __all__ = ["Batch"]
 
 
-class Batch(list):  # type: ignore[type-arg]
+class Batch(list[Any]):
     """A decoded batch frame: a ``list`` of ``Message`` / ``DecodeError`` entries.
 
     ``raw`` is the frame's bytes without the line ending, and ``line`` its stream line number
@@ -17,7 +17,7 @@ class Batch(list):  # type: ignore[type-arg]
 
     __slots__ = ("raw", "line", "_decoded")
 
-    def __init__(self, entries: Iterable[Any] = (), raw: bytes = b"", line: "int | None" = None) -> None:
+    def __init__(self, entries: Iterable[Any] = (), raw: bytes = b"", line: int | None = None) -> None:
         super().__init__(entries)
         self.raw = raw
         self.line = line

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import base64 as _b64
 from types import MappingProxyType
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Union
 
 from . import dumps as _dumps
 
@@ -76,9 +76,9 @@ class _Unset:
     """Type of :data:`UNSET`, the marker of an omitted optional field (a singleton)."""
 
     __slots__ = ()
-    _instance: "Optional[_Unset]" = None
+    _instance: Optional[_Unset] = None
 
-    def __new__(cls) -> "_Unset":
+    def __new__(cls) -> _Unset:  # noqa: PYI034 - a singleton: always the one instance, never a subclass
         if cls._instance is None:
             cls._instance = super().__new__(cls)
         return cls._instance
@@ -133,8 +133,7 @@ _PLAN_OPEN = _UPDATE_OPEN + b'"plan","entries":'
 _PLAN_UPDATE_OPEN = _UPDATE_OPEN + b'"plan_update","plan":{"type":"items","planId":'
 
 _MESSAGE_CHUNK_OPEN = {
-    kind: _UPDATE_OPEN + b'"' + kind.encode() + b'","content":{"type":"text","text":'
-    for kind in MESSAGE_CHUNK_KINDS
+    kind: _UPDATE_OPEN + b'"' + kind.encode() + b'","content":{"type":"text","text":' for kind in MESSAGE_CHUNK_KINDS
 }
 
 _PERMISSION_HEAD = b',"method":"session/request_permission","params":{"sessionId":'
@@ -240,9 +239,7 @@ def _check_status(status: Any, version: int) -> None:
     if not isinstance(status, str):
         raise TypeError(f"status must be a str, found {type(status).__name__}")
     if version == 1 and status not in V1_TOOL_STATUSES:
-        raise ValueError(
-            f"status must be one of {sorted(V1_TOOL_STATUSES)} in protocol version 1, found {status!r}"
-        )
+        raise ValueError(f"status must be one of {sorted(V1_TOOL_STATUSES)} in protocol version 1, found {status!r}")
 
 
 def _tool_fields(
@@ -355,9 +352,7 @@ def plan_entry(content: str, *, priority: str = "medium", status: str = "pending
     if priority not in PLAN_PRIORITIES and not (isinstance(priority, str) and priority.startswith("_")):
         raise ValueError(f"priority must be one of ['high', 'low', 'medium'] or start with '_', found {priority!r}")
     if status not in V2_PLAN_STATUSES and not (isinstance(status, str) and status.startswith("_")):
-        raise ValueError(
-            f"status must be one of {sorted(V2_PLAN_STATUSES)} or start with '_', found {status!r}"
-        )
+        raise ValueError(f"status must be one of {sorted(V2_PLAN_STATUSES)} or start with '_', found {status!r}")
     return {"content": content, "priority": priority, "status": status}
 
 
@@ -372,9 +367,7 @@ def permission_option(option_id: str, name: str, kind: str) -> Dict[str, Any]:
     if not isinstance(name, str):
         raise TypeError(f"name must be a str, found {type(name).__name__}")
     if kind not in PERMISSION_OPTION_KINDS and not (isinstance(kind, str) and kind.startswith("_")):
-        raise ValueError(
-            f"kind must be one of {sorted(PERMISSION_OPTION_KINDS)} or start with '_', found {kind!r}"
-        )
+        raise ValueError(f"kind must be one of {sorted(PERMISSION_OPTION_KINDS)} or start with '_', found {kind!r}")
     return {"optionId": option_id, "name": name, "kind": kind}
 
 
@@ -562,7 +555,9 @@ def tool_call_update(
     return _SESSION_UPDATE_HEAD + _dumps(session_id) + _UPDATE_KEY + _dumps(update) + b"}}\n"
 
 
-def tool_call_content_chunk(session_id: str, tool_call_id: str, content: Mapping[str, Any], *, meta: Any = UNSET) -> bytes:
+def tool_call_content_chunk(
+    session_id: str, tool_call_id: str, content: Mapping[str, Any], *, meta: Any = UNSET
+) -> bytes:
     """A protocol v2 ``tool_call_content_chunk``: appends one content item to the tool call.
 
     ``meta`` belongs to the chunk only (``None`` writes null, which v2 reads like omitted).
@@ -635,7 +630,7 @@ def message_chunk(
 
     ``message_id`` is optional in protocol v1 and required in v2 (pass it for v2 sessions).
     """
-    head = _MESSAGE_CHUNK_OPEN.get(kind)  # type: ignore[arg-type]
+    head = _MESSAGE_CHUNK_OPEN.get(kind)
     if head is None:
         raise ValueError(f"kind must be one of {list(MESSAGE_CHUNK_KINDS)}, found {kind!r}")
     if type(text) is not str and not isinstance(text, str):
@@ -656,7 +651,7 @@ def message_chunk(
 # Plans
 
 
-def _entries(entries: Any, statuses: frozenset, version: int) -> bytes:
+def _entries(entries: Any, statuses: FrozenSet[str], version: int) -> bytes:
     if not isinstance(entries, (list, tuple)):
         raise TypeError(f"entries must be a list, found {type(entries).__name__}")
     for index, entry in enumerate(entries):
@@ -679,7 +674,13 @@ def _entries(entries: Any, statuses: frozenset, version: int) -> bytes:
 def plan(session_id: str, entries: Sequence[Mapping[str, Any]]) -> bytes:
     """A protocol v1 ``plan`` update: the complete list of entries (replaces the client's plan)."""
     return b"".join(
-        (_SESSION_UPDATE_HEAD, _str(session_id, "session_id"), _PLAN_OPEN, _entries(entries, V1_PLAN_STATUSES, 1), b"}}}\n")
+        (
+            _SESSION_UPDATE_HEAD,
+            _str(session_id, "session_id"),
+            _PLAN_OPEN,
+            _entries(entries, V1_PLAN_STATUSES, 1),
+            b"}}}\n",
+        )
     )
 
 
@@ -792,7 +793,9 @@ def request_permission(
     return b"".join(parts)
 
 
-def permission_response(request_id: Union[str, int], option_id: Optional[str] = None, *, cancelled: bool = False) -> bytes:
+def permission_response(
+    request_id: Union[str, int], option_id: Optional[str] = None, *, cancelled: bool = False
+) -> bytes:
     """The client's answer to a permission request: the selected option, or ``cancelled=True``."""
     if type(request_id) is int and _INT64_MIN <= request_id <= _INT64_MAX:
         rid = b"%d" % request_id
@@ -837,7 +840,12 @@ def terminal_update(
     ``{"data": base64}``; ``exit_status`` is a dict such as ``{"exitCode": 0}`` (any dict, even
     ``{}``, marks the terminal exited).
     """
-    parts = [_SESSION_UPDATE_HEAD, _str(session_id, "session_id"), _TERMINAL_UPDATE_OPEN, _str(terminal_id, "terminal_id")]
+    parts = [
+        _SESSION_UPDATE_HEAD,
+        _str(session_id, "session_id"),
+        _TERMINAL_UPDATE_OPEN,
+        _str(terminal_id, "terminal_id"),
+    ]
     if command is not UNSET:
         parts.append(b',"command":' + (_NULL if command is None else _str(command, "command")))
     if cwd is not UNSET:
@@ -905,7 +913,7 @@ def tool_kind(tool_name: str, extra: Optional[Mapping[str, str]] = None) -> str:
     return DEFAULT_TOOL_KINDS.get(tool_name, "other")
 
 
-class ToolKindMap(dict):  # type: ignore[type-arg]
+class ToolKindMap(dict[str, str]):
     """A ``dict`` of tool name -> ACP tool kind, starting from :data:`DEFAULT_TOOL_KINDS`.
 
     >>> kinds = ToolKindMap({"bash": "execute"})

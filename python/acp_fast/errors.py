@@ -7,7 +7,7 @@ messages through the constructors here, so the text of an error never depends on
 from __future__ import annotations
 
 import json
-from typing import Any, Optional
+from typing import Any, Optional, Tuple
 
 __all__ = ["AcpError", "DecodeError", "EncodeError"]
 
@@ -26,6 +26,12 @@ class DecodeError(AcpError, json.JSONDecodeError):
     bytes when they were kept. ``lineno``/``colno``/``pos``/``msg``/``doc`` keep code written for
     :class:`json.JSONDecodeError` working (columns count bytes).
     """
+
+    # json.JSONDecodeError declares these as int; here they are None when the error has no byte
+    # position (a str with an unpaired surrogate, DESIGN 5), so the type is wider on purpose.
+    pos: Optional[int]  # type: ignore[assignment]
+    lineno: Optional[int]  # type: ignore[assignment]
+    colno: Optional[int]  # type: ignore[assignment]
 
     def __init__(
         self,
@@ -60,21 +66,33 @@ class DecodeError(AcpError, json.JSONDecodeError):
         return f"DecodeError({self.message!r}, code={self.code}, kind={self.kind!r}, position={self.position}, line={self.line})"
 
     def __reduce__(self) -> Any:
-        return (_rebuild_decode_error, (self.msg, self.code, self.kind, self.position, self.lineno, self.colno, self.line, self.raw))
+        return (
+            _rebuild_decode_error,
+            (self.msg, self.code, self.kind, self.position, self.lineno, self.colno, self.line, self.raw),
+        )
 
-    def _key(self) -> tuple:
+    def _key(self) -> Tuple[Any, ...]:
         return (self.code, self.kind, self.message, self.position, self.line, self.raw)
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
-        return self._key() == other._key()  # type: ignore[attr-defined]
+        return self._key() == other._key()
 
     def __hash__(self) -> int:
         return hash(self._key())
 
 
-def _rebuild_decode_error(msg, code, kind, position, lineno, colno, line, raw):  # type: ignore[no-untyped-def]
+def _rebuild_decode_error(
+    msg: str,
+    code: int,
+    kind: str,
+    position: Optional[int],
+    lineno: Optional[int],
+    colno: Optional[int],
+    line: Optional[int],
+    raw: Optional[bytes],
+) -> DecodeError:
     return DecodeError(msg, code=code, kind=kind, position=position, lineno=lineno, colno=colno, line=line, raw=raw)
 
 
@@ -96,5 +114,5 @@ class EncodeError(AcpError, TypeError):
         return (_rebuild_encode_error, (self.msg, self.path, self.kind))
 
 
-def _rebuild_encode_error(msg, path, kind):  # type: ignore[no-untyped-def]
+def _rebuild_encode_error(msg: str, path: str, kind: str) -> EncodeError:
     return EncodeError(msg, path=path, kind=kind)

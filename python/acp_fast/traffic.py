@@ -36,7 +36,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
-from typing import Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from . import builders as B
 
@@ -100,7 +100,7 @@ _SPICE = [
     "C:\\Users\\dev",
     "back\\slash",
     "tab\tseparated",
-    "<div class=\"x\">",
+    '<div class="x">',
     "&amp;",
     "`cargo test`",
     "**bold**",
@@ -111,15 +111,17 @@ _SPICE = [
     "µs",
     "€10",
 ]
+# fmt: off
 _CHUNK_PIECES = [" the", " function", " returns", ",", ".", " I", " will", " now", " `", "parse", "()", "`",
                  " ✓", " naïve", " é", "\n", "\n\n", " **", "Done", "**", " —", " \"ok\"", " path\\to", " 🚀",
                  " 日本", "語", " in", " src", "/", "lib", ".rs", ":", " 42", " tests", " pass", "\t", "```",
                  "python\n", " ->", " x", " =", " 1"]
+# fmt: on
 
 _CODE = [
     "def parse_frame(line: bytes) -> dict:",
     '    """Parse one NDJSON frame; raise ValueError on bad input."""',
-    "    if not line.endswith(b\"\\n\"):",
+    '    if not line.endswith(b"\\n"):',
     '        raise ValueError(f"frame without newline: {line!r}")',
     "    return json.loads(line)",
     "",
@@ -147,14 +149,14 @@ _CODE = [
     "}",
     "\tindented_with_tab = {'a': 1, \"b\": [1, 2, 3]}  # mixed quotes",
     "SELECT id, name FROM users WHERE email LIKE '%@example.com' ORDER BY id;",
-    "    assert result == {\"jsonrpc\": \"2.0\", \"id\": 1, \"result\": None}",
-    "<div class=\"card\"><p>Hello &amp; welcome — 👋</p></div>",
+    '    assert result == {"jsonrpc": "2.0", "id": 1, "result": None}',
+    '<div class="card"><p>Hello &amp; welcome — 👋</p></div>',
     "    raise RuntimeError('unreachable: \\\\ backslash')",
     "import os, sys, json  # emoji in comment 🐍",
     "    return sum(x ** 2 for x in values) / len(values)",
-    "const RE = /^\\s*(\\w+)\\s*=\\s*\"([^\"]*)\"$/;",
-    "    with open(path, encoding=\"utf-8\") as fh:",
-    "        lines = [l.rstrip(\"\\r\\n\") for l in fh]",
+    'const RE = /^\\s*(\\w+)\\s*=\\s*"([^"]*)"$/;',
+    '    with open(path, encoding="utf-8") as fh:',
+    '        lines = [l.rstrip("\\r\\n") for l in fh]',
     "#[derive(Debug, Clone, PartialEq, Eq)]",
     "pub struct Frame<'a> { raw: &'a [u8], kind: Kind }",
 ]
@@ -173,7 +175,7 @@ _OUTPUT_LINES = [
     "README.md:7:Fast codec for the Agent Client Protocol — “ACP”.",
     "total 48\tdrwxr-xr-x  5 dev dev 4096 Jan  3 10:00 src",
     "Downloading https://example.com/página?q=naïve&lang=日本",
-    "{\"level\":\"info\",\"msg\":\"listening\",\"port\":8080}",
+    '{"level":"info","msg":"listening","port":8080}',
     "Traceback (most recent call last):",
     '  File "/home/dev/project/app.py", line 12, in <module>',
     "KeyError: 'sessionId'",
@@ -181,6 +183,7 @@ _OUTPUT_LINES = [
 _OUTPUT_COST = [len(json.dumps(line, ensure_ascii=False).encode()) for line in _OUTPUT_LINES]
 
 _DIRS = ["src", "src/core", "tests", "python/acp_fast", "rust", "docs", "benches", "web/app/components"]
+# fmt: off
 _FILES = ["lib.rs", "framing.rs", "message.py", "__init__.py", "test_state.py", "index.ts", "README.md",
           "config.toml", "parser.rs", "café_menu.py", "日本語.md", "Button.tsx", "main.go"]
 _ROOT = "/home/dev/project"
@@ -188,6 +191,7 @@ _URLS = ["https://docs.rs/serde_json", "https://agentclientprotocol.com/protocol
          "https://example.com/search?q=na%C3%AFve+json", "https://peps.python.org/pep-0008/"]
 _COMMANDS = ["cargo test --release", "pytest -q tests/", "npm run build", "ls -la src", "git status --short",
              "rg -n \"TODO\" src", "python3 -c \"print('héllo')\"", "make lint"]
+# fmt: on
 
 _OPTIONS = [
     B.permission_option("allow_once", "Allow", "allow_once"),
@@ -277,9 +281,18 @@ def _interleave(rng: random.Random, sessions: List[str], turn: Callable[[str], I
 # ---------------------------------------------------------------------------------------------
 # Profile "mixed" (v1)
 
-_V1_TOOLS = ["read_file"] * 25 + ["edit_file"] * 18 + ["grep"] * 12 + ["terminal"] * 15 + ["find_path"] * 5 + [
-    "list_directory"
-] * 5 + ["fetch"] * 4 + ["web_search"] * 3 + ["thinking"] * 3 + ["todo_write"] * 8
+_V1_TOOLS = (
+    ["read_file"] * 25
+    + ["edit_file"] * 18
+    + ["grep"] * 12
+    + ["terminal"] * 15
+    + ["find_path"] * 5
+    + ["list_directory"] * 5
+    + ["fetch"] * 4
+    + ["web_search"] * 3
+    + ["thinking"] * 3
+    + ["todo_write"] * 8
+)
 _EXTRA_KINDS = {"todo_write": "think"}
 
 
@@ -316,7 +329,9 @@ def _mixed(rng: random.Random) -> Iterator[bytes]:
 
 def _v1_turn(rng: random.Random, ids: _Ids, sid: str) -> Iterator[bytes]:
     prompt_id = ids.request()
-    yield B.request(prompt_id, "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": _words(rng, 20, 240)}]})
+    yield B.request(
+        prompt_id, "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": _words(rng, 20, 240)}]}
+    )
     for _ in range(rng.randint(0, 5)):
         yield B.message_chunk(sid, _words(rng, 20, 160), kind="agent_thought_chunk")
     for _ in range(rng.randint(0, 4)):
@@ -341,17 +356,17 @@ def _v1_tool(rng: random.Random, ids: _Ids, sid: str) -> Iterator[bytes]:
     path = _path(rng)
     line = rng.randint(1, 900)
     needs_permission = False
-    result: Dict[str, object] = {}
+    result: Dict[str, Any] = {}
     if name == "read_file":
         raw_input: object = {"path": path, "start_line": line, "end_line": line + rng.randint(10, 80)}
-        title = f"Read {path[len(_ROOT) + 1:]}"
+        title = f"Read {path[len(_ROOT) + 1 :]}"
         locations = [B.location(path, line)]
         result["content"] = [B.text_content(_code(rng, _size(rng, 300, 7500)))]
     elif name == "edit_file":
         old = _code(rng, _size(rng, 120, 2800))
         new = _code(rng, _size(rng, 120, 2800))
         raw_input = {"path": path, "old_string": old[:80], "new_string": new[:80]}
-        title = f"Edit {path[len(_ROOT) + 1:]}"
+        title = f"Edit {path[len(_ROOT) + 1 :]}"
         locations = [B.location(path, line)]
         needs_permission = rng.random() < 0.5
         result["content"] = [B.diff_content(path, new, old if rng.random() < 0.85 else None)]
@@ -400,7 +415,7 @@ def _v1_tool(rng: random.Random, ids: _Ids, sid: str) -> Iterator[bytes]:
     fields: Dict[str, object] = {"kind": kind, "status": "pending", "raw_input": raw_input}
     if locations:
         fields["locations"] = locations
-    yield B.tool_call(sid, tcid, title, **fields)  # type: ignore[arg-type]
+    yield B.tool_call(sid, tcid, title, **fields)
 
     if name == "todo_write":
         entries = B.todo_plan_entries(raw_input)
@@ -423,10 +438,12 @@ def _v1_tool(rng: random.Random, ids: _Ids, sid: str) -> Iterator[bytes]:
 
     yield B.tool_call_update(sid, tcid, status="in_progress")
     if rng.random() < 0.06:
-        error = rng.choice(["No such file or directory (os error 2)", "Command exited with code 1", "Timed out after 30s"])
+        error = rng.choice(
+            ["No such file or directory (os error 2)", "Command exited with code 1", "Timed out after 30s"]
+        )
         yield B.failed_tool_call_update(sid, tcid, error, raw_output={"exitCode": 1, "stderr": error})
         return
-    yield B.tool_call_update(sid, tcid, status="completed", **result)  # type: ignore[arg-type]
+    yield B.tool_call_update(sid, tcid, status="completed", **result)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -456,15 +473,25 @@ def _large(rng: random.Random) -> Iterator[bytes]:
         elif pick < 0.9:  # a whole-file diff
             path = _path(rng)
             frame = B.tool_call(
-                sid, tcid, f"Edit {path}", kind="edit", status="completed",
-                content=[B.diff_content(path, "", "")], locations=[B.location(path, 1)],
+                sid,
+                tcid,
+                f"Edit {path}",
+                kind="edit",
+                status="completed",
+                content=[B.diff_content(path, "", "")],
+                locations=[B.location(path, 1)],
             )
             room = target - len(frame)
             old = _code(rng, room // 2)
             new = _code(rng, room - room // 2)
             yield B.tool_call(
-                sid, tcid, f"Edit {path}", kind="edit", status="completed",
-                content=[B.diff_content(path, new, old)], locations=[B.location(path, 1)],
+                sid,
+                tcid,
+                f"Edit {path}",
+                kind="edit",
+                status="completed",
+                content=[B.diff_content(path, new, old)],
+                locations=[B.location(path, 1)],
             )
         else:  # a fetched page
             url = rng.choice(_URLS)
@@ -515,7 +542,9 @@ _ANSI_LINES = [
     b"\xe6\x97\xa5",  # a UTF-8 sequence cut across chunks
 ]
 
-_V2_TOOLS = ["read_file"] * 25 + ["edit_file"] * 20 + ["terminal"] * 30 + ["grep"] * 10 + ["fetch"] * 5 + ["todo_write"] * 10
+_V2_TOOLS = (
+    ["read_file"] * 25 + ["edit_file"] * 20 + ["terminal"] * 30 + ["grep"] * 10 + ["fetch"] * 5 + ["todo_write"] * 10
+)
 
 
 def _v2(rng: random.Random) -> Iterator[bytes]:
@@ -528,7 +557,12 @@ def _v2(rng: random.Random) -> Iterator[bytes]:
     )
     yield B.response(
         init_id,
-        {"protocolVersion": 2, "info": {"name": "acme-agent", "version": "2.0.0-alpha.3"}, "capabilities": {}, "authMethods": []},
+        {
+            "protocolVersion": 2,
+            "info": {"name": "acme-agent", "version": "2.0.0-alpha.3"},
+            "capabilities": {},
+            "authMethods": [],
+        },
     )
     sessions = []
     for _ in range(rng.randint(2, 3)):
@@ -549,7 +583,9 @@ def _state(sid: str, state: str, stop_reason: Optional[str] = None) -> bytes:
 
 def _v2_turn(rng: random.Random, ids: _Ids, sid: str) -> Iterator[bytes]:
     prompt_id = ids.request()
-    yield B.request(prompt_id, "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": _words(rng, 20, 200)}]})
+    yield B.request(
+        prompt_id, "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": _words(rng, 20, 200)}]}
+    )
     yield B.response(prompt_id, {})  # v2: only an acknowledgement
     yield _state(sid, "running")
     thought = ids.message()
@@ -589,27 +625,41 @@ def _v2_tool(rng: random.Random, ids: _Ids, sid: str) -> Iterator[bytes]:
     if name == "terminal":
         command = rng.choice(_COMMANDS)
         title = f"Run `{command}`"
-        raw_input: object = {"command": command, "cwd": _ROOT}
+        raw_input: Dict[str, Any] = {"command": command, "cwd": _ROOT}
     elif name == "edit_file":
-        title = f"Edit {path[len(_ROOT) + 1:]}"
+        title = f"Edit {path[len(_ROOT) + 1 :]}"
         raw_input = {"path": path}
     elif name == "todo_write":
         title = "Update todos"
         statuses = ["pending", "in_progress", "completed", "cancelled"]
-        raw_input = {"todos": [{"content": _words(rng, 10, 50), "status": rng.choice(statuses)} for _ in range(rng.randint(2, 5))]}
+        raw_input = {
+            "todos": [
+                {"content": _words(rng, 10, 50), "status": rng.choice(statuses)} for _ in range(rng.randint(2, 5))
+            ]
+        }
     else:
-        title = f"{name.replace('_', ' ').capitalize()} {path[len(_ROOT) + 1:]}"
+        title = f"{name.replace('_', ' ').capitalize()} {path[len(_ROOT) + 1 :]}"
         raw_input = {"path": path}
     yield upd(
-        sid, tcid, protocol_version=2, title=title, kind=kind, status="pending",
-        locations=[B.location(path, rng.randint(1, 500))] if name != "terminal" else [], raw_input=raw_input,
+        sid,
+        tcid,
+        protocol_version=2,
+        title=title,
+        kind=kind,
+        status="pending",
+        locations=[B.location(path, rng.randint(1, 500))] if name != "terminal" else [],
+        raw_input=raw_input,
     )
 
     if name in ("terminal", "edit_file") and rng.random() < 0.5:
         request_id = ids.request()
         yield B.request_permission(
-            request_id, sid, {"toolCallId": tcid, "title": title, "kind": kind}, _OPTIONS,
-            protocol_version=2, title=f"Allow {title}?",
+            request_id,
+            sid,
+            {"toolCallId": tcid, "title": title, "kind": kind},
+            _OPTIONS,
+            protocol_version=2,
+            title=f"Allow {title}?",
         )
         if rng.random() < 0.1:
             yield B.permission_response(request_id, option_id="reject_once")
@@ -623,7 +673,7 @@ def _v2_tool(rng: random.Random, ids: _Ids, sid: str) -> Iterator[bytes]:
     if name == "terminal":
         tid = f"term_{rng.getrandbits(32):08x}"
         yield upd(sid, tcid, protocol_version=2, content=[B.terminal_content(tid)])
-        yield B.terminal_update(sid, tid, command=raw_input["command"], cwd=_ROOT)  # type: ignore[index]
+        yield B.terminal_update(sid, tid, command=raw_input["command"], cwd=_ROOT)
         output = b""
         for _ in range(rng.randint(1, 8)):
             data = b"".join(rng.choice(_ANSI_LINES) for _ in range(rng.randint(2, 24)))
@@ -638,7 +688,9 @@ def _v2_tool(rng: random.Random, ids: _Ids, sid: str) -> Iterator[bytes]:
         yield upd(sid, tcid, protocol_version=2, status=status, raw_output={"exitCode": code})
         return
     if name == "edit_file":
-        yield B.tool_call_content_chunk(sid, tcid, _v2_diff(path, _code(rng, _size(rng, 100, 2000)), _code(rng, _size(rng, 100, 2000))))
+        yield B.tool_call_content_chunk(
+            sid, tcid, _v2_diff(path, _code(rng, _size(rng, 100, 2000)), _code(rng, _size(rng, 100, 2000)))
+        )
     elif name == "todo_write":
         entries = B.todo_plan_entries(raw_input, protocol_version=2)
         if entries is not None:

@@ -33,19 +33,25 @@ import functools
 import importlib
 import json
 from dataclasses import dataclass
-from pathlib import Path
+from types import ModuleType
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from acp_fast import traffic
 
+from .sdk_models import _sdk, sdk_path  # _sdk: the cached helpers (a test clears the cache)
+
+# The optional libraries, None when missing (the report reads them here, and a test sets them
+# to None to play a fresh install).
+orjson: Optional[ModuleType]
+msgspec: Optional[ModuleType]
 try:
     import orjson
 except ImportError:  # pragma: no cover - orjson is a dependency of acp-fast
-    orjson = None  # type: ignore[assignment]
+    orjson = None
 try:
     import msgspec
 except ImportError:  # pragma: no cover - depends on the environment
-    msgspec = None  # type: ignore[assignment]
+    msgspec = None
 
 #: Every task, in report order.
 TASKS: Tuple[str, ...] = ("decode", "materialize", "encode", "passthrough", "state", "scaling")
@@ -115,7 +121,7 @@ class Corpus:
     def dicts(self) -> List[Any]:
         return [json.loads(line) for line in self.lines]
 
-    def prefix(self, n_frames: int) -> "Corpus":
+    def prefix(self, n_frames: int) -> Corpus:
         """The first ``n_frames`` frames as a corpus of their own (the generator is prefix-stable)."""
         return Corpus(self.profile, self.frames[:n_frames], self.seed)
 
@@ -188,107 +194,6 @@ def availability(contender: str, backends: Dict[str, Any]) -> Optional[str]:
 
 
 # ---------------------------------------------------------------------------------------------
-# The ACP Python SDK's path: json + its pydantic models
-
-
-class _SdkPath:
-    """The official ACP Python SDK (``agent-client-protocol``, ``import acp``) as a contender.
-
-    Its connection reads a line, ``json.loads`` it, and validates the params of a request or
-    notification with the pydantic model of its method (``MessageRouter``) and the result of a
-    response with the model of the request it answers (``request_model``); it writes
-    ``model_dump(mode="json", by_alias=True, exclude_none=True, exclude_defaults=True)`` through
-    ``json.dumps(..., separators=(",", ":"))`` (``acp.utils.serialize_params``,
-    ``acp.task.sender``). The method -> model table is read from the bundled v1 schema
-    (``x-method``), whose definitions the SDK's models are generated from.
-    """
-
-    def __init__(self) -> None:
-        self.unavailable: Optional[str] = None
-        self.params: Dict[str, Any] = {}
-        self.results: Dict[str, Any] = {}
-        self.version: Optional[int] = None
-        try:
-            schema = importlib.import_module("acp.schema")
-            self.accumulator = importlib.import_module("acp.contrib.session_state").SessionAccumulator
-            acp = importlib.import_module("acp")
-        except ImportError as exc:
-            self.unavailable = f"the ACP Python SDK is not installed (pip install agent-client-protocol): {exc}"
-            return
-        self.version = getattr(acp, "PROTOCOL_VERSION", 1)
-        self.notification = schema.SessionNotification
-        path = Path(__file__).resolve().parents[1] / "schema" / "v1" / "schema.json"
-        for name, definition in json.loads(path.read_text("utf-8"))["$defs"].items():
-            method = definition.get("x-method")
-            model = getattr(schema, name, None)
-            if method is None or model is None:
-                continue
-            (self.results if name.endswith("Response") else self.params)[method] = model
-
-    def skip_reason(self, corpus: Corpus) -> Optional[str]:
-        if self.unavailable is not None:
-            return self.unavailable
-        if corpus.version != self.version:
-            return (
-                f"the SDK's models are ACP v{self.version}; the {corpus.profile} profile is v{corpus.version} "
-                f"(its frames fail the SDK's validation)"
-            )
-        return None
-
-    def validate(self, message: Dict[str, Any], pending: Dict[Any, str]) -> Any:
-        """The SDK's model of a message's params (request, notification) or result (response)."""
-        method = message.get("method")
-        if method is not None:
-            if "id" in message:
-                pending[message["id"]] = method
-            model = self.params.get(method)
-            return model.model_validate(message.get("params")) if model is not None else message.get("params")
-        if "result" in message:
-            model = self.results.get(pending.pop(message.get("id"), ""))
-            return model.model_validate(message["result"]) if model is not None else message["result"]
-        return message.get("error")
-
-    @staticmethod
-    def dump(model: Any) -> Any:
-        if hasattr(model, "model_dump"):
-            return model.model_dump(mode="json", by_alias=True, exclude_none=True, exclude_defaults=True)
-        return model
-
-    def write(self, envelope: Dict[str, Any], member: Optional[str], model: Any) -> bytes:
-        """One frame as the SDK's sender writes it (ASCII-escaped, compact separators)."""
-        message = dict(envelope)
-        if member is not None:
-            message[member] = self.dump(model)
-        return (json.dumps(message, separators=(",", ":")) + "\n").encode("utf-8")
-
-    def models(self, lines: List[bytes]) -> List[Tuple[Dict[str, Any], Optional[str], Any]]:
-        """Every frame as (envelope without params/result, member name, fresh model): the input
-        of the SDK's encode."""
-        pending: Dict[Any, str] = {}
-        out = []
-        for line in lines:
-            message = json.loads(line)
-            member = "params" if "params" in message else "result" if "result" in message else None
-            envelope = {k: v for k, v in message.items() if k != member}
-            model = self.validate(message, pending) if member is not None else None
-            out.append((envelope, member, model))
-        return out
-
-
-@functools.lru_cache(maxsize=None)
-def _sdk() -> _SdkPath:
-    return _SdkPath()
-
-
-def sdk_path() -> _SdkPath:
-    """The SDK contender's helpers (raises RuntimeError when the SDK is not installed)."""
-    sdk = _sdk()
-    if sdk.unavailable is not None:
-        raise RuntimeError(sdk.unavailable)
-    return sdk
-
-
-# ---------------------------------------------------------------------------------------------
 # Contenders
 
 
@@ -320,7 +225,7 @@ class Contender:
         return self.id if self.primary else f"{self.id}:{self.name}"
 
 
-def _fields(d: Any) -> tuple:
+def _fields(d: Any) -> Tuple[Any, ...]:
     method = d.get("method")
     if method is not None:
         kind = "request" if "id" in d else "notification"
@@ -348,8 +253,8 @@ def _dict_fields(loads: Callable[[bytes], Any]) -> Maker:
     def make(corpus: Corpus) -> Callable[[], Any]:
         buffer = corpus.buffer
 
-        def run() -> List[tuple]:
-            out = []
+        def run() -> List[Tuple[Any, ...]]:
+            out: List[Tuple[Any, ...]] = []
             append = out.append
             for line in buffer.split(b"\n"):
                 if not line:
@@ -388,8 +293,8 @@ def _sdk_fields(corpus: Corpus) -> Callable[[], Any]:
     validate = sdk.validate
     loads = json.loads
 
-    def run() -> List[tuple]:
-        out = []
+    def run() -> List[Tuple[Any, ...]]:
+        out: List[Tuple[Any, ...]] = []
         append = out.append
         pending: Dict[Any, str] = {}
         for line in buffer.split(b"\n"):
@@ -422,8 +327,8 @@ def _backend_fields(module: Any) -> Maker:
         buffer = corpus.buffer
         FrameDecoder = module.FrameDecoder
 
-        def run() -> List[tuple]:
-            out = []
+        def run() -> List[Tuple[Any, ...]]:
+            out: List[Tuple[Any, ...]] = []
             append = out.append
             for m in FrameDecoder().feed(buffer):
                 append((m.kind, m.method, m.session_id, m.update_kind, m.tool_call_id))
@@ -481,7 +386,7 @@ def _fresh(load: Callable[[], Any], run: Callable[[Any], Any]) -> Callable[[], A
         objects, box[0] = box[0], None
         return run(objects)
 
-    one_pass.prepare = prepare  # type: ignore[attr-defined]
+    one_pass.prepare = prepare  # type: ignore[attr-defined]  # the hook prepare() below looks up
     return one_pass
 
 
@@ -620,22 +525,24 @@ def contenders(task: str, backends: Dict[str, Any], selected: Optional[Any] = No
             backend(cid, "ToolCallStore.feed", _backend_state)
             if cid == "rust" and task == "state":
                 backend(cid, "ToolCallStore.feed(changes=False)", lambda m: _backend_state(m, False), primary=False)
-    libraries = (
+    # (id, loads, dumps, names): loads/dumps are None for a missing library, whose factory
+    # availability() keeps from running.
+    libraries: Tuple[Tuple[str, Any, Any, str, str], ...] = (
         ("json", json.loads, _json_dumps, "json.loads", "json.dumps"),
         ("orjson", getattr(orjson, "loads", None), getattr(orjson, "dumps", None), "orjson.loads", "orjson.dumps"),
         ("msgspec", msgspec_decode, msgspec_encode, "msgspec.json.decode", "msgspec.json.encode"),
     )
     for cid, loads, dumps, loads_name, dumps_name in libraries:
         if base == "decode":
-            table.append((cid, f"split + {loads_name} + fields", lambda f=loads: _dict_fields(f), True))
+            table.append((cid, f"split + {loads_name} + fields", functools.partial(_dict_fields, loads), True))
         elif base == "materialize":
-            table.append((cid, f"{loads_name} per line", lambda f=loads: _loads_per_line(f), True))
+            table.append((cid, f"{loads_name} per line", functools.partial(_loads_per_line, loads), True))
         elif base == "encode":
-            table.append((cid, dumps_name, lambda f=dumps: _dumps_each(f), True))
+            table.append((cid, dumps_name, functools.partial(_dumps_each, dumps), True))
         elif base == "passthrough":
-            table.append((cid, f"{loads_name} + {dumps_name}", lambda f=loads, g=dumps: _roundtrip(f, g), True))
+            table.append((cid, f"{loads_name} + {dumps_name}", functools.partial(_roundtrip, loads, dumps), True))
         else:
-            table.append((cid, f"{loads_name} + dict accumulator", lambda f=loads: _dict_state(f), True))
+            table.append((cid, f"{loads_name} + dict accumulator", functools.partial(_dict_state, loads), True))
     sdk_names = {
         "decode": "json.loads + pydantic model per message + fields",
         "materialize": "json.loads + pydantic model per message",
@@ -728,7 +635,9 @@ def _sdk_same_message(got: bytes, want: Any) -> bool:
         member = "result"
     if model is None or member not in message or member not in want:
         return False
-    return _validates(model, message[member]) and model.model_validate(message[member]) == model.model_validate(want[member])
+    return _validates(model, message[member]) and model.model_validate(message[member]) == model.model_validate(
+        want[member]
+    )
 
 
 def _validates(model: Any, payload: Any) -> bool:

@@ -41,8 +41,11 @@ def _progress(text: str) -> None:
 
 def _read_all(cmd: List[str], env: Optional[Dict[str, str]] = None) -> Dict[str, float]:
     """Run ``cmd``, read its stdout to the end; bytes, frames and seconds from the first byte."""
-    p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, bufsize=0)
-    fd = p.stdout.fileno()  # type: ignore[union-attr]
+    p = subprocess.Popen(
+        cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, bufsize=0
+    )
+    assert p.stdout is not None and p.stderr is not None  # both are PIPE
+    fd = p.stdout.fileno()
     try:
         import fcntl
 
@@ -60,7 +63,7 @@ def _read_all(cmd: List[str], env: Optional[Dict[str, str]] = None) -> Dict[str,
         total += len(chunk)
         frames += chunk.count(b"\n")
     end = time.perf_counter()
-    err = p.stderr.read()  # type: ignore[union-attr]
+    err = p.stderr.read()
     if p.wait() != 0:
         raise RuntimeError(f"{cmd[:4]}... exited with {p.returncode}: {err.decode(errors='replace')[-500:]}")
     return {"bytes": total, "frames": frames, "seconds": end - (first or end)}
@@ -86,7 +89,12 @@ def throughput(corpus: Path, copies: int, repeat: int, proxy_args: Sequence[str]
             "frames_per_s": runs[0]["frames"] / med,
         }
 
-    return {"bytes": direct[0]["bytes"], "frames": direct[0]["frames"], "direct": summary(direct), "proxy": summary(proxied)}
+    return {
+        "bytes": direct[0]["bytes"],
+        "frames": direct[0]["frames"],
+        "direct": summary(direct),
+        "proxy": summary(proxied),
+    }
 
 
 PACER = textwrap.dedent(
@@ -111,7 +119,8 @@ PACER = textwrap.dedent(
 
 def _latencies(cmd: List[str]) -> List[float]:
     p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
-    fd = p.stdout.fileno()  # type: ignore[union-attr]
+    assert p.stdout is not None and p.stderr is not None  # both are PIPE
+    fd = p.stdout.fileno()
     now = time.monotonic_ns
     out: List[float] = []
     rest = b""
@@ -129,7 +138,7 @@ def _latencies(cmd: List[str]) -> List[float]:
             sent = int(line[i : line.index(b" ", i)])
             out.append((t - sent) / 1000.0)
     if p.wait() != 0:
-        raise RuntimeError(p.stderr.read().decode(errors="replace"))  # type: ignore[union-attr]
+        raise RuntimeError(p.stderr.read().decode(errors="replace"))
     return out
 
 
@@ -149,9 +158,14 @@ def latency(rate: float, seconds: float, size: int = 400) -> Dict[str, Any]:
         proxied = _latencies([*PROXY, "--", *pacer])
     finally:
         os.unlink(f.name)
-    stats = {}
+    stats: Dict[str, Any] = {}
     for name, values in (("direct", direct), ("proxy", proxied)):
-        stats[name] = {"frames": len(values), "median_us": statistics.median(values), "p99_us": _percentile(values, 0.99), "max_us": max(values)}
+        stats[name] = {
+            "frames": len(values),
+            "median_us": statistics.median(values),
+            "p99_us": _percentile(values, 0.99),
+            "max_us": max(values),
+        }
     stats["added_median_us"] = stats["proxy"]["median_us"] - stats["direct"]["median_us"]
     stats["added_p99_us"] = stats["proxy"]["p99_us"] - stats["direct"]["p99_us"]
     stats["rate"] = rate
@@ -197,8 +211,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         corpora = {}
         corpus_mb = min(64, args.mb)  # corpora of up to 64 MB, relayed as many times as needed
-        sizes = (("mixed", max(100, int(corpus_mb * 1e6 / traffic.TARGET_FRAME_BYTES["mixed"]))),
-                 ("large", max(10, int(corpus_mb * 1e6 / traffic.TARGET_FRAME_BYTES["large"]))))
+        sizes = (
+            ("mixed", max(100, int(corpus_mb * 1e6 / traffic.TARGET_FRAME_BYTES["mixed"]))),
+            ("large", max(10, int(corpus_mb * 1e6 / traffic.TARGET_FRAME_BYTES["large"]))),
+        )
         for profile, n in sizes:
             path = Path(tmp) / f"{profile}.ndjson"
             path.write_bytes(traffic.generate(profile, n, seed=1))

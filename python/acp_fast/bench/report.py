@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import json
 import os
 import platform
@@ -203,7 +204,7 @@ def environment(backends: Dict[str, Any]) -> Dict[str, Any]:
 
 def _list_of(valid: Sequence[str], aliases: Optional[Dict[str, str]] = None) -> Callable[[str], List[str]]:
     def parse(text: str) -> List[str]:
-        out = []
+        out: List[str] = []
         for item in text.replace(",", " ").split():
             item = (aliases or {}).get(item, item)
             if item == "all":
@@ -254,48 +255,101 @@ def parser() -> argparse.ArgumentParser:
     )
     what = ap.add_argument_group("what to run (space- or comma-separated lists; 'all' for every one)")
     what.add_argument(
-        "--tasks", nargs="+", type=_list_of(C.TASKS, {"decode+fields": "decode"}), metavar="TASK",
+        "--tasks",
+        nargs="+",
+        type=_list_of(C.TASKS, {"decode+fields": "decode"}),
+        metavar="TASK",
         help=f"tasks: {', '.join(C.TASKS)} (default: all)",
     )
     what.add_argument(
-        "--profiles", nargs="+", type=_list_of(traffic.PROFILES), metavar="PROFILE",
+        "--profiles",
+        nargs="+",
+        type=_list_of(traffic.PROFILES),
+        metavar="PROFILE",
         help=f"traffic profiles: {', '.join(traffic.PROFILES)} (default: all; scaling always uses mixed)",
     )
     what.add_argument(
-        "--contenders", nargs="+", type=_list_of(C.CONTENDERS), metavar="NAME",
+        "--contenders",
+        nargs="+",
+        type=_list_of(C.CONTENDERS),
+        metavar="NAME",
         help=f"contenders: {', '.join(C.CONTENDERS)} (default: all; one not installed is reported as skipped)",
     )
     size = ap.add_argument_group("sizes")
-    size.add_argument("--mb", type=float, default=C.DEFAULT_MB, help="corpus size per profile in MB (default %(default)g)")
     size.add_argument(
-        "--frames", action="append", type=_frames_spec, default=[], metavar="[PROFILE=]N",
+        "--mb", type=float, default=C.DEFAULT_MB, help="corpus size per profile in MB (default %(default)g)"
+    )
+    size.add_argument(
+        "--frames",
+        action="append",
+        type=_frames_spec,
+        default=[],
+        metavar="[PROFILE=]N",
         help="frames per corpus instead of --mb: N for every profile, PROFILE=N for one (repeatable)",
     )
     size.add_argument("--seed", type=int, default=0, help="traffic seed (default %(default)s)")
-    size.add_argument("--scaling-min", type=int, metavar="N", default=1_000, help="shortest stream of the scaling task (default %(default)s)")
     size.add_argument(
-        "--scaling-max", type=int, metavar="N", default=100_000,
+        "--scaling-min",
+        type=int,
+        metavar="N",
+        default=1_000,
+        help="shortest stream of the scaling task (default %(default)s)",
+    )
+    size.add_argument(
+        "--scaling-max",
+        type=int,
+        metavar="N",
+        default=100_000,
         help="longest stream of the scaling task (default %(default)s; 1000000 for the full 1k-1M run)",
     )
     size.add_argument(
-        "--memory-frames", type=int, metavar="N", default=100_000,
+        "--memory-frames",
+        type=int,
+        metavar="N",
+        default=100_000,
         help="frames of the memory-per-tool-call probe of the state task (0 to skip; default %(default)s)",
     )
     timing = ap.add_argument_group("timing")
-    timing.add_argument("--budget", type=float, metavar="SECONDS", default=0.25, help="seconds of timed passes per contender and corpus (default %(default)g)")
-    timing.add_argument("--min-runs", type=int, metavar="N", default=3, help="timed passes per contender, at least (default %(default)s)")
-    timing.add_argument("--max-runs", type=int, metavar="N", default=40, help="timed passes per contender, at most (default %(default)s)")
     timing.add_argument(
-        "--pass-budget", type=float, metavar="SECONDS", default=10.0,
+        "--budget",
+        type=float,
+        metavar="SECONDS",
+        default=0.25,
+        help="seconds of timed passes per contender and corpus (default %(default)g)",
+    )
+    timing.add_argument(
+        "--min-runs",
+        type=int,
+        metavar="N",
+        default=3,
+        help="timed passes per contender, at least (default %(default)s)",
+    )
+    timing.add_argument(
+        "--max-runs",
+        type=int,
+        metavar="N",
+        default=40,
+        help="timed passes per contender, at most (default %(default)s)",
+    )
+    timing.add_argument(
+        "--pass-budget",
+        type=float,
+        metavar="SECONDS",
+        default=10.0,
         help="stop a contender whose one pass over a corpus is projected past this many seconds (default %(default)g)",
     )
     timing.add_argument(
-        "--scaling-budget", type=float, metavar="SECONDS", default=15.0,
+        "--scaling-budget",
+        type=float,
+        metavar="SECONDS",
+        default=15.0,
         help="scaling: stop a contender whose next pass is projected past this many seconds (default %(default)g)",
     )
     out = ap.add_argument_group("output")
     out.add_argument("--json", metavar="FILE", help="write every result as JSON to FILE")
-    out.add_argument("--plot", metavar="FILE.png", help="draw a chart to FILE.png (needs matplotlib: pip install 'acp-fast[bench]')")
+    out.add_argument(
+        "--plot", metavar="FILE.png", help="draw a chart to FILE.png (needs matplotlib: pip install 'acp-fast[bench]')"
+    )
     out.add_argument("--no-progress", action="store_true", help="no progress on stderr")
     return ap
 
@@ -325,13 +379,15 @@ def probe(
     corpus) until one takes ``PROBE_SECONDS`` or a full pass is projected past ``budget``: the
     points that project a full pass (a contender whose cost per frame grows with the stream would
     otherwise hold the run for minutes)."""
+    make = contender.make
+    assert make is not None, f"{contender.key} cannot run here: {contender.skip}"
     points: List[Tuple[int, float]] = []
     n = PROBE_FRAMES
     with gc_off(collect=False):  # as in the timed passes
         while 2 * n <= corpus.n_frames:
             if n not in prefixes:
                 prefixes[n] = corpus.prefix(n)
-            run = contender.make(prefixes[n])
+            run = make(prefixes[n])
             C.prepare(run)
             start = time.perf_counter()
             run()
@@ -368,7 +424,9 @@ def run_cell(
     timed: List[Row] = []
     prefixes: Dict[int, C.Corpus] = {}
     for index, contender in enumerate(candidates):
-        row = Row(task, corpus.profile, contender.id, contender.name, contender.primary, corpus.n_frames, corpus.n_bytes)
+        row = Row(
+            task, corpus.profile, contender.id, contender.name, contender.primary, corpus.n_frames, corpus.n_bytes
+        )
         rows.append(row)
         progress.update(done + 0.3 * index / len(candidates), f"{label} · checking {contender.label}")
         row.skip = C.skip_for_corpus(contender, corpus)
@@ -424,7 +482,7 @@ def _scaling_makers(frames: List[bytes], backends: Dict[str, Any]) -> Dict[str, 
         loads["msgspec"] = C.msgspec.json.Decoder().decode
     for cid, fn in loads.items():
         if fn is not None:
-            makers[cid] = lines(lambda ls, fn=fn: S.dict_accumulator(ls, 1, fn))
+            makers[cid] = lines(functools.partial(S.dict_accumulator, version=1, loads=fn))
     makers["sdk"] = lines(S.sdk_accumulate)
     return makers
 
@@ -463,14 +521,16 @@ def execute(args: argparse.Namespace, backends: Dict[str, Any]) -> Run:
     started = time.perf_counter()
     run = Run(args, environment(backends))
     corpus_tasks = [task for task in args.tasks if task in C.CORPUS_TASKS]
-    memory = (
-        "state" in args.tasks and args.memory_frames > 0 and SCALING_PROFILE in args.profiles
+    memory = "state" in args.tasks and args.memory_frames > 0 and SCALING_PROFILE in args.profiles
+    memory_kinds = (
+        [
+            (cid, module)
+            for cid, module in (("rust", "_native"), ("python", "_fallback"), ("orjson", "dict"))
+            if cid in args.contenders and C.availability(cid, backends) is None
+        ]
+        if memory
+        else []
     )
-    memory_kinds = [
-        (cid, module)
-        for cid, module in (("rust", "_native"), ("python", "_fallback"), ("orjson", "dict"))
-        if cid in args.contenders and C.availability(cid, backends) is None
-    ] if memory else []
     n_scaling = len(C.contenders("scaling", backends, args.contenders)) if "scaling" in args.tasks else 0
     total = len(corpus_tasks) * len(args.profiles) + len(memory_kinds) + n_scaling
     progress = Progress(total, enabled=not args.no_progress)
@@ -492,7 +552,10 @@ def execute(args: argparse.Namespace, backends: Dict[str, Any]) -> Run:
             done += 1
             runs = [len(r.times) for r in rows if r.times]
             passes = f"{min(runs)}–{max(runs)} timed passes each" if runs else "nothing timed"
-            progress.step(f"{task} · {corpus.profile}", f"{len(rows)} contenders, {passes}, {time.perf_counter() - cell_start:.1f} s")
+            progress.step(
+                f"{task} · {corpus.profile}",
+                f"{len(rows)} contenders, {passes}, {time.perf_counter() - cell_start:.1f} s",
+            )
     for cid, module in memory_kinds:
         progress.update(done, f"state · memory per tool call · {C.CONTENDER_LABELS[cid]}")
         run.memory[cid] = S.memory_per_tool_call(module, args.memory_frames)
@@ -534,7 +597,7 @@ def _x(value: Optional[float], decimals: int = 2) -> str:
     """A ratio: ``9.46×``; small ones with two significant digits (``0.0021×``)."""
     if value is None:
         return "–"
-    if value < 10 ** -decimals * 10:
+    if value < 10**-decimals * 10:
         return f"{value:.2g}×"
     return f"{value:.{decimals}f}×"
 
@@ -544,8 +607,10 @@ def _row_status(row: Row, notes: List[str]) -> str:
     if row.skip is None and row.stopped is None and row.problem is None:
         return "yes"
     word, text = (
-        ("skipped", row.skip) if row.skip is not None
-        else ("stopped", row.stopped) if row.stopped is not None
+        ("skipped", row.skip)
+        if row.skip is not None
+        else ("stopped", row.stopped)
+        if row.stopped is not None
         else ("no", f"wrong result: {row.problem}")
     )
     text = f"{row.label}: {text}"
@@ -607,7 +672,9 @@ def summary_lines(run: Run) -> List[str]:
     return [
         "## Summary: median time per frame (speed vs stdlib json)",
         "",
-        *table(["task", "profile", *(C.CONTENDER_LABELS[c] for c in present)], rows, [False, False] + [True] * len(present)),
+        *table(
+            ["task", "profile", *(C.CONTENDER_LABELS[c] for c in present)], rows, [False, False] + [True] * len(present)
+        ),
         "",
     ]
 
@@ -628,26 +695,42 @@ def detail_lines(run: Run) -> List[str]:
             if not row.timed:
                 rows.append([name, "–", "–", "–", "–", "–", "–", "–", "0", _row_status(row, notes)])
                 continue
-            rows.append([
-                name,
-                f"{row.median * 1e3:.2f}",
-                f"{min(row.times) * 1e3:.2f}",
-                f"{max(row.times) * 1e3:.2f}",
-                f"{row.frames_per_second / 1e6:.3f}",
-                f"{row.mb_per_second:,.0f}",
-                _x(run.ratio(row, "json")),
-                _x(run.ratio(row, "orjson")),
-                str(len(row.times)),
-                _row_status(row, notes),
-            ])
+            rows.append(
+                [
+                    name,
+                    f"{row.median * 1e3:.2f}",
+                    f"{min(row.times) * 1e3:.2f}",
+                    f"{max(row.times) * 1e3:.2f}",
+                    f"{row.frames_per_second / 1e6:.3f}",
+                    f"{row.mb_per_second:,.0f}",
+                    _x(run.ratio(row, "json")),
+                    _x(run.ratio(row, "orjson")),
+                    str(len(row.times)),
+                    _row_status(row, notes),
+                ]
+            )
         lines += table(
-            ["contender", "median ms", "min ms", "max ms", "M frames/s", "MB/s", "vs json", "vs orjson", "runs", "correct"],
+            [
+                "contender",
+                "median ms",
+                "min ms",
+                "max ms",
+                "M frames/s",
+                "MB/s",
+                "vs json",
+                "vs orjson",
+                "runs",
+                "correct",
+            ],
             rows,
             [False, True, True, True, True, True, True, True, True, False],
         )
         lines += [""] + [f"{i}. {text}" for i, text in enumerate(notes, 1)] + ([""] if notes else [])
     if run.memory:
-        lines += [f"### state · memory per retained tool call ({run.args.memory_frames:,}-frame mixed stream, RSS growth of a fresh process)", ""]
+        lines += [
+            f"### state · memory per retained tool call ({run.args.memory_frames:,}-frame mixed stream, RSS growth of a fresh process)",
+            "",
+        ]
         lines += table(
             ["contender", "bytes per tool call"],
             [[MEMORY_NAMES[c], "n/a" if v is None else f"{v:,.0f}"] for c, v in run.memory.items()],
@@ -667,16 +750,18 @@ def scaling_lines(run: Run) -> List[str]:
         got = dict(result.points)
         cells = [per_frame(got[n] / n) if n in got else "–" for n in sizes]
         exponent = f"{result.exponent:.3f}" if result.exponent is not None else "–"
-        note = result.skip and f"skipped: {result.skip}" or result.stopped or ""
+        note = (result.skip and f"skipped: {result.skip}") or result.stopped or ""
         rows.append([f"{C.CONTENDER_LABELS[result.contender]}: {result.name}", *cells, exponent])
         if note:
             notes.append(f"- {C.CONTENDER_LABELS[result.contender]}: {note}")
     return [
         f"## scaling — {C.TASK_TITLES['scaling']}",
-        f"{SCALING_PROFILE} traffic (seed {run.args.seed}), time per frame of one pass over the first N frames "
-        "(one untimed warm-up pass at each size, then the median of at least 3 passes and of up to 100 until they take 0.2 s; 1 pass for passes over 2 s; garbage collector on, as in a long-running client); "
-        f"exponent = least-squares slope of log(time) vs log(N), 1.0 = linear; a contender whose next pass is "
-        f"projected past {run.args.scaling_budget:g} s is stopped.",
+        (
+            f"{SCALING_PROFILE} traffic (seed {run.args.seed}), time per frame of one pass over the first N frames "
+            "(one untimed warm-up pass at each size, then the median of at least 3 passes and of up to 100 until they take 0.2 s; 1 pass for passes over 2 s; garbage collector on, as in a long-running client); "
+            f"exponent = least-squares slope of log(time) vs log(N), 1.0 = linear; a contender whose next pass is "
+            f"projected past {run.args.scaling_budget:g} s is stopped."
+        ),
         "",
         *table(["contender", *(f"{n:,}" for n in sizes), "exponent"], rows, [False] + [True] * (len(sizes) + 1)),
         "",
@@ -738,9 +823,21 @@ def targets(run: Run) -> List[Dict[str, Any]]:
 
     ratio_target("decode + field access ≥ 20× stdlib json, mixed", "decode", "rust", "json", 20, ["mixed"])
     ratio_target("decode + field access ≥ 5× orjson, mixed", "decode", "rust", "orjson", 5, ["mixed"])
-    ratio_target("full materialization ≥ orjson (FrameDecoder.feed + to_dict)", "materialize", "rust", "orjson", 1.0, traffic.PROFILES)
     ratio_target(
-        "full materialization ≥ orjson (loads per line)", "materialize", "rust", "orjson", 1.0, traffic.PROFILES,
+        "full materialization ≥ orjson (FrameDecoder.feed + to_dict)",
+        "materialize",
+        "rust",
+        "orjson",
+        1.0,
+        traffic.PROFILES,
+    )
+    ratio_target(
+        "full materialization ≥ orjson (loads per line)",
+        "materialize",
+        "rust",
+        "orjson",
+        1.0,
+        traffic.PROFILES,
         names=["loads per line"],
     )
     ratio_target("encode ≥ orjson.dumps", "encode", "rust", "orjson", 1.0, traffic.PROFILES)
@@ -757,12 +854,17 @@ def targets(run: Run) -> List[Dict[str, Any]]:
             met.append(row.frames_per_second >= 1e6)
     add("state accumulation from bytes ≥ 1 M frames/s, mixed", measured, met)
     ratio_target(
-        "state accumulation ≥ 4× orjson + dict accumulator, mixed", "state", "rust", "orjson", 4.0, ["mixed"],
+        "state accumulation ≥ 4× orjson + dict accumulator, mixed",
+        "state",
+        "rust",
+        "orjson",
+        4.0,
+        ["mixed"],
         names=state_variants,
     )
     result = next((r for r in run.scaling if r.contender == "rust" and r.exponent is not None), None)
     range_note = "; the target's range is 1k → 1M: --scaling-max 1000000"
-    if result is not None:
+    if result is not None and result.exponent is not None:
         lo, hi = result.points[0][0], result.points[-1][0]
         text = f"{result.exponent:.3f} ({lo:,} → {hi:,} frames)"
         if hi < 1_000_000:
@@ -812,8 +914,14 @@ def noise_lines(run: Run, most: int = 8) -> List[str]:
         return []
     timed = sum(1 for row in run.rows if len(row.times) >= 3)
     rows = [
-        [f"{row.task} · {row.profile}", f"{row.label}: {row.name}", str(len(row.times)),
-         f"{min(row.times) * 1e3:.2f}", f"{row.median * 1e3:.2f}", f"{spread:.2f}×"]
+        [
+            f"{row.task} · {row.profile}",
+            f"{row.label}: {row.name}",
+            str(len(row.times)),
+            f"{min(row.times) * 1e3:.2f}",
+            f"{row.median * 1e3:.2f}",
+            f"{spread:.2f}×",
+        ]
         for row, spread in noisy[:most]
     ]
     return [
@@ -823,11 +931,13 @@ def noise_lines(run: Run, most: int = 8) -> List[str]:
         f"{(NOISY_SPREAD - 1) * 100:.0f} % slower than their fastest: their passes varied (a busy "
         "machine, or caches and allocator state left by the passes timed between them), so "
         "ratios that involve them move from run to run. Run again on a quiet machine, or with a "
-        "longer --budget (more passes per median)."
-        + (f" The {most} worst:" if len(noisy) > most else ""),
+        "longer --budget (more passes per median)." + (f" The {most} worst:" if len(noisy) > most else ""),
         "",
-        *table(["task", "contender", "runs", "min ms", "median ms", "median / min"], rows,
-               [False, False, True, True, True, True]),
+        *table(
+            ["task", "contender", "runs", "min ms", "median ms", "median / min"],
+            rows,
+            [False, False, True, True, True, True],
+        ),
         "",
     ]
 
@@ -889,7 +999,13 @@ def to_json(run: Run) -> Dict[str, Any]:
             "scaling_budget_s": run.args.scaling_budget,
         },
         "corpora": [
-            {"profile": c.profile, "protocol_version": c.version, "frames": c.n_frames, "bytes": c.n_bytes, "seed": c.seed}
+            {
+                "profile": c.profile,
+                "protocol_version": c.version,
+                "frames": c.n_frames,
+                "bytes": c.n_bytes,
+                "seed": c.seed,
+            }
             for c in run.corpora
         ],
         "results": [row_json(row) for row in run.rows],
@@ -923,8 +1039,13 @@ def to_json(run: Run) -> Dict[str, Any]:
         else None,
         "targets": targets(run),
         "noisy": [
-            {"task": row.task, "profile": row.profile, "contender": row.contender, "name": row.name,
-             "median_over_min": spread}
+            {
+                "task": row.task,
+                "profile": row.profile,
+                "contender": row.contender,
+                "name": row.name,
+                "median_over_min": spread,
+            }
             for row, spread in noisy_rows(run)
         ],
     }
@@ -951,9 +1072,18 @@ def plot(run: Run, path: str) -> None:
         raise RuntimeError("--plot needs matplotlib: pip install matplotlib (or pip install 'acp-fast[bench]')")
     cells = run.cells()
     panels = (1 if cells else 0) + (1 if run.scaling else 0)
-    fig, axes = plt.subplots(1, max(1, panels), figsize=(7 * max(1, panels), max(4.5, 0.45 * len(cells) + 2)), squeeze=False)
+    fig, axes = plt.subplots(
+        1, max(1, panels), figsize=(7 * max(1, panels), max(4.5, 0.45 * len(cells) + 2)), squeeze=False
+    )
     axes = list(axes[0])
-    colors = {"rust": "#d9480f", "python": "#f59f00", "json": "#868e96", "orjson": "#1c7ed6", "msgspec": "#37b24d", "sdk": "#ae3ec9"}
+    colors = {
+        "rust": "#d9480f",
+        "python": "#f59f00",
+        "json": "#868e96",
+        "orjson": "#1c7ed6",
+        "msgspec": "#37b24d",
+        "sdk": "#ae3ec9",
+    }
     if cells:
         ax = axes.pop(0)
         present = [cid for cid in C.CONTENDERS if any(r.contender == cid and r.timed for r in run.rows)]
@@ -967,7 +1097,9 @@ def plot(run: Run, path: str) -> None:
                     ys.append(i + (k - (len(present) - 1) / 2) * height)
                     xs.append(value)
             # bars grow from 1.0 (as fast as json): right = faster, left = slower
-            ax.barh(ys, [x - 1.0 for x in xs], left=1.0, height=height, color=colors[cid], label=C.CONTENDER_LABELS[cid])
+            ax.barh(
+                ys, [x - 1.0 for x in xs], left=1.0, height=height, color=colors[cid], label=C.CONTENDER_LABELS[cid]
+            )
             for i, (task, profile) in enumerate(cells):
                 row = run.find(task, profile, cid)
                 if row is not None and row.stopped is not None:
@@ -990,7 +1122,13 @@ def plot(run: Run, path: str) -> None:
             per = [t / n * 1e9 for n, t in result.points]
             exponent = f", exp {result.exponent:.2f}" if result.exponent is not None else ""
             stopped = " (stopped)" if result.stopped else ""
-            ax.plot(ns, per, marker="o", color=colors[result.contender], label=f"{C.CONTENDER_LABELS[result.contender]}{exponent}{stopped}")
+            ax.plot(
+                ns,
+                per,
+                marker="o",
+                color=colors[result.contender],
+                label=f"{C.CONTENDER_LABELS[result.contender]}{exponent}{stopped}",
+            )
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel(f"stream length (frames, {SCALING_PROFILE} traffic)")

@@ -38,6 +38,8 @@ import time
 import warnings
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+import acp_fast
+
 from .. import traffic
 from .state import growth_exponent
 
@@ -60,21 +62,26 @@ def _progress(message: str) -> None:
 def project(points: Sequence[Tuple[int, float]], n: int) -> float:
     """Time at ``n`` from the last measured point and the fitted exponent (at least 1)."""
     last_n, last_t = points[-1]
-    return last_t * (n / last_n) ** max(1.0, growth_exponent(points))
+    return float(last_t * (n / last_n) ** max(1.0, growth_exponent(points)))
 
 
 # ---------------------------------------------------------------------------------------------
 # Corpora
 
 
+def _message(frame: bytes) -> acp_fast.Message:
+    """The message of a one-message frame (the corpora hold no batches)."""
+    message = acp_fast.decode(frame)
+    assert isinstance(message, acp_fast.Message), frame
+    return message
+
+
 def pipeline_corpus(n: int, seed: int = 1) -> List[bytes]:
     """The first ``n`` ``session/update`` frames of seeded "mixed" traffic (several sessions)."""
-    import acp_fast
-
     out: List[bytes] = []
     while len(out) < n:
         for frame in traffic.frames("mixed", 2 * (n - len(out)) + 100, seed):
-            if acp_fast.decode(frame).method == "session/update":
+            if _message(frame).method == "session/update":
                 out.append(frame)
                 if len(out) == n:
                     break
@@ -85,8 +92,6 @@ def pipeline_corpus(n: int, seed: int = 1) -> List[bytes]:
 def accumulator_corpus(n: int, seed: int = 1, session_id: str = "sess_bench") -> List[bytes]:
     """``n`` ``session/update`` frames of seeded "mixed" traffic moved to one session (the SDK's
     accumulator follows one session at a time: another session id resets it)."""
-    import acp_fast
-
     out: List[bytes] = []
     for frame in pipeline_corpus(n, seed):
         obj = acp_fast.loads(frame)
@@ -132,7 +137,8 @@ async def _pipeline_once(path: str, n: int, fast: bool, timeout: float) -> Tuple
 
     client = _CountingClient(n)
     with acp_sdk.installed() if fast else contextlib.nullcontext():
-        spawned = acp.spawn_agent_process(client, sys.executable, "-c", BLAST, path)
+        # The client implements only what the corpus needs (session_update), not all of acp.Client.
+        spawned = acp.spawn_agent_process(client, sys.executable, "-c", BLAST, path)  # type: ignore[arg-type]
         conn, _process = await spawned.__aenter__()
     try:
         expected_type = acp_sdk.FastConnection if fast else acp.connection.Connection
@@ -169,14 +175,14 @@ def bench_pipeline(frames: int, repeats: int) -> Dict[str, Any]:
                 _progress(f"pipeline run {i + 1}/{repeats} {'acp-fast' if fast else 'SDK':8s} {fps:>10,.0f} frames/s")
     finally:
         os.unlink(path)
-    sdk, fast = statistics.median(results[False]), statistics.median(results[True])
+    sdk_fps, fast_fps = statistics.median(results[False]), statistics.median(results[True])
     return {
         "frames": frames,
         "bytes": sum(map(len, corpus)),
         "repeats": repeats,
-        "sdk": sdk,
-        "fast": fast,
-        "ratio": fast / sdk,
+        "sdk": sdk_fps,
+        "fast": fast_fps,
+        "ratio": fast_fps / sdk_fps,
         "sdk_runs": results[False],
         "fast_runs": results[True],
         "counts": counts[False],
@@ -208,13 +214,11 @@ def bench_accumulator(updates: int, sdk_sizes: Sequence[int], repeats: int, sdk_
     from acp.contrib.session_state import SessionAccumulator as SdkAccumulator
     from acp.schema import SessionNotification
 
-    import acp_fast
-
     from ..integrations.session_state import SessionAccumulator
 
     _progress(f"accumulator: building {updates:,} single-session updates")
     frames = accumulator_corpus(updates)
-    notifications = [SessionNotification.model_validate(acp_fast.decode(f).params) for f in frames]
+    notifications = [SessionNotification.model_validate(_message(f).params) for f in frames]
     ours_sizes = sorted({*sdk_sizes, *(s for s in (10_000, 20_000, 50_000) if s < updates), updates})
 
     sdk_marks: List[List[float]] = []
@@ -297,13 +301,11 @@ def _ratio(x: float) -> str:
 
 
 def _machine() -> str:
-    import acp_fast
-
     try:
         from importlib.metadata import version
 
         sdk_version = version("agent-client-protocol")
-    except Exception:  # pragma: no cover
+    except Exception:  # noqa: BLE001  # pragma: no cover - any failure means "not installed" here
         sdk_version = "?"
     try:
         commit = (
@@ -316,7 +318,7 @@ def _machine() -> str:
             ).stdout.strip()
             or "?"
         )
-    except Exception:  # pragma: no cover
+    except Exception:  # noqa: BLE001  # pragma: no cover - no git, or not a checkout: the report says "?"
         commit = "?"
     return (
         f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
@@ -337,8 +339,10 @@ def report(pipeline: Optional[Dict[str, Any]], accumulator: Optional[Dict[str, A
     if pipeline is not None:
         p = pipeline
         lines += [
-            f"## SDK client receiving {p['frames']:,} mixed session updates over a pipe "
-            f"({p['bytes'] / p['frames']:.0f} B/frame; median of {p['repeats']} runs each, alternating)",
+            (
+                f"## SDK client receiving {p['frames']:,} mixed session updates over a pipe "
+                f"({p['bytes'] / p['frames']:.0f} B/frame; median of {p['repeats']} runs each, alternating)"
+            ),
             "",
             "| client | frames/s | ratio |",
             "|---|---:|---:|",
@@ -360,8 +364,10 @@ def report(pipeline: Optional[Dict[str, Any]], accumulator: Optional[Dict[str, A
             "| accumulator | " + " | ".join(f"{s:,} updates" for s in sizes) + f" | {n:,} updates | growth exponent |"
         )
         lines += [
-            f"## SessionAccumulator: the same {n:,} single-session updates (SDK models; median of {a['sdk_repeats']} SDK "
-            f"runs, {a['repeats']} acp-fast runs)",
+            (
+                f"## SessionAccumulator: the same {n:,} single-session updates (SDK models; median of {a['sdk_repeats']} SDK "
+                f"runs, {a['repeats']} acp-fast runs)"
+            ),
             "",
             head,
             "|---|" + "---:|" * (len(sizes) + 2),
@@ -376,14 +382,18 @@ def report(pipeline: Optional[Dict[str, Any]], accumulator: Optional[Dict[str, A
             + f" | {_ratio(a['sdk_projected'] / ours[n])} (projected) | |",
             f"| acp-fast, `feed()` of the raw byte stream | {'| ' * len(sizes)}{_seconds(a['feed'])} | |",
             "",
-            f"Projection of the SDK with exponent 2.0 instead of the fitted one: {_seconds(a['sdk_projected_quadratic'])} "
-            f"({_ratio(a['sdk_projected_quadratic'] / ours[n])}). Reading every field of acp-fast's final snapshot once "
-            f"(after {n:,} updates: every tool-call view and message model built): {_seconds(a['materialize'])}.",
+            (
+                f"Projection of the SDK with exponent 2.0 instead of the fitted one: {_seconds(a['sdk_projected_quadratic'])} "
+                f"({_ratio(a['sdk_projected_quadratic'] / ours[n])}). Reading every field of acp-fast's final snapshot once "
+                f"(after {n:,} updates: every tool-call view and message model built): {_seconds(a['materialize'])}."
+            ),
             "",
-            f"Cost per update at the end: SDK {(sdk[sizes[-1]] - sdk[sizes[-2]]) / (sizes[-1] - sizes[-2]) * 1e3:.1f} ms "
-            f"(between {sizes[-2]:,} and {sizes[-1]:,} updates), acp-fast "
-            f"{(ours[n] - ours[sorted(ours)[-2]]) / (n - sorted(ours)[-2]) * 1e6:.1f} µs (between {sorted(ours)[-2]:,} and {n:,}). "
-            f"acp-fast's snapshot equals the SDK's after {sizes[-1]:,} updates: {'yes' if a['same_snapshot'] else 'NO'}.",
+            (
+                f"Cost per update at the end: SDK {(sdk[sizes[-1]] - sdk[sizes[-2]]) / (sizes[-1] - sizes[-2]) * 1e3:.1f} ms "
+                f"(between {sizes[-2]:,} and {sizes[-1]:,} updates), acp-fast "
+                f"{(ours[n] - ours[sorted(ours)[-2]]) / (n - sorted(ours)[-2]) * 1e6:.1f} µs (between {sorted(ours)[-2]:,} and {n:,}). "
+                f"acp-fast's snapshot equals the SDK's after {sizes[-1]:,} updates: {'yes' if a['same_snapshot'] else 'NO'}."
+            ),
             "",
         ]
     return "\n".join(lines)

@@ -10,8 +10,7 @@
              (the SDK's accumulator rebuilds a snapshot of the whole session on every update, so
              its cost per frame grows with the stream: quadratic).
 
-``python -m acp_fast.bench.state`` is an alias of ``acp-fast bench --tasks state scaling
---profiles mixed`` (its old options ``--frames``, ``--rounds`` and ``--scaling`` still work).
+``acp-fast bench --tasks state scaling --profiles mixed`` runs both.
 """
 
 from __future__ import annotations
@@ -28,11 +27,12 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import orjson
 
+from .sdk_models import sdk_path
+
 __all__ = [
     "ScalingResult",
     "dict_accumulator",
     "growth_exponent",
-    "main",
     "memory_per_tool_call",
     "project",
     "run_scaling",
@@ -47,7 +47,7 @@ def dict_accumulator(
     lines: Sequence[bytes], version: int = 1, loads: Callable[[bytes], Any] = orjson.loads
 ) -> Dict[str, Dict[str, Dict[str, Any]]]:
     """The baseline: ``loads`` each line, keep ``{session: {toolCallId: record}}`` with the
-    API.md rules (what a careful hand-written Python client does)."""
+    docs/API.md rules (what a careful hand-written Python client does)."""
     state: Dict[str, Dict[str, Dict[str, Any]]] = {}
     for line in lines:
         msg = loads(line)
@@ -61,7 +61,13 @@ def dict_accumulator(
             tcid = update["toolCallId"]
             rec = calls.get(tcid)
             if rec is None:
-                rec = calls[tcid] = {"toolCallId": tcid, "status": "pending", "kind": "other", "content": [], "locations": []}
+                rec = calls[tcid] = {
+                    "toolCallId": tcid,
+                    "status": "pending",
+                    "kind": "other",
+                    "content": [],
+                    "locations": [],
+                }
             for k, v in update.items():
                 if k == "sessionUpdate" or k == "toolCallId":
                     continue
@@ -87,7 +93,13 @@ def dict_accumulator(
             tcid = update["toolCallId"]
             rec = calls.get(tcid)
             if rec is None:
-                rec = calls[tcid] = {"toolCallId": tcid, "status": "pending", "kind": "other", "content": [], "locations": []}
+                rec = calls[tcid] = {
+                    "toolCallId": tcid,
+                    "status": "pending",
+                    "kind": "other",
+                    "content": [],
+                    "locations": [],
+                }
             rec["content"].append(update["content"])
     return state
 
@@ -97,8 +109,6 @@ def sdk_accumulate(lines: Sequence[bytes]) -> Dict[str, Any]:
     ``acp.schema.SessionNotification``, and merge it into that session's
     ``acp.contrib.session_state.SessionAccumulator`` (one per session: a single accumulator
     resets itself whenever the session id changes). Returns ``{session_id: accumulator}``."""
-    from .contenders import sdk_path
-
     sdk = sdk_path()
     validate = sdk.notification.model_validate
     SessionAccumulator = sdk.accumulator
@@ -142,7 +152,7 @@ def project(points: Sequence[Tuple[int, float]], n: int) -> float:
         n0, t0 = points[-2]
         if t0 > 0 and t1 > 0 and n1 != n0:
             exponent = max(1.0, math.log(t1 / t0) / math.log(n1 / n0))
-    return t1 * (n / n1) ** exponent
+    return float(t1 * (n / n1) ** exponent)
 
 
 def scaling_sizes(smallest: int = 1_000, largest: int = 100_000) -> List[int]:
@@ -281,7 +291,11 @@ def memory_per_tool_call(module: str, n: int) -> Optional[float]:
     (no ``/proc``, a failing probe)."""
     try:
         out = subprocess.run(
-            [sys.executable, "-c", _MEMORY_PROBE, module, str(n)], capture_output=True, text=True, check=True, timeout=600
+            [sys.executable, "-c", _MEMORY_PROBE, module, str(n)],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=600,
         ).stdout.split()
         held, count = int(out[0]), int(out[1])
     except (OSError, subprocess.SubprocessError, ValueError, IndexError):

@@ -120,7 +120,7 @@ class Progress:
         elapsed = time.perf_counter() - self.started
         tail = f" {fraction * 100:3.0f}% {_clock(elapsed)} {label}"
         cells = max(10, min(30, width - len(tail) - 2))
-        filled = int(round(fraction * cells))
+        filled = round(fraction * cells)
         line = "[" + "#" * filled + "-" * (cells - filled) + "]" + tail
         return line[:width].ljust(width)
 
@@ -146,7 +146,7 @@ class Progress:
             self.update(self.done, label, force=True)
             return
         elapsed = time.perf_counter() - self.started
-        total = int(round(self.total))
+        total = round(self.total)
         width = len(str(total))
         text = f"[{self.steps:{width}d}/{total}] {self.done / self.total * 100:3.0f}% {_clock(elapsed)} {label}"
         self.stream.write(text + (f": {detail}" if detail else "") + "\n")

@@ -26,7 +26,7 @@ __all__ = ["SDK_EXTRA", "SDK_VERSION", "require_sdk"]
 def require_sdk(module: str) -> None:
     """Raise an ImportError naming the ``sdk`` extra when the ACP SDK (``acp``) is missing."""
     try:
-        import acp  # noqa: F401
+        import acp
         import acp.connection  # noqa: F401
     except ImportError as exc:
         raise ImportError(

@@ -115,6 +115,7 @@ def params_model(frame: Any) -> BaseModel:
     """The SDK params model of a request or notification frame (by its method, see
     :data:`PARAMS_MODELS`). KeyError for a method the SDK does not route."""
     message = _message(frame)
+    method: Any  # None (no method) is a KeyError below, as documented
     if isinstance(message, dict):
         method, params = message.get("method"), message.get("params")
     else:

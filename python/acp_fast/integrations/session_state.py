@@ -115,7 +115,7 @@ class _World:
         self.flags: Dict[str, int] = {}  # tool-call id -> _KIND | _STATUS
         self.views: Dict[str, ToolCallView] = {}  # current views built so far
         self.messages: Tuple[List[Any], List[Any], List[Any]] = ([], [], [])  # user, agent, thought
-        self.epoch: Optional[weakref.ref] = None  # type: ignore[type-arg]
+        self.epoch: Optional[weakref.ref[_Epoch]] = None
         self.dirty = False
 
     def current_view(self, tcid: str) -> ToolCallView:
@@ -192,7 +192,8 @@ def _to_model(model: Any, items: Any) -> List[Any]:
 def _update_of(frame: Any) -> Dict[str, Any]:
     if isinstance(frame, dict):
         return frame
-    return frame.params["update"]
+    update: Dict[str, Any] = frame.params["update"]
+    return update
 
 
 def _message_model(item: Any, index: int) -> Any:
@@ -266,9 +267,10 @@ class LazySessionSnapshot(SessionSnapshot):
         if capture is not None and name in _LAZY_FIELDS:
             value = d[name] = capture.field(name)
             return value
-        return super().__getattr__(name)
+        # pydantic defines BaseModel.__getattr__ only when not TYPE_CHECKING (it exists at run time).
+        return super().__getattr__(name)  # type: ignore[misc]
 
-    def _fill(self) -> "LazySessionSnapshot":
+    def _fill(self) -> LazySessionSnapshot:
         d = self.__dict__
         capture = d.get("_lazy")
         if capture is not None:
@@ -283,7 +285,7 @@ class LazySessionSnapshot(SessionSnapshot):
         snapshot = SessionSnapshot.model_construct(**{name: self.__dict__[name] for name in _SNAPSHOT_FIELDS})
         return snapshot
 
-    def __eq__(self, other: Any) -> bool:
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, SessionSnapshot):
             return NotImplemented
         self._fill()
@@ -291,7 +293,7 @@ class LazySessionSnapshot(SessionSnapshot):
             other._fill()
         return all(self.__dict__[name] == other.__dict__.get(name) for name in _SNAPSHOT_FIELDS)
 
-    def __ne__(self, other: Any) -> bool:
+    def __ne__(self, other: object) -> bool:
         result = self.__eq__(other)
         return result if result is NotImplemented else not result
 
@@ -309,11 +311,11 @@ class LazySessionSnapshot(SessionSnapshot):
         self._fill()
         return super().__getstate__()
 
-    def __copy__(self) -> "LazySessionSnapshot":
+    def __copy__(self) -> LazySessionSnapshot:
         self._fill()
         return super().__copy__()
 
-    def __deepcopy__(self, memo: Optional[Dict[int, Any]] = None) -> "LazySessionSnapshot":
+    def __deepcopy__(self, memo: Optional[Dict[int, Any]] = None) -> LazySessionSnapshot:
         self._fill()
         return super().__deepcopy__(memo)
 
@@ -325,7 +327,7 @@ class LazySessionSnapshot(SessionSnapshot):
         self._fill()
         return super().model_dump_json(**kwargs)
 
-    def model_copy(self, **kwargs: Any) -> "LazySessionSnapshot":
+    def model_copy(self, **kwargs: Any) -> LazySessionSnapshot:
         self._fill()
         return super().model_copy(**kwargs)
 
@@ -421,9 +423,7 @@ class SessionAccumulator:
             return self._apply_model(notification)
         if isinstance(notification, (bytes, bytearray, memoryview, str)):
             frame = self._backend.decode(notification)
-        elif isinstance(notification, dict):
-            frame = self._backend.decode(self._backend.dumps(notification))
-        elif isinstance(notification, list):
+        elif isinstance(notification, (dict, list)):
             frame = self._backend.decode(self._backend.dumps(notification))
         else:
             frame = notification
@@ -488,7 +488,8 @@ class SessionAccumulator:
     @property
     def protocol_version(self) -> int:
         """The protocol version in force (fixed, else negotiated, else 1)."""
-        return self._world.store.protocol_version
+        version: int = self._world.store.protocol_version
+        return version
 
     def tool_call(self, tool_call_id: str) -> Optional[ToolCallView]:
         """The current view of one tool call (None if unknown), without building a snapshot."""
@@ -556,7 +557,7 @@ class SessionAccumulator:
             self._mode = update.current_mode_id
         elif isinstance(update, AvailableCommandsUpdate):
             self._commands = _Items(None, tuple(command.model_copy(deep=True) for command in update.available_commands))
-        return self._notify(notification)  # type: ignore[return-value]
+        return self._notify(notification)  # type: ignore[return-value]  # want=True: always the snapshot
 
     def _apply_message(self, message: Any, want: bool = True) -> Optional[LazySessionSnapshot]:
         """Apply one decoded message; the snapshot after it when it was a session update (and
@@ -613,7 +614,7 @@ class SessionAccumulator:
         """A permission request's tool call is applied by the store like a tool_call_update."""
         world = self._world
         params = message.params
-        tool_call = None
+        tool_call: Any = None
         session_id = params.get("sessionId") if isinstance(params, dict) else None
         if isinstance(params, dict):
             tool_call = params.get("toolCall")
