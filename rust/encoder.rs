@@ -1,7 +1,12 @@
 //! JSON writing rules shared by every serializer: string escaping, number formatting and error
 //! paths. Output is byte-identical to `orjson.dumps` for the values both accept (docs/DESIGN.md
-//! §4). The walk over Python objects lives in the binding layer (`python/convert.rs`); its mirror
-//! is `_fallback/encoder.py`.
+//! §4).
+//!
+//! Mirror: `python/acp_fast/_fallback/encoder.py`, which has `MAX_DEPTH` and `render_path` in this
+//! order. Differences on purpose: the byte writers here (`write_str`, `write_units`, `write_i64`,
+//! `write_u64`, `write_f64`) are orjson's there, and a path is a list of keys and indices there
+//! (here `PathItem`). The walk over Python objects lives in the binding layer
+//! (`rust/python/convert.rs`); its mirror is the rest of `encoder.py`.
 
 /// Deepest nesting written (orjson's limit; it also stops cycles).
 pub const MAX_DEPTH: usize = 254;

@@ -2,7 +2,11 @@
 //! description and the byte offset. Line and column are derived from the offset only when an
 //! error is reported (never on the happy path). Every constructor here is cold.
 //!
-//! Mirror: `python/acp_fast/_fallback/error.py`. The descriptions are fixed in docs/DESIGN.md.
+//! Mirror: `python/acp_fast/_fallback/error.py`, definition for definition. The descriptions are
+//! fixed in docs/DESIGN.md. Differences on purpose: the fallback's error is one plain class (no
+//! `ErrorData` box, `Deref` or `Display`), names JSON types by strings (here `JsonType`), and also
+//! has `DecodeError.shifted` (here `shifted` in `message.rs`) and the builders of the public
+//! exceptions, `to_python` and `encode_error` (here the binding's `rust/python/errors.rs`).
 
 use std::fmt;
 

@@ -1,6 +1,6 @@
 """The pure-Python backend of acp-fast, built on orjson.
 
-It mirrors the Rust core file for file (docs/DESIGN.md section 1): ``error.py``, ``scanner.py``,
+It mirrors the Rust core file for file (docs/DESIGN.md section 1): ``error.py``, ``scanner/``,
 ``encoder.py``, ``message.py``, ``framing.py``. The behaviour is the same byte for byte; only the
 speed differs.
 """

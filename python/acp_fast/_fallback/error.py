@@ -2,7 +2,11 @@
 offset. Line and column are derived from the offset only when an error is turned into the public
 exception (never on the happy path).
 
-Mirror of ``rust/error.rs``. The descriptions are fixed in docs/DESIGN.md (sections 2.1, 3, 5, 6).
+Mirror of ``rust/error.rs``, definition for definition. The descriptions are fixed in
+docs/DESIGN.md (sections 2.1, 3, 5, 6). Differences on purpose: the JSON type names are strings
+here (rust: the ``JsonType`` enum and its ``name``); ``DecodeError.shifted`` moves the error of a
+batch entry (rust: ``shifted`` in ``rust/message.rs``); ``to_python`` and ``encode_error`` build the
+public exceptions, which the binding does in Rust (``rust/python/errors.rs``).
 """
 
 from __future__ import annotations
@@ -30,14 +34,6 @@ PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 #: JSON-RPC "Invalid params": a valid message whose params break a state-engine rule (DESIGN 7.7).
 INVALID_PARAMS = -32602
-
-# JSON type names used in descriptions (rust: `JsonType::name`).
-OBJECT = "object"
-ARRAY = "array"
-STRING = "string"
-NUMBER = "number"
-BOOLEAN = "boolean"
-NULL = "null"
 
 
 class DecodeError:
@@ -97,6 +93,15 @@ def describe_found(data: bytes, position: int) -> str:
         return f"U+{ord(ch[0]):04X}"
     except UnicodeDecodeError:
         return f"U+{b:04X}"
+
+
+# JSON type names used in descriptions (rust: `JsonType` and `JsonType::name`).
+OBJECT = "object"
+ARRAY = "array"
+STRING = "string"
+NUMBER = "number"
+BOOLEAN = "boolean"
+NULL = "null"
 
 
 def describe_value(data: bytes, ty: str, start: int, end: int) -> str:

@@ -1,0 +1,300 @@
+//! Strings: scanning one (its end found through the index), checking its escapes, unescaping
+//! it, and the text of a string token.
+//!
+//! Mirror: `_fallback/scanner/strings.py`, which differs on purpose: it skips string bodies with
+//! a regular expression (no index) and leaves unescaping to orjson (`string_text`), so
+//! `unescape_into`, `find_backslash` and `string_equals` are Rust only.
+
+use super::cursor::{unexpected, Scanner};
+use super::Str;
+use crate::error::{describe_found, DecodeError};
+
+const ESCAPE_HELP: &str = r#"an escape sequence (\" \\ \/ \b \f \n \r \t \uXXXX)"#;
+
+/// The escape codes that need no further check: `" \ / b f n r t`.
+pub(super) static SIMPLE_ESCAPE: [bool; 256] = {
+    let mut t = [false; 256];
+    t[b'"' as usize] = true;
+    t[b'\\' as usize] = true;
+    t[b'/' as usize] = true;
+    t[b'b' as usize] = true;
+    t[b'f' as usize] = true;
+    t[b'n' as usize] = true;
+    t[b'r' as usize] = true;
+    t[b't' as usize] = true;
+    t
+};
+
+#[inline(always)]
+fn hex_value(b: u8) -> Option<u16> {
+    match b {
+        b'0'..=b'9' => Some(u16::from(b - b'0')),
+        b'a'..=b'f' => Some(u16::from(b - b'a' + 10)),
+        b'A'..=b'F' => Some(u16::from(b - b'A' + 10)),
+        _ => None,
+    }
+}
+
+/// Read 4 hex digits at `at`, or `None` if any is missing/not hex (no error).
+#[inline]
+fn read_hex4(data: &[u8], at: usize) -> Option<u16> {
+    let d = data.get(at..at + 4)?;
+    let mut v = 0u16;
+    for &b in d {
+        v = (v << 4) | hex_value(b)?;
+    }
+    Some(v)
+}
+
+impl<'a> Scanner<'a> {
+    /// Scan the object key at the cursor (after whitespace), then its `:`. Inlined: an
+    /// envelope has ~15 keys, and the call cost as much as the key.
+    #[inline(always)]
+    pub fn scan_key(&mut self) -> Result<Str, DecodeError> {
+        let key = self.scan_string()?;
+        self.expect(b':', "':'")?;
+        Ok(key)
+    }
+
+    /// Scan a string whose opening quote is at the cursor. Inlined into its callers: strings are
+    /// the most frequent token, and the call itself cost as much as the scan.
+    #[inline(always)]
+    pub fn scan_string(&mut self) -> Result<Str, DecodeError> {
+        let data = self.data;
+        let start = self.pos + 1;
+        // Most strings have no escape: one search for the closing quote or a backslash tells.
+        let mut i = self.index.next_or_backslash(start);
+        if data.get(i) == Some(&b'"') {
+            self.pos = i + 1;
+            return Ok(Str {
+                start,
+                end: i,
+                escaped: false,
+            });
+        }
+        // Past the first backslash (if it is one), only special bytes stop the search.
+        if data.get(i) == Some(&b'\\') && SIMPLE_ESCAPE[usize::from(data.get(i + 1).copied().unwrap_or(0))] {
+            i = self.index.next(i + 2, data.len());
+        }
+        loop {
+            match data.get(i) {
+                Some(b'"') => {
+                    self.pos = i + 1;
+                    // Here the string has a backslash (the search above stopped at it).
+                    return Ok(Str {
+                        start,
+                        end: i,
+                        escaped: true,
+                    });
+                }
+                Some(b'\\') => {
+                    let after = Self::check_escape(data, i)?;
+                    i = self.index.next(after, data.len());
+                }
+                None => return Err(unexpected(data, i, "'\"' to close the string")),
+                Some(_) => return Err(control_character(data, i)),
+            }
+        }
+    }
+
+    /// Validate the escape whose backslash is at `at`; return the offset after it.
+    // Out of line: the index lets simple escapes through in bulk, so only `\u` escapes and bad
+    // escapes come here, and keeping its error formatting out of `scan_string` keeps that small.
+    #[inline(never)]
+    fn check_escape(data: &[u8], at: usize) -> Result<usize, DecodeError> {
+        match data.get(at + 1) {
+            Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => Ok(at + 2),
+            Some(b'u') => {
+                let unit = Self::hex4_checked(data, at + 2)?;
+                match unit {
+                    0xD800..=0xDBFF => {
+                        let next = at + 6;
+                        let low = if data.get(next) == Some(&b'\\') && data.get(next + 1) == Some(&b'u') {
+                            read_hex4(data, next + 2)
+                        } else {
+                            None
+                        };
+                        match low {
+                            Some(0xDC00..=0xDFFF) => Ok(next + 6),
+                            _ => Err(lone_high_surrogate(data, at, low.is_some())),
+                        }
+                    }
+                    0xDC00..=0xDFFF => Err(DecodeError::json(
+                        "lone_surrogate",
+                        format!(
+                            "unexpected low surrogate escape {}",
+                            String::from_utf8_lossy(&data[at..at + 6])
+                        ),
+                        at,
+                    )),
+                    _ => Ok(at + 6),
+                }
+            }
+            None => Err(unexpected(data, at + 1, ESCAPE_HELP)),
+            Some(_) => Err(DecodeError::json(
+                "invalid_escape",
+                format!("expected {ESCAPE_HELP}, found {}", describe_found(data, at + 1)),
+                at + 1,
+            )),
+        }
+    }
+
+    #[inline]
+    fn hex4_checked(data: &[u8], at: usize) -> Result<u16, DecodeError> {
+        let mut v = 0u16;
+        for i in at..at + 4 {
+            match data.get(i) {
+                None => return Err(unexpected(data, i, "4 hex digits after \\u")),
+                Some(&b) => match hex_value(b) {
+                    Some(h) => v = (v << 4) | h,
+                    None => {
+                        return Err(DecodeError::json(
+                            "invalid_unicode_escape",
+                            format!("expected 4 hex digits after \\u, found {}", describe_found(data, i)),
+                            i,
+                        ))
+                    }
+                },
+            }
+        }
+        Ok(v)
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn control_character(data: &[u8], at: usize) -> DecodeError {
+    DecodeError::json(
+        "control_character",
+        format!(
+            "expected an escaped control character in a string, found {}",
+            describe_found(data, at)
+        ),
+        at,
+    )
+}
+
+#[cold]
+#[inline(never)]
+fn lone_high_surrogate(data: &[u8], at: usize, next_is_escape: bool) -> DecodeError {
+    let written = String::from_utf8_lossy(&data[at..at + 6]);
+    let next = at + 6;
+    let found = if next_is_escape {
+        String::from_utf8_lossy(&data[next..next + 6]).into_owned()
+    } else {
+        describe_found(data, next)
+    };
+    DecodeError::json(
+        "lone_surrogate",
+        format!("expected a low surrogate escape after {written}, found {found}"),
+        at,
+    )
+}
+
+/// Append the unescaped content of a string token to `out` (the token was validated).
+pub fn unescape_into(data: &[u8], s: Str, out: &mut Vec<u8>) {
+    let raw = &data[s.start..s.end];
+    out.reserve(raw.len());
+    let mut i = 0;
+    while i < raw.len() {
+        let Some(off) = find_backslash(&raw[i..]) else {
+            out.extend_from_slice(&raw[i..]);
+            break;
+        };
+        out.extend_from_slice(&raw[i..i + off]);
+        i += off;
+        let c = raw[i + 1];
+        i += 2;
+        let byte = match c {
+            b'"' => b'"',
+            b'\\' => b'\\',
+            b'/' => b'/',
+            b'b' => 0x08,
+            b'f' => 0x0c,
+            b'n' => b'\n',
+            b'r' => b'\r',
+            b't' => b'\t',
+            _ => {
+                // 'u': validated by the scanner, surrogates come in pairs.
+                let unit = u32::from(read_hex4(raw, i).unwrap_or(0xFFFD));
+                i += 4;
+                let cp = if (0xD800..=0xDBFF).contains(&unit) {
+                    let low = u32::from(read_hex4(raw, i + 2).unwrap_or(0xDC00));
+                    i += 6;
+                    0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00)
+                } else {
+                    unit
+                };
+                let ch = char::from_u32(cp).unwrap_or('\u{FFFD}');
+                let mut buf = [0u8; 4];
+                out.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
+                continue;
+            }
+        };
+        out.push(byte);
+    }
+}
+
+/// Offset of the first backslash. Escapes in code and diffs come every few dozen bytes, where a
+/// `memchr` call costs more in setup than it saves; 16 bytes at a time inline is faster.
+#[inline(always)]
+fn find_backslash(s: &[u8]) -> Option<usize> {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE2 is part of the x86_64 baseline; every load reads 16 bytes inside `s`.
+    unsafe {
+        use std::arch::x86_64::{__m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8};
+        let backslash = _mm_set1_epi8(b'\\' as i8);
+        let mut i = 0;
+        while i + 16 <= s.len() {
+            let v = _mm_loadu_si128(s.as_ptr().add(i).cast::<__m128i>());
+            let mask = _mm_movemask_epi8(_mm_cmpeq_epi8(v, backslash));
+            if mask != 0 {
+                return Some(i + mask.trailing_zeros() as usize);
+            }
+            i += 16;
+        }
+        s[i..].iter().position(|&b| b == b'\\').map(|p| p + i)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    memchr::memchr(b'\\', s)
+}
+
+/// The text of a string token: borrowed when it has no escapes, else unescaped into `scratch`.
+#[inline]
+pub fn string_text<'d>(data: &'d [u8], s: Str, scratch: &'d mut Vec<u8>) -> &'d [u8] {
+    if s.escaped {
+        scratch.clear();
+        unescape_into(data, s, scratch);
+        scratch
+    } else {
+        &data[s.start..s.end]
+    }
+}
+
+/// Does the string token equal `expected` (after unescaping)?
+#[inline]
+pub fn string_equals(data: &[u8], s: Str, expected: &[u8]) -> bool {
+    if s.escaped {
+        let mut buf = Vec::with_capacity(s.end - s.start);
+        unescape_into(data, s, &mut buf);
+        buf == expected
+    } else {
+        &data[s.start..s.end] == expected
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unescape() {
+        let data = br#""a\n\u00e9\ud83d\ude00\/""#;
+        let mut sc = Scanner::new(data);
+        let s = sc.scan_string().unwrap();
+        assert!(s.escaped);
+        let mut out = Vec::new();
+        unescape_into(data, s, &mut out);
+        assert_eq!(std::str::from_utf8(&out).unwrap(), "a\né😀/");
+    }
+}
