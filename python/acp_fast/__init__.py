@@ -33,6 +33,9 @@ dumps = _backend.dumps
 decode = _backend.decode
 encode = _backend.encode
 FrameDecoder = _backend.FrameDecoder
+Framer = _backend.Framer
+DEFAULT_MAX_FRAME_BYTES: int = _backend.DEFAULT_MAX_FRAME_BYTES
+MAX_FRAME_BYTES: int = _backend.MAX_FRAME_BYTES
 Message = _backend.Message
 ToolCallStore = _backend.ToolCallStore
 Change = _backend.Change
@@ -49,9 +52,12 @@ __all__ = [
     "AcpError",
     "Batch",
     "Change",
+    "DEFAULT_MAX_FRAME_BYTES",
     "DecodeError",
     "EncodeError",
     "FrameDecoder",
+    "Framer",
+    "MAX_FRAME_BYTES",
     "Message",
     "ToolCallStore",
     "decode",

@@ -1,7 +1,7 @@
 """Type stubs for the compiled core, ``acp_fast._native`` (the fallback ``acp_fast._fallback``
 exposes the same names with the same signatures)."""
 
-from typing import Any, Dict, Final, Iterator, List, Optional, Union, final
+from typing import Any, Dict, Final, Iterator, List, Optional, Tuple, Union, final
 
 from .batch import Batch
 from .errors import DecodeError
@@ -11,8 +11,14 @@ BACKEND: Final[str]
 __version__: Final[str]
 build_profile: Final[str]
 """``"release"`` or ``"debug"``; benchmarks refuse a debug build."""
+DEFAULT_MAX_FRAME_BYTES: Final[int]
+"""The default ``max_frame_bytes`` of :class:`Framer`, :class:`FrameDecoder` and
+:class:`ToolCallStore`: 67108864 (64 MiB)."""
+MAX_FRAME_BYTES: Final[int]
+"""The largest ``max_frame_bytes`` accepted: 4294967294 (frame offsets are 32-bit)."""
 
 _Buffer = Union[bytes, bytearray, memoryview, str]
+_Line = Tuple[int, bytes]
 _Frame = Union["Message", Batch]
 _FeedResult = Union["Message", Batch, DecodeError]
 
@@ -77,6 +83,38 @@ class Message:
     def __bytes__(self) -> bytes: ...
     def __eq__(self, other: object) -> bool: ...
     def __hash__(self) -> int: ...
+
+@final
+class Framer:
+    """Splits a byte stream into lines: what :class:`FrameDecoder` does before it parses them.
+
+    Feed it bytes in any pieces; ``feed`` returns the events of every line completed, in order
+    (any split of the same bytes gives the same events), ``finish`` those of a last line without
+    a newline. Memory stays bounded by ``max_frame_bytes``.
+
+    * By default an event is ``(line, data)`` for each complete non-blank line, ``line`` its
+      1-based number (blank lines are counted) and ``data`` its bytes without ``\n`` /
+      ``\r\n``; a line longer than ``max_frame_bytes`` is the :class:`DecodeError` a
+      :class:`FrameDecoder` gives (kind ``frame_too_large``, ``line`` set), as soon as it passes
+      the limit, and its bytes are skipped up to the next newline.
+    * ``keepends=True``: every line exactly as it was, line ending kept and blank lines included,
+      so the events give back the stream byte for byte; an oversized line is ``(line, n)``, ``n``
+      the number of bytes dropped (its line ending included), once it has ended.
+    * ``joined=True`` (implies ``keepends``): the consecutive complete lines of one feed come as
+      one event ``(first line, data)``, what a relay forwards in one write."""
+
+    def __init__(self, *, max_frame_bytes: int = 67108864, keepends: bool = False, joined: bool = False) -> None: ...
+    def feed(self, data: _Buffer, /) -> List[Union[_Line, Tuple[int, int], DecodeError]]: ...
+    def finish(self) -> List[Union[_Line, Tuple[int, int]]]:
+        """End of input: the event of a last line that has no newline."""
+    @property
+    def line(self) -> int:
+        """Lines completed so far (blank and oversized ones included)."""
+    @property
+    def buffered(self) -> int:
+        """Bytes held for the current partial line (at most ``max_frame_bytes``)."""
+    @property
+    def max_frame_bytes(self) -> int: ...
 
 @final
 class FrameDecoder:
