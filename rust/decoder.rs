@@ -19,7 +19,7 @@ pub enum Decoded<'a> {
     Frame {
         line: u64,
         data: &'a [u8],
-        frame: Result<Frame, DecodeError>,
+        frame: &'a Result<Frame, DecodeError>,
     },
     /// The line `line` is longer than the limit (`framing::too_large`); it is skipped.
     TooLarge { line: u64, error: DecodeError },
@@ -30,19 +30,22 @@ pub struct FrameDecoder {
     framer: Framer,
 }
 
-/// An `Event` of the framer, decoded.
+/// Parse the line of an `Event` of the framer, and hand it to `emit`.
 #[inline(always)]
-fn decoded(max: usize, event: Event<'_>) -> Decoded<'_> {
+fn decode<F: FnMut(Decoded<'_>)>(max: usize, event: Event<'_>, emit: &mut F) {
     match event {
-        Event::Frame { line, data, utf8 } => Decoded::Frame {
-            line,
-            data,
-            frame: parse_line_utf8(data, None, utf8),
-        },
-        Event::TooLarge { line } => Decoded::TooLarge {
+        Event::Frame { line, data, utf8 } => {
+            let frame = parse_line_utf8(data, None, utf8);
+            emit(Decoded::Frame {
+                line,
+                data,
+                frame: &frame,
+            });
+        }
+        Event::TooLarge { line } => emit(Decoded::TooLarge {
             line,
             error: too_large(max),
-        },
+        }),
     }
 }
 
@@ -61,13 +64,13 @@ impl FrameDecoder {
     /// Feed bytes; `emit` gets every complete line, decoded, in order.
     pub fn feed<F: FnMut(Decoded<'_>)>(&mut self, data: &[u8], mut emit: F) {
         let max = self.framer.max_frame_bytes();
-        self.framer.feed(data, |event| emit(decoded(max, event)));
+        self.framer.feed(data, |event| decode(max, event, &mut emit));
     }
 
     /// End of input: decode a last line that has no newline.
     pub fn finish<F: FnMut(Decoded<'_>)>(&mut self, mut emit: F) {
         let max = self.framer.max_frame_bytes();
-        self.framer.finish(|event| emit(decoded(max, event)));
+        self.framer.finish(|event| decode(max, event, &mut emit));
     }
 }
 
@@ -82,6 +85,7 @@ mod tests {
                 Decoded::Frame { line, data, frame } => (
                     line,
                     frame
+                        .as_ref()
                         .map(|_| String::from_utf8_lossy(data).into_owned())
                         .map_err(|e| e.kind),
                 ),

@@ -67,22 +67,56 @@ pub enum Piece<'a> {
     TooLarge { line: u64, bytes: u64 },
 }
 
-/// What the scan found, before `feed` / `feed_exact` shape it into an `Event` / a `Piece`.
-enum Found<'a> {
-    Line {
-        line: u64,
-        data: &'a [u8],
-        utf8: bool,
-    },
-    /// Default reading: the line passed the limit (as soon as known).
-    TooLarge {
-        line: u64,
-    },
-    /// Exact reading: the oversized line ended, `bytes` dropped.
-    Dropped {
-        line: u64,
-        bytes: u64,
-    },
+/// Where the scan's findings go: `Events` for `feed`, `Pieces` for `feed_exact`.
+trait Sink {
+    /// The exact reading: line endings and blank lines kept, oversized lines reported once they
+    /// have ended.
+    const EXACT: bool;
+    fn line(&mut self, line: u64, data: &[u8], utf8: bool);
+    /// The default reading: the line passed the limit (as soon as known).
+    fn too_large(&mut self, line: u64);
+    /// The exact reading: the oversized line ended, `bytes` of it dropped.
+    fn dropped(&mut self, line: u64, bytes: u64);
+}
+
+/// `feed`'s sink.
+struct Events<F>(F);
+
+impl<F: FnMut(Event<'_>)> Sink for Events<F> {
+    const EXACT: bool = false;
+
+    #[inline(always)]
+    fn line(&mut self, line: u64, data: &[u8], utf8: bool) {
+        (self.0)(Event::Frame { line, data, utf8 });
+    }
+
+    #[inline(always)]
+    fn too_large(&mut self, line: u64) {
+        (self.0)(Event::TooLarge { line });
+    }
+
+    #[inline(always)]
+    fn dropped(&mut self, _line: u64, _bytes: u64) {}
+}
+
+/// `feed_exact`'s sink.
+struct Pieces<F>(F);
+
+impl<F: FnMut(Piece<'_>)> Sink for Pieces<F> {
+    const EXACT: bool = true;
+
+    #[inline(always)]
+    fn line(&mut self, line: u64, data: &[u8], _utf8: bool) {
+        (self.0)(Piece::Line { line, data });
+    }
+
+    #[inline(always)]
+    fn too_large(&mut self, _line: u64) {}
+
+    #[inline(always)]
+    fn dropped(&mut self, line: u64, bytes: u64) {
+        (self.0)(Piece::TooLarge { line, bytes });
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -128,26 +162,6 @@ fn window_end(data: &[u8], start: usize) -> Option<usize> {
     }
 }
 
-/// `Found` as `feed` reports it.
-#[inline(always)]
-fn as_event<F: FnMut(Event<'_>)>(found: Found<'_>, emit: &mut F) {
-    match found {
-        Found::Line { line, data, utf8 } => emit(Event::Frame { line, data, utf8 }),
-        Found::TooLarge { line } => emit(Event::TooLarge { line }),
-        Found::Dropped { .. } => {}
-    }
-}
-
-/// `Found` as `feed_exact` reports it.
-#[inline(always)]
-fn as_piece<F: FnMut(Piece<'_>)>(found: Found<'_>, emit: &mut F) {
-    match found {
-        Found::Line { line, data, .. } => emit(Piece::Line { line, data }),
-        Found::Dropped { line, bytes } => emit(Piece::TooLarge { line, bytes }),
-        Found::TooLarge { .. } => {}
-    }
-}
-
 impl Framer {
     pub fn new(max_frame_bytes: usize) -> Self {
         Self {
@@ -173,53 +187,43 @@ impl Framer {
         self.partial.len()
     }
 
-    /// Hand a complete line to `emit`. `EXACT`: `data` keeps its line ending (`eol`: it has a
-    /// `\n`), else it has none and may still end in `\r`.
+    /// Hand a complete line to `sink`. `S::EXACT`: `data` keeps its line ending (`eol`: it has
+    /// a `\n`), else it has none and may still end in `\r`.
     #[inline(always)]
-    fn complete<const EXACT: bool, F: FnMut(Found<'_>)>(
-        max: usize,
-        line: u64,
-        data: &[u8],
-        eol: bool,
-        utf8: bool,
-        emit: &mut F,
-    ) {
-        if data.len() - usize::from(EXACT && eol) > max {
-            emit(if EXACT {
-                Found::Dropped {
-                    line,
-                    bytes: data.len() as u64,
-                }
+    fn complete<S: Sink>(max: usize, line: u64, data: &[u8], eol: bool, utf8: bool, sink: &mut S) {
+        if data.len() - usize::from(S::EXACT && eol) > max {
+            if S::EXACT {
+                sink.dropped(line, data.len() as u64);
             } else {
-                Found::TooLarge { line }
-            });
+                sink.too_large(line);
+            }
             return;
         }
-        if EXACT {
-            emit(Found::Line { line, data, utf8 });
+        if S::EXACT {
+            sink.line(line, data, utf8);
             return;
         }
         let data = strip_cr(data);
         if !is_blank(data) {
-            emit(Found::Line { line, data, utf8 });
+            sink.line(line, data, utf8);
         }
     }
 
     /// Feed bytes; `emit` is called for every complete non-blank line, in order.
-    pub fn feed<F: FnMut(Event<'_>)>(&mut self, data: &[u8], mut emit: F) {
-        self.scan::<false, _>(data, &mut |found| as_event(found, &mut emit));
+    pub fn feed<F: FnMut(Event<'_>)>(&mut self, data: &[u8], emit: F) {
+        self.scan(data, &mut Events(emit));
     }
 
     /// Feed bytes; `emit` is called for every complete line exactly as it was, in order. Not to
     /// be mixed with `feed` on one framer.
-    pub fn feed_exact<F: FnMut(Piece<'_>)>(&mut self, data: &[u8], mut emit: F) {
-        self.scan::<true, _>(data, &mut |found| as_piece(found, &mut emit));
+    pub fn feed_exact<F: FnMut(Piece<'_>)>(&mut self, data: &[u8], emit: F) {
+        self.scan(data, &mut Pieces(emit));
     }
 
-    fn scan<const EXACT: bool, F: FnMut(Found<'_>)>(&mut self, mut data: &[u8], emit: &mut F) {
+    fn scan<S: Sink>(&mut self, mut data: &[u8], sink: &mut S) {
         let max = self.max_frame_bytes;
         // Bytes of its `\n` that a complete line keeps.
-        let ending = usize::from(EXACT);
+        let ending = usize::from(S::EXACT);
         if self.skipping {
             let Some(nl) = memchr::memchr(b'\n', data) else {
                 self.dropped += data.len() as u64;
@@ -227,32 +231,27 @@ impl Framer {
             };
             self.skipping = false;
             self.line += 1;
-            if EXACT {
-                emit(Found::Dropped {
-                    line: self.line,
-                    bytes: self.dropped + nl as u64 + 1,
-                });
-            }
+            sink.dropped(self.line, self.dropped + nl as u64 + 1);
             data = &data[nl + 1..];
         }
         if !self.partial.is_empty() {
             let Some(nl) = memchr::memchr(b'\n', data) else {
-                self.buffer_tail::<EXACT, F>(data, emit);
+                self.buffer_tail(data, sink);
                 return;
             };
             self.line += 1;
             if self.partial.len() + nl > max {
                 let bytes = (self.partial.len() + nl + 1) as u64;
                 self.partial.clear();
-                emit(if EXACT {
-                    Found::Dropped { line: self.line, bytes }
+                if S::EXACT {
+                    sink.dropped(self.line, bytes);
                 } else {
-                    Found::TooLarge { line: self.line }
-                });
+                    sink.too_large(self.line);
+                }
             } else {
                 self.partial.extend_from_slice(&data[..nl + ending]);
                 let partial = std::mem::take(&mut self.partial);
-                Self::complete::<EXACT, F>(max, self.line, &partial, true, false, emit);
+                Self::complete(max, self.line, &partial, true, false, sink);
                 self.partial = partial;
                 self.partial.clear();
             }
@@ -266,55 +265,48 @@ impl Framer {
         let mut start = 0;
         while let Some(end) = window_end(data, start) {
             let window = &data[start..end];
-            let utf8 = !EXACT && crate::scanner::check_utf8(window).is_ok();
+            let utf8 = !S::EXACT && crate::scanner::check_utf8(window).is_ok();
             let mut from = start;
             for nl in memchr::memchr_iter(b'\n', window) {
                 self.line += 1;
                 let nl = start + nl;
-                Self::complete::<EXACT, F>(max, self.line, &data[from..nl + ending], true, utf8, emit);
+                Self::complete(max, self.line, &data[from..nl + ending], true, utf8, sink);
                 from = nl + 1;
             }
             // The window's last line ends at `end`.
             self.line += 1;
-            Self::complete::<EXACT, F>(max, self.line, &data[from..end + ending], true, utf8, emit);
+            Self::complete(max, self.line, &data[from..end + ending], true, utf8, sink);
             start = end + 1;
         }
-        self.buffer_tail::<EXACT, F>(&data[start..], emit);
+        self.buffer_tail(&data[start..], sink);
     }
 
-    fn buffer_tail<const EXACT: bool, F: FnMut(Found<'_>)>(&mut self, tail: &[u8], emit: &mut F) {
+    fn buffer_tail<S: Sink>(&mut self, tail: &[u8], sink: &mut S) {
         if self.partial.len() + tail.len() > self.max_frame_bytes {
             self.dropped = (self.partial.len() + tail.len()) as u64;
             self.partial = Vec::new();
             self.skipping = true;
-            if !EXACT {
-                emit(Found::TooLarge { line: self.line + 1 });
-            }
+            sink.too_large(self.line + 1);
         } else {
             self.partial.extend_from_slice(tail);
         }
     }
 
     /// End of input: emit the last line if it has no newline, and reset the partial line.
-    pub fn finish<F: FnMut(Event<'_>)>(&mut self, mut emit: F) {
-        self.end::<false, _>(&mut |found| as_event(found, &mut emit));
+    pub fn finish<F: FnMut(Event<'_>)>(&mut self, emit: F) {
+        self.end(&mut Events(emit));
     }
 
     /// `finish` for `feed_exact`: the last line as it is, or the oversized line it was.
-    pub fn finish_exact<F: FnMut(Piece<'_>)>(&mut self, mut emit: F) {
-        self.end::<true, _>(&mut |found| as_piece(found, &mut emit));
+    pub fn finish_exact<F: FnMut(Piece<'_>)>(&mut self, emit: F) {
+        self.end(&mut Pieces(emit));
     }
 
-    fn end<const EXACT: bool, F: FnMut(Found<'_>)>(&mut self, emit: &mut F) {
+    fn end<S: Sink>(&mut self, sink: &mut S) {
         if self.skipping {
             self.skipping = false;
             self.line += 1;
-            if EXACT {
-                emit(Found::Dropped {
-                    line: self.line,
-                    bytes: self.dropped,
-                });
-            }
+            sink.dropped(self.line, self.dropped);
             return;
         }
         if self.partial.is_empty() {
@@ -322,7 +314,7 @@ impl Framer {
         }
         self.line += 1;
         let partial = std::mem::take(&mut self.partial);
-        Self::complete::<EXACT, F>(self.max_frame_bytes, self.line, &partial, false, false, emit);
+        Self::complete(self.max_frame_bytes, self.line, &partial, false, false, sink);
     }
 }
 

@@ -180,7 +180,7 @@ fn frame_object<'py>(
     source: &Bound<'py, PyBytes>,
     offset: usize,
     data: &[u8],
-    parsed: Result<Frame, DecodeError>,
+    parsed: &Result<Frame, DecodeError>,
     line: Option<u64>,
     cache: &mut Option<CacheGuard<'_>>,
 ) -> PyResult<Result<Bound<'py, PyAny>, Bound<'py, PyAny>>> {
@@ -189,28 +189,28 @@ fn frame_object<'py>(
         None => Origin::Document(data),
     };
     match parsed {
-        Ok(Frame::Single(env)) => Ok(Ok(new_message(py, source, offset, data.len(), &env, line, cache)?)),
+        Ok(Frame::Single(env)) => Ok(Ok(new_message(py, source, offset, data.len(), env, line, cache)?)),
         Ok(Frame::Batch(entries)) => {
             let list = PyList::empty(py);
             for entry in entries {
                 let bytes = &data[entry.start..entry.end];
-                match entry.result {
+                match &entry.result {
                     Ok(env) => list.append(new_message(
                         py,
                         source,
                         offset + entry.start,
                         bytes.len(),
-                        &env,
+                        env,
                         line,
                         cache,
                     )?)?,
-                    Err(e) => list.append(decode_error_object(py, &e, origin(line), Some(bytes))?)?,
+                    Err(e) => list.append(decode_error_object(py, e, origin(line), Some(bytes))?)?,
                 }
             }
             let raw = PyBytes::new(py, data);
             Ok(Ok(batch_type(py)?.call1((list, raw, line))?))
         }
-        Err(e) => Ok(Err(decode_error_object(py, &e, origin(line), Some(data))?)),
+        Err(e) => Ok(Err(decode_error_object(py, e, origin(line), Some(data))?)),
     }
 }
 
@@ -219,7 +219,7 @@ fn object_in<'py>(
     py: Python<'py>,
     source: &Source<'py>,
     data: &[u8],
-    parsed: Result<Frame, DecodeError>,
+    parsed: &Result<Frame, DecodeError>,
     line: Option<u64>,
     cache: &mut Option<CacheGuard<'_>>,
 ) -> PyResult<Result<Bound<'py, PyAny>, Bound<'py, PyAny>>> {
@@ -363,7 +363,7 @@ pub fn decode<'py>(py: Python<'py>, line: &Bound<'py, PyAny>) -> PyResult<Bound<
     let source = source_of(line)?;
     let bytes = source.bytes.as_bytes();
     let data = strip_line_ending(bytes);
-    match object_in(py, &source, data, parse_frame(data), None, &mut VALUES.lock())? {
+    match object_in(py, &source, data, &parse_frame(data), None, &mut VALUES.lock())? {
         Ok(obj) => Ok(obj),
         Err(err) => Err(PyErr::from_value(err)),
     }
