@@ -39,7 +39,8 @@ def check_max_frame_bytes(value: Any) -> int:
         value = int(value)
     if not 1 <= value <= MAX_FRAME_BYTES:
         raise ValueError(f"max_frame_bytes must be between 1 and {MAX_FRAME_BYTES}, found {value}")
-    return value  # type: ignore[no-any-return]  # an int: checked just above
+    checked: int = value
+    return checked
 
 
 def too_large(limit: int, line: int) -> PyDecodeError:
@@ -58,9 +59,9 @@ def bytes_of(data: Any) -> bytes:
     ``rust/python/frames.rs`` ``source_of``: a str with unpaired surrogates raises the same
     DecodeError as ``decode(str)``, other types TypeError."""
     value = to_bytes(data, "feed")
-    if type(value) is DecodeError:
+    if isinstance(value, DecodeError):
         raise to_python(value, None)
-    return value  # type: ignore[return-value]  # bytes: the DecodeError case raised
+    return value
 
 
 # Blank lines hold only these (after the line ending is dropped).
