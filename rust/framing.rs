@@ -3,11 +3,46 @@
 //! The framer only finds lines: it strips `\r\n`/`\n`, skips blank lines, counts line numbers and
 //! enforces the length limit with resynchronisation at the next newline. Each complete line is
 //! handed to a callback, borrowed straight from the caller's buffer when it lies there whole, so a
-//! large `feed` costs one `memchr` pass and no copies. Mirror: `_fallback/framing.py`
-//! (docs/DESIGN.md §6).
+//! large `feed` costs one `memchr` pass and no copies. `feed_exact` reads the same lines exactly
+//! as they were (line endings kept, blank lines too, an oversized line reported with its length
+//! once it ends), for a relay that forwards them. Here too live the limits, the check of a
+//! caller's `max_frame_bytes` and the `frame_too_large` error.
+//!
+//! Mirror: `_fallback/framing.py` (docs/DESIGN.md §6), names with a leading underscore there
+//! where they are not public. It batches where this calls back: its `_feed` cuts a whole feed
+//! with one `bytes.split` and returns the lines, which the caller (`Framer.feed`,
+//! `FrameDecoder.feed`, `ToolCallStore.feed`) walks in its own loop, where `feed` here calls
+//! `emit` line by line; `_feed_exact` splits only when it must. Its public `feed` / `finish` are
+//! those of the Python class (here `rust/python/framing.rs`).
+
+use crate::error::DecodeError;
 
 /// Default `max_frame_bytes`: 64 MiB.
 pub const DEFAULT_MAX_FRAME_BYTES: usize = 64 * 1024 * 1024;
+
+/// The largest `max_frame_bytes` (offsets within a frame are stored as `u32`).
+pub const MAX_FRAME_BYTES: usize = u32::MAX as usize - 1;
+
+/// A caller's `max_frame_bytes`: an integer from 1 to `MAX_FRAME_BYTES`, else why not.
+pub fn check_max_frame_bytes(value: i64) -> Result<usize, String> {
+    match usize::try_from(value) {
+        Ok(n) if (1..=MAX_FRAME_BYTES).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "max_frame_bytes must be between 1 and {MAX_FRAME_BYTES}, found {value}"
+        )),
+    }
+}
+
+/// The error of a line longer than `max` bytes (docs/DESIGN.md §6): its bytes are skipped up to
+/// the next newline.
+#[cold]
+pub fn too_large(max: usize) -> DecodeError {
+    DecodeError::json(
+        "frame_too_large",
+        format!("expected a frame of at most {max} bytes, found a longer line; skipped to the next newline"),
+        max,
+    )
+}
 
 /// What the framer found.
 #[derive(Debug, PartialEq, Eq)]
@@ -21,6 +56,69 @@ pub enum Event<'a> {
     TooLarge { line: u64 },
 }
 
+/// What `feed_exact` found: the stream's lines exactly as they were.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Piece<'a> {
+    /// A complete line, blank or not, with its line ending (`\n` or `\r\n`; none for a last line
+    /// without one, given by `finish_exact`).
+    Line { line: u64, data: &'a [u8] },
+    /// The line `line` was longer than the limit: `bytes` of it (line ending included) were
+    /// dropped. Reported once the line has ended.
+    TooLarge { line: u64, bytes: u64 },
+}
+
+/// Where the scan's findings go: `Events` for `feed`, `Pieces` for `feed_exact`.
+trait Sink {
+    /// The exact reading: line endings and blank lines kept, oversized lines reported once they
+    /// have ended.
+    const EXACT: bool;
+    fn line(&mut self, line: u64, data: &[u8], utf8: bool);
+    /// The default reading: the line passed the limit (as soon as known).
+    fn too_large(&mut self, line: u64);
+    /// The exact reading: the oversized line ended, `bytes` of it dropped.
+    fn dropped(&mut self, line: u64, bytes: u64);
+}
+
+/// `feed`'s sink.
+struct Events<F>(F);
+
+impl<F: FnMut(Event<'_>)> Sink for Events<F> {
+    const EXACT: bool = false;
+
+    #[inline(always)]
+    fn line(&mut self, line: u64, data: &[u8], utf8: bool) {
+        (self.0)(Event::Frame { line, data, utf8 });
+    }
+
+    #[inline(always)]
+    fn too_large(&mut self, line: u64) {
+        (self.0)(Event::TooLarge { line });
+    }
+
+    #[inline(always)]
+    fn dropped(&mut self, _line: u64, _bytes: u64) {}
+}
+
+/// `feed_exact`'s sink.
+struct Pieces<F>(F);
+
+impl<F: FnMut(Piece<'_>)> Sink for Pieces<F> {
+    const EXACT: bool = true;
+
+    #[inline(always)]
+    fn line(&mut self, line: u64, data: &[u8], _utf8: bool) {
+        (self.0)(Piece::Line { line, data });
+    }
+
+    #[inline(always)]
+    fn too_large(&mut self, _line: u64) {}
+
+    #[inline(always)]
+    fn dropped(&mut self, line: u64, bytes: u64) {
+        (self.0)(Piece::TooLarge { line, bytes });
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Framer {
     max_frame_bytes: usize,
@@ -30,6 +128,8 @@ pub struct Framer {
     line: u64,
     /// Discarding the rest of an oversized line.
     skipping: bool,
+    /// Bytes of the oversized line discarded so far (while `skipping`).
+    dropped: u64,
 }
 
 #[inline(always)]
@@ -69,6 +169,7 @@ impl Framer {
             partial: Vec::new(),
             line: 0,
             skipping: false,
+            dropped: 0,
         }
     }
 
@@ -86,41 +187,71 @@ impl Framer {
         self.partial.len()
     }
 
-    /// Hand a complete line (with `\r` possibly still on it) to `emit`.
+    /// Hand a complete line to `sink`. `S::EXACT`: `data` keeps its line ending (`eol`: it has
+    /// a `\n`), else it has none and may still end in `\r`.
     #[inline(always)]
-    fn complete<F: FnMut(Event<'_>)>(max: usize, line: u64, data: &[u8], utf8: bool, emit: &mut F) {
-        if data.len() > max {
-            emit(Event::TooLarge { line });
+    fn complete<S: Sink>(max: usize, line: u64, data: &[u8], eol: bool, utf8: bool, sink: &mut S) {
+        if data.len() - usize::from(S::EXACT && eol) > max {
+            if S::EXACT {
+                sink.dropped(line, data.len() as u64);
+            } else {
+                sink.too_large(line);
+            }
+            return;
+        }
+        if S::EXACT {
+            sink.line(line, data, utf8);
             return;
         }
         let data = strip_cr(data);
         if !is_blank(data) {
-            emit(Event::Frame { line, data, utf8 });
+            sink.line(line, data, utf8);
         }
     }
 
-    /// Feed bytes; `emit` is called for every complete line, in order.
-    pub fn feed<F: FnMut(Event<'_>)>(&mut self, mut data: &[u8], mut emit: F) {
+    /// Feed bytes; `emit` is called for every complete non-blank line, in order.
+    pub fn feed<F: FnMut(Event<'_>)>(&mut self, data: &[u8], emit: F) {
+        self.scan(data, &mut Events(emit));
+    }
+
+    /// Feed bytes; `emit` is called for every complete line exactly as it was, in order. Not to
+    /// be mixed with `feed` on one framer.
+    pub fn feed_exact<F: FnMut(Piece<'_>)>(&mut self, data: &[u8], emit: F) {
+        self.scan(data, &mut Pieces(emit));
+    }
+
+    fn scan<S: Sink>(&mut self, mut data: &[u8], sink: &mut S) {
         let max = self.max_frame_bytes;
+        // Bytes of its `\n` that a complete line keeps.
+        let ending = usize::from(S::EXACT);
         if self.skipping {
-            let Some(nl) = memchr::memchr(b'\n', data) else { return };
+            let Some(nl) = memchr::memchr(b'\n', data) else {
+                self.dropped += data.len() as u64;
+                return;
+            };
             self.skipping = false;
             self.line += 1;
+            sink.dropped(self.line, self.dropped + nl as u64 + 1);
             data = &data[nl + 1..];
         }
         if !self.partial.is_empty() {
             let Some(nl) = memchr::memchr(b'\n', data) else {
-                self.buffer_tail(data, &mut emit);
+                self.buffer_tail(data, sink);
                 return;
             };
             self.line += 1;
             if self.partial.len() + nl > max {
+                let bytes = (self.partial.len() + nl + 1) as u64;
                 self.partial.clear();
-                emit(Event::TooLarge { line: self.line });
+                if S::EXACT {
+                    sink.dropped(self.line, bytes);
+                } else {
+                    sink.too_large(self.line);
+                }
             } else {
-                self.partial.extend_from_slice(&data[..nl]);
+                self.partial.extend_from_slice(&data[..nl + ending]);
                 let partial = std::mem::take(&mut self.partial);
-                Self::complete(max, self.line, &partial, false, &mut emit);
+                Self::complete(max, self.line, &partial, true, false, sink);
                 self.partial = partial;
                 self.partial.clear();
             }
@@ -130,40 +261,52 @@ impl Framer {
         // UTF-8 check over a window (a newline never splits a UTF-8 sequence, so every line of a
         // valid window is valid), then its lines, while the window is still in the cache. When a
         // window fails the check its lines are left unchecked and the parser reports the error
-        // of each bad line with its own position.
+        // of each bad line with its own position. (The exact reading parses nothing: no check.)
         let mut start = 0;
         while let Some(end) = window_end(data, start) {
             let window = &data[start..end];
-            let utf8 = crate::scanner::check_utf8(window).is_ok();
-            let mut from = 0;
+            let utf8 = !S::EXACT && crate::scanner::check_utf8(window).is_ok();
+            let mut from = start;
             for nl in memchr::memchr_iter(b'\n', window) {
                 self.line += 1;
-                Self::complete(max, self.line, &window[from..nl], utf8, &mut emit);
+                let nl = start + nl;
+                Self::complete(max, self.line, &data[from..nl + ending], true, utf8, sink);
                 from = nl + 1;
             }
             // The window's last line ends at `end`.
             self.line += 1;
-            Self::complete(max, self.line, &window[from..], utf8, &mut emit);
+            Self::complete(max, self.line, &data[from..end + ending], true, utf8, sink);
             start = end + 1;
         }
-        self.buffer_tail(&data[start..], &mut emit);
+        self.buffer_tail(&data[start..], sink);
     }
 
-    fn buffer_tail<F: FnMut(Event<'_>)>(&mut self, tail: &[u8], emit: &mut F) {
+    fn buffer_tail<S: Sink>(&mut self, tail: &[u8], sink: &mut S) {
         if self.partial.len() + tail.len() > self.max_frame_bytes {
+            self.dropped = (self.partial.len() + tail.len()) as u64;
             self.partial = Vec::new();
             self.skipping = true;
-            emit(Event::TooLarge { line: self.line + 1 });
+            sink.too_large(self.line + 1);
         } else {
             self.partial.extend_from_slice(tail);
         }
     }
 
     /// End of input: emit the last line if it has no newline, and reset the partial line.
-    pub fn finish<F: FnMut(Event<'_>)>(&mut self, mut emit: F) {
+    pub fn finish<F: FnMut(Event<'_>)>(&mut self, emit: F) {
+        self.end(&mut Events(emit));
+    }
+
+    /// `finish` for `feed_exact`: the last line as it is, or the oversized line it was.
+    pub fn finish_exact<F: FnMut(Piece<'_>)>(&mut self, emit: F) {
+        self.end(&mut Pieces(emit));
+    }
+
+    fn end<S: Sink>(&mut self, sink: &mut S) {
         if self.skipping {
             self.skipping = false;
             self.line += 1;
+            sink.dropped(self.line, self.dropped);
             return;
         }
         if self.partial.is_empty() {
@@ -171,7 +314,7 @@ impl Framer {
         }
         self.line += 1;
         let partial = std::mem::take(&mut self.partial);
-        Self::complete(self.max_frame_bytes, self.line, &partial, false, &mut emit);
+        Self::complete(self.max_frame_bytes, self.line, &partial, false, false, sink);
     }
 }
 
@@ -322,5 +465,92 @@ mod tests {
         }
         let bytes: Vec<&[u8]> = stream.chunks(1).collect();
         assert_eq!(run(&mut Framer::new(6), &bytes, true), expected);
+    }
+    #[derive(Debug, PartialEq, Eq)]
+    enum Exact {
+        Line(u64, Vec<u8>),
+        TooLarge(u64, u64),
+    }
+
+    fn run_exact(framer: &mut Framer, pieces: &[&[u8]]) -> Vec<Exact> {
+        let mut out = Vec::new();
+        let mut push = |p: Piece<'_>| {
+            out.push(match p {
+                Piece::Line { line, data } => Exact::Line(line, data.to_vec()),
+                Piece::TooLarge { line, bytes } => Exact::TooLarge(line, bytes),
+            });
+        };
+        for p in pieces {
+            framer.feed_exact(p, &mut push);
+        }
+        framer.finish_exact(&mut push);
+        out
+    }
+
+    /// The exact reading gives back every byte of the stream, line by line, whatever the split.
+    #[test]
+    fn exact_lines_keep_endings_and_blank_lines() {
+        let stream: &[u8] = b"a\r\n\n  \r\nb\nc";
+        let expected = vec![
+            Exact::Line(1, b"a\r\n".to_vec()),
+            Exact::Line(2, b"\n".to_vec()),
+            Exact::Line(3, b"  \r\n".to_vec()),
+            Exact::Line(4, b"b\n".to_vec()),
+            Exact::Line(5, b"c".to_vec()),
+        ];
+        for cut in 0..=stream.len() {
+            let mut f = Framer::default();
+            assert_eq!(
+                run_exact(&mut f, &[&stream[..cut], &stream[cut..]]),
+                expected,
+                "cut at {cut}"
+            );
+            assert_eq!(f.line(), 5);
+        }
+        let bytes: Vec<&[u8]> = stream.chunks(1).collect();
+        assert_eq!(run_exact(&mut Framer::default(), &bytes), expected);
+    }
+
+    #[test]
+    fn exact_oversized_lines_report_their_length() {
+        let stream: &[u8] = b"12345\n1234567890\nab\r\n123456\r\n123456789";
+        let expected = vec![
+            Exact::Line(1, b"12345\n".to_vec()),
+            Exact::TooLarge(2, 11),
+            Exact::Line(3, b"ab\r\n".to_vec()),
+            Exact::TooLarge(4, 8),
+            Exact::TooLarge(5, 9),
+        ];
+        for cut in 0..=stream.len() {
+            let mut f = Framer::new(6);
+            let got = run_exact(&mut f, &[&stream[..cut], &stream[cut..]]);
+            assert_eq!(got, expected, "cut at {cut}");
+            assert_eq!(f.buffered(), 0);
+        }
+        let bytes: Vec<&[u8]> = stream.chunks(1).collect();
+        let mut f = Framer::new(6);
+        assert_eq!(run_exact(&mut f, &bytes), expected);
+        assert_eq!(f.line(), 5);
+    }
+
+    #[test]
+    fn limits_and_their_error() {
+        assert_eq!(check_max_frame_bytes(1), Ok(1));
+        assert_eq!(check_max_frame_bytes(MAX_FRAME_BYTES as i64), Ok(MAX_FRAME_BYTES));
+        for bad in [0, -1, MAX_FRAME_BYTES as i64 + 1, i64::MIN] {
+            assert_eq!(
+                check_max_frame_bytes(bad),
+                Err(format!("max_frame_bytes must be between 1 and 4294967294, found {bad}"))
+            );
+        }
+        let e = too_large(10);
+        assert_eq!(
+            (e.code, e.kind, e.position),
+            (crate::error::PARSE_ERROR, "frame_too_large", Some(10))
+        );
+        assert_eq!(
+            e.description,
+            "expected a frame of at most 10 bytes, found a longer line; skipped to the next newline"
+        );
     }
 }

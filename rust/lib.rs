@@ -3,6 +3,7 @@
 //! The core modules below know nothing about Python; the PyO3 binding layer (`python`) is compiled
 //! only with the `python` feature, so `cargo test` runs without libpython.
 
+pub mod decoder;
 pub mod encoder;
 pub mod error;
 pub mod framing;
@@ -18,6 +19,7 @@ mod python;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+pub use decoder::{Decoded, FrameDecoder};
 pub use error::DecodeError;
-pub use framing::{Event, Framer};
+pub use framing::{Event, Framer, Piece};
 pub use message::{parse_frame, Envelope, Frame, Kind};

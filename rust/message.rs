@@ -6,6 +6,7 @@
 //! and their order are fixed in docs/DESIGN.md §5.
 
 use crate::error::{describe_value, DecodeError, JsonType};
+use crate::framing::MAX_FRAME_BYTES;
 use crate::scanner::{self, parse_i64, string_equals, Scanner, Str};
 
 /// What a valid message is.
@@ -584,14 +585,11 @@ pub fn parse_line_utf8(data: &[u8], mut cap: Option<&mut Captured>, utf8: bool) 
     if let Some(c) = cap.as_deref_mut() {
         c.clear();
     }
-    if data.len() >= u32::MAX as usize {
+    if data.len() > MAX_FRAME_BYTES {
         return Err(DecodeError::json(
             "frame_too_large",
-            format!(
-                "expected a frame of at most {} bytes, found a longer line",
-                u32::MAX - 1
-            ),
-            u32::MAX as usize - 1,
+            format!("expected a frame of at most {MAX_FRAME_BYTES} bytes, found a longer line"),
+            MAX_FRAME_BYTES,
         ));
     }
     // No newline check: the framer cut `data` at newlines, and `parse_frame` checks first.

@@ -14,7 +14,7 @@ import pytest
 import acp_fast
 from conftest import FALLBACK, NATIVE, NATIVE_MISSING, get_backend
 
-REQUIRED = ["BACKEND", "loads", "dumps", "decode", "encode", "FrameDecoder", "Message"]
+REQUIRED = ["BACKEND", "loads", "dumps", "decode", "encode", "FrameDecoder", "Framer", "Message"]
 PYTHONPATH = str(Path(acp_fast.__file__).resolve().parent.parent)
 
 
@@ -63,10 +63,12 @@ def test_same_public_names_and_signatures():
     for name in ["loads", "dumps", "decode", "encode"]:
         assert _signature(getattr(native, name)) == _signature(getattr(fallback, name)), name
     assert _signature(native.FrameDecoder) == _signature(fallback.FrameDecoder)
-    for cls in ["FrameDecoder", "Message"]:
+    assert _signature(native.Framer) == _signature(fallback.Framer)
+    for cls in ["FrameDecoder", "Framer", "Message"]:
         assert _members(getattr(native, cls)) == _members(getattr(fallback, cls)), cls
     for meth in ["feed", "finish"]:
         assert _signature(getattr(native.FrameDecoder, meth)) == _signature(getattr(fallback.FrameDecoder, meth))
+        assert _signature(getattr(native.Framer, meth)) == _signature(getattr(fallback.Framer, meth))
     assert _signature(native.Message.to_dict) == _signature(fallback.Message.to_dict)
 
 
@@ -162,5 +164,5 @@ def _stub_names():
 def test_stub_declares_the_runtime_surface(backend):
     top, members = _stub_names()
     assert top == _public(backend) - {"__version__"}
-    for cls in ("Message", "FrameDecoder", "ToolCallStore", "Change"):
+    for cls in ("Message", "FrameDecoder", "Framer", "ToolCallStore", "Change"):
         assert members[cls] == _members(getattr(backend, cls)), cls

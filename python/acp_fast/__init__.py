@@ -33,7 +33,20 @@ else:
 if TYPE_CHECKING:
     # Type checkers see the typed stub of the compiled core (_native.pyi); the fallback exposes
     # the same names with the same signatures (tests/test_api.py), so the choice does not matter.
-    from ._native import BACKEND, Change, FrameDecoder, Message, ToolCallStore, decode, dumps, encode, loads
+    from ._native import (
+        BACKEND,
+        DEFAULT_MAX_FRAME_BYTES,
+        MAX_FRAME_BYTES,
+        Change,
+        FrameDecoder,
+        Framer,
+        Message,
+        ToolCallStore,
+        decode,
+        dumps,
+        encode,
+        loads,
+    )
 else:
     BACKEND = _backend.BACKEND
     loads = _backend.loads
@@ -41,6 +54,9 @@ else:
     decode = _backend.decode
     encode = _backend.encode
     FrameDecoder = _backend.FrameDecoder
+    Framer = _backend.Framer
+    DEFAULT_MAX_FRAME_BYTES = _backend.DEFAULT_MAX_FRAME_BYTES
+    MAX_FRAME_BYTES = _backend.MAX_FRAME_BYTES
     Message = _backend.Message
     ToolCallStore = _backend.ToolCallStore
     Change = _backend.Change
@@ -57,9 +73,12 @@ __all__ = [
     "AcpError",
     "Batch",
     "Change",
+    "DEFAULT_MAX_FRAME_BYTES",
     "DecodeError",
     "EncodeError",
     "FrameDecoder",
+    "Framer",
+    "MAX_FRAME_BYTES",
     "Message",
     "ToolCallStore",
     "decode",

@@ -3,7 +3,7 @@ exposes the same names with the same signatures). ``acp_fast/__init__.py`` impor
 names from here for type checkers, whichever backend runs; ``make lint`` checks this file against
 the built module with stubtest."""
 
-from typing import Any, Dict, Final, Iterator, List, Optional, TypeAlias, Union, final
+from typing import Any, Dict, Final, Iterator, List, Optional, Tuple, TypeAlias, Union, final
 
 from .batch import Batch
 from .errors import DecodeError
@@ -12,11 +12,14 @@ __all__ = [
     "BACKEND",
     "__version__",
     "build_profile",
+    "DEFAULT_MAX_FRAME_BYTES",
+    "MAX_FRAME_BYTES",
     "loads",
     "dumps",
     "decode",
     "encode",
     "Message",
+    "Framer",
     "FrameDecoder",
     "ToolCallStore",
     "Change",
@@ -28,8 +31,14 @@ __version__: Final[str]
 """The installed distribution's version."""
 build_profile: Final[str]
 """``"release"`` or ``"debug"``; benchmarks refuse a debug build."""
+DEFAULT_MAX_FRAME_BYTES: Final[int]
+"""The default ``max_frame_bytes`` of :class:`Framer`, :class:`FrameDecoder` and
+:class:`ToolCallStore`: 67108864 (64 MiB)."""
+MAX_FRAME_BYTES: Final[int]
+"""The largest ``max_frame_bytes`` accepted: 4294967294 (frame offsets are 32-bit)."""
 
 _Buffer: TypeAlias = Union[bytes, bytearray, memoryview, str]
+_Line: TypeAlias = Tuple[int, bytes]
 _Frame: TypeAlias = Union[Message, Batch]
 _FeedResult: TypeAlias = Union[Message, Batch, DecodeError]
 _Id: TypeAlias = Union[str, int, None]
@@ -102,6 +111,39 @@ class Message:
         """Equal to another :class:`Message` with the same ``raw``."""
     def __hash__(self) -> int:
         """The hash of ``raw``."""
+
+@final
+class Framer:
+    """Splits a byte stream into lines: what :class:`FrameDecoder` does before it parses them.
+
+    Feed it bytes in any pieces; ``feed`` returns the events of every line completed, in order
+    (any split of the same bytes gives the same events), ``finish`` those of a last line without
+    a newline. Memory stays bounded by ``max_frame_bytes``.
+
+    * By default an event is ``(line, data)`` for each complete non-blank line, ``line`` its
+      1-based number (blank lines are counted) and ``data`` its bytes without ``\n`` /
+      ``\r\n``; a line longer than ``max_frame_bytes`` is the :class:`DecodeError` a
+      :class:`FrameDecoder` gives (kind ``frame_too_large``, ``line`` set), as soon as it passes
+      the limit, and its bytes are skipped up to the next newline.
+    * ``keepends=True``: every line exactly as it was, line ending kept and blank lines included,
+      so the events give back the stream byte for byte; an oversized line is ``(line, n)``, ``n``
+      the number of bytes dropped (its line ending included), once it has ended.
+    * ``joined=True`` (implies ``keepends``): the consecutive complete lines of one feed come as
+      one event ``(first line, data)``, what a relay forwards in one write."""
+
+    def __new__(cls, *, max_frame_bytes: int = 67108864, keepends: bool = False, joined: bool = False) -> "Framer": ...
+    def feed(self, data: _Buffer, /) -> List[Union[_Line, Tuple[int, int], DecodeError]]: ...
+    def finish(self) -> List[Union[_Line, Tuple[int, int]]]:
+        """End of input: the event of a last line that has no newline."""
+    @property
+    def line(self) -> int:
+        """Lines completed so far (blank and oversized ones included)."""
+    @property
+    def buffered(self) -> int:
+        """Bytes held for the current partial line (at most ``max_frame_bytes``)."""
+    @property
+    def max_frame_bytes(self) -> int:
+        """The limit given to the constructor."""
 
 @final
 class FrameDecoder:

@@ -1,4 +1,6 @@
-"""Recordings of ACP traffic, as written by ``acp-fast proxy --record FILE``.
+"""Recordings of ACP traffic, as written by ``acp-fast proxy --record FILE``: the one place for
+the format, its writer and its reader (``read`` here; ``acp-fast validate`` and ``inspect`` check
+and replay a recording with ``parse_lines``).
 
 A recording is NDJSON, one record per line (docs/CLI.md, "Recording format"):
 
@@ -13,30 +15,53 @@ A recording is NDJSON, one record per line (docs/CLI.md, "Recording format"):
 * a footer: ``{"t":<unix seconds>,"event":"exit","status":<int>}``.
 
 Because a valid frame is embedded byte for byte, :func:`extract` gives back exactly the bytes
-one side sent (``"too_large"`` lines excepted: they are not kept).
+one side sent (``"too_large"`` lines excepted: they are not kept), and the embedded frame's byte
+offsets map to columns of the recording line (``ParsedRecord.offset``).
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
+import re
 import time
 from dataclasses import dataclass
-from typing import IO, Any, Dict, Iterator, List, Optional, Sequence, Union
+from typing import IO, Any, Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import orjson
 
-from .cli._streams import DIRECTIONS, RecordError, parse_header, parse_record
+import acp_fast
+
+from .cli._shapes import members
 
 __all__ = ["FORMAT_VERSION", "Record", "RecordingError", "RecordWriter", "read", "extract", "is_recording"]
 
 FORMAT_VERSION = 1
-_HEADER_KEY = b'{"acp-fast-recording":'
+#: How a recording starts (its header's first member).
+MAGIC = b'{"acp-fast-recording"'
+SIDES = ("editor", "agent")  # who sent a line
+ACTIONS = ("diverted", "dropped", "answered")  # what the proxy did instead of forwarding
+#: ``"from"`` of a record -> ``source=`` of :meth:`acp_fast.ToolCallStore.apply`.
+SOURCES = {"editor": "client", "agent": "agent"}
 
-SIDES = DIRECTIONS  # who sent a line: "editor" or "agent"
+# The backend's API, typed here (the fallback's is untyped: its signatures are the native ones).
+_loads: Callable[[bytes], Any] = acp_fast.loads
+_dumps: Callable[[Any], bytes] = acp_fast.dumps
+_Framer: Callable[..., Any] = acp_fast.Framer
 
 
 class RecordingError(ValueError):
-    """A recording that does not follow the format; says which line and what was expected."""
+    """A recording that does not follow the format: ``message``, and where: ``line`` (1-based, in
+    the recording; None when not known) and ``column`` (1-based byte column in that line)."""
+
+    def __init__(self, message: str, column: int = 1, line: Optional[int] = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.column = column
+        self.line = line
+
+    def __str__(self) -> str:
+        return self.message if self.line is None else f"line {self.line} column {self.column}: {self.message}"
 
 
 @dataclass(frozen=True)
@@ -57,7 +82,7 @@ class Record:
     @property
     def source(self) -> str:
         """The state engine's ``source`` for this record: ``"client"`` or ``"agent"``."""
-        return "client" if self.side == "editor" else "agent"
+        return SOURCES[self.side]
 
     @property
     def wire(self) -> bytes:
@@ -68,12 +93,21 @@ class Record:
         return self.data + end
 
 
+# ---------------------------------------------------------------------------------------------
+# Writing
+
+
 class RecordWriter:
     """Writes a recording. Not thread-safe by itself: the proxy serialises calls."""
 
     def __init__(self, out: IO[bytes], argv: Sequence[str], version: str) -> None:
         self._out = out
-        header = {"acp-fast-recording": FORMAT_VERSION, "t": round(time.time(), 6), "argv": list(argv), "version": version}
+        header = {
+            "acp-fast-recording": FORMAT_VERSION,
+            "t": round(time.time(), 6),
+            "argv": list(argv),
+            "version": version,
+        }
         out.write(orjson.dumps(header) + b"\n")
 
     def line(
@@ -118,34 +152,274 @@ class RecordWriter:
         self._out.flush()
 
 
+# ---------------------------------------------------------------------------------------------
+# Reading
+
+
 def is_recording(data: bytes) -> bool:
     """Whether ``data`` (the start of a file is enough) is a recording rather than a plain stream."""
-    return data.lstrip(b" \t\r\n").startswith(_HEADER_KEY)
+    return data.lstrip(b" \t\r\n").startswith(MAGIC + b":")
+
+
+class Line(NamedTuple):
+    """A line of a recording as :func:`iter_lines` reads it."""
+
+    number: int
+    data: Optional[bytes]  # without its line ending; None when longer than the limit
+    length: int  # bytes before the newline
+    newline: bool  # False for a last line without "\n"
+
+
+def iter_lines(chunks: Iterable[bytes], max_bytes: int) -> Iterator[Line]:
+    """Every line (blank ones included) of a chunk stream, holding at most ``max_bytes`` of a line
+    (a longer one is given by its length)."""
+    framer = _Framer(max_frame_bytes=max_bytes, keepends=True)
+    for chunk in chunks:
+        for number, data in framer.feed(chunk):
+            yield _line(number, data, True)
+    for number, data in framer.finish():
+        yield _line(number, data, False)
+
+
+def _line(number: int, data: Union[bytes, int], newline: bool) -> Line:
+    """The ``Line`` of a ``Framer(keepends=True)`` event: ``data`` is the line with its ending, or
+    the length (ending included) of a line over the limit."""
+    if isinstance(data, int):
+        return Line(number, None, data - newline, newline)
+    if newline:
+        data = data[:-1]
+    return Line(number, data, len(data), newline)
+
+
+def record_limit(max_frame_bytes: int) -> int:
+    """The longest record line read when frames may be ``max_frame_bytes`` long: room for a line
+    escaped as JSON text or base64."""
+    return min(max_frame_bytes * 8 + 65536, acp_fast.MAX_FRAME_BYTES)
+
+
+class ParsedRecord(NamedTuple):
+    """One line of a recording as :func:`parse_header` / :func:`parse_record` read it (what
+    ``acp-fast validate`` checks and ``inspect`` replays; :func:`read` gives a :class:`Record`)."""
+
+    line: int
+    kind: str  # "header", "line" (a line seen on one side) or "footer"
+    value: Dict[str, Any]  # the parsed record
+    direction: Optional[str] = None  # "editor" or "agent"
+    payload: Optional[str] = None  # "frame", "text", "base64", or None (too_large)
+    data: Optional[bytes] = None  # the recorded line's bytes
+    offset: int = 0  # byte offset of the payload value in the record line
+    raw: bytes = b""  # the record line (payload token for text records)
+
+    @property
+    def source(self) -> Optional[str]:
+        return SOURCES.get(self.direction or "")
+
+    @property
+    def action(self) -> Optional[str]:
+        return self.value.get("action")
+
+    @property
+    def forwarded(self) -> bool:
+        return "action" not in self.value
+
+
+def parse_lines(
+    chunks: Iterable[bytes], max_bytes: int
+) -> Iterator[Tuple[int, Union[ParsedRecord, RecordingError, None]]]:
+    """Each line of a recording given as byte chunks: its number, and its :class:`ParsedRecord`
+    (the header on line 1), or the :class:`RecordingError` saying why it is not a record, or None
+    for a blank line. A line longer than ``max_bytes`` is not held: it is such an error."""
+    for line in iter_lines(chunks, max_bytes):
+        number = line.number
+        if line.data is None:
+            yield (
+                number,
+                RecordingError(f"expected a record of at most {max_bytes} bytes, found {line.length}", 1, number),
+            )
+        elif not line.data.strip(b" \t\r"):
+            yield number, None
+        else:
+            try:
+                yield number, parse_header(line.data) if number == 1 else parse_record(line.data, number)
+            except RecordingError as exc:
+                exc.line = number
+                yield number, exc
+
+
+_HEAD = re.compile(rb'\{"t":-?[0-9][0-9.eE+-]*,"from":"(?:editor|agent)","frame":')
+
+
+def _kind_of(value: Any) -> str:
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, bool):
+        return "boolean"
+    if value is None:
+        return "null"
+    return "number"
+
+
+def _value_offset(line: bytes, key: str) -> Optional[Tuple[int, int]]:
+    """(start, end) of the last ``key`` member's value in the record object ``line``."""
+    i = line.find(b"{")
+    found = None
+    if i >= 0:
+        for name, start, end in members(line, i):
+            if name == key:
+                found = (start, end)
+    return found
+
+
+def _frame_span(line: bytes, value: Dict[str, Any]) -> Tuple[int, int]:
+    """Byte span of the embedded frame: fast when the record is written compactly in the usual
+    member order (the tail of flags after the frame is rebuilt and matched), else by scanning."""
+    m = _HEAD.match(line)
+    if m is not None:
+        keys = list(value)
+        after = keys[keys.index("frame") + 1 :]
+        try:
+            tail = b"".join(b"," + _dumps(k) + b":" + _dumps(value[k]) for k in after) + b"}"
+        except ValueError:
+            tail = b""
+        if tail and line.endswith(tail) and len(line) - len(tail) > m.end():
+            return m.end(), len(line) - len(tail)
+    span = _value_offset(line, "frame")
+    if span is None:  # pragma: no cover - the record has a "frame" member
+        raise RecordingError('expected a "frame" member, found none')
+    return span
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def parse_header(line: bytes, number: int = 1) -> ParsedRecord:
+    """The recording's first line. Raises :class:`RecordingError` (its ``column`` set)."""
+    value = _load(line)
+    if "acp-fast-recording" not in value:
+        raise RecordingError('expected the recording header {"acp-fast-recording":1,...}, found another object')
+    problems = []
+    if value["acp-fast-recording"] != 1:
+        problems.append(f'expected "acp-fast-recording": 1, found {_dumps(value["acp-fast-recording"]).decode()}')
+    if not _number(value.get("t")):
+        problems.append('expected "t" to be a number (unix seconds)')
+    argv = value.get("argv")
+    if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
+        problems.append('expected "argv" to be an array of strings')
+    if not isinstance(value.get("version"), str):
+        problems.append('expected "version" to be a string')
+    if problems:
+        raise RecordingError("; ".join(problems))
+    return ParsedRecord(number, "header", value, raw=line)
+
+
+def _load(line: bytes) -> Dict[str, Any]:
+    try:
+        value = _loads(line)
+    except acp_fast.DecodeError as exc:
+        raise RecordingError(f"not a JSON record: {exc.msg}", (exc.position or 0) + 1) from None
+    if not isinstance(value, dict):
+        raise RecordingError(f"expected a record object, found {_kind_of(value)}")
+    return value
+
+
+def parse_record(line: bytes, number: int) -> ParsedRecord:
+    """One record after the header. Raises :class:`RecordingError` (its ``column`` set) for a
+    malformed one."""
+    if line.endswith(b"\r"):
+        line = line[:-1]
+    value = _load(line)
+    if "event" in value:
+        if value["event"] != "exit":
+            raise RecordingError(f'expected "event": "exit", found {_dumps(value["event"]).decode()}')
+        status = value.get("status")
+        if status is not None and (not isinstance(status, int) or isinstance(status, bool)):
+            raise RecordingError('expected "status" to be an integer or null')
+        return ParsedRecord(number, "footer", value, raw=line)
+    if not _number(value.get("t")):
+        raise RecordingError('expected "t" to be a number (unix seconds)')
+    direction = value.get("from")
+    if direction not in SIDES:
+        found = _dumps(direction).decode() if "from" in value else "none"
+        raise RecordingError(f'expected "from" to be "editor" or "agent", found {found}')
+    payloads = [k for k in ("frame", "text", "base64") if k in value]
+    too_large = value.get("too_large")
+    if "too_large" in value:
+        if payloads:
+            raise RecordingError(f'expected no payload with "too_large", found "{payloads[0]}"')
+        if not isinstance(too_large, int) or isinstance(too_large, bool) or too_large < 0:
+            raise RecordingError('expected "too_large" to be a byte count')
+    elif len(payloads) != 1:
+        found = "none" if not payloads else " and ".join(f'"{p}"' for p in payloads)
+        raise RecordingError(f'expected one payload ("frame", "text" or "base64"), found {found}')
+    if "crlf" in value and value["crlf"] is not True:
+        raise RecordingError('expected "crlf" to be true when present')
+    if "eol" in value and value["eol"] is not False:
+        raise RecordingError('expected "eol" to be false when present')
+    if "action" in value and value["action"] not in ACTIONS:
+        raise RecordingError('expected "action" to be "diverted", "dropped" or "answered"')
+    if "too_large" in value:
+        return ParsedRecord(number, "line", value, direction, None, None, 0, line)
+    payload = payloads[0]
+    if payload == "frame":
+        start, end = _frame_span(line, value)
+        return ParsedRecord(number, "line", value, direction, "frame", line[start:end], start, line)
+    span = _value_offset(line, payload)
+    start = span[0] if span else 0
+    text = value[payload]
+    if not isinstance(text, str):
+        raise RecordingError(f'expected "{payload}" to be a string, found {_kind_of(text)}', start + 1)
+    if payload == "text":
+        token = line[span[0] : span[1]] if span else b""
+        return ParsedRecord(
+            number, "line", value, direction, "text", text.encode("utf-8", "surrogatepass"), start, token
+        )
+    try:
+        data = base64.b64decode(text.encode("ascii"), validate=True)
+    except (binascii.Error, ValueError, UnicodeEncodeError):
+        raise RecordingError('expected "base64" to be base64 text (RFC 4648)', start + 1) from None
+    return ParsedRecord(number, "line", value, direction, "base64", data, start, line)
 
 
 def read(data: Union[bytes, IO[bytes]]) -> Iterator[Union[Record, Dict[str, Any]]]:
     """The records of a recording, in order: a ``Record`` per line seen, and the header and
     footer as dicts. Raises :class:`RecordingError` naming the line and column of a malformed
     record (the checks are those of ``acp-fast validate``, which reports every such line)."""
-    lines = data.splitlines() if isinstance(data, (bytes, bytearray)) else (line.rstrip(b"\r\n") for line in data)
-    number = 0
-    for raw in lines:
-        number += 1
-        if number > 1 and not raw.strip():
+    chunks = [bytes(data)] if isinstance(data, (bytes, bytearray)) else _chunks(data)
+    for number, r in parse_lines(chunks, acp_fast.MAX_FRAME_BYTES):
+        if r is None:
+            if number == 1:
+                parse_header(b"")  # raises: a recording starts with its header
             continue
-        try:
-            r = parse_header(raw, number) if number == 1 else parse_record(raw, number)
-        except RecordError as e:
-            raise RecordingError(f"line {number} column {e.column}: {e.message}") from None
+        if isinstance(r, RecordingError):
+            raise r
         if r.kind != "line":
             yield r.value
             continue
         v = r.value
-        flags = dict(crlf=v.get("crlf", False), eol=v.get("eol", True), action=v.get("action"), line=number)
+        t, side, crlf, eol, action = (
+            float(v["t"]),
+            str(r.direction),
+            v.get("crlf", False),
+            v.get("eol", True),
+            v.get("action"),
+        )
         if r.payload is None:
-            yield Record(float(v["t"]), r.direction, b"", False, too_large=v["too_large"], **flags)  # type: ignore[arg-type]
+            yield Record(t, side, b"", False, crlf, eol, action, v["too_large"], number)
         else:
-            yield Record(float(v["t"]), r.direction, r.data, r.payload == "frame", **flags)  # type: ignore[arg-type]
+            yield Record(t, side, r.data or b"", r.payload == "frame", crlf, eol, action, None, number)
+
+
+def _chunks(stream: IO[bytes]) -> Iterator[bytes]:
+    while True:
+        chunk = stream.read(1 << 20)
+        if not chunk:
+            return
+        yield chunk
 
 
 def extract(data: Union[bytes, IO[bytes]], side: str) -> bytes:

@@ -1,6 +1,6 @@
-//! `Message`, `FrameDecoder`, `decode` and `encode`: thin wrappers over `message` and `framing`.
+//! `Message`, `FrameDecoder`, `decode` and `encode`: thin wrappers over `message` and `decoder`.
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyByteArray, PyBytes, PyList, PyString, PyTuple};
@@ -8,14 +8,13 @@ use pyo3::{intern, IntoPyObjectExt};
 
 use super::convert::{build, build_span, dumps_bytes};
 use super::errors::{batch_type, decode_error, decode_error_object, Origin};
+use super::framing::max_frame_bytes_arg;
 use super::strcache::{token_str, CacheGuard, VALUES};
+use crate::decoder::{Decoded, FrameDecoder};
 use crate::error::{DecodeError, JsonType, PARSE_ERROR};
-use crate::framing::{Event, Framer, DEFAULT_MAX_FRAME_BYTES};
-use crate::message::{parse_frame, parse_line, parse_line_utf8, strip_line_ending, Envelope, Frame, Kind, Span};
+use crate::framing::DEFAULT_MAX_FRAME_BYTES;
+use crate::message::{parse_frame, strip_line_ending, Envelope, Frame, Kind, Span};
 use crate::scanner::parse_i64;
-
-/// Largest frame a `Message` can hold (offsets are stored as `u32`).
-const MAX_FRAME: usize = u32::MAX as usize - 1;
 
 /// One JSON-RPC message: a view of the frame's bytes plus where its routing fields are.
 ///
@@ -81,16 +80,21 @@ impl PyMessage {
 
 /// Copy `data` plus `\n` into a new `bytes`.
 fn line_bytes<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
+    concat_bytes(py, data, b"\n")
+}
+
+/// A new `bytes` holding `a` then `b`.
+pub(crate) fn concat_bytes<'py>(py: Python<'py>, a: &[u8], b: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
     // Not `PyBytes::new_with`: it zero-fills the buffer first, which on large frames cost as
     // much as the copy itself.
     // SAFETY: PyBytes_FromStringAndSize(NULL, n) returns an uninitialised bytes object of n bytes
     // (or NULL with an exception); every byte is written before it is shared.
     unsafe {
-        let obj = pyo3::ffi::PyBytes_FromStringAndSize(std::ptr::null(), (data.len() + 1) as pyo3::ffi::Py_ssize_t);
+        let obj = pyo3::ffi::PyBytes_FromStringAndSize(std::ptr::null(), (a.len() + b.len()) as pyo3::ffi::Py_ssize_t);
         let obj = Bound::from_owned_ptr_or_err(py, obj)?;
         let buf = pyo3::ffi::PyBytes_AsString(obj.as_ptr()).cast::<u8>();
-        std::ptr::copy_nonoverlapping(data.as_ptr(), buf, data.len());
-        *buf.add(data.len()) = b'\n';
+        std::ptr::copy_nonoverlapping(a.as_ptr(), buf, a.len());
+        std::ptr::copy_nonoverlapping(b.as_ptr(), buf.add(a.len()), b.len());
         Ok(obj.cast_into_unchecked())
     }
 }
@@ -102,7 +106,7 @@ pub(crate) struct Source<'py> {
 
 impl<'py> Source<'py> {
     /// Offset of `frame` within this source, when it lies there.
-    fn locate(&self, frame: &[u8]) -> Option<usize> {
+    pub(crate) fn locate(&self, frame: &[u8]) -> Option<usize> {
         let all = self.bytes.as_bytes();
         let base = all.as_ptr() as usize;
         let p = frame.as_ptr() as usize;
@@ -176,7 +180,7 @@ fn frame_object<'py>(
     source: &Bound<'py, PyBytes>,
     offset: usize,
     data: &[u8],
-    parsed: Result<Frame, DecodeError>,
+    parsed: &Result<Frame, DecodeError>,
     line: Option<u64>,
     cache: &mut Option<CacheGuard<'_>>,
 ) -> PyResult<Result<Bound<'py, PyAny>, Bound<'py, PyAny>>> {
@@ -185,47 +189,40 @@ fn frame_object<'py>(
         None => Origin::Document(data),
     };
     match parsed {
-        Ok(Frame::Single(env)) => Ok(Ok(new_message(py, source, offset, data.len(), &env, line, cache)?)),
+        Ok(Frame::Single(env)) => Ok(Ok(new_message(py, source, offset, data.len(), env, line, cache)?)),
         Ok(Frame::Batch(entries)) => {
             let list = PyList::empty(py);
             for entry in entries {
                 let bytes = &data[entry.start..entry.end];
-                match entry.result {
+                match &entry.result {
                     Ok(env) => list.append(new_message(
                         py,
                         source,
                         offset + entry.start,
                         bytes.len(),
-                        &env,
+                        env,
                         line,
                         cache,
                     )?)?,
-                    Err(e) => list.append(decode_error_object(py, &e, origin(line), Some(bytes))?)?,
+                    Err(e) => list.append(decode_error_object(py, e, origin(line), Some(bytes))?)?,
                 }
             }
             let raw = PyBytes::new(py, data);
             Ok(Ok(batch_type(py)?.call1((list, raw, line))?))
         }
-        Err(e) => Ok(Err(decode_error_object(py, &e, origin(line), Some(data))?)),
+        Err(e) => Ok(Err(decode_error_object(py, e, origin(line), Some(data))?)),
     }
 }
 
-/// Decode the frame `data` (a slice of `source` if it lies there, else copied). `utf8`: the
-/// framer already checked its UTF-8.
-fn decode_in<'py>(
+/// The objects of the parsed frame `data`, a view of `source` if it lies there, else of a copy.
+fn object_in<'py>(
     py: Python<'py>,
     source: &Source<'py>,
     data: &[u8],
+    parsed: &Result<Frame, DecodeError>,
     line: Option<u64>,
-    utf8: bool,
     cache: &mut Option<CacheGuard<'_>>,
 ) -> PyResult<Result<Bound<'py, PyAny>, Bound<'py, PyAny>>> {
-    // Lines from the framer hold no newline; a standalone frame must be checked for one.
-    let parsed = if line.is_some() {
-        parse_line_utf8(data, None, utf8)
-    } else {
-        parse_frame(data)
-    };
     match source.locate(data) {
         Some(offset) => frame_object(py, &source.bytes, offset, data, parsed, line, cache),
         None => {
@@ -366,7 +363,7 @@ pub fn decode<'py>(py: Python<'py>, line: &Bound<'py, PyAny>) -> PyResult<Bound<
     let source = source_of(line)?;
     let bytes = source.bytes.as_bytes();
     let data = strip_line_ending(bytes);
-    match decode_in(py, &source, data, None, false, &mut VALUES.lock())? {
+    match object_in(py, &source, data, &parse_frame(data), None, &mut VALUES.lock())? {
         Ok(obj) => Ok(obj),
         Err(err) => Err(PyErr::from_value(err)),
     }
@@ -395,40 +392,29 @@ pub fn encode<'py>(py: Python<'py>, message: &Bound<'py, PyAny>) -> PyResult<Bou
 /// Splits a byte stream into frames and decodes each one.
 #[pyclass(module = "acp_fast", name = "FrameDecoder")]
 pub struct PyFrameDecoder {
-    framer: Framer,
+    decoder: FrameDecoder,
 }
 
 impl PyFrameDecoder {
     fn collect<'py>(&mut self, py: Python<'py>, source: Option<&Source<'py>>) -> PyResult<Bound<'py, PyList>> {
         let _gc = super::GcPause::new(py);
         let out = PyList::empty(py);
-        let max = self.framer.max_frame_bytes();
         let mut failure: Option<PyErr> = None;
         let mut cache = VALUES.lock();
-        let mut on_event = |event: Event<'_>| {
+        let mut on_line = |decoded: Decoded<'_>| {
             if failure.is_some() {
                 return;
             }
-            let item = match event {
-                Event::Frame { line, data, utf8 } => match source {
-                    Some(src) => decode_in(py, src, data, Some(line), utf8, &mut cache),
+            let item = match decoded {
+                Decoded::Frame { line, data, frame } => match source {
+                    Some(src) => object_in(py, src, data, frame, Some(line), &mut cache),
                     None => {
                         let own = PyBytes::new(py, data);
-                        frame_object(py, &own, 0, data, parse_line(data), Some(line), &mut cache)
+                        frame_object(py, &own, 0, data, frame, Some(line), &mut cache)
                     }
                 }
                 .map(|r| r.unwrap_or_else(|e| e)),
-                Event::TooLarge { line } => {
-                    let err = DecodeError::new(
-                        PARSE_ERROR,
-                        "frame_too_large",
-                        format!(
-                            "expected a frame of at most {max} bytes, found a longer line; skipped to the next newline"
-                        ),
-                        Some(max),
-                    );
-                    decode_error_object(py, &err, Origin::Stream { line }, None)
-                }
+                Decoded::TooLarge { line, error } => decode_error_object(py, &error, Origin::Stream { line }, None),
             };
             match item.and_then(|obj| out.append(obj)) {
                 Ok(()) => {}
@@ -436,8 +422,8 @@ impl PyFrameDecoder {
             }
         };
         match source {
-            Some(src) => self.framer.feed(src.bytes.as_bytes(), &mut on_event),
-            None => self.framer.finish(&mut on_event),
+            Some(src) => self.decoder.feed(src.bytes.as_bytes(), &mut on_line),
+            None => self.decoder.finish(&mut on_line),
         }
         match failure {
             Some(e) => Err(e),
@@ -451,13 +437,8 @@ impl PyFrameDecoder {
     #[new]
     #[pyo3(signature = (*, max_frame_bytes = DEFAULT_MAX_FRAME_BYTES as i64), text_signature = "(*, max_frame_bytes=67108864)")]
     fn new(max_frame_bytes: i64) -> PyResult<Self> {
-        if max_frame_bytes < 1 || max_frame_bytes as u64 > MAX_FRAME as u64 {
-            return Err(PyValueError::new_err(format!(
-                "max_frame_bytes must be between 1 and {MAX_FRAME}, found {max_frame_bytes}"
-            )));
-        }
         Ok(Self {
-            framer: Framer::new(max_frame_bytes as usize),
+            decoder: FrameDecoder::new(max_frame_bytes_arg(max_frame_bytes)?),
         })
     }
 
@@ -474,25 +455,26 @@ impl PyFrameDecoder {
 
     #[getter]
     fn line(&self) -> u64 {
-        self.framer.line()
+        self.decoder.framer().line()
     }
 
     #[getter]
     fn buffered(&self) -> usize {
-        self.framer.buffered()
+        self.decoder.framer().buffered()
     }
 
     #[getter]
     fn max_frame_bytes(&self) -> usize {
-        self.framer.max_frame_bytes()
+        self.decoder.framer().max_frame_bytes()
     }
 
     fn __repr__(&self) -> String {
+        let framer = self.decoder.framer();
         format!(
             "FrameDecoder(max_frame_bytes={}, line={}, buffered={})",
-            self.framer.max_frame_bytes(),
-            self.framer.line(),
-            self.framer.buffered()
+            framer.max_frame_bytes(),
+            framer.line(),
+            framer.buffered()
         )
     }
 }

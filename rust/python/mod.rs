@@ -4,6 +4,7 @@
 mod convert;
 mod errors;
 mod frames;
+mod framing;
 mod state;
 mod strcache;
 mod untracked;
@@ -51,12 +52,15 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "build_profile",
         if cfg!(debug_assertions) { "debug" } else { "release" },
     )?;
+    m.add("DEFAULT_MAX_FRAME_BYTES", crate::framing::DEFAULT_MAX_FRAME_BYTES)?;
+    m.add("MAX_FRAME_BYTES", crate::framing::MAX_FRAME_BYTES)?;
     m.add_function(wrap_pyfunction!(frames::loads, m)?)?;
     m.add_function(wrap_pyfunction!(frames::dumps, m)?)?;
     m.add_function(wrap_pyfunction!(frames::decode, m)?)?;
     m.add_function(wrap_pyfunction!(frames::encode, m)?)?;
     m.add_class::<frames::PyMessage>()?;
     m.add_class::<frames::PyFrameDecoder>()?;
+    m.add_class::<framing::PyFramer>()?;
     m.add_class::<state::PyToolCallStore>()?;
     m.add_class::<state::PyChange>()?;
     // Before any Message exists (see `untracked`).

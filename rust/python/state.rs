@@ -19,8 +19,6 @@ use crate::state::{
     Terminal, Text, ToolCall, TOOL_CALL_FIELDS,
 };
 
-const MAX_FRAME: usize = u32::MAX as usize - 1;
-
 // ---------------------------------------------------------------------------------------------
 // Change
 
@@ -516,11 +514,7 @@ impl PyToolCallStore {
     ) -> PyResult<Self> {
         let version = version_arg(protocol_version)?;
         let max = max_arg(max_tool_calls)?;
-        if max_frame_bytes < 1 || max_frame_bytes as u64 > MAX_FRAME as u64 {
-            return Err(PyValueError::new_err(format!(
-                "max_frame_bytes must be between 1 and {MAX_FRAME}, found {max_frame_bytes}"
-            )));
-        }
+        super::framing::max_frame_bytes_arg(max_frame_bytes)?;
         Ok(Self {
             store: Store::new(version, max),
             framer: Framer::new(max_frame_bytes as usize),

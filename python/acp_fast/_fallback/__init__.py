@@ -1,14 +1,15 @@
 """The pure-Python backend of acp-fast, built on orjson.
 
 It mirrors the Rust core file for file (docs/DESIGN.md section 1): ``error.py``, ``scanner/``,
-``encoder.py``, ``message.py``, ``framing.py``. The behaviour is the same byte for byte; only the
-speed differs.
+``encoder.py``, ``message.py``, ``framing.py``, ``decoder.py``. The behaviour is the same byte for
+byte; only the speed differs.
 """
 
 from __future__ import annotations
 
 from .encoder import dumps
-from .framing import FrameDecoder
+from .decoder import FrameDecoder
+from .framing import DEFAULT_MAX_FRAME_BYTES, MAX_FRAME_BYTES, Framer
 from .message import Message, decode, encode
 from .scanner import loads
 from .state import Change, ToolCallStore
@@ -35,6 +36,9 @@ __all__ = [
     "encode",
     "Message",
     "FrameDecoder",
+    "Framer",
+    "DEFAULT_MAX_FRAME_BYTES",
+    "MAX_FRAME_BYTES",
     "ToolCallStore",
     "Change",
 ]

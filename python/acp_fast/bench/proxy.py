@@ -30,6 +30,8 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
+import acp_fast
+
 from .. import traffic
 
 PROXY = [sys.executable, "-m", "acp_fast.cli", "proxy"]
@@ -123,17 +125,14 @@ def _latencies(cmd: List[str]) -> List[float]:
     fd = p.stdout.fileno()
     now = time.monotonic_ns
     out: List[float] = []
-    rest = b""
+    framer = acp_fast.Framer()
     marker = b'"text":"'
     while True:
         chunk = os.read(fd, 1 << 16)
         if not chunk:
             break
         t = now()
-        data = rest + chunk
-        lines = data.split(b"\n")
-        rest = lines.pop()
-        for line in lines:
+        for _, line in framer.feed(chunk):
             i = line.find(marker) + len(marker)
             sent = int(line[i : line.index(b" ", i)])
             out.append((t - sent) / 1000.0)

@@ -33,20 +33,10 @@ from typing import Any, Dict, Iterable, Iterator, List, NamedTuple, Optional, Tu
 
 import acp_fast
 
-from ._streams import (
-    Progress,
-    RecordError,
-    chunks_of,
-    iter_lines,
-    open_input,
-    parse_header,
-    parse_record,
-    read_chunks,
-    sniff,
-    string_offset,
-)
+from ..recording import RecordingError, parse_lines, record_limit
+from ._streams import Progress, chunks_of, open_input, read_chunks, sniff, string_offset
 
-DEFAULT_MAX_FRAME_BYTES = 64 << 20
+DEFAULT_MAX_FRAME_BYTES = acp_fast.DEFAULT_MAX_FRAME_BYTES
 Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, Any]
 
 
@@ -133,27 +123,15 @@ class _Replayer:
     def recording(self, chunks: Iterable[bytes]) -> None:
         r = self.result
         r.format = "recording"
-        limit = self.max_frame_bytes * 8 + 65536
-        for line in iter_lines(chunks, limit):
-            r.lines = line.number
-            if line.data is None:
-                self.error(
-                    line.number,
-                    1,
-                    None,
-                    "recording",
-                    f"expected a record of at most {limit} bytes, found {line.length}",
-                )
+        for number, record in parse_lines(chunks, record_limit(self.max_frame_bytes)):
+            r.lines = number
+            if record is None:
                 continue
-            if not line.data.strip(b" \t\r"):
+            if isinstance(record, RecordingError):
+                self.error(number, record.column, None, "recording", record.message)
                 continue
-            try:
-                if line.number == 1:
-                    r.header = parse_header(line.data).value
-                    continue
-                record = parse_record(line.data, line.number)
-            except RecordError as exc:
-                self.error(line.number, exc.column, None, "recording", exc.message)
+            if record.kind == "header":
+                r.header = record.value
                 continue
             if record.kind == "footer":
                 r.exit_status = record.value.get("status")
@@ -518,8 +496,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.max_errors < 0 or (args.max_tool_calls is not None and args.max_tool_calls < 1):
         print("acp-fast inspect: --max-errors must be >= 0 and --max-tool-calls >= 1", file=sys.stderr)
         return 2
-    if not 1 <= args.max_frame_bytes <= 4294967294:
-        print("acp-fast inspect: --max-frame-bytes must be between 1 and 4294967294", file=sys.stderr)
+    if not 1 <= args.max_frame_bytes <= acp_fast.MAX_FRAME_BYTES:
+        print(f"acp-fast inspect: --max-frame-bytes must be between 1 and {acp_fast.MAX_FRAME_BYTES}", file=sys.stderr)
         return 2
     if args.file != "-" and not os.path.exists(args.file):
         print(f"acp-fast inspect: cannot read {args.file}: no such file", file=sys.stderr)

@@ -7,7 +7,8 @@ editor → agent and agent → editor. What it does is described in docs/CLI.md 
 
 * Frames are forwarded byte-exact and in order. Each direction is read in large chunks and only
   whole lines are forwarded (a partial line waits for its newline, at most ``--max-frame-bytes``
-  of it), so a line is never split between two writes.
+  of it), so a line is never split between two writes: an :class:`acp_fast.Framer` with
+  ``joined=True`` cuts each direction into runs of whole lines.
 * Both directions go through the state engine (one :class:`ToolCallStore`, ``source="client"``
   for the editor's lines and ``"agent"`` for the agent's), so the proxy always knows every
   session's tool calls, permission requests, terminals and plans.
@@ -116,10 +117,8 @@ class Direction:
         self.source = "client" if side == "editor" else "agent"
         self.src = src
         self.dst = dst
-        self.pending: List[bytes] = []
-        self.pending_len = 0
-        self.skipping = 0  # > 0: bytes of an over-limit line being skipped
-        self.line = 0  # lines completed on this side
+        # The lines of this side, exactly as they came, the whole lines of each read in one piece.
+        self.framer = acp_fast.Framer(max_frame_bytes=proxy.max_frame_bytes, joined=True)
         self.stats: Dict[str, int] = dict(
             bytes_in=0, bytes_out=0, lines=0, invalid=0, diverted=0, dropped=0, answered=0, too_large=0, state_errors=0, undelivered=0
         )
@@ -141,66 +140,30 @@ class Direction:
                 if not chunk:
                     break
                 self.stats["bytes_in"] += len(chunk)
-                self.chunk(chunk)
-            self.end()
+                self.events(self.framer.feed(chunk), True)
+            # End of input: a last line without a newline is handled (and forwarded) as it is.
+            self.events(self.framer.finish(), False)
         except BaseException as e:  # never die silently: report and close the direction
             self.proxy.note(f"{self.side} relay stopped: {type(e).__name__}: {e}")
             raise
         finally:
             self.dst.close()  # end of input passed on: the agent's stdin, or the editor's stdout
 
-    def chunk(self, chunk: bytes) -> None:
-        limit = self.proxy.max_frame_bytes
-        if self.skipping:
-            nl = chunk.find(b"\n")
-            if nl < 0:
-                self.skipping += len(chunk)
-                return
-            self.skipped(self.skipping + nl + 1)
-            chunk = chunk[nl + 1 :]
-        cut = chunk.rfind(b"\n")
-        if cut < 0:
-            self.pending.append(chunk)
-            self.pending_len += len(chunk)
-            if self.pending_len > limit:
-                self.skipping = self.pending_len
-                self.pending = []
-                self.pending_len = 0
-            return
-        if self.pending:
-            self.pending.append(chunk[: cut + 1])
-            block = b"".join(self.pending)
-            self.pending = []
-            self.pending_len = 0
-        else:
-            block = chunk if cut + 1 == len(chunk) else chunk[: cut + 1]
-        self.block(block, True)
-        if cut + 1 < len(chunk):
-            rest = chunk[cut + 1 :]
-            self.pending = [rest]
-            self.pending_len = len(rest)
-            if self.pending_len > limit:
-                self.skipping = self.pending_len
-                self.pending = []
-                self.pending_len = 0
+    def events(self, events: List[Any], eol: bool) -> None:
+        """The framer's events: whole lines (ending in ``\\n`` when ``eol``, else the last line of
+        the stream) and lines over the limit (their length)."""
+        for line, data in events:
+            if type(data) is int:
+                self.skipped(line, data)
+            else:
+                self.block(data, line - 1, eol)
 
-    def end(self) -> None:
-        """End of input: a last line without a newline is handled (and forwarded) as it is."""
-        if self.skipping:
-            self.skipped(self.skipping)
-        elif self.pending:
-            tail = b"".join(self.pending)
-            self.pending = []
-            self.block(tail, False)
-
-    def skipped(self, length: int) -> None:
-        """A line over the limit (``length`` bytes, newline included) was skipped."""
-        self.skipping = 0
-        self.line += 1
+    def skipped(self, line: int, length: int) -> None:
+        """Line ``line``, over the limit (``length`` bytes, newline included), was skipped."""
         self.stats["lines"] += 1
         self.stats["too_large"] += 1
         self.proxy.note(
-            f"{self.side} line {self.line}: expected a frame of at most {self.proxy.max_frame_bytes} bytes, "
+            f"{self.side} line {line}: expected a frame of at most {self.proxy.max_frame_bytes} bytes, "
             f"found {length} bytes; not forwarded"
         )
         if self.proxy.recorder is not None:
@@ -208,18 +171,15 @@ class Direction:
 
     # -- one block of whole lines --------------------------------------------------------------
 
-    def block(self, block: bytes, eol: bool) -> None:
+    def block(self, block: bytes, before: int, eol: bool) -> None:
         """Track and forward ``block``: whole lines ending in ``\\n`` (``eol``), or the last
-        unterminated line of the stream."""
+        unterminated line of the stream; ``before`` is the number of the line before it."""
         proxy = self.proxy
         fed = block if eol else block + b"\n"
         with proxy.state_lock:
             base = proxy.store.line
             results = proxy.store.feed(fed, changes=proxy.watch, source=self.source)
-            lines = proxy.store.line - base  # the store's decoder counted the block's lines
-        first = self.line
-        self.line += lines
-        self.stats["lines"] += lines
+            self.stats["lines"] += proxy.store.line - base  # the store's framer counted the block's lines
         bad: Dict[int, Any] = {}
         for r in results:
             if isinstance(r, acp_fast.DecodeError):
@@ -228,29 +188,27 @@ class Direction:
                     bad[rel] = r
                 else:
                     self.stats["state_errors"] += 1
-                    proxy.note(f"{self.side} line {first + rel}: {r} (forwarded)")
+                    proxy.note(f"{self.side} line {before + rel}: {r} (forwarded)")
             elif proxy.watch:
                 proxy.show_change(r)
         if not bad and proxy.recorder is None:
             if self.write(block):
                 self.stats["bytes_out"] += len(block)
             return
-        self.slow_block(block, eol, bad, first)
+        self.slow_block(block, bad, before)
 
-    def slow_block(self, block: bytes, eol: bool, bad: Dict[int, Any], first: int) -> None:
+    def slow_block(self, block: bytes, bad: Dict[int, Any], before: int) -> None:
         """Line by line: the block has lines that are not JSON-RPC, or is being recorded."""
         proxy = self.proxy
-        parts = block.split(b"\n")
-        if eol:
-            parts.pop()  # after the last newline
+        lines = acp_fast.Framer(max_frame_bytes=proxy.max_frame_bytes, keepends=True)
         out: List[bytes] = []
         now = time.time()
-        for index, part in enumerate(parts, 1):
-            is_last = index == len(parts)
-            line_eol = eol or not is_last
-            wire = part + b"\n" if line_eol else part
-            crlf = line_eol and part.endswith(b"\r")
-            data = part[:-1] if crlf else part
+        for index, wire in lines.feed(block) + lines.finish():
+            line_eol = wire.endswith(b"\n")
+            data = wire[:-1] if line_eol else wire
+            crlf = line_eol and data.endswith(b"\r")
+            if crlf:
+                data = data[:-1]
             error = bad.get(index)
             if error is not None and error.raw is not None and error.raw != data:
                 # An invalid entry of a batch: the batch is a frame when it holds at least one
@@ -259,13 +217,7 @@ class Direction:
                     error = None
             action = None
             if error is not None:
-                if error.kind == "frame_too_large":
-                    self.stats["too_large"] += 1
-                    proxy.note(f"{self.side} line {first + index}: {error}; not forwarded")
-                    if proxy.recorder is not None:
-                        proxy.record_too_large(self.side, len(wire))
-                    continue
-                action = self.invalid(data, error, first + index)
+                action = self.invalid(data, error, before + index)
             if action is None:
                 out.append(wire)
             if proxy.recorder is not None:
@@ -518,8 +470,8 @@ def format_summary(info: Dict[str, Any]) -> str:
 
 def _positive(text: str) -> int:
     value = int(text)
-    if not 1 <= value <= 4294967294:
-        raise argparse.ArgumentTypeError(f"expected 1..4294967294, found {value}")
+    if not 1 <= value <= acp_fast.MAX_FRAME_BYTES:
+        raise argparse.ArgumentTypeError(f"expected 1..{acp_fast.MAX_FRAME_BYTES}, found {value}")
     return value
 
 
@@ -530,7 +482,13 @@ def parser() -> argparse.ArgumentParser:
         description="Relay an editor and an ACP agent byte-exact, tracking every session's state.",
     )
     p.add_argument("--record", metavar="FILE", help="write an NDJSON recording of both directions (docs/CLI.md)")
-    p.add_argument("--max-frame-bytes", type=_positive, default=64 << 20, metavar="N", help="longest line forwarded (default 64 MiB)")
+    p.add_argument(
+        "--max-frame-bytes",
+        type=_positive,
+        default=acp_fast.DEFAULT_MAX_FRAME_BYTES,
+        metavar="N",
+        help="longest line forwarded (default 64 MiB)",
+    )
     p.add_argument(
         "--agent-invalid",
         choices=INVALID_POLICIES,

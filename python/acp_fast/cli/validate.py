@@ -31,20 +31,11 @@ from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Tuple
 
 import acp_fast
 
+from ..recording import RecordingError, parse_lines, record_limit
 from . import _shapes
-from ._streams import (
-    Progress,
-    RecordError,
-    iter_lines,
-    open_input,
-    parse_header,
-    parse_record,
-    read_chunks,
-    sniff,
-    string_offset,
-)
+from ._streams import Progress, open_input, read_chunks, sniff, string_offset
 
-DEFAULT_MAX_FRAME_BYTES = 64 << 20
+DEFAULT_MAX_FRAME_BYTES = acp_fast.DEFAULT_MAX_FRAME_BYTES
 KINDS = ("json", "jsonrpc", "acp", "schema", "protocol", "recording")
 _MISSING = object()
 
@@ -168,37 +159,23 @@ class Validator:
         self.format = "recording"
         rec = self.recording
         rec.update(header=None, footer=None, forwarded=0, not_forwarded=Counter(), crlf=0, too_large=0, no_eol=0)
-        limit = self.max_frame_bytes * 8 + 65536  # room for escaping a text line / base64
         footer_line = None
-        for line in iter_lines(chunks, limit):
-            self.lines = line.number
-            if line.data is None:
-                self.report(
-                    line.number, 1, "recording", f"expected a record of at most {limit} bytes, found {line.length}"
-                )
+        for number, record in parse_lines(chunks, record_limit(self.max_frame_bytes)):
+            self.lines = number
+            if record is None:
+                self.report(number, 1, "recording", "expected a record, found a blank line")
                 continue
-            if not line.data.strip(b" \t\r"):
-                self.report(line.number, 1, "recording", "expected a record, found a blank line")
+            if isinstance(record, RecordingError):
+                self.report(number, record.column, "recording", record.message)
                 continue
-            if line.number == 1:
-                try:
-                    header = parse_header(line.data)
-                    rec["header"] = {k: header.value.get(k) for k in ("t", "argv", "version")}
-                except RecordError as exc:
-                    self.report(1, exc.column, "recording", exc.message)
-                continue
-            try:
-                record = parse_record(line.data, line.number)
-            except RecordError as exc:
-                self.report(line.number, exc.column, "recording", exc.message)
+            if record.kind == "header":
+                rec["header"] = {k: record.value.get(k) for k in ("t", "argv", "version")}
                 continue
             if footer_line is not None:
-                self.report(
-                    line.number, 1, "recording", f"expected no record after the exit footer (line {footer_line})"
-                )
+                self.report(number, 1, "recording", f"expected no record after the exit footer (line {footer_line})")
             if record.kind == "footer":
-                footer_line = line.number
-                rec["footer"] = {"status": record.value.get("status"), "line": line.number}
+                footer_line = number
+                rec["footer"] = {"status": record.value.get("status"), "line": number}
                 continue
             self._record(record)
 
@@ -604,8 +581,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: 0 for --help, 2 for usage errors
         return int(exc.code or 0)
-    if args.max_frame_bytes < 1 or args.max_frame_bytes > 4294967294:
-        print("acp-fast validate: --max-frame-bytes must be between 1 and 4294967294", file=sys.stderr)
+    if not 1 <= args.max_frame_bytes <= acp_fast.MAX_FRAME_BYTES:
+        print(f"acp-fast validate: --max-frame-bytes must be between 1 and {acp_fast.MAX_FRAME_BYTES}", file=sys.stderr)
         return 2
     if args.max_problems < 0:
         print("acp-fast validate: --max-problems must be >= 0", file=sys.stderr)

@@ -83,7 +83,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 #: Default longest frame accepted (bytes, line ending excluded): acp-fast's decoder default.
-DEFAULT_MAX_FRAME_BYTES = 64 * 1024 * 1024
+DEFAULT_MAX_FRAME_BYTES = acp_fast.DEFAULT_MAX_FRAME_BYTES
 #: Bytes asked of the reader per read.
 READ_SIZE = 256 * 1024
 
@@ -347,8 +347,11 @@ async def _await(awaitable: Any) -> Any:
 
 
 def _check_max_frame_bytes(value: Any) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 4294967294:
-        raise ValueError(f"expected max_frame_bytes to be an int from 1 to 4294967294, found {value!r}")
+    """Refuse a bad ``max_frame_bytes`` at once (else the first read would): an int, within the
+    codec's limits (its own check and message)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"expected max_frame_bytes to be an int, found {value!r}")
+    acp_fast.Framer(max_frame_bytes=int(value))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -360,7 +360,7 @@ class SessionAccumulator:
         *,
         auto_reset_on_session_change: bool = True,
         protocol_version: Optional[int] = None,
-        max_frame_bytes: int = 64 * 1024 * 1024,
+        max_frame_bytes: int = acp_fast.DEFAULT_MAX_FRAME_BYTES,
         backend: Any = None,
     ) -> None:
         self._backend = acp_fast if backend is None else backend
