@@ -205,3 +205,10 @@ def test_limits_and_arguments(backend):
         ("keepends", inspect.Parameter.KEYWORD_ONLY, False),
         ("joined", inspect.Parameter.KEYWORD_ONLY, False),
     ]
+
+
+def test_feed_data_by_keyword(backend):
+    """``feed`` takes ``data`` by keyword too, as ``FrameDecoder.feed`` does."""
+    framer = backend.Framer()
+    assert framer.feed(data=b"a\nb") == [(1, b"a")]
+    assert framer.finish() == [(2, b"b")]
