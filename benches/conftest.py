@@ -46,7 +46,9 @@ for _item in os.environ.get("ACP_BENCH_FRAMES", "").split(","):
         SIZES[_name.strip()] = int(_n)
 ROUNDS = int(os.environ.get("ACP_BENCH_ROUNDS", "5"))
 PASS_BUDGET = float(os.environ.get("ACP_BENCH_PASS_BUDGET", "10"))
-SCALING = [int(n) for n in os.environ.get("ACP_BENCH_SCALING", "1000,2000,5000,10000,20000,50000,100000").split(",") if n]
+SCALING = [
+    int(n) for n in os.environ.get("ACP_BENCH_SCALING", "1000,2000,5000,10000,20000,50000,100000").split(",") if n
+]
 
 try:
     BACKENDS = C.load_backends()
@@ -55,7 +57,7 @@ except C.DebugBuildError as exc:  # reported by pytest_configure
     BACKENDS = {}
     REFUSED = str(exc)
 
-_corpora: Dict[str, "C.Corpus"] = {}
+_corpora: Dict[str, C.Corpus] = {}
 #: (contender, frames) -> median seconds, filled by the scaling benchmarks for the summary.
 SCALING_POINTS: Dict[str, List[Tuple[int, float]]] = {}
 
@@ -68,7 +70,7 @@ def pytest_configure(config):
         config.option.benchmark_disable_gc = True
 
 
-def pytest_report_header(config):  # noqa: ARG001
+def pytest_report_header(config):
     lines = [C.backend_description(label, module) for label, module in BACKENDS.items()]
     lines.append("corpora: " + ", ".join(f"{name} {n} frames" for name, n in SIZES.items()))
     return ["acp-fast benchmarks: " + "; ".join(lines)]
@@ -85,13 +87,13 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line(f"{name}: exponent {exponent} ({per})")
 
 
-def get_corpus(name: str) -> "C.Corpus":
+def get_corpus(name: str) -> C.Corpus:
     if name not in _corpora:
         _corpora[name] = C.build_corpus(name, SIZES[name], seed=0)
     return _corpora[name]
 
 
 @pytest.fixture(params=PROFILES, scope="session")
-def corpus(request) -> "C.Corpus":
+def corpus(request) -> C.Corpus:
     """A traffic corpus of one profile (mixed, large, tiny, v2)."""
     return get_corpus(request.param)

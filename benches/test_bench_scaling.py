@@ -45,10 +45,12 @@ def test_scaling(benchmark, contender, n):
     if points:
         projected = S.project(points, n)
         if projected > PASS_BUDGET:
-            pytest.skip(f"one pass over {n:,} frames projected at {projected:,.1f} s, over ACP_BENCH_PASS_BUDGET {PASS_BUDGET:g} s")
+            pytest.skip(
+                f"one pass over {n:,} frames projected at {projected:,.1f} s, over ACP_BENCH_PASS_BUDGET {PASS_BUDGET:g} s"
+            )
     run = _makers()[contender.id](n)
     benchmark.group = f"scaling {contender.label}"
-    benchmark._disable_gc = False  # noqa: SLF001 - keep the collector on for this benchmark
+    benchmark._disable_gc = False  # keep the collector on for this benchmark
     start = time.perf_counter()
     run()  # warm-up, and a first estimate
     once = time.perf_counter() - start

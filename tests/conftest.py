@@ -51,7 +51,7 @@ settings.register_profile(
 )
 
 
-def _truthy(value: "str | None") -> bool:
+def _truthy(value: str | None) -> bool:
     return value is not None and value.strip().lower() not in ("", "0", "false", "no")
 
 

@@ -47,7 +47,7 @@ def test_required_names(backend):
 
 def test_backend_name(backend, request):
     expected = request.node.callspec.id.split("-")[0]
-    assert backend.BACKEND == expected
+    assert backend.BACKEND == expected  # noqa: SIM300 - BACKEND is the value under test, not a constant
 
 
 def test_package_uses_a_backend():
@@ -81,12 +81,24 @@ def test_frame_decoder_signature(backend):
 
 def test_message_members(backend):
     members = _members(backend.Message)
-    assert {"kind", "id", "method", "session_id", "update_kind", "tool_call_id", "raw", "line",
-            "params", "result", "error", "to_dict"} <= members
+    assert {
+        "kind",
+        "id",
+        "method",
+        "session_id",
+        "update_kind",
+        "tool_call_id",
+        "raw",
+        "line",
+        "params",
+        "result",
+        "error",
+        "to_dict",
+    } <= members
     assert {"feed", "finish", "line", "buffered", "max_frame_bytes"} <= _members(backend.FrameDecoder)
 
 
-def _run(code: str, backend_env: "str | None"):
+def _run(code: str, backend_env: str | None):
     env = dict(os.environ)
     env.pop("ACP_FAST_BACKEND", None)
     if backend_env is not None:
@@ -96,7 +108,9 @@ def _run(code: str, backend_env: "str | None"):
 
 
 def test_env_switch_python():
-    proc = _run("import acp_fast, acp_fast._fallback as f; print(acp_fast.BACKEND, acp_fast.loads is f.loads)", "python")
+    proc = _run(
+        "import acp_fast, acp_fast._fallback as f; print(acp_fast.BACKEND, acp_fast.loads is f.loads)", "python"
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["python", "True"]
 

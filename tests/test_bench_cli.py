@@ -21,8 +21,20 @@ from acp_fast.bench import report, timing
 from acp_fast.bench import state as S
 
 TINY = [
-    "--mb", "0.02", "--budget", "0", "--min-runs", "1", "--max-runs", "2",
-    "--scaling-min", "50", "--scaling-max", "200", "--memory-frames", "500",
+    "--mb",
+    "0.02",
+    "--budget",
+    "0",
+    "--min-runs",
+    "1",
+    "--max-runs",
+    "2",
+    "--scaling-min",
+    "50",
+    "--scaling-max",
+    "200",
+    "--memory-frames",
+    "500",
 ]
 
 
@@ -81,7 +93,8 @@ def test_every_result_is_timed_and_correct(full_run):
         assert row["frames_per_s"] > 0 and row["mb_per_s"] > 0
         # ratios come from the same run's medians
         base = next(
-            r for r in data["results"]
+            r
+            for r in data["results"]
             if (r["task"], r["profile"], r["contender"], r["primary"]) == (row["task"], row["profile"], "json", True)
         )
         assert row["vs_json"] == pytest.approx(base["median_s"] / row["median_s"])
@@ -141,11 +154,39 @@ def test_selection_plot_and_sdk_stop(tmp_path, capsys):
     pytest.importorskip("matplotlib")  # installed with the test extras
     png = tmp_path / "chart.png"
     path = tmp_path / "r.json"
-    code = report.main([
-        "--tasks", "decode,state", "scaling", "--profiles", "tiny", "--contenders", "rust", "orjson", "sdk",
-        "--frames", "tiny=1200", "--budget", "0", "--min-runs", "1", "--max-runs", "1", "--pass-budget", "0.01",
-        "--scaling-min", "10", "--scaling-max", "40", "--memory-frames", "0", "--plot", str(png), "--json", str(path),
-    ])
+    code = report.main(
+        [
+            "--tasks",
+            "decode,state",
+            "scaling",
+            "--profiles",
+            "tiny",
+            "--contenders",
+            "rust",
+            "orjson",
+            "sdk",
+            "--frames",
+            "tiny=1200",
+            "--budget",
+            "0",
+            "--min-runs",
+            "1",
+            "--max-runs",
+            "1",
+            "--pass-budget",
+            "0.01",
+            "--scaling-min",
+            "10",
+            "--scaling-max",
+            "40",
+            "--memory-frames",
+            "0",
+            "--plot",
+            str(png),
+            "--json",
+            str(path),
+        ]
+    )
     assert code == 0
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     data = json.loads(path.read_text("utf-8"))
@@ -178,10 +219,26 @@ def test_refuses_a_debug_build(monkeypatch, capsys):
     with pytest.raises(C.DebugBuildError):
         C.load_backends()
     # without the Rust backend there is nothing to refuse
-    code = report.main([
-        "--tasks", "decode", "--profiles", "tiny", "--mb", "0.01", "--contenders", "python", "json",
-        "--budget", "0", "--min-runs", "1", "--max-runs", "1", "--no-progress",
-    ])
+    code = report.main(
+        [
+            "--tasks",
+            "decode",
+            "--profiles",
+            "tiny",
+            "--mb",
+            "0.01",
+            "--contenders",
+            "python",
+            "json",
+            "--budget",
+            "0",
+            "--min-runs",
+            "1",
+            "--max-runs",
+            "1",
+            "--no-progress",
+        ]
+    )
     assert code == 0
     assert "acp-fast (fallback)" in capsys.readouterr().out
 
@@ -403,11 +460,33 @@ def test_runs_without_the_optional_contenders(monkeypatch, tmp_path, capsys):
     C._sdk.cache_clear()
     try:
         path = tmp_path / "r.json"
-        code = report.main([
-            "--tasks", "decode", "state", "scaling", "--profiles", "tiny", "--mb", "0.01", "--budget", "0",
-            "--min-runs", "1", "--max-runs", "1", "--scaling-min", "20", "--scaling-max", "50",
-            "--memory-frames", "0", "--no-progress", "--json", str(path),
-        ])
+        code = report.main(
+            [
+                "--tasks",
+                "decode",
+                "state",
+                "scaling",
+                "--profiles",
+                "tiny",
+                "--mb",
+                "0.01",
+                "--budget",
+                "0",
+                "--min-runs",
+                "1",
+                "--max-runs",
+                "1",
+                "--scaling-min",
+                "20",
+                "--scaling-max",
+                "50",
+                "--memory-frames",
+                "0",
+                "--no-progress",
+                "--json",
+                str(path),
+            ]
+        )
     finally:
         C._sdk.cache_clear()
     assert code == 0
@@ -439,9 +518,24 @@ def test_ab_script_compares_two_builds(tmp_path):
     script = pathlib.Path(__file__).resolve().parent.parent / "benches" / "ab.py"
     tasks = ["decode", "to_dict", "loads", "dumps", "state", "state-quiet", "passthrough"]
     out = subprocess.run(
-        [sys.executable, str(script), str(old), str(new), "--tasks", *tasks, "--profiles", "mixed", "v2",
-         "--frames", "200", "--rounds", "3"],
-        capture_output=True, text=True, check=True,
+        [
+            sys.executable,
+            str(script),
+            str(old),
+            str(new),
+            "--tasks",
+            *tasks,
+            "--profiles",
+            "mixed",
+            "v2",
+            "--frames",
+            "200",
+            "--rounds",
+            "3",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.splitlines()
     rows = [line.split() for line in out[1:]]
     assert [(r[0], r[1]) for r in rows] == [(p, t) for p in ("mixed", "v2") for t in tasks]

@@ -8,9 +8,25 @@ import sys
 def test_bench_proxy_end_to_end(tmp_path):
     out = tmp_path / "r.json"
     done = subprocess.run(
-        [sys.executable, "-m", "acp_fast.bench.proxy", "--mb", "2", "--repeat", "1", "--latency-seconds", "0.2",
-         "--rate", "2000", "--memory-gb", "0.004", "--json", str(out)],
-        capture_output=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "acp_fast.bench.proxy",
+            "--mb",
+            "2",
+            "--repeat",
+            "1",
+            "--latency-seconds",
+            "0.2",
+            "--rate",
+            "2000",
+            "--memory-gb",
+            "0.004",
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr.decode()
     r = json.loads(out.read_text())
@@ -20,7 +36,7 @@ def test_bench_proxy_end_to_end(tmp_path):
         assert t["proxy"]["mb_per_s"] > 0 and t["direct"]["frames_per_s"] > 0
     lat = r["latency"]
     assert lat["direct"]["frames"] == lat["proxy"]["frames"] == 400
-    assert 0 < lat["direct"]["median_us"] and 0 < lat["proxy"]["p99_us"]
+    assert lat["direct"]["median_us"] > 0 and lat["proxy"]["p99_us"] > 0
     assert r["memory"]["full"]["bytes"] >= r["memory"]["one_pass"]["bytes"] > 0
     assert r["memory"]["full"]["peak_rss_mib"] > 0
     table = done.stdout.decode()

@@ -34,7 +34,7 @@ def _schema(version: int) -> dict:
     return _SCHEMAS[version]
 
 
-def _validator(version: int, definition: "str | None"):
+def _validator(version: int, definition: str | None):
     key = (version, definition)
     if key not in _VALIDATORS:
         schema = _schema(version)
@@ -44,7 +44,7 @@ def _validator(version: int, definition: "str | None"):
     return _VALIDATORS[key]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _method_defs(version: int) -> dict:
     """method -> {"params": definition, "result": definition}, from the schema's ``x-method`` keys."""
     table: dict = {}
@@ -55,7 +55,7 @@ def _method_defs(version: int) -> dict:
     return table
 
 
-def validate(message: dict, version: int, *, answers: "str | None" = None) -> None:
+def validate(message: dict, version: int, *, answers: str | None = None) -> None:
     """Validate a decoded frame against the v1 or v2 schema (root and method-specific part).
 
     ``answers`` names the method a response answers (to pick the result definition).
@@ -71,7 +71,7 @@ def validate(message: dict, version: int, *, answers: "str | None" = None) -> No
         _validator(version, _method_defs(version)[answers]["result"]).validate(message["result"])
 
 
-def check(frame: bytes, expected: dict, version: "int | tuple[int, ...]", *, answers: "str | None" = None) -> None:
+def check(frame: bytes, expected: dict, version: int | tuple[int, ...], *, answers: str | None = None) -> None:
     """The common contract of every builder's output."""
     assert isinstance(frame, bytes)
     assert frame.endswith(b"\n") and not frame.endswith(b"\n\n")
@@ -140,7 +140,7 @@ def test_tool_call_minimal():
 
 def test_tool_call_all_fields_in_wire_order():
     content = [
-        b.text_content("naïve 日本語 \"quoted\" \\ back\nslash 🚀"),
+        b.text_content('naïve 日本語 "quoted" \\ back\nslash 🚀'),
         b.diff_content("/repo/a.py", "x = 2\n", "x = 1\n"),
         b.diff_content("/repo/new.py", "print('hi')\n"),
         b.terminal_content("term_1"),
@@ -546,7 +546,9 @@ def test_request_permission_v1():
 
 def test_request_permission_v2():
     tc = {"toolCallId": "c1", "title": "Edit", "status": None}
-    frame = b.request_permission(8, "s", tc, OPTIONS, protocol_version=2, title="Allow editing a.py?", description="2 hunks")
+    frame = b.request_permission(
+        8, "s", tc, OPTIONS, protocol_version=2, title="Allow editing a.py?", description="2 hunks"
+    )
     expected = {
         "jsonrpc": "2.0",
         "id": 8,
@@ -779,7 +781,9 @@ def test_unset_marker():
     assert pickle.loads(pickle.dumps(UNSET)) is UNSET
     assert type(UNSET)() is UNSET
     # UNSET passed explicitly is the same as leaving the argument out
-    assert b.tool_call_update("s", "c", title=UNSET, status="completed") == b.tool_call_update("s", "c", status="completed")
+    assert b.tool_call_update("s", "c", title=UNSET, status="completed") == b.tool_call_update(
+        "s", "c", status="completed"
+    )
 
 
 def _all_frames() -> list:

@@ -64,12 +64,23 @@ def test_whole_stream(backend):
                 assert type(r) is Batch and r.line == lineno and len(r) == len(expected)
                 for got, exp in zip(r, expected):
                     if isinstance(exp, DecodeError):
-                        assert (got.code, got.kind, got.msg, got.position, got.raw) == (exp.code, exp.kind, exp.msg, exp.position, exp.raw)
+                        assert (got.code, got.kind, got.msg, got.position, got.raw) == (
+                            exp.code,
+                            exp.kind,
+                            exp.msg,
+                            exp.position,
+                            exp.raw,
+                        )
                     else:
                         assert got == exp and got.raw == exp.raw
             else:
                 assert type(r) is backend.Message and r == expected
-                assert (r.kind, r.method, r.session_id, r.update_kind) == (expected.kind, expected.method, expected.session_id, expected.update_kind)
+                assert (r.kind, r.method, r.session_id, r.update_kind) == (
+                    expected.kind,
+                    expected.method,
+                    expected.session_id,
+                    expected.update_kind,
+                )
     assert dec.line == len(lines)
     assert dec.buffered == 0
 
@@ -78,7 +89,7 @@ def test_one_byte_at_a_time(backend):
     data, _ = _stream()
     whole = summary(backend.FrameDecoder().feed(data))
     dec = backend.FrameDecoder()
-    pieces = [data[i:i + 1] for i in range(len(data))]
+    pieces = [data[i : i + 1] for i in range(len(data))]
     assert summary(feed_all(dec, pieces)) == whole
     assert len(whole) > 40
 
@@ -171,7 +182,12 @@ def test_invalid_vectors_in_a_stream(backend, case):
     first, err, last = results
     assert (first.raw, first.line, last.raw, last.line) == (A, 1, B, 4)
     assert type(err) is DecodeError
-    assert (err.code, err.kind, err.position, err.msg) == (case["code"], case["kind"], case["position"], case["message"])
+    assert (err.code, err.kind, err.position, err.msg) == (
+        case["code"],
+        case["kind"],
+        case["position"],
+        case["message"],
+    )
     assert (err.line, err.lineno, err.colno, err.raw) == (3, 3, case["position"] + 1, raw)
     assert err.message == f"{case['message']} at line 3 column {case['position'] + 1}"
 
@@ -322,7 +338,7 @@ def test_split_points_with_limit(backend):
     for i in range(len(data) + 1):
         assert summary(feed_all(backend.FrameDecoder(max_frame_bytes=50), [data[:i], data[i:]])) == whole, i
     dec = backend.FrameDecoder(max_frame_bytes=50)
-    assert summary(feed_all(dec, [data[i:i + 1] for i in range(len(data))])) == whole
+    assert summary(feed_all(dec, [data[i : i + 1] for i in range(len(data))])) == whole
 
 
 @pytest.mark.parametrize("enabled", [True, False])

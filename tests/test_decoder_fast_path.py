@@ -12,10 +12,20 @@ import pytest
 from acp_fast import Batch, DecodeError
 
 IDS = [None, 0, -1, 7, 2**63 - 1, -(2**63), 2**63, -(2**63) - 1, 1.0, 1e3, True, False, '"x"', "[]", "{}"]
-PARAMS = [None, "null", "[]", "[1]", "{}", '"p"', "1", "true",
-          '{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"t"}}',
-          '{"sessionId":1,"update":{"sessionUpdate":null,"toolCallId":[]}}',
-          '{"sessionId":"s","update":"u"}', '{"update":{"toolCallId":"t"}}']
+PARAMS = [
+    None,
+    "null",
+    "[]",
+    "[1]",
+    "{}",
+    '"p"',
+    "1",
+    "true",
+    '{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"t"}}',
+    '{"sessionId":1,"update":{"sessionUpdate":null,"toolCallId":[]}}',
+    '{"sessionId":"s","update":"u"}',
+    '{"update":{"toolCallId":"t"}}',
+]
 METHODS = [None, '"m"', '"session/update"', "1", "null", "{}"]
 
 
@@ -25,7 +35,9 @@ def _lines():
         if method is not None:
             members.append(f'"method":{method}')
         if ident is not None:
-            members.append(f'"id":{ident if isinstance(ident, str) else repr(ident).lower() if isinstance(ident, bool) else ident}')
+            members.append(
+                f'"id":{ident if isinstance(ident, str) else repr(ident).lower() if isinstance(ident, bool) else ident}'
+            )
         if params is not None:
             members.append(f'"params":{params}')
         if method is None:
@@ -52,8 +64,17 @@ def _describe(result):
         return ("error", result.code, result.kind, result.msg, result.position, result.raw)
     if isinstance(result, Batch):
         return ("batch", result.raw, [_describe(e) for e in result])
-    return ("message", result.raw, result.kind, result.id, type(result.id), result.method,
-            result.session_id, result.update_kind, result.tool_call_id)
+    return (
+        "message",
+        result.raw,
+        result.kind,
+        result.id,
+        type(result.id),
+        result.method,
+        result.session_id,
+        result.update_kind,
+        result.tool_call_id,
+    )
 
 
 def _decoded(backend, line):
@@ -84,8 +105,10 @@ def test_valid_json_over_the_limit(backend, cr):
     n = len(a)
     long = b" " + a  # valid JSON, one byte over the limit
     dec = backend.FrameDecoder(max_frame_bytes=n)
-    results = dec.feed(a + cr + b"\n" + long + cr + b"\n" + a + b"\n") if not cr else dec.feed(
-        a + b"\n" + long + cr + b"\n" + a + b"\n"
+    results = (
+        dec.feed(a + cr + b"\n" + long + cr + b"\n" + a + b"\n")
+        if not cr
+        else dec.feed(a + b"\n" + long + cr + b"\n" + a + b"\n")
     )
     assert [type(r) for r in results] == [backend.Message, DecodeError, backend.Message]
     assert results[1].kind == "frame_too_large" and results[1].line == 2

@@ -14,8 +14,9 @@ import sys
 import threading
 from typing import Any, Dict, List, Optional, Tuple
 
-import acp_fast
 import pytest
+
+import acp_fast
 from acp_fast import recording
 from acp_fast.cli import _shapes
 from acp_fast.cli import inspect as inspector
@@ -33,7 +34,7 @@ class Driver:
         self.proc = subprocess.Popen(
             [*AGENT, *options], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
         )
-        self.lines: "queue.Queue[Optional[bytes]]" = queue.Queue()
+        self.lines: queue.Queue[Optional[bytes]] = queue.Queue()
         self.transcript: List[Tuple[str, bytes]] = []
         threading.Thread(target=self._read, daemon=True).start()
 

@@ -50,7 +50,7 @@ def test_compact_insertion_order_raw_unicode(backend):
 
 
 def test_string_escaping(backend):
-    s = "\"\\/\b\f\n\r\t\x00\x01\x1f\x7f\u2028é"
+    s = '"\\/\b\f\n\r\t\x00\x01\x1f\x7f\u2028é'
     expected = b'"\\"\\\\/\\b\\f\\n\\r\\t\\u0000\\u0001\\u001f\x7f\xe2\x80\xa8\xc3\xa9"'
     assert backend.dumps(s) == expected
     assert backend.dumps(s) == orjson.dumps(s)
@@ -66,12 +66,26 @@ def test_all_control_characters_match_orjson(backend):
 @pytest.mark.parametrize(
     "value,expected",
     [
-        (1.0, b"1.0"), (100.0, b"100.0"), (0.1, b"0.1"), (1.5, b"1.5"), (-2.25, b"-2.25"),
-        (1e-5, b"0.00001"), (1e-6, b"1e-6"), (1.5e-7, b"1.5e-7"), (1e15, b"1000000000000000.0"),
-        (9999999999999998.0, b"9999999999999998.0"), (1e16, b"1e+16"), (1.5e16, b"1.5e+16"),
-        (5e-324, b"5e-324"), (1.7976931348623157e308, b"1.7976931348623157e+308"),
-        (0.0, b"0.0"), (-0.0, b"-0.0"), (0.30000000000000004, b"0.30000000000000004"),
-        (123456789.123, b"123456789.123"), (2.5e-5, b"0.000025"), (-1e100, b"-1e+100"),
+        (1.0, b"1.0"),
+        (100.0, b"100.0"),
+        (0.1, b"0.1"),
+        (1.5, b"1.5"),
+        (-2.25, b"-2.25"),
+        (1e-5, b"0.00001"),
+        (1e-6, b"1e-6"),
+        (1.5e-7, b"1.5e-7"),
+        (1e15, b"1000000000000000.0"),
+        (9999999999999998.0, b"9999999999999998.0"),
+        (1e16, b"1e+16"),
+        (1.5e16, b"1.5e+16"),
+        (5e-324, b"5e-324"),
+        (1.7976931348623157e308, b"1.7976931348623157e+308"),
+        (0.0, b"0.0"),
+        (-0.0, b"-0.0"),
+        (0.30000000000000004, b"0.30000000000000004"),
+        (123456789.123, b"123456789.123"),
+        (2.5e-5, b"0.000025"),
+        (-1e100, b"-1e+100"),
     ],
 )
 def test_float_format(backend, value, expected):
@@ -146,7 +160,10 @@ def test_enum_and_uuid(backend):
 
     u = uuid.UUID("12345678-1234-5678-1234-567812345678")
     obj = [Color.RED, Color.NESTED, Num.ONE, Flt.HALF, u, uuid.UUID(int=5)]
-    assert backend.dumps(obj) == b'["red",{"a":[1.5]},1,0.5,"12345678-1234-5678-1234-567812345678","00000000-0000-0000-0000-000000000005"]'
+    assert (
+        backend.dumps(obj)
+        == b'["red",{"a":[1.5]},1,0.5,"12345678-1234-5678-1234-567812345678","00000000-0000-0000-0000-000000000005"]'
+    )
     assert backend.dumps(obj) == orjson.dumps(obj)
 
 
@@ -295,7 +312,7 @@ def test_strings_of_every_width_match_orjson(backend, width_char):
     # Strings long enough for the block paths (8 and 16 units), odd characters at every
     # position: each storage width of a Python str (PEP 393) written like orjson writes it.
     rng = random.Random(width_char)
-    for n in range(0, 70):
+    for n in range(70):
         for at in range(n):
             chars = [chr(rng.randrange(0x20, 0x7F)).replace('"', "q").replace("\\", "s") for _ in range(n)]
             chars[rng.randrange(n)] = width_char
@@ -315,7 +332,7 @@ def test_unpaired_surrogate_past_the_block_paths(backend):
 
 def test_str_with_a_cached_utf8_copy(backend):
     # CPython keeps a UTF-8 copy of a non-ASCII str once asked for it; the result is the same.
-    for text in ("é" * 33 + "\n", "→x" * 20, "😀\"" * 9):
+    for text in ("é" * 33 + "\n", "→x" * 20, '😀"' * 9):
         fresh = backend.dumps(text)
         text.encode("utf-8")  # may or may not fill the cache; PyUnicode_AsUTF8 below does
         orjson.dumps(text)

@@ -27,8 +27,16 @@ def test_hierarchy():
 
 
 def test_decode_error_attributes_and_message():
-    err = DecodeError("expected ':', found '1'", code=-32700, kind="unexpected_character",
-                      position=12, lineno=2, colno=5, line=7, raw=b"{...}")
+    err = DecodeError(
+        "expected ':', found '1'",
+        code=-32700,
+        kind="unexpected_character",
+        position=12,
+        lineno=2,
+        colno=5,
+        line=7,
+        raw=b"{...}",
+    )
     assert err.message == "expected ':', found '1' at line 2 column 5" == str(err)
     assert err.msg == "expected ':', found '1'"
     assert (err.pos, err.position, err.lineno, err.colno) == (12, 12, 2, 5)
@@ -40,7 +48,14 @@ def test_decode_error_attributes_and_message():
 def test_decode_error_defaults():
     err = DecodeError("boom")
     assert (err.code, err.kind, err.position, err.lineno, err.colno, err.line, err.raw) == (
-        -32700, "invalid_json", None, None, None, None, None)
+        -32700,
+        "invalid_json",
+        None,
+        None,
+        None,
+        None,
+        None,
+    )
     assert str(err) == err.message == "boom"
 
 
@@ -94,7 +109,13 @@ def test_backend_errors_pickle(backend):
     for err in errors:
         copy = pickle.loads(pickle.dumps(err))
         assert copy == err
-        assert (copy.message, copy.lineno, copy.colno, copy.raw, copy.line) == (err.message, err.lineno, err.colno, err.raw, err.line)
+        assert (copy.message, copy.lineno, copy.colno, copy.raw, copy.line) == (
+            err.message,
+            err.lineno,
+            err.colno,
+            err.raw,
+            err.line,
+        )
     assert stream_err.line == 2 and stream_err.raw == b"{oops"
     assert stream_err.message == "expected a string key, found 'o' at line 2 column 2"
 

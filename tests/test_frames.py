@@ -226,19 +226,42 @@ def test_invalid_frame_vector_with_line_ending(backend, case):
 def test_every_design_table_row_has_a_vector():
     cases = vectors.load("frames_invalid") + [
         {"kind": e["kind"], "message": e["message"], "code": e["code"]}
-        for b in vectors.load("batches") for e in b["entries"] if e["type"] == "error"
+        for b in vectors.load("batches")
+        for e in b["entries"]
+        if e["type"] == "error"
     ]
     kinds = {c["kind"] for c in cases}
     assert {
-        "not_an_object", "missing_jsonrpc", "invalid_jsonrpc", "invalid_method", "invalid_id",
-        "invalid_params", "result_and_error", "missing_method", "missing_id", "invalid_error",
-        "empty_batch", "embedded_newline", "eof", "unexpected_character", "control_character",
-        "invalid_escape", "invalid_unicode_escape", "lone_surrogate", "number_out_of_range",
-        "depth_limit", "invalid_utf8", "bom",
+        "not_an_object",
+        "missing_jsonrpc",
+        "invalid_jsonrpc",
+        "invalid_method",
+        "invalid_id",
+        "invalid_params",
+        "result_and_error",
+        "missing_method",
+        "missing_id",
+        "invalid_error",
+        "empty_batch",
+        "embedded_newline",
+        "eof",
+        "unexpected_character",
+        "control_character",
+        "invalid_escape",
+        "invalid_unicode_escape",
+        "lone_surrogate",
+        "number_out_of_range",
+        "depth_limit",
+        "invalid_utf8",
+        "bom",
     } <= kinds
     messages = " | ".join(c["message"] for c in cases)
-    for fragment in ['"error.code" to be an integer, found none', '"error.message" to be a string, found none',
-                     '"error" to be an object', "expected a JSON-RPC message object, found"]:
+    for fragment in [
+        '"error.code" to be an integer, found none',
+        '"error.message" to be a string, found none',
+        '"error" to be an object',
+        "expected a JSON-RPC message object, found",
+    ]:
         assert fragment in messages
 
 
@@ -262,7 +285,12 @@ def _check_batch(batch, case, backend, line=None):
             assert entry.to_dict() == json.loads(exp["raw"])
         else:
             assert type(entry) is DecodeError
-            assert (entry.code, entry.kind, entry.position, entry.msg) == (exp["code"], exp["kind"], exp["position"], exp["message"])
+            assert (entry.code, entry.kind, entry.position, entry.msg) == (
+                exp["code"],
+                exp["kind"],
+                exp["position"],
+                exp["message"],
+            )
             assert entry.raw == exp["raw"].encode()
 
 

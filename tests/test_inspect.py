@@ -14,8 +14,9 @@ import threading
 from pathlib import Path
 from typing import Any, Dict, Optional
 
-import acp_fast
 import pytest
+
+import acp_fast
 from acp_fast import builders as B
 from acp_fast import recording, traffic
 from acp_fast.cli import inspect as inspector
@@ -86,7 +87,7 @@ def proxy_session(tmp: Path, version: int, answer: str = "allow") -> Dict[str, P
         "3",
     ]
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    lines: "queue.Queue[Optional[bytes]]" = queue.Queue()
+    lines: queue.Queue[Optional[bytes]] = queue.Queue()
     threading.Thread(target=lambda: ([lines.put(x) for x in proc.stdout], lines.put(None)), daemon=True).start()
 
     def send(obj: Any) -> None:

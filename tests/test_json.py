@@ -120,7 +120,7 @@ def test_depth_1024_mixed_with_scalars(backend):
 
 
 def test_big_int_exact_both_signs(backend):
-    n = 3 ** 2000
+    n = 3**2000
     assert backend.loads(str(n).encode()) == n
     assert backend.loads(("-" + str(n)).encode()) == -n
     assert type(backend.loads(b"1" + b"0" * 30)) is int
@@ -128,10 +128,21 @@ def test_big_int_exact_both_signs(backend):
 
 def test_float_correct_rounding_matches_python(backend):
     # halfway and hard cases; Python's float() is correctly rounded
-    for lexeme in ["9007199254740993", "9007199254740993.0", "1.00000000000000011102230246251565404236316680908203125",
-                   "1.00000000000000011102230246251565404236316680908203124", "8.988465674311579e307",
-                   "4.9406564584124654e-324", "2.4703282292062327e-324", "2.4703282292062328e-324",
-                   "1.7976931348623158e308", "0.1e1", "123456789e-10", "7e22", "-1.5E-3"]:
+    for lexeme in [
+        "9007199254740993",
+        "9007199254740993.0",
+        "1.00000000000000011102230246251565404236316680908203125",
+        "1.00000000000000011102230246251565404236316680908203124",
+        "8.988465674311579e307",
+        "4.9406564584124654e-324",
+        "2.4703282292062327e-324",
+        "2.4703282292062328e-324",
+        "1.7976931348623158e308",
+        "0.1e1",
+        "123456789e-10",
+        "7e22",
+        "-1.5E-3",
+    ]:
         expected = float(lexeme) if ("." in lexeme or "e" in lexeme.lower()) else int(lexeme)
         got = backend.loads(lexeme.encode())
         assert strict_equal(got, expected), lexeme

@@ -38,12 +38,32 @@ JSON_VALUES = st.recursive(
 )
 IDS = st.one_of(I64, TEXT, st.none())
 METHODS = st.one_of(
-    st.sampled_from(["initialize", "session/new", "session/prompt", "session/update", "session/cancel",
-                     "session/request_permission", "$/cancel_request", "_zed.dev/x"]),
+    st.sampled_from(
+        [
+            "initialize",
+            "session/new",
+            "session/prompt",
+            "session/update",
+            "session/cancel",
+            "session/request_permission",
+            "$/cancel_request",
+            "_zed.dev/x",
+        ]
+    ),
     TEXT,
 )
-UPDATE_KINDS = st.sampled_from(["agent_message_chunk", "tool_call", "tool_call_update", "plan", "state_update",
-                                "tool_call_content_chunk", "terminal_output_chunk", "_custom"])
+UPDATE_KINDS = st.sampled_from(
+    [
+        "agent_message_chunk",
+        "tool_call",
+        "tool_call_update",
+        "plan",
+        "state_update",
+        "tool_call_content_chunk",
+        "terminal_output_chunk",
+        "_custom",
+    ]
+)
 
 
 @st.composite
@@ -137,8 +157,19 @@ def describe(result):
         return ("error",) + error_key(result)[1:] + (result.raw, result.lineno, result.colno)
     if isinstance(result, Batch):
         return ("batch", result.raw, result.line, tuple(describe(e) for e in result))
-    return ("message", result.kind, type(result.id).__name__, result.id, result.method, result.session_id,
-            result.update_kind, result.tool_call_id, result.raw, result.line, _canon(result.to_dict()))
+    return (
+        "message",
+        result.kind,
+        type(result.id).__name__,
+        result.id,
+        result.method,
+        result.session_id,
+        result.update_kind,
+        result.tool_call_id,
+        result.raw,
+        result.line,
+        _canon(result.to_dict()),
+    )
 
 
 def _canon(v):
@@ -205,10 +236,18 @@ def test_decode_encode_round_trip(backend, frame):
     assert backend.decode(backend.encode(msg)) == backend.decode(backend.dumps(msg))
 
 
-@given(st.lists(st.one_of(frames().map(lambda f: f[0]), st.sampled_from([b"", b"  ", b"\t\r", b"{", b"[]", b"nope", b"\xff\xfe", b"[1,2]"])), max_size=8),
-       st.lists(st.sampled_from([b"\n", b"\r\n"]), min_size=8, max_size=8),
-       st.lists(st.integers(0, 10_000), max_size=6),
-       st.booleans())
+@given(
+    st.lists(
+        st.one_of(
+            frames().map(lambda f: f[0]),
+            st.sampled_from([b"", b"  ", b"\t\r", b"{", b"[]", b"nope", b"\xff\xfe", b"[1,2]"]),
+        ),
+        max_size=8,
+    ),
+    st.lists(st.sampled_from([b"\n", b"\r\n"]), min_size=8, max_size=8),
+    st.lists(st.integers(0, 10_000), max_size=6),
+    st.booleans(),
+)
 def test_any_split_gives_same_frames(backend, lines, endings, cuts, final_newline):
     data = b"".join(line + endings[i] for i, line in enumerate(lines))
     if lines and not final_newline:
@@ -217,13 +256,18 @@ def test_any_split_gives_same_frames(backend, lines, endings, cuts, final_newlin
     points = sorted({c % (len(data) + 1) for c in cuts})
     pieces = [data[a:b] for a, b in zip([0] + points, points + [len(data)])]
     assert run_stream(backend, pieces) == (whole, whole_line)
-    assert run_stream(backend, [data[i:i + 1] for i in range(len(data))]) == (whole, whole_line)
+    assert run_stream(backend, [data[i : i + 1] for i in range(len(data))]) == (whole, whole_line)
     expected = [ln for ln in lines if ln.strip(b" \t\r")]
     assert len(whole) == len(expected)
 
 
-@given(st.lists(st.one_of(frames().map(lambda f: f[0]), st.binary(max_size=40).map(lambda b: b.replace(b"\n", b""))), max_size=6),
-       st.integers(1, 80), st.lists(st.integers(0, 10_000), max_size=5))
+@given(
+    st.lists(
+        st.one_of(frames().map(lambda f: f[0]), st.binary(max_size=40).map(lambda b: b.replace(b"\n", b""))), max_size=6
+    ),
+    st.integers(1, 80),
+    st.lists(st.integers(0, 10_000), max_size=5),
+)
 def test_any_split_with_small_limit(backend, lines, limit, cuts):
     data = b"\n".join(lines) + b"\n"
     whole = run_stream(backend, [data], max_frame_bytes=limit)
@@ -373,10 +417,20 @@ class _Odd:
 
 
 ANY_OBJECTS = st.recursive(
-    st.one_of(JSON_VALUES, st.floats(), st.just(_Odd()), st.binary(max_size=3), st.sets(st.integers(), max_size=2),
-              st.text(max_size=3), st.integers(min_value=10**4299, max_value=10**4301)),
-    lambda kids: st.one_of(st.lists(kids, max_size=3), st.tuples(kids, kids),
-                           st.dictionaries(st.one_of(KEYS, st.integers(), st.text(max_size=3), st.none()), kids, max_size=3)),
+    st.one_of(
+        JSON_VALUES,
+        st.floats(),
+        st.just(_Odd()),
+        st.binary(max_size=3),
+        st.sets(st.integers(), max_size=2),
+        st.text(max_size=3),
+        st.integers(min_value=10**4299, max_value=10**4301),
+    ),
+    lambda kids: st.one_of(
+        st.lists(kids, max_size=3),
+        st.tuples(kids, kids),
+        st.dictionaries(st.one_of(KEYS, st.integers(), st.text(max_size=3), st.none()), kids, max_size=3),
+    ),
     max_leaves=12,
 )
 
@@ -394,7 +448,14 @@ def test_dumps_never_leaks_other_exceptions(backend, obj):
     try:
         out = backend.dumps(obj)
     except EncodeError as exc:
-        assert exc.kind in ("unsupported_type", "non_finite_float", "non_str_key", "invalid_str", "depth_limit", "int_too_large")
+        assert exc.kind in (
+            "unsupported_type",
+            "non_finite_float",
+            "non_str_key",
+            "invalid_str",
+            "depth_limit",
+            "int_too_large",
+        )
         assert exc.path.startswith("$")
     else:
         assert isinstance(out, bytes)

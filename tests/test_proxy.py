@@ -14,7 +14,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 from pathlib import Path
 from typing import Dict, List, Optional
@@ -56,7 +55,7 @@ def script(tmp_path: Path, name: str, source: str) -> List[str]:
 
 
 def frames(n: int, start: int = 0) -> List[bytes]:
-    return [B.message_chunk(f"s{i % 3}", f"chunk {i} naïve ✓ \"q\"\\n") for i in range(start, start + n)]
+    return [B.message_chunk(f"s{i % 3}", f'chunk {i} naïve ✓ "q"\\n') for i in range(start, start + n)]
 
 
 # --------------------------------------------------------------------------------------------
@@ -75,7 +74,19 @@ def _run_sdk_session(tmp_path: Path, env, through_proxy: bool, agent: List[str])
         record = tmp_path / "rec.ndjson"
         state = tmp_path / "state.json"
         inner = [PY, str(PEERS / "tap.py"), str(agent_tap), "--", *agent]
-        cmd = [PY, str(PEERS / "tap.py"), str(client_tap), "--", *PROXY, "--record", str(record), "--state-json", str(state), "--", *inner]
+        cmd = [
+            PY,
+            str(PEERS / "tap.py"),
+            str(client_tap),
+            "--",
+            *PROXY,
+            "--record",
+            str(record),
+            "--state-json",
+            str(state),
+            "--",
+            *inner,
+        ]
     else:
         cmd = [PY, str(PEERS / "tap.py"), str(client_tap), "--", *agent]
     done = subprocess.run([PY, str(PEERS / "sdk_client.py"), *cmd], capture_output=True, env=env, timeout=60)
@@ -116,7 +127,9 @@ def test_sdk_client_and_agent_see_the_same_bytes_through_the_proxy(tmp_path, env
 
 def test_generated_traffic_both_directions_byte_exact(tmp_path, env):
     # A byte-exact echo agent: what the editor sends comes back; the proxy relays 2 x 20k frames.
-    data = traffic.generate("mixed", 20000, seed=7) + b"\r\n\n  \n" + B.message_chunk("s", "crlf").rstrip(b"\n") + b"\r\n"
+    data = (
+        traffic.generate("mixed", 20000, seed=7) + b"\r\n\n  \n" + B.message_chunk("s", "crlf").rstrip(b"\n") + b"\r\n"
+    )
     done = proxy(env, "--summary-json", str(tmp_path / "s.json"), agent=["cat"], stdin=data)
     assert done.returncode == 0, done.stderr
     assert done.stdout == data
@@ -134,7 +147,9 @@ def test_last_line_without_newline_is_forwarded(env):
 
 def test_editor_writing_one_byte_at_a_time(tmp_path, env):
     data = b"".join(frames(5))
-    p = subprocess.Popen([*PROXY, "--", "cat"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, bufsize=0)
+    p = subprocess.Popen(
+        [*PROXY, "--", "cat"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, bufsize=0
+    )
     for i in range(len(data)):
         p.stdin.write(data[i : i + 1])
     p.stdin.close()
@@ -151,11 +166,15 @@ def test_editor_writing_one_byte_at_a_time(tmp_path, env):
 def test_non_json_lines_from_the_agent(tmp_path, env):
     good = frames(4)
     junk = [b"Debug: starting up", b"\xff\xfe not utf-8", b'{"jsonrpc":"2.0"}', b"[1,2]"]
-    agent = script(tmp_path, "noisy", f"""
+    agent = script(
+        tmp_path,
+        "noisy",
+        f"""
         good, junk = {good!r}, {junk!r}
         for g, j in zip(good, junk):
             out(g); out(j + b"\\n")
-    """)
+    """,
+    )
     everything = b"".join(g + j + b"\n" for g, j in zip(good, junk))
 
     divert = proxy(env, "--record", str(tmp_path / "rec.ndjson"), agent=agent)
@@ -194,29 +213,37 @@ def test_ten_megabyte_frame(tmp_path, env):
 def test_frame_over_the_limit_is_skipped_and_the_stream_goes_on(tmp_path, env, pieces):
     before, after = frames(2), frames(2, 2)
     too_long = B.message_chunk("s", "y" * 5000)
-    agent = script(tmp_path, "long", f"""
+    agent = script(
+        tmp_path,
+        "long",
+        f"""
         before, after, too_long, pieces = {before!r}, {after!r}, {too_long!r}, {pieces}
         for f in before: out(f)
         step = len(too_long) // pieces + 1
         for i in range(0, len(too_long), step):
             out(too_long[i:i + step]); time.sleep(0.02)
         for f in after: out(f)
-    """)
+    """,
+    )
     done = proxy(env, "--max-frame-bytes", "1000", "--record", str(tmp_path / "r.ndjson"), agent=agent)
     assert done.returncode == 0
     assert done.stdout == b"".join(before + after)
-    assert f"agent line 3: expected a frame of at most 1000 bytes".encode() in done.stderr
+    assert b"agent line 3: expected a frame of at most 1000 bytes" in done.stderr
     rec = list(recording.read((tmp_path / "r.ndjson").read_bytes()))
     assert [r.too_large for r in rec if isinstance(r, recording.Record)] == [None, None, len(too_long), None, None]
 
 
 def test_agent_dying_mid_stream(tmp_path, env):
     sent = frames(50)
-    agent = script(tmp_path, "dies", f"""
+    agent = script(
+        tmp_path,
+        "dies",
+        f"""
         for f in {sent!r}: out(f)
         out(b'{{"jsonrpc":"2.0","method":"session/upd')
         os.kill(os.getpid(), signal.SIGKILL)
-    """)
+    """,
+    )
     done = proxy(env, "--summary", agent=agent)
     assert done.returncode == 128 + signal.SIGKILL
     # Every whole frame reaches the editor; the truncated last line is not JSON-RPC, so it is
@@ -242,13 +269,17 @@ def test_editor_closing_stdin_early(tmp_path, env):
     # The agent answers only after its input ends: the proxy must pass end-of-input on and
     # still relay everything the agent writes afterwards.
     requests = [B.request(i, "session/prompt", {"sessionId": "s", "prompt": []}) for i in range(20)]
-    agent = script(tmp_path, "late", """
+    agent = script(
+        tmp_path,
+        "late",
+        """
         import json
         lines = sys.stdin.buffer.read().splitlines()
         for line in lines:
             rid = json.loads(line)["id"]
             out(json.dumps({"jsonrpc": "2.0", "id": rid, "result": {"stopReason": "end_turn"}}).encode() + b"\\n")
-    """)
+    """,
+    )
     done = proxy(env, agent=agent, stdin=b"".join(requests))
     assert done.returncode == 0
     assert [json.loads(l)["id"] for l in done.stdout.splitlines()] == list(range(20))
@@ -271,7 +302,10 @@ def test_strict_answers_invalid_requests(tmp_path, env):
 
 
 def test_signals_are_passed_to_the_agent(tmp_path, env):
-    agent = script(tmp_path, "sig", """
+    agent = script(
+        tmp_path,
+        "sig",
+        """
         def on_term(signum, frame):
             out(b'{"jsonrpc":"2.0","method":"got","params":{"signal":%d}}\\n' % signum)
             sys.exit(0)
@@ -279,8 +313,11 @@ def test_signals_are_passed_to_the_agent(tmp_path, env):
         out(b'{"jsonrpc":"2.0","method":"ready"}\\n')
         while True:
             time.sleep(1)
-    """)
-    p = subprocess.Popen([*PROXY, "--", *agent], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    """,
+    )
+    p = subprocess.Popen(
+        [*PROXY, "--", *agent], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    )
     assert p.stdout.readline() == b'{"jsonrpc":"2.0","method":"ready"}\n'
     p.send_signal(signal.SIGTERM)
     rest = p.stdout.read()
@@ -306,7 +343,14 @@ def test_slow_reader_keeps_memory_bounded(tmp_path, env):
     corpus.write_bytes(traffic.generate("large", 6000, seed=3))
     size = corpus.stat().st_size
     assert size > 90 << 20
-    p = subprocess.Popen([*PROXY, "--max-tool-calls", "50", "--", "cat", str(corpus)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, bufsize=0)
+    p = subprocess.Popen(
+        [*PROXY, "--max-tool-calls", "50", "--", "cat", str(corpus)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        bufsize=0,
+    )
     peak = 0
     received = []
     got = 0
@@ -327,15 +371,21 @@ def test_slow_reader_keeps_memory_bounded(tmp_path, env):
 def test_editor_stops_reading(tmp_path, env):
     # The editor closes its end of the proxy's stdout: the agent's stdin is closed so it can
     # finish, and the proxy still exits with the agent's status.
-    agent = script(tmp_path, "chatty", """
+    agent = script(
+        tmp_path,
+        "chatty",
+        """
         try:
             for i in range(200000):
                 out(b'{"jsonrpc":"2.0","method":"x"}\\n')
         except BrokenPipeError:
             sys.exit(5)
         sys.exit(0)
-    """)
-    p = subprocess.Popen([*PROXY, "--", *agent], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    """,
+    )
+    p = subprocess.Popen(
+        [*PROXY, "--", *agent], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    )
     p.stdout.read(1000)
     p.stdout.close()
     err = p.stderr.read()

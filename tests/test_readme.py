@@ -54,13 +54,16 @@ def test_readme_has_doctest_examples():
 def test_readme_examples_pass(backend_id):
     text, blocks = _doctest_blocks()
     if not blocks:
-        pytest.fail("README.md has no ```python >>> examples to run (see test_readme_has_doctest_examples)", pytrace=False)
+        pytest.fail(
+            "README.md has no ```python >>> examples to run (see test_readme_has_doctest_examples)", pytrace=False
+        )
     env = dict(os.environ)
     env["ACP_FAST_BACKEND"] = backend_id
     pkg_root = str(Path(acp_fast.__file__).resolve().parent.parent)
     env["PYTHONPATH"] = pkg_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    proc = subprocess.run([sys.executable, "-c", RUNNER, str(README)], env=env, capture_output=True,
-                          text=True, timeout=300, cwd=str(ROOT))
+    proc = subprocess.run(
+        [sys.executable, "-c", RUNNER, str(README)], env=env, capture_output=True, text=True, timeout=300, cwd=str(ROOT)
+    )
     assert proc.returncode == 0, proc.stderr
     assert f"BACKEND={backend_id}" in proc.stdout, proc.stdout
     result = re.search(r"RESULT=(\d+)/(\d+)", proc.stdout)

@@ -28,20 +28,20 @@ SCHEMA_DIR = Path(acp_fast.__file__).parent / "schema"
 SIZE_SAMPLE = {"mixed": 3000, "large": 300, "tiny": 3000, "v2": 3000}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _schema(version: int) -> dict:
     return json.loads((SCHEMA_DIR / f"v{version}" / "schema.json").read_text("utf-8"))
 
 
-@functools.lru_cache(maxsize=None)
-def _validator(version: int, definition: "str | None"):
+@functools.cache
+def _validator(version: int, definition: str | None):
     schema = _schema(version)
     if definition is not None:
         schema = {"$schema": schema["$schema"], "$defs": schema["$defs"], "$ref": f"#/$defs/{definition}"}
     return jsonschema.Draft202012Validator(schema)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _method_defs(version: int) -> dict:
     table: dict = {}
     for name, definition in _schema(version)["$defs"].items():
@@ -64,7 +64,7 @@ def _validate(message: dict, version: int, requests: dict) -> None:
         _validator(version, defs[method]["result"]).validate(message["result"])
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _frames(profile: str, n: int, seed: int = 0) -> tuple:
     return tuple(traffic.frames(profile, n, seed))
 
@@ -121,8 +121,21 @@ def test_every_frame_decodes(profile, backend):
 VALIDATED_WINDOW = {"mixed": 1500, "large": 60, "tiny": 100, "v2": 1500}
 FEATURE_STREAM = {"mixed": 10000, "large": 1000, "tiny": 10000, "v2": 10000}
 #: Short string members whose value selects a schema branch (an enum, a tag).
-_TAGS = {"sessionUpdate", "status", "kind", "stopReason", "outcome", "type", "operation", "fileType",
-         "format", "priority", "state", "method", "optionId"}
+_TAGS = {
+    "sessionUpdate",
+    "status",
+    "kind",
+    "stopReason",
+    "outcome",
+    "type",
+    "operation",
+    "fileType",
+    "format",
+    "priority",
+    "state",
+    "method",
+    "optionId",
+}
 
 
 def _features(message, path="", out=None) -> set:
@@ -227,9 +240,9 @@ def test_v2_variety():
         "agent_message_chunk",
     } <= kinds
     assert not kinds & {"tool_call", "plan"}  # v1-only variants
-    assert any(
-        u["sessionUpdate"] == "tool_call_update" and any(v is None for v in u.values()) for u in updates
-    ), "no explicit null in a v2 tool_call_update"
+    assert any(u["sessionUpdate"] == "tool_call_update" and any(v is None for v in u.values()) for u in updates), (
+        "no explicit null in a v2 tool_call_update"
+    )
     for u in updates:
         if u["sessionUpdate"] == "terminal_output_chunk":
             base64.b64decode(u["data"], validate=True)
@@ -267,10 +280,14 @@ def _mix(profile: str, n: int) -> dict:
         else:
             kind = message["params"]["update"]["sessionUpdate"]
             category = {
-                "agent_message_chunk": "chunks", "agent_thought_chunk": "chunks", "user_message_chunk": "chunks",
-                "tool_call": "tool calls", "tool_call_update": "tool calls",
+                "agent_message_chunk": "chunks",
+                "agent_thought_chunk": "chunks",
+                "user_message_chunk": "chunks",
+                "tool_call": "tool calls",
+                "tool_call_update": "tool calls",
                 "tool_call_content_chunk": "content chunks",
-                "terminal_update": "terminals", "terminal_output_chunk": "terminals",
+                "terminal_update": "terminals",
+                "terminal_output_chunk": "terminals",
             }.get(kind, "other updates")
         counts[category] = counts.get(category, 0) + 1
     return {category: count / n for category, count in counts.items()}
@@ -287,8 +304,12 @@ STATED_MIX = {
     "tiny": {"chunks": (1.0, 1.0)},
     # v2 tool traffic: upserts, content chunks, terminals (plus chunks, state and plan updates)
     "v2": {
-        "tool calls": (0.18, 0.35), "content chunks": (0.05, 0.15), "terminals": (0.08, 0.20),
-        "chunks": (0.20, 0.45), "rpc": (0.05, 0.20), "other updates": (0.04, 0.12),
+        "tool calls": (0.18, 0.35),
+        "content chunks": (0.05, 0.15),
+        "terminals": (0.08, 0.20),
+        "chunks": (0.20, 0.45),
+        "rpc": (0.05, 0.20),
+        "other updates": (0.04, 0.12),
     },
 }
 
@@ -313,4 +334,3 @@ def test_v2_tool_traffic():
     for u in terminal_output:
         base64.b64decode(u["output"]["data"], validate=True)
     assert any(u.get("exitStatus") for u in updates if u["sessionUpdate"] == "terminal_update")
-

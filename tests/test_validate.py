@@ -17,13 +17,14 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-import acp_fast
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import acp_fast
 from acp_fast import builders as B
 from acp_fast import recording, traffic
 from acp_fast.cli import validate as V
-from hypothesis import given
-from hypothesis import strategies as st
 
 DATA = Path(__file__).resolve().parent / "data"
 BAD = DATA / "bad_frames.ndjson"

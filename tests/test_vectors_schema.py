@@ -9,12 +9,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import jsonschema
 import pytest
+from referencing import Registry, Resource
 
 import vectors
-
-import jsonschema
-from referencing import Registry, Resource
 
 SCHEMA_DIR = Path(__file__).resolve().parent.parent / "python" / "acp_fast" / "schema"
 VALID = vectors.load("frames_valid")
@@ -30,7 +29,7 @@ SCHEMAS = {1: _schema(1), 2: _schema(2)}
 URIS = {1: "urn:acp:v1", 2: "urn:acp:v2"}
 
 
-def _validator(version: int, definition: "str | None"):
+def _validator(version: int, definition: str | None):
     root = dict(SCHEMAS[version])
     root["$id"] = URIS[version]
     registry = Registry().with_resource(URIS[version], Resource.from_contents(root))
@@ -48,14 +47,37 @@ def test_every_session_update_kind_of_both_versions_has_a_vector():
     for case in MARKED:
         if case["method"] == "session/update":
             kinds[case["schema"]["version"]].add(case["update_kind"])
-    v1 = {"user_message_chunk", "agent_message_chunk", "agent_thought_chunk", "tool_call",
-          "tool_call_update", "plan", "available_commands_update", "current_mode_update",
-          "config_option_update", "session_info_update", "usage_update"}
-    v2 = {"user_message_chunk", "agent_message_chunk", "agent_thought_chunk", "user_message",
-          "agent_message", "agent_thought", "state_update", "tool_call_update",
-          "tool_call_content_chunk", "terminal_update", "terminal_output_chunk", "plan_update",
-          "available_commands_update", "config_option_update", "session_info_update",
-          "usage_update"}
+    v1 = {
+        "user_message_chunk",
+        "agent_message_chunk",
+        "agent_thought_chunk",
+        "tool_call",
+        "tool_call_update",
+        "plan",
+        "available_commands_update",
+        "current_mode_update",
+        "config_option_update",
+        "session_info_update",
+        "usage_update",
+    }
+    v2 = {
+        "user_message_chunk",
+        "agent_message_chunk",
+        "agent_thought_chunk",
+        "user_message",
+        "agent_message",
+        "agent_thought",
+        "state_update",
+        "tool_call_update",
+        "tool_call_content_chunk",
+        "terminal_update",
+        "terminal_output_chunk",
+        "plan_update",
+        "available_commands_update",
+        "config_option_update",
+        "session_info_update",
+        "usage_update",
+    }
     assert v1 <= kinds[1], sorted(v1 - kinds[1])
     assert v2 <= kinds[2], sorted(v2 - kinds[2])
     assert any(k.startswith("_") for k in kinds[2]) and (kinds[2] - v2 - {k for k in kinds[2] if k.startswith("_")})

@@ -9,7 +9,6 @@ from acp import (
     plan_entry,
     run_agent,
     start_tool_call,
-    text_block,
     tool_diff_content,
     update_agent_message_text,
     update_plan,
@@ -32,8 +31,16 @@ class Agent:
         send = self.conn.session_update
         for word in ("Looking ", "at the ", "file… ", "naïve café ✓"):
             await send(session_id, update_agent_message_text(word))
-        await send(session_id, start_tool_call("call-1", "Edit main.py", kind="edit", status="pending",
-                                               content=[tool_diff_content("main.py", "print('hi')\n", "print('hello')\n")]))
+        await send(
+            session_id,
+            start_tool_call(
+                "call-1",
+                "Edit main.py",
+                kind="edit",
+                status="pending",
+                content=[tool_diff_content("main.py", "print('hi')\n", "print('hello')\n")],
+            ),
+        )
         options = [
             PermissionOption(option_id="allow", name="Allow", kind="allow_once"),
             PermissionOption(option_id="reject", name="Reject", kind="reject_once"),

@@ -16,7 +16,14 @@ class Client:
         self.calls = []
 
     async def request_permission(self, session_id, tool_call, options, **kwargs):
-        self.calls.append(["request_permission", session_id, tool_call.model_dump(mode="json"), [o.model_dump(mode="json") for o in options]])
+        self.calls.append(
+            [
+                "request_permission",
+                session_id,
+                tool_call.model_dump(mode="json"),
+                [o.model_dump(mode="json") for o in options],
+            ]
+        )
         return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=options[0].option_id))
 
     async def session_update(self, session_id, update, **kwargs):

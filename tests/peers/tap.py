@@ -28,7 +28,9 @@ def main():
     logdir, cmd = sys.argv[1], sys.argv[split + 1 :]
     os.makedirs(logdir, exist_ok=True)
     child = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
-    to_child = threading.Thread(target=pump, args=(0, child.stdin.fileno(), os.path.join(logdir, "in.bin"), True), daemon=True)
+    to_child = threading.Thread(
+        target=pump, args=(0, child.stdin.fileno(), os.path.join(logdir, "in.bin"), True), daemon=True
+    )
     from_child = threading.Thread(target=pump, args=(child.stdout.fileno(), 1, os.path.join(logdir, "out.bin"), False))
     to_child.start()
     from_child.start()

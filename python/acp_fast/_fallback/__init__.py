@@ -7,8 +7,8 @@ byte; only the speed differs.
 
 from __future__ import annotations
 
-from .encoder import dumps
 from .decoder import FrameDecoder
+from .encoder import dumps
 from .framing import DEFAULT_MAX_FRAME_BYTES, MAX_FRAME_BYTES, Framer
 from .message import Message, decode, encode
 from .scanner import loads
@@ -23,7 +23,7 @@ try:
     from importlib.metadata import version as _version
 
     __version__: str = _version("acp-fast")
-except Exception:  # pragma: no cover - running from a source tree without metadata
+except Exception:  # noqa: BLE001  # pragma: no cover - running from a source tree without metadata
     __version__ = "0.0.0"
 
 __all__ = [

@@ -48,18 +48,18 @@ class DecodeError:
         self.position = position
 
     @classmethod
-    def json(cls, kind: str, description: str, position: int) -> "DecodeError":
+    def json(cls, kind: str, description: str, position: int) -> DecodeError:
         return cls(PARSE_ERROR, kind, description, position)
 
     @classmethod
-    def invalid(cls, kind: str, description: str, position: int) -> "DecodeError":
+    def invalid(cls, kind: str, description: str, position: int) -> DecodeError:
         return cls(INVALID_REQUEST, kind, description, position)
 
     @classmethod
-    def params(cls, kind: str, description: str, position: int) -> "DecodeError":
+    def params(cls, kind: str, description: str, position: int) -> DecodeError:
         return cls(INVALID_PARAMS, kind, description, position)
 
-    def shifted(self, offset: int) -> "DecodeError":
+    def shifted(self, offset: int) -> DecodeError:
         """Move the error's position by ``offset`` bytes (used for entries of a batch)."""
         if self.position is not None:
             self.position += offset
@@ -69,7 +69,7 @@ class DecodeError:
         return f"DecodeError({self.code}, {self.kind!r}, {self.description!r}, {self.position})"
 
 
-def line_column(data: bytes, position: int) -> "tuple[int, int]":
+def line_column(data: bytes, position: int) -> tuple[int, int]:
     """1-based line and byte column of ``position`` within ``data`` (DESIGN 2.2)."""
     end = min(position, len(data))
     line = 1 + data.count(b"\n", 0, end)

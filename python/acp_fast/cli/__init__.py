@@ -13,9 +13,18 @@ from typing import Dict, List, Optional, Tuple
 # command -> (module, one-line description)
 COMMANDS: Dict[str, Tuple[str, str]] = {
     "bench": ("acp_fast.bench", "time acp-fast against json, orjson, msgspec and the ACP SDK on built-in traffic"),
-    "proxy": ("acp_fast.cli.proxy", "byte-exact stdio proxy between an editor and an agent (acp-fast proxy -- AGENT...)"),
-    "validate": ("acp_fast.cli.validate", "check every line of an NDJSON stream or recording (JSON-RPC, ACP shapes, schema)"),
-    "inspect": ("acp_fast.cli.inspect", "replay a stream or recording through the state engine and show the final state"),
+    "proxy": (
+        "acp_fast.cli.proxy",
+        "byte-exact stdio proxy between an editor and an agent (acp-fast proxy -- AGENT...)",
+    ),
+    "validate": (
+        "acp_fast.cli.validate",
+        "check every line of an NDJSON stream or recording (JSON-RPC, ACP shapes, schema)",
+    ),
+    "inspect": (
+        "acp_fast.cli.inspect",
+        "replay a stream or recording through the state engine and show the final state",
+    ),
     "demo-agent": ("acp_fast.cli.demo_agent", "a small scripted ACP agent on stdio, for demos and tests"),
     "version": ("", "print the version and the backend in use"),
 }
@@ -46,4 +55,3 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 2
     module = importlib.import_module(COMMANDS[command][0])
     return int(module.main(rest) or 0)
-

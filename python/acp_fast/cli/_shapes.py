@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import re
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple, Union
 
@@ -569,7 +569,7 @@ def _schema_text(version: int, name: str) -> str:
     return (resources.files("acp_fast") / "schema" / f"v{version}" / name).read_text(encoding="utf-8")
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_schema(version: int, unstable: bool = False) -> Dict[str, Any]:
     """The official schema document shipped in the package (``acp_fast/schema/v{N}/``)."""
     return json.loads(_schema_text(version, "schema.unstable.json" if unstable else "schema.json"))
@@ -676,7 +676,7 @@ class Protocol:
         return m.params, m.result
 
 
-@lru_cache(maxsize=None)
+@cache
 def protocol(version: int, unstable: bool = False) -> Protocol:
     return Protocol(version, unstable)
 

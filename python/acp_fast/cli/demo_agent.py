@@ -79,7 +79,7 @@ class DemoAgent:
         self.permission = permission
         self._stdin = stdin
         self._stdout = stdout
-        self._inbox: "queue.Queue[Any]" = queue.Queue()
+        self._inbox: queue.Queue[Any] = queue.Queue()
         self._deferred: List[Any] = []
         self._sessions: Dict[str, str] = {}  # sessionId -> cwd
         self._next_session = 1
@@ -475,7 +475,7 @@ class DemoAgent:
         self._emit(chunk(sid, "Done." if approved else "Done, without the edit.", message_id=self._message_id(turn, 2)))
 
 
-def _approved(answer: Any) -> "tuple[bool, str]":
+def _approved(answer: Any) -> tuple[bool, str]:
     """(approved, why not) from the client's answer to a permission request."""
     if answer.kind == "error":
         return False, "the permission request failed"

@@ -111,7 +111,7 @@ class Output:
 class Direction:
     """One direction of the relay: reads ``src``, tracks state, writes whole lines to ``dst``."""
 
-    def __init__(self, proxy: "Proxy", side: str, src: int, dst: Output) -> None:
+    def __init__(self, proxy: Proxy, side: str, src: int, dst: Output) -> None:
         self.proxy = proxy
         self.side = side  # who sends: "editor" or "agent"
         self.source = "client" if side == "editor" else "agent"
@@ -120,7 +120,16 @@ class Direction:
         # The lines of this side, exactly as they came, the whole lines of each read in one piece.
         self.framer = acp_fast.Framer(max_frame_bytes=proxy.max_frame_bytes, joined=True)
         self.stats: Dict[str, int] = dict(
-            bytes_in=0, bytes_out=0, lines=0, invalid=0, diverted=0, dropped=0, answered=0, too_large=0, state_errors=0, undelivered=0
+            bytes_in=0,
+            bytes_out=0,
+            lines=0,
+            invalid=0,
+            diverted=0,
+            dropped=0,
+            answered=0,
+            too_large=0,
+            state_errors=0,
+            undelivered=0,
         )
 
     # -- the loop ----------------------------------------------------------------------------
@@ -337,7 +346,9 @@ class Proxy:
 
     # -- recording ---------------------------------------------------------------------------
 
-    def record(self, side: str, data: bytes, is_json: bool, t: float, crlf: bool, eol: bool, action: Optional[str]) -> None:
+    def record(
+        self, side: str, data: bytes, is_json: bool, t: float, crlf: bool, eol: bool, action: Optional[str]
+    ) -> None:
         with self.record_lock:
             self.recorder.line(side, data, is_json, t, crlf=crlf, eol=eol, action=action)  # type: ignore[union-attr]
 
@@ -351,7 +362,11 @@ class Proxy:
         response = {
             "jsonrpc": "2.0",
             "id": _request_id(data),
-            "error": {"code": error.code, "message": str(error), "data": {"line": error.line, "position": error.position}},
+            "error": {
+                "code": error.code,
+                "message": str(error),
+                "data": {"line": error.line, "position": error.position},
+            },
         }
         self.stdout.write(orjson.dumps(response) + b"\n")
 
@@ -366,7 +381,9 @@ class Proxy:
             # The agent gets its own process group: a terminal's Ctrl-C reaches it once, through
             # the proxy's forwarding, not twice.
             group: Dict[str, Any] = {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_fn": os.setpgrp}
-            self.agent = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None, bufsize=0, **group)
+            self.agent = subprocess.Popen(
+                self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None, bufsize=0, **group
+            )
         except OSError as e:
             print(f"acp-fast proxy: cannot start the agent {self.command[0]!r}: {e}", file=sys.stderr)
             return 127 if isinstance(e, FileNotFoundError) else 126
@@ -456,14 +473,21 @@ def format_summary(info: Dict[str, Any]) -> str:
     lines = [f"acp-fast proxy: agent exited with status {info['status']} after {info['seconds']:.1f} s"]
     for key, label in (("editor_to_agent", "editor → agent"), ("agent_to_editor", "agent → editor")):
         s = info[key]
-        extra = ", ".join(f"{s[k]} {k.replace('_', ' ')}" for k in ("invalid", "diverted", "dropped", "answered", "too_large", "state_errors") if s[k])
+        extra = ", ".join(
+            f"{s[k]} {k.replace('_', ' ')}"
+            for k in ("invalid", "diverted", "dropped", "answered", "too_large", "state_errors")
+            if s[k]
+        )
         lines.append(
-            f"  {label}: {s['lines']} lines, {s['bytes_in']} bytes read, {s['bytes_out']} forwarded" + (f" ({extra})" if extra else "")
+            f"  {label}: {s['lines']} lines, {s['bytes_in']} bytes read, {s['bytes_out']} forwarded"
+            + (f" ({extra})" if extra else "")
         )
     by_status = ", ".join(f"{n} {k}" for k, n in info["tool_calls_by_status"].items()) or "none"
     lines.append(f"  sessions: {info['sessions']}; tool calls: {info['tool_calls']} ({by_status})")
     if info["permissions_by_outcome"]:
-        lines.append("  permission requests: " + ", ".join(f"{n} {k}" for k, n in info["permissions_by_outcome"].items()))
+        lines.append(
+            "  permission requests: " + ", ".join(f"{n} {k}" for k, n in info["permissions_by_outcome"].items())
+        )
     lines.append(f"  peak RSS: {info['peak_rss_kib'] / 1024:.1f} MiB")
     return "\n".join(lines) + "\n"
 
@@ -495,13 +519,25 @@ def parser() -> argparse.ArgumentParser:
         default="divert",
         help="lines from the agent that are not JSON-RPC: divert to stderr (default), pass on, or drop",
     )
-    p.add_argument("--strict", action="store_true", help="answer invalid lines from the editor with a JSON-RPC error instead of forwarding them")
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="answer invalid lines from the editor with a JSON-RPC error instead of forwarding them",
+    )
     p.add_argument("--summary", action="store_true", help="print a summary to stderr when the agent exits")
     p.add_argument("--summary-json", metavar="FILE", help="write the summary as JSON to FILE")
-    p.add_argument("--state-json", metavar="FILE", help="write the state engine's checkpoint (ToolCallStore.to_json) to FILE at exit")
-    p.add_argument("--watch", action="store_true", help="print each tool call, permission, terminal and plan change to stderr")
+    p.add_argument(
+        "--state-json",
+        metavar="FILE",
+        help="write the state engine's checkpoint (ToolCallStore.to_json) to FILE at exit",
+    )
+    p.add_argument(
+        "--watch", action="store_true", help="print each tool call, permission, terminal and plan change to stderr"
+    )
     p.add_argument("--quiet", action="store_true", help="no diagnostics on stderr (diverted lines still go there)")
-    p.add_argument("--protocol", type=int, choices=(1, 2), default=None, help="protocol version (default: learned from initialize)")
+    p.add_argument(
+        "--protocol", type=int, choices=(1, 2), default=None, help="protocol version (default: learned from initialize)"
+    )
     p.add_argument(
         "--max-tool-calls",
         type=int,

@@ -49,21 +49,21 @@ from . import require_sdk
 
 require_sdk("acp_fast.integrations.acp_sdk")
 
+import acp._deserialize as _sdk_deserialize  # noqa: E402
 import acp.agent.connection as _sdk_agent_connection  # noqa: E402
 import acp.client.connection as _sdk_client_connection  # noqa: E402
 import acp.core as _sdk_core  # noqa: E402
-import acp.stdio as _sdk_stdio  # noqa: E402
-import acp._deserialize as _sdk_deserialize  # noqa: E402
 import acp.schema as _sdk_schema  # noqa: E402
+import acp.stdio as _sdk_stdio  # noqa: E402
+import acp.telemetry as _telemetry  # noqa: E402
+from acp.client.connection import _SessionUpdateTracker  # noqa: E402
 from acp.connection import Connection as SdkConnection  # noqa: E402
 from acp.connection import StreamDirection, StreamEvent  # noqa: E402
 from acp.exceptions import RequestError  # noqa: E402
-from pydantic import Field, TypeAdapter, ValidationError  # noqa: E402
-from pydantic_core import SchemaValidator  # noqa: E402
 from acp.router import MessageRouter  # noqa: E402
 from acp.schema import SessionNotification  # noqa: E402
-import acp.telemetry as _telemetry  # noqa: E402
-from acp.client.connection import _SessionUpdateTracker  # noqa: E402
+from pydantic import Field, TypeAdapter, ValidationError  # noqa: E402
+from pydantic_core import SchemaValidator  # noqa: E402
 
 import acp_fast  # noqa: E402
 from acp_fast.batch import Batch  # noqa: E402
@@ -208,7 +208,7 @@ def _update_validators() -> Dict[str, Any]:
                     tags = typing.get_args(field.annotation)
                     if len(tags) == 1 and tags[0] not in validators:
                         validators[tags[0]] = _strict_validator(member)
-            except Exception:  # noqa: BLE001 - an SDK shaped otherwise: no strict validators
+            except Exception:  # an SDK shaped otherwise: no strict validators
                 logger.debug("acp-fast: no strict session/update validators", exc_info=True)
                 validators = {}
         _strict_update_validators = validators
@@ -481,7 +481,7 @@ class _BatchReply:
 
     __slots__ = ("connection", "expected", "replies", "sealed")
 
-    def __init__(self, connection: "FastConnection") -> None:
+    def __init__(self, connection: FastConnection) -> None:
         self.connection = connection
         self.expected = 0  # requests whose reply is still owed
         self.replies: List[Dict[str, Any]] = []
@@ -660,7 +660,7 @@ class FastConnection(SdkConnection):
             except StopIteration:  # pragma: no cover - the driver never returns
                 driver = None
                 continue
-            except Exception as exc:  # noqa: BLE001 - logged as the SDK does
+            except Exception as exc:  # logged as the SDK does
                 driver = None  # the handler's error went through it: it is finished
                 if session_id is not None or (
                     tracker is not None
@@ -727,7 +727,7 @@ class FastConnection(SdkConnection):
         token = ctx.run(tracker._current_update.set, completed)  # type: ignore[union-attr]
         try:
             await _Resume(coro, first, ctx)
-        except Exception as exc:  # noqa: BLE001 - as the SDK's _run_notification
+        except Exception as exc:  # as the SDK's _run_notification
             logging.exception("Unhandled error while handling notification method=%s", "session/update", exc_info=exc)
         finally:
             ctx.run(tracker._current_update.reset, token)  # type: ignore[union-attr]
@@ -838,7 +838,7 @@ class FastConnection(SdkConnection):
         assert stream is not None
         try:
             stream.write_now(stream.encode(payload))
-        except Exception:  # noqa: BLE001 - the connection may be closing
+        except Exception:  # the connection may be closing
             logger.exception("acp-fast: could not write an error reply")
             return
         if self._observers:
