@@ -188,12 +188,12 @@ def has_non_finite(obj: Any) -> bool:
     """Does an object orjson accepted hold a NaN / infinite float (written as null)?"""
     t = type(obj)
     if t is dict:
-        for v in obj.values():
+        for v in obj.values():  # noqa: SIM110 - a loop: no generator for the common types
             if has_non_finite(v):
                 return True
         return False
     if t is list or t is tuple:
-        for v in obj:
+        for v in obj:  # noqa: SIM110 - as above
             if has_non_finite(v):
                 return True
         return False
@@ -214,7 +214,7 @@ def has_non_finite(obj: Any) -> bool:
     return False
 
 
-def dumps(obj):  # type: ignore[no-untyped-def]  # signature = the native one
+def dumps(obj):  # type: (Any) -> bytes  # a comment, so that the signature reads as the native one
     """``acp_fast.dumps``: compact UTF-8 JSON, byte-identical to orjson where both accept."""
     try:
         out = _orjson_dumps(obj, default=_default, option=_OPTIONS)

@@ -11,7 +11,7 @@ Mirror of ``rust/message.rs`` (and of the ``Message`` / ``decode`` / ``encode`` 
 
 from __future__ import annotations
 
-from typing import Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Union
 
 import orjson
 
@@ -66,10 +66,10 @@ def _type_name(v: Any) -> str:
     return NUMBER
 
 
-def explain(data: bytes, start: int, obj: dict) -> DecodeError:
+def explain(data: bytes, start: int, obj: Dict[str, Any]) -> DecodeError:
     """The first failing rule of DESIGN 5 for the object whose `{` is at `start` in `data`."""
 
-    def value(container_start: int, key: str) -> "tuple[str, int]":
+    def value(container_start: int, key: str) -> tuple[str, int]:
         found = find_member(data, container_start, key)
         assert found is not None
         ty, s, e = found
@@ -140,6 +140,15 @@ class _MessageSlots:
         # Weak references to messages, as the native Message allows (caches keyed by message).
         "__weakref__": None,
     }
+    # The slots' types (annotations only: no class attribute, nothing at run time).
+    _raw: bytes
+    _kind: str
+    _line: Optional[int]
+    _id: Union[str, int, None]
+    _method: Optional[str]
+    _session_id: Optional[str]
+    _update_kind: Optional[str]
+    _tool_call_id: Optional[str]
 
 
 class Message(_MessageSlots):
@@ -161,14 +170,33 @@ class Message(_MessageSlots):
     # __setattr__ / __delattr__ refuse everything: setting any attribute raises AttributeError.
     __slots__ = ()
 
-    raw = _MessageSlots._raw
-    kind = _MessageSlots._kind
-    line = _MessageSlots._line
-    id = _MessageSlots._id
-    method = _MessageSlots._method
-    session_id = _MessageSlots._session_id
-    update_kind = _MessageSlots._update_kind
-    tool_call_id = _MessageSlots._tool_call_id
+    if TYPE_CHECKING:
+        # What the member descriptors below are to a type checker: read-only attributes.
+        @property
+        def raw(self) -> bytes: ...
+        @property
+        def kind(self) -> str: ...
+        @property
+        def line(self) -> Optional[int]: ...
+        @property
+        def id(self) -> Union[str, int, None]: ...
+        @property
+        def method(self) -> Optional[str]: ...
+        @property
+        def session_id(self) -> Optional[str]: ...
+        @property
+        def update_kind(self) -> Optional[str]: ...
+        @property
+        def tool_call_id(self) -> Optional[str]: ...
+    else:
+        raw = _MessageSlots._raw
+        kind = _MessageSlots._kind
+        line = _MessageSlots._line
+        id = _MessageSlots._id
+        method = _MessageSlots._method
+        session_id = _MessageSlots._session_id
+        update_kind = _MessageSlots._update_kind
+        tool_call_id = _MessageSlots._tool_call_id
 
     def __setattr__(self, name: str, value: Any) -> None:
         _refuse(name)
@@ -176,7 +204,7 @@ class Message(_MessageSlots):
     def __delattr__(self, name: str) -> None:
         _refuse(name)
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> "Message":
+    def __new__(cls, *args: Any, **kwargs: Any) -> Message:  # noqa: PYI034 - it raises: no Message is made here
         raise TypeError("Message objects are created by acp_fast.decode() or a FrameDecoder")
 
     @property
@@ -191,21 +219,22 @@ class Message(_MessageSlots):
     def error(self) -> Any:
         return self.to_dict().get("error")
 
-    def to_dict(self, /):  # type: ignore[no-untyped-def]
+    # The signature is typed by a comment so that it reads as the native one (tests/test_api.py).
+    def to_dict(self, /):  # type: () -> Dict[str, Any]
         """The whole message as a fresh dict (re-parsed from ``raw``)."""
-        return parse_exact(self.raw)  # type: ignore[no-any-return]
+        return parse_exact(self.raw)  # type: ignore[return-value]  # raw is a valid message object: never an error
 
     def __bytes__(self) -> bytes:
         return self.raw
 
     def __eq__(self, other: object) -> bool:
         if type(other) is Message:
-            return self._raw == other._raw  # type: ignore[attr-defined]
+            return self._raw == other._raw
         return NotImplemented
 
     def __ne__(self, other: object) -> bool:
         if type(other) is Message:
-            return self._raw != other._raw  # type: ignore[attr-defined]
+            return self._raw != other._raw
         return NotImplemented
 
     def __hash__(self) -> int:
@@ -214,7 +243,7 @@ class Message(_MessageSlots):
     def __repr__(self) -> str:
         kind = self._kind
         parts = [f"kind={kind!r}"]
-        if kind == REQUEST or kind == NOTIFICATION:
+        if kind in (REQUEST, NOTIFICATION):
             parts.append(f"method={self.method!r}")
         if kind != NOTIFICATION:
             parts.append(f"id={self.id!r}")
@@ -234,7 +263,7 @@ _new = object.__new__
 _encoder._message_type = Message
 
 
-def message_or_none(raw: bytes, obj: dict, line: Optional[int]) -> Optional[Message]:
+def message_or_none(raw: bytes, obj: Dict[str, Any], line: Optional[int]) -> Optional[Message]:
     """The Message for a valid message object, or None when some rule of DESIGN 5 fails (then
     `explain` says which, with its position). One pass over the object: the checks and the lazy
     fields read the same few members (the hot path of `decode` and `FrameDecoder.feed`); the
@@ -300,17 +329,17 @@ def message_or_none(raw: bytes, obj: dict, line: Optional[int]) -> Optional[Mess
     m._update_kind = update_kind
     m._tool_call_id = tool_call_id
     m.__class__ = Message
-    return m
+    return m  # type: ignore[return-value]  # a Message since the line above (no cast: the hot path)
 
 
-def _decode_batch(frame: bytes, value: list, line: Optional[int]) -> Union[Batch, PyDecodeError]:
+def _decode_batch(frame: bytes, value: List[Any], line: Optional[int]) -> Union[Batch, PyDecodeError]:
     start = skip_ws(frame, 0)
     if not value:
         err = DecodeError.invalid(
             "empty_batch", "expected at least one message in the batch, found an empty array", start
         )
         return to_python(err, frame, line=line, raw=frame)
-    entries = []
+    entries: List[Union[Message, PyDecodeError]] = []
     for (ty, s, e), elem in zip(array_items(frame, start), value):
         raw = frame[s:e]
         if type(elem) is dict:
@@ -360,7 +389,8 @@ def decode_value(frame: bytes, value: Any, line: Optional[int]) -> Union[Message
     return to_python(err, frame, line=line, raw=frame)
 
 
-def decode(line):  # type: ignore[no-untyped-def]  # signature = the native one
+# decode and encode are typed by comments so that their signatures read as the native ones.
+def decode(line):  # type: (Any) -> Union[Message, Batch]
     """``acp_fast.decode``: one frame (with or without its line ending) to a Message or a Batch;
     raises DecodeError."""
     data = line
@@ -379,10 +409,10 @@ def decode(line):  # type: ignore[no-untyped-def]  # signature = the native one
     result = decode_frame(data, None)
     if type(result) is PyDecodeError:
         raise result
-    return result  # type: ignore[return-value]
+    return result  # type: ignore[return-value]  # not the DecodeError: `type(x) is` leaves the other types as they were
 
 
-def encode(message):  # type: ignore[no-untyped-def]  # signature = the native one
+def encode(message):  # type: (Union[Message, Batch, Dict[str, Any], List[Any]]) -> bytes
     """``acp_fast.encode``: a Message, a dict or a list (batch) as one frame ending in ``\\n``."""
     if type(message) is Message:
         return message._raw + b"\n"
