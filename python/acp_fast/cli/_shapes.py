@@ -26,7 +26,7 @@ import json
 import re
 from functools import cache
 from importlib import resources
-from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, ClassVar, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 Path = Tuple[Union[str, int], ...]
 
@@ -105,8 +105,16 @@ ANY = Spec()
 class Type(Spec):
     """A JSON type: ``string``, ``integer`` (with an optional range), ``boolean``, ``object``, ``array``."""
 
-    _PY = {"string": str, "integer": int, "boolean": bool, "object": dict, "array": list, "number": (int, float)}
-    _WHAT = {
+    # For isinstance; Any, not the classes, so that the check leaves the value comparable (range).
+    _PY: ClassVar[Dict[str, Any]] = {
+        "string": str,
+        "integer": int,
+        "boolean": bool,
+        "object": dict,
+        "array": list,
+        "number": (int, float),
+    }
+    _WHAT: ClassVar[Dict[str, str]] = {
         "string": "a string",
         "integer": "an integer",
         "boolean": "a boolean",
@@ -234,10 +242,10 @@ class Obj(Spec):
                 out.append(_missing(path + (name,), spec.what))
 
 
-class Union(Spec):
+class Tagged(Spec):
     """An object tagged by ``key`` (``sessionUpdate``, ``type``, ``outcome``...).
 
-    ``open`` unions (v2) accept unknown tags (checked with ``other`` when given); ``moved`` names
+    ``open`` ones (v2) accept unknown tags (checked with ``other`` when given); ``moved`` names
     tags that belong to the other protocol version, with a hint.
     """
 
@@ -310,9 +318,9 @@ IMPLEMENTATION = Obj({"name": req(STR), "title": opt(STR_N), "version": req(STR)
 IMPLEMENTATION_N = Obj(IMPLEMENTATION.fields, nullable=True)
 
 
-def _content_block(version: int) -> Union:
+def _content_block(version: int) -> Tagged:
     media = Obj({"data": req(STR), "mimeType": req(STR)})
-    return Union(
+    return Tagged(
         "type",
         {
             "text": Obj({"text": req(STR)}),
@@ -326,12 +334,12 @@ def _content_block(version: int) -> Union:
     )
 
 
-def _tool_content(version: int) -> Union:
+def _tool_content(version: int) -> Tagged:
     block = _content_block(version)
     if version == 1:
         diff = Obj({"path": req(STR), "oldText": opt(STR_N), "newText": req(STR)})
     else:
-        change = Union(
+        change = Tagged(
             "operation",
             {
                 "add": Obj({"path": req(STR)}),
@@ -346,7 +354,7 @@ def _tool_content(version: int) -> Union:
         diff = Obj(
             {"changes": req(Arr(change)), "patch": opt(Obj({"format": req(STR), "text": req(STR)}, nullable=True))}
         )
-    return Union(
+    return Tagged(
         "type",
         {"content": Obj({"content": req(block)}), "diff": diff, "terminal": Obj({"terminalId": req(STR)})},
         name="a tool call content type",
@@ -384,7 +392,7 @@ def _tool_fields(version: int, *, create: bool) -> Dict[str, Tuple[bool, Spec]]:
     }
 
 
-def _session_update(version: int, unstable: bool) -> Union:
+def _session_update(version: int, unstable: bool) -> Tagged:
     block = _content_block(version)
     commands = Obj({"availableCommands": req(Arr(Obj({"name": req(STR), "description": req(STR)})))})
     common = {
@@ -424,11 +432,11 @@ def _session_update(version: int, unstable: bool) -> Union:
         }
         if unstable:  # plan_update / plan_removed / notice / compaction_* exist in the v1 unstable schema
             moved = {}
-        return Union("sessionUpdate", branches, name="a protocol v1 session update", open=unstable, moved=moved)
+        return Tagged("sessionUpdate", branches, name="a protocol v1 session update", open=unstable, moved=moved)
     chunk = Obj({"messageId": req(STR), "content": req(block)})
     message = Obj({"messageId": req(STR), "content": opt(Arr(block, nullable=True))})
     entry = Obj({"content": req(STR), "priority": req(STR), "status": req(STR)})
-    plan = Union(
+    plan = Tagged(
         "type",
         {"items": Obj({"planId": req(STR), "entries": req(Arr(entry))})},
         name="a plan content type",
@@ -465,14 +473,14 @@ def _session_update(version: int, unstable: bool) -> Union:
     }
     if unstable:
         branches["plan_removed"] = Obj({"planId": req(STR)})
-    return Union("sessionUpdate", branches, name="a protocol v2 session update", open=True, moved=moved)
+    return Tagged("sessionUpdate", branches, name="a protocol v2 session update", open=True, moved=moved)
 
 
 def _outcome(version: int) -> Obj:
     return Obj(
         {
             "outcome": req(
-                Union(
+                Tagged(
                     "outcome",
                     {"selected": Obj({"optionId": req(STR)}), "cancelled": Obj()},
                     name="a permission outcome",
@@ -520,7 +528,7 @@ def _hand_written(version: int, unstable: bool) -> Dict[str, Tuple[Optional[Spec
             ),
         }
     option = Obj({"optionId": req(STR), "name": req(STR), "kind": req(STR)})
-    subject = Union(
+    subject = Tagged(
         "type",
         {
             "tool_call": Obj({"toolCall": req(Obj(_tool_fields(2, create=False)))}),
@@ -572,7 +580,8 @@ def _schema_text(version: int, name: str) -> str:
 @cache
 def load_schema(version: int, unstable: bool = False) -> Dict[str, Any]:
     """The official schema document shipped in the package (``acp_fast/schema/v{N}/``)."""
-    return json.loads(_schema_text(version, "schema.unstable.json" if unstable else "schema.json"))
+    schema: Dict[str, Any] = json.loads(_schema_text(version, "schema.unstable.json" if unstable else "schema.json"))
+    return schema
 
 
 def _simple(defs: Dict[str, Any], schema: Any, depth: int = 0) -> Spec:
@@ -584,7 +593,7 @@ def _simple(defs: Dict[str, Any], schema: Any, depth: int = 0) -> Spec:
     if "allOf" in schema and len(schema["allOf"]) == 1:
         return _simple(defs, schema["allOf"][0], depth + 1)
     if "anyOf" in schema and len(schema["anyOf"]) == 2 and {"type": "null"} in schema["anyOf"]:
-        inner = _simple(defs, [s for s in schema["anyOf"] if s != {"type": "null"}][0], depth + 1)
+        inner = _simple(defs, next(s for s in schema["anyOf"] if s != {"type": "null"}), depth + 1)
         if isinstance(inner, Type):
             return Type(inner.name, nullable=True, minimum=inner.minimum, maximum=inner.maximum)
         return ANY
@@ -786,11 +795,11 @@ def _schema_issue(error: Any, base: Path, def_name: str) -> Issue:
             return Issue(path, f'expected "{where}" to be one of {names}, found {describe(value)}')
         tags = _union_tags(error)
         if tags is not None:
-            key, names = tags
+            key, known = tags
             tag = value.get(key) if isinstance(value, dict) else None
             return Issue(
                 path + (key,),
-                f'expected "{render_path(path + (key,))}" to be one of {", ".join(names)}, found '
+                f'expected "{render_path(path + (key,))}" to be one of {", ".join(known)}, found '
                 + (describe(tag) if isinstance(value, dict) and key in value else "none"),
             )
         return Issue(path, f'expected "{where}" to match {def_name} ({keyword}), found {describe(value)}')
@@ -844,6 +853,13 @@ _SCALAR = re.compile(rb"[^,}\] \t\r\n]*")
 _SPECIAL = re.compile(rb'["{}\[\]]')
 
 
+def _skip_ws(raw: bytes, i: int) -> int:
+    """The offset of the first byte from ``i`` that is not whitespace."""
+    m = _WS.match(raw, i)
+    assert m is not None  # `[ \t\r\n]*` matches everywhere (the empty run)
+    return m.end()
+
+
 def skip_value(raw: bytes, i: int) -> int:
     """The offset just after the JSON value starting at ``i`` (``raw`` is valid JSON)."""
     c = raw[i : i + 1]
@@ -875,7 +891,7 @@ def skip_value(raw: bytes, i: int) -> int:
 
 def members(raw: bytes, i: int) -> Iterable[Tuple[str, int, int]]:
     """(key, value start, value end) of each member of the object starting at ``i``."""
-    j = _WS.match(raw, i + 1).end()
+    j = _skip_ws(raw, i + 1)
     while j < len(raw) and raw[j : j + 1] != b"}":
         m = _STRING.match(raw, j)
         if m is None:
@@ -884,13 +900,13 @@ def members(raw: bytes, i: int) -> Iterable[Tuple[str, int, int]]:
             key = json.loads(m.group())
         except ValueError:
             return
-        j = _WS.match(raw, m.end()).end() + 1  # the ':'
-        start = _WS.match(raw, j).end()
+        j = _skip_ws(raw, m.end()) + 1  # the ':'
+        start = _skip_ws(raw, j)
         end = skip_value(raw, start)
         yield key, start, end
-        j = _WS.match(raw, end).end()
+        j = _skip_ws(raw, end)
         if raw[j : j + 1] == b",":
-            j = _WS.match(raw, j + 1).end()
+            j = _skip_ws(raw, j + 1)
 
 
 def locate(raw: bytes, path: Sequence[Union[str, int]]) -> int:
@@ -901,7 +917,7 @@ def locate(raw: bytes, path: Sequence[Union[str, int]]) -> int:
     cannot be followed stops at the deepest value found.
     """
     try:
-        i = _WS.match(raw, 0).end()
+        i = _skip_ws(raw, 0)
         for part in path:
             c = raw[i : i + 1]
             if isinstance(part, str) and c == b"{":
@@ -913,12 +929,12 @@ def locate(raw: bytes, path: Sequence[Union[str, int]]) -> int:
                     return i
                 i = found
             elif isinstance(part, int) and c == b"[":
-                j = _WS.match(raw, i + 1).end()
+                j = _skip_ws(raw, i + 1)
                 index = 0
                 while j < len(raw) and raw[j : j + 1] != b"]" and index < part:
-                    j = _WS.match(raw, skip_value(raw, j)).end()
+                    j = _skip_ws(raw, skip_value(raw, j))
                     if raw[j : j + 1] == b",":
-                        j = _WS.match(raw, j + 1).end()
+                        j = _skip_ws(raw, j + 1)
                     index += 1
                 if index != part or raw[j : j + 1] == b"]":
                     return i

@@ -27,7 +27,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
-from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Tuple
+from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Set, Tuple
 
 import acp_fast
 
@@ -91,14 +91,14 @@ class Validator:
                 self._schemas[version] = _shapes.SchemaChecker(version, unstable)
         self.schema = schema
         self.problems: List[Problem] = []
-        self.by_kind: Counter = Counter()
+        self.by_kind: Counter[str] = Counter()
         self.problem_count = 0
         self.format = "ndjson"
         self.lines = 0
         self.frames = 0  # lines holding a frame (a message or a batch)
         self.messages = 0  # valid JSON-RPC messages (batch entries counted one by one)
         self.batches = 0
-        self.by_direction: Counter = Counter()
+        self.by_direction: Counter[str] = Counter()
         self.recording: Dict[str, Any] = {}
         # pending requests: (sender or None, id key) -> (method, line, sender)
         self._pending: Dict[Tuple[Optional[str], Tuple[str, Any]], Tuple[str, int, Optional[str]]] = {}
@@ -334,7 +334,7 @@ class Validator:
         if method == "initialize":  # checked by the version it asks for (spec digest §9)
             asked = params.get("protocolVersion") if isinstance(params, dict) else None
             shape_version = 2 if isinstance(asked, int) and not isinstance(asked, bool) and asked >= 2 else 1
-            spec = _shapes.protocol(shape_version, self.unstable).get("initialize").params
+            spec = _shapes.protocol(shape_version, self.unstable).initialize_shapes()[0]
         seen = self._check(spec, params, ("params",), method, line, column)
         if self.schema and info.params_def and params is not _MISSING:
             for issue in self._schemas[shape_version].check(info.params_def, params, ("params",)):
@@ -353,13 +353,15 @@ class Validator:
             text = f'expected a protocol v{version} method or an extension method starting with "_", found "{method}"'
         self.report(line, col, "acp", text, -32601)
 
-    def _check(self, spec: Any, value: Any, path: Tuple[Any, ...], what: str, line: int, column: Any) -> set:
+    def _check(
+        self, spec: Any, value: Any, path: Tuple[Any, ...], what: str, line: int, column: Any
+    ) -> Set[Tuple[Any, ...]]:
         """Report the shape issues of ``value``; returns their paths (the schema check skips
         what is already reported)."""
         if spec is None:
             return set()
         if value is _MISSING:
-            if isinstance(spec, (_shapes.Obj, _shapes.Union)):
+            if isinstance(spec, (_shapes.Obj, _shapes.Tagged)):
                 self.report(
                     line, column(()), "acp", f'{what}: expected "{path[0]}" to be an object, found none', -32602
                 )
