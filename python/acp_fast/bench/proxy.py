@@ -132,7 +132,9 @@ def _latencies(cmd: List[str]) -> List[float]:
         if not chunk:
             break
         t = now()
-        for _, line in framer.feed(chunk):
+        # Well-formed traffic within the limit: (line, bytes) events only (no cast in this loop).
+        events: List[Any] = framer.feed(chunk)
+        for _, line in events:
             i = line.find(marker) + len(marker)
             sent = int(line[i : line.index(b" ", i)])
             out.append((t - sent) / 1000.0)

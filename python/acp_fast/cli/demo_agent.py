@@ -172,12 +172,12 @@ class DemoAgent:
             self._sessions[session_id] = cwd if cwd.startswith("/") else "/workspace"
             return builders.response(msg.id, {"sessionId": session_id})
         if method == "session/prompt":
-            session_id = params.get("sessionId") if isinstance(params, dict) else None
-            if session_id not in self._sessions:
-                return builders.error_response(msg.id, -32602, f"Invalid params: unknown session {session_id!r}")
+            asked = params.get("sessionId") if isinstance(params, dict) else None
+            if not isinstance(asked, str) or asked not in self._sessions:
+                return builders.error_response(msg.id, -32602, f"Invalid params: unknown session {asked!r}")
             if batch:
                 return builders.error_response(msg.id, -32600, "session/prompt cannot be batched")
-            self._turn(msg.id, session_id)
+            self._turn(msg.id, asked)
             return None
         return builders.error_response(msg.id, -32601, f"Method not found: {method}")
 

@@ -65,7 +65,7 @@ class Replay:
     skipped: int = 0  # frames not forwarded by the proxy, skipped with forwarded_only=True
     errors: List[ReplayError] = field(default_factory=list)
     error_count: int = 0
-    errors_by_kind: Counter = field(default_factory=Counter)
+    errors_by_kind: Counter[str] = field(default_factory=Counter)
     header: Optional[Dict[str, Any]] = None
     exit_status: Optional[int] = None
 
@@ -150,6 +150,7 @@ class _Replayer:
                     f"expected a frame within the proxy's limit, found a line of {record.value['too_large']} bytes (not recorded)",
                 )
             else:  # a line that was not JSON
+                assert record.data is not None  # a text or base64 record holds its line
                 try:
                     frame = acp_fast.decode(record.data)
                 except acp_fast.DecodeError as exc:
@@ -283,10 +284,12 @@ def _exit(terminal: Dict[str, Any]) -> str:
     status = terminal.get("exitStatus")
     if not isinstance(status, dict):
         return "running"
-    if isinstance(status.get("exitCode"), int):
-        return f"exit {status['exitCode']}"
-    if isinstance(status.get("signal"), str):
-        return status["signal"]
+    code = status.get("exitCode")
+    if isinstance(code, int):
+        return f"exit {code}"
+    signal = status.get("signal")
+    if isinstance(signal, str):
+        return signal
     return "exited"
 
 
@@ -308,8 +311,8 @@ def _table(header: List[str], rows: List[List[str]], indent: str = "    ") -> Li
 def summary(result: Replay, state: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """Counts over the final state: sessions, tool calls by status, permissions by outcome, ..."""
     state = state if state is not None else result.store.state()
-    statuses: Counter = Counter()
-    outcomes: Counter = Counter()
+    statuses: Counter[str] = Counter()
+    outcomes: Counter[str] = Counter()
     tool_calls = plans = terminals = permissions = 0
     for session in state["sessions"].values():
         tool_calls += len(session["toolCalls"])

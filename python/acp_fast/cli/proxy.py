@@ -38,7 +38,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple, cast
 
 import orjson
 
@@ -192,6 +192,7 @@ class Direction:
         bad: Dict[int, Any] = {}
         for r in results:
             if isinstance(r, acp_fast.DecodeError):
+                assert r.line is not None  # the store's errors carry their line
                 rel = r.line - base
                 if r.code in NOT_JSON_RPC:
                     bad[rel] = r
@@ -212,18 +213,19 @@ class Direction:
         lines = acp_fast.Framer(max_frame_bytes=proxy.max_frame_bytes, keepends=True)
         out: List[bytes] = []
         now = time.time()
-        for index, wire in lines.feed(block) + lines.finish():
+        # Every line of the block is within the limit (longer ones were skipped): (line, bytes) events.
+        events = cast(List[Tuple[int, bytes]], lines.feed(block) + lines.finish())
+        for index, wire in events:
             line_eol = wire.endswith(b"\n")
             data = wire[:-1] if line_eol else wire
             crlf = line_eol and data.endswith(b"\r")
             if crlf:
                 data = data[:-1]
             error = bad.get(index)
-            if error is not None and error.raw is not None and error.raw != data:
-                # An invalid entry of a batch: the batch is a frame when it holds at least one
-                # valid message (JSON-RPC answers the bad entries), else it is not JSON-RPC.
-                if not _all_invalid(data):
-                    error = None
+            # An invalid entry of a batch: the batch is a frame when it holds at least one valid
+            # message (JSON-RPC answers the bad entries), else it is not JSON-RPC.
+            if error is not None and error.raw is not None and error.raw != data and not _all_invalid(data):
+                error = None
             action = None
             if error is not None:
                 action = self.invalid(data, error, before + index)
@@ -313,12 +315,12 @@ class Proxy:
         self.recorder: Optional[RecordWriter] = None
         self._record_file: Any = None
         if args.record:
-            self._record_file = open(args.record, "wb")
+            self._record_file = open(args.record, "wb")  # noqa: SIM115 - open while the proxy runs, closed in _finish
             self.recorder = RecordWriter(self._record_file, self.command, acp_fast.__version__)
-        self.agent: Optional[subprocess.Popen] = None
+        self.agent: Optional[subprocess.Popen[bytes]] = None
         self.agent_stdin: Optional[Output] = None
         self.started = time.time()
-        self._lost_reported = set()
+        self._lost_reported: Set[str] = set()
 
     # -- messages to the user --------------------------------------------------------------
 
@@ -434,7 +436,8 @@ class Proxy:
                     permissions[p["outcome"]] = permissions.get(p["outcome"], 0) + 1
         for calls in snapshot.values():
             for record in calls.values():
-                key = record.get("status") if isinstance(record.get("status"), str) else "none"
+                found = record.get("status")
+                key = found if isinstance(found, str) else "none"
                 statuses[key] = statuses.get(key, 0) + 1
         editor, agent = self.directions
         return {
