@@ -43,7 +43,7 @@ import logging
 import threading
 import types
 import typing
-from typing import Annotated, Any, Awaitable, Callable, Deque, Dict, Iterator, List, Optional
+from typing import Annotated, Any, Awaitable, Callable, Deque, Dict, Iterator, List, Optional, Set
 
 from . import require_sdk
 
@@ -148,7 +148,7 @@ def _lenient_wrapper(node: Dict[str, Any]) -> bool:
     return True
 
 
-def _strip_lenient(node: Any, classes: set) -> Any:
+def _strip_lenient(node: Any, classes: Set[type]) -> Any:
     """A copy of a core schema without the SDK's lenient wrappers (``classes`` collects the model
     classes it builds)."""
     if isinstance(node, dict):
@@ -172,7 +172,7 @@ def _strict_validator(model: Any) -> Any:
     pydantic-core reuses the prebuilt validator of a nested model class (``__pydantic_validator__``,
     wrappers included) when the class is marked complete, so the classes are marked incomplete for
     the moment the validator is built, then restored."""
-    classes: set = set()
+    classes: Set[type] = set()
     schema = _strip_lenient(model.__pydantic_core_schema__, classes)
     saved = [(cls, cls.__dict__["__pydantic_complete__"]) for cls in classes if "__pydantic_complete__" in cls.__dict__]
     try:
@@ -196,8 +196,9 @@ def _update_validators() -> Dict[str, Any]:
     if _strict_update_validators is not None:
         return _strict_update_validators
     with _strict_update_lock:  # one builder at a time: _strict_validator flips class flags
-        if _strict_update_validators is not None:
-            return _strict_update_validators
+        built: Optional[Dict[str, Any]] = _strict_update_validators  # by another thread meanwhile
+        if built is not None:
+            return built
         validators: Dict[str, Any] = {}
         if _validate_update is not None:
             try:
@@ -260,7 +261,8 @@ def uninstall() -> None:
 
 def is_installed() -> bool:
     """True while :func:`install` is in force."""
-    return _sdk_client_connection.Connection is FastConnection
+    # Connection: the name install() patches there (imported by that module, not re-exported).
+    return _sdk_client_connection.Connection is FastConnection  # type: ignore[attr-defined]
 
 
 @contextlib.contextmanager
@@ -325,13 +327,18 @@ def _update_tracker(handler: Any) -> Any:
     ``ClientSideConnection`` builds and it routes ``session/update`` the standard way (model
     ``SessionNotification``, a snake_case ``session_update`` handler, no telemetry spans to open);
     else None, and every frame goes through the SDK's router as usual."""
-    if type(handler) is not MessageRouter or _telemetry.logfire_span is not None or _telemetry.TRACER is not None:
+    # logfire_span: a global of the SDK's telemetry module (imported from logfire there, not re-exported).
+    spans = _telemetry.logfire_span  # type: ignore[attr-defined]
+    if type(handler) is not MessageRouter or spans is not None or _telemetry.TRACER is not None:
         return None
     route = handler._notifications.get("session/update")
-    if route is None or route.func is None or route.warn_unstable or not route.func.__closure__:
+    if route is None or route.func is None or route.warn_unstable:
         return None
     func = route.func
-    cells = dict(zip(func.__code__.co_freevars, (c.cell_contents for c in func.__closure__)))
+    closure = func.__closure__
+    if not closure:
+        return None
+    cells = dict(zip(func.__code__.co_freevars, (c.cell_contents for c in closure)))
     tracker = cells.get("obj")
     if cells.get("model") is not SessionNotification or cells.get("legacy_api") is not False:
         return None
@@ -374,8 +381,9 @@ class _StreamTransport:
     ) -> None:
         self._reader = reader
         self._writer = writer
-        self._decoder = backend.FrameDecoder(max_frame_bytes=max_frame_bytes)
-        self._dumps = backend.dumps
+        # Either backend's (same API; typed as the package's).
+        self._decoder: acp_fast.FrameDecoder = backend.FrameDecoder(max_frame_bytes=max_frame_bytes)
+        self._dumps: Callable[[Any], bytes] = backend.dumps
         self._receive_timeout = receive_timeout
         self._drain_lock = asyncio.Lock()
         self._closed = False
@@ -560,8 +568,15 @@ class FastConnection(SdkConnection):
             )
             return
         self._stream = _StreamTransport(reader, writer, self._backend, max_frame_bytes, receive_timeout)
+        # The SDK's Transport minus `receive`: Connection only sends through it (it tells transports
+        # from writers by `reader`), and this class reads with receive_frames.
         super().__init__(
-            handler, self._stream, None, observers=observers, listening=listening, receive_timeout=receive_timeout
+            handler,
+            self._stream,  # type: ignore[arg-type]
+            None,
+            observers=observers,
+            listening=listening,
+            receive_timeout=receive_timeout,
         )
 
     @property
@@ -606,7 +621,7 @@ class FastConnection(SdkConnection):
         queue = self._queue
         start = self._start
         tracker = self._tracker
-        handler = tracker._session_update if tracker is not None else None
+        handler: Any = tracker._session_update if tracker is not None else None  # called only when hot
         validate_update = _validate_update
         strict_get = self._strict_update.get
         hot = tracker is not None and validate_update is not None
@@ -713,7 +728,7 @@ class FastConnection(SdkConnection):
         meta = notification.field_meta
         if meta:
             kwargs.update(meta)
-        coro = self._tracker._session_update(**kwargs)  # type: ignore[union-attr]
+        coro = self._tracker._session_update(**kwargs)
         if type(coro) is not _CoroutineType:
             coro = _await(coro)
         return kwargs["session_id"], coro
@@ -722,20 +737,20 @@ class FastConnection(SdkConnection):
         """The SDK tracker's bookkeeping around an update handler that has suspended."""
         tracker = self._tracker
         completed = asyncio.get_running_loop().create_future()
-        pending = tracker._pending.setdefault(session_id, set())  # type: ignore[union-attr]
+        pending = tracker._pending.setdefault(session_id, set())
         pending.add(completed)
-        token = ctx.run(tracker._current_update.set, completed)  # type: ignore[union-attr]
+        token = ctx.run(tracker._current_update.set, completed)
         try:
             await _Resume(coro, first, ctx)
         except Exception as exc:  # as the SDK's _run_notification
             logging.exception("Unhandled error while handling notification method=%s", "session/update", exc_info=exc)
         finally:
-            ctx.run(tracker._current_update.reset, token)  # type: ignore[union-attr]
+            ctx.run(tracker._current_update.reset, token)
             if not completed.done():
                 completed.set_result(None)
             pending.discard(completed)
             if not pending:
-                tracker._pending.pop(session_id, None)  # type: ignore[union-attr]
+                tracker._pending.pop(session_id, None)
 
     def _start(self, item: Any) -> Any:
         """Handle one queued item: a coroutine to run for it, or None when it is already done."""
@@ -858,7 +873,7 @@ class FastConnection(SdkConnection):
                 continue
             if inspect.isawaitable(result):
                 self._tasks.create(
-                    result,  # type: ignore[arg-type]
+                    result,
                     name=f"acp.Connection.observer.{direction.value}",
                     on_error=self._on_observer_error,
                 )
