@@ -153,7 +153,9 @@ def test_bad_utf8_in_a_long_stream(backend):
     # Several hundred KB in one feed (the native framer checks UTF-8 window by window): bad lines
     # in different windows, one long line, and good lines all around are each reported on their
     # own, with the line number and the position of the bad byte.
-    text = lambda n: b'{"jsonrpc":"2.0","method":"m","params":{"t":"' + b"x" * n + b'"}}'
+    def text(n):
+        return b'{"jsonrpc":"2.0","method":"m","params":{"t":"' + b"x" * n + b'"}}'
+
     bad_at = {50: 47, 700: 1000, 701: 47, 1500: 47 + 90_000}
     lines = []
     for i in range(1, 2001):

@@ -127,7 +127,7 @@ def test_subclasses_and_tuples(backend):
     class S(str):
         pass
 
-    class I(int):
+    class Int(int):
         pass
 
     class F(float):
@@ -140,9 +140,9 @@ def test_subclasses_and_tuples(backend):
         pass
 
     od = collections.OrderedDict([("b", 1), ("a", 2)])
-    obj = D(x=L([S("s"), I(5), F(2.5), (1, (2,)), od]))
+    obj = D(x=L([S("s"), Int(5), F(2.5), (1, (2,)), od]))
     assert backend.dumps(obj) == b'{"x":["s",5,2.5,[1,[2]],{"b":1,"a":2}]}'
-    plain = D(x=L([S("s"), I(5), 2.5, (1, (2,)), od]))  # orjson refuses float subclasses
+    plain = D(x=L([S("s"), Int(5), 2.5, (1, (2,)), od]))  # orjson refuses float subclasses
     assert backend.dumps(plain) == orjson.dumps(plain)
     assert backend.dumps(()) == b"[]"
 
@@ -150,7 +150,7 @@ def test_subclasses_and_tuples(backend):
 def test_enum_and_uuid(backend):
     class Color(enum.Enum):
         RED = "red"
-        NESTED = {"a": [1.5]}
+        NESTED = {"a": [1.5]}  # noqa: RUF012 - an enum member: its value is the dict
 
     class Num(enum.IntEnum):
         ONE = 1

@@ -49,7 +49,7 @@ def _check_message(m, case, backend, raw: bytes):
 @pytest.mark.parametrize("case", VALID)
 def test_valid_frame_vector(backend, case):
     raw = case["bytes"]
-    for form, data in _forms(raw):
+    for _form, data in _forms(raw):
         _check_message(backend.decode(data), case, backend, raw)
 
 
@@ -131,7 +131,7 @@ def test_message_is_immutable(backend):
 def test_message_equality_and_hash(backend):
     raw = b'{"jsonrpc":"2.0","id":1,"method":"m"}'
     a, b = backend.decode(raw), backend.decode(raw + b"\r\n")
-    assert a == b and not (a != b)
+    assert a == b and not (a != b)  # noqa: SIM202 - __ne__ is under test too
     assert hash(a) == hash(b)
     assert len({a, b}) == 1
     c = backend.decode(b'{"jsonrpc":"2.0", "id":1,"method":"m"}')  # same content, other bytes
@@ -209,7 +209,7 @@ def test_invalid_frame_vector(backend, case):
     if expected_raw.endswith(b"\r"):
         expected_raw = expected_raw[:-1]
     assert (expected_raw == raw) == (case["kind"] != "embedded_newline" or not raw.endswith(b"\n"))
-    for form, data in _forms(raw):
+    for _form, data in _forms(raw):
         with pytest.raises(DecodeError) as info:
             backend.decode(data)
         _check_error(info.value, case, expected_raw)
@@ -296,7 +296,7 @@ def _check_batch(batch, case, backend, line=None):
 
 @pytest.mark.parametrize("case", BATCHES)
 def test_batch_vector(backend, case):
-    for form, data in _forms(case["bytes"]):
+    for _form, data in _forms(case["bytes"]):
         _check_batch(backend.decode(data), case, backend)
     _check_batch(backend.decode(case["bytes"] + b"\r\n"), case, backend)
 

@@ -201,7 +201,7 @@ def _check_reject(err: DecodeError, case, data: bytes):
 
 @pytest.mark.parametrize("case", REJECT)
 def test_reject_vector(backend, case):
-    for form, data in _input_forms(case["bytes"]):
+    for _form, data in _input_forms(case["bytes"]):
         with pytest.raises(DecodeError) as info:
             backend.loads(data)
         _check_reject(info.value, case, case["bytes"])

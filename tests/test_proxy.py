@@ -282,7 +282,7 @@ def test_editor_closing_stdin_early(tmp_path, env):
     )
     done = proxy(env, agent=agent, stdin=b"".join(requests))
     assert done.returncode == 0
-    assert [json.loads(l)["id"] for l in done.stdout.splitlines()] == list(range(20))
+    assert [json.loads(line)["id"] for line in done.stdout.splitlines()] == list(range(20))
 
 
 def test_strict_answers_invalid_requests(tmp_path, env):
@@ -293,7 +293,7 @@ def test_strict_answers_invalid_requests(tmp_path, env):
     strict = proxy(env, "--strict", agent=agent, stdin=data)
     assert strict.returncode == 0
     assert (log / "in.bin").read_bytes() == good + good  # the agent never saw them
-    answers = [json.loads(l) for l in strict.stdout.splitlines() if b'"error"' in l]
+    answers = [json.loads(line) for line in strict.stdout.splitlines() if b'"error"' in line]
     assert [(a["id"], a["error"]["code"]) for a in answers] == [(7, -32600), (None, -32700)]
     assert answers[0]["error"]["data"]["line"] == 2 and answers[1]["error"]["data"]["line"] == 3
     assert strict.stdout.count(good) == 2

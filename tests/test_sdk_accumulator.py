@@ -257,17 +257,21 @@ def test_session_changes_reset_as_in_the_sdk(backend: Any) -> None:
 
 def test_subscribers(backend: Any) -> None:
     for acc in (sdk.SessionAccumulator(), SessionAccumulator(backend=backend)):
-        seen: List[Any] = []
-        unsubscribe = acc.subscribe(lambda snapshot, n: seen.append((snapshot, n)))
-        first = notification(
-            "s", UserMessageChunk(session_update="user_message_chunk", content=TextContentBlock(type="text", text="a"))
-        )
-        returned = acc.apply(first)
-        unsubscribe()
-        unsubscribe()  # a second call is harmless
-        acc.apply(first)
-        assert len(seen) == 1 and seen[0][0] is returned and seen[0][1] is first
-        assert [m.content.text for m in seen[0][0].user_messages] == ["a"]
+        _check_subscribers(acc)
+
+
+def _check_subscribers(acc: Any) -> None:
+    seen: List[Any] = []
+    unsubscribe = acc.subscribe(lambda snapshot, n: seen.append((snapshot, n)))
+    first = notification(
+        "s", UserMessageChunk(session_update="user_message_chunk", content=TextContentBlock(type="text", text="a"))
+    )
+    returned = acc.apply(first)
+    unsubscribe()
+    unsubscribe()  # a second call is harmless
+    acc.apply(first)
+    assert len(seen) == 1 and seen[0][0] is returned and seen[0][1] is first
+    assert [m.content.text for m in seen[0][0].user_messages] == ["a"]
 
 
 def test_reset_keeps_old_snapshots(backend: Any) -> None:
@@ -298,7 +302,7 @@ def test_lazy_snapshot_behaves_as_the_sdk_snapshot(v1_stream: Any, backend: Any)
     assert got.model_dump_json() == expected.model_dump_json()
     assert list(got) == list(expected)
     assert repr(got) == repr(expected).replace("SessionSnapshot(", "LazySessionSnapshot(", 1)
-    assert got == expected and expected == got and not (got != expected)
+    assert got == expected and expected == got and not (got != expected)  # noqa: SIM202 - __ne__ is under test too
     plain = got.materialize()
     assert type(plain) is sdk.SessionSnapshot and plain == expected and expected == plain
     assert plain.model_fields_set == expected.model_fields_set
@@ -312,7 +316,7 @@ def test_lazy_snapshot_behaves_as_the_sdk_snapshot(v1_stream: Any, backend: Any)
         hash(expected)
     assert got != acc.apply(notifications[200])  # a later state differs
     with pytest.raises(AttributeError):
-        got.no_such_field
+        _ = got.no_such_field
 
 
 def test_apply_builds_nothing_that_is_not_read(v1_stream: Any, backend: Any, monkeypatch: Any) -> None:

@@ -83,8 +83,10 @@ EXPECTED: List[Tuple[int, bytes, str, str]] = [
         12,
         b'"maybe"',
         "acp",
-        'session/request_permission: expected "params.options[0].kind" to be one of "allow_once", "allow_always", '
-        '"reject_once", "reject_always", found string "maybe"',
+        (
+            'session/request_permission: expected "params.options[0].kind" to be one of "allow_once", "allow_always", '
+            '"reject_once", "reject_always", found string "maybe"'
+        ),
     ),
     (
         13,
@@ -99,8 +101,10 @@ EXPECTED: List[Tuple[int, bytes, str, str]] = [
         17,
         b'"tool_call_content_chunk"',
         "acp",
-        'session/update: expected "params.update.sessionUpdate" to be a protocol v1 session update, found string '
-        '"tool_call_content_chunk" (a protocol v2 update)',
+        (
+            'session/update: expected "params.update.sessionUpdate" to be a protocol v1 session update, found string '
+            '"tool_call_content_chunk" (a protocol v2 update)'
+        ),
     ),
     (
         18,
@@ -121,8 +125,10 @@ EXPECTED: List[Tuple[int, bytes, str, str]] = [
         23,
         b'"finished"',
         "acp",
-        'result of session/prompt (request on line 15): expected "result.stopReason" to be one of "end_turn", '
-        '"max_tokens", "max_turn_requests", "refusal", "cancelled", found string "finished"',
+        (
+            'result of session/prompt (request on line 15): expected "result.stopReason" to be one of "end_turn", '
+            '"max_tokens", "max_turn_requests", "refusal", "cancelled", found string "finished"'
+        ),
     ),
     (
         25,
