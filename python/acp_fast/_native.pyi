@@ -131,8 +131,10 @@ class Framer:
     * ``joined=True`` (implies ``keepends``): the consecutive complete lines of one feed come as
       one event ``(first line, data)``, what a relay forwards in one write."""
 
-    def __new__(cls, *, max_frame_bytes: int = 67108864, keepends: bool = False, joined: bool = False) -> Framer: ...
-    def feed(self, data: _Buffer) -> List[Union[_Line, Tuple[int, int], DecodeError]]: ...
+    def __new__(cls, *, max_frame_bytes: int = 67108864, keepends: bool = False, joined: bool = False) -> Framer:
+        """A framer holding at most ``max_frame_bytes`` of a partial line, in the reading chosen."""
+    def feed(self, data: _Buffer) -> List[Union[_Line, Tuple[int, int], DecodeError]]:
+        """Feed bytes; returns the events of every line completed by them, in order."""
     def finish(self) -> List[Union[_Line, Tuple[int, int]]]:
         """End of input: the event of a last line that has no newline."""
     @property
