@@ -4,6 +4,7 @@
 mod convert;
 mod errors;
 mod frames;
+mod records;
 mod state;
 mod strcache;
 mod untracked;
@@ -58,7 +59,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<frames::PyMessage>()?;
     m.add_class::<frames::PyFrameDecoder>()?;
     m.add_class::<state::PyToolCallStore>()?;
-    m.add_class::<state::PyChange>()?;
+    m.add_class::<records::PyChange>()?;
     // Before any Message exists (see `untracked`).
     untracked::install::<frames::PyMessage>(m.py());
     Ok(())
