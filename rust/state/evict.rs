@@ -3,20 +3,22 @@
 //! dropped, else the oldest one; never the one the frame touched.
 //!
 //! The structure is the same in both backends. Each tool call gets a creation number, `seq`, when
-//! it is created: its index in `order`, which holds (session, id) for each tool call in creation
-//! order, `None` once evicted. `order_head` is the first entry that may still be live (all before
-//! it are `None`), so the oldest tool call is found by moving it forward. `finished` is a min-heap
-//! of the creation numbers of the tool calls found finished when a frame touched them; an entry
-//! whose tool call was evicted, or is no longer finished (it is queued again when it is), is
-//! dropped when it reaches the top. `compact` renumbers the live tool calls 0, 1, 2, ... (same
-//! order) once `order` or `finished` holds more than twice as many entries as there are tool calls
-//! (plus 64), so memory follows the tool calls retained.
+//! it is created. `order` holds (session, id) of each tool call in creation order, `None` once
+//! evicted: the entry of `seq` is `order[seq - order_base]`, and `order_head` is the first entry
+//! that may still be live (all before it are `None`), so the oldest tool call is found by moving
+//! it forward. `finished` is a min-heap of the creation numbers of the tool calls found finished
+//! when a frame touched them; an entry whose tool call was evicted, or is no longer finished (it
+//! is queued again when it is), is dropped when it reaches the top. The evicted entries before
+//! `order_head` are cut off once they are half of `order` (`order_base` moves on); when the
+//! entries after it (holes left by tool calls evicted out of creation order) or those of the heap
+//! outnumber the tool calls, `compact` renumbers the live tool calls 0, 1, 2, ... (same order).
+//! Memory follows the tool calls retained.
 //!
 //! Cost per frame, amortised: O(1) while no retained tool call is finished (the victim is at
 //! `order_head`), whatever the number of unfinished ones; O(log n) for each tool call that
-//! finishes and each eviction of a finished one (n: finished tool calls queued). O(1) for any
-//! order of finishing would need an integer priority queue over creation numbers (a bitmap
-//! hierarchy, say); not done.
+//! finishes and each eviction of a finished one (n: finished tool calls queued, at most the
+//! bound). O(1) for any order of finishing would need an integer priority queue over creation
+//! numbers (a bitmap hierarchy, say); not done.
 //!
 //! Mirror: `python/acp_fast/_fallback/state/evict.py`. Differences on purpose: here a record
 //! carries its creation number (`ToolCall::seq`) and its `order` entry the queued flag; the
@@ -37,25 +39,21 @@ pub(super) struct Tracked {
 }
 
 impl Store {
-    /// Bound only: after a frame created (`created`) or changed the tool call `key` of the session
-    /// in `slot`: number it if new, queue it if it is now finished, and after a creation, evict.
-    /// Out of line: stores without a bound never come here.
+    /// Bound only: after a frame created (`created`, numbered `seq`) or changed the tool call `key`
+    /// of the session in `slot` (`finished`: its status now): record it if new, queue it if
+    /// finished, and after a creation, evict. Out of line: stores without a bound never come here.
     #[inline(never)]
-    pub(super) fn touch(&mut self, slot: usize, key: &[u8], created: bool) {
-        let Some(tc) = self.sessions.at_mut(slot).tool_calls.get_mut(key) else {
-            return;
-        };
+    pub(super) fn touch(&mut self, slot: usize, key: &[u8], created: bool, seq: usize, finished: bool) {
         if created {
-            tc.seq = self.order.len();
+            debug_assert_eq!(seq, self.order_base + self.order.len());
             self.order.push(Some(Tracked {
                 slot,
                 key: key.into(),
                 queued: false,
             }));
         }
-        let seq = tc.seq;
-        let entry = self.order[seq].as_mut().expect("a live entry");
-        if !entry.queued && tc.finished() {
+        let entry = self.order[seq - self.order_base].as_mut().expect("a live entry");
+        if finished && !entry.queued {
             entry.queued = true;
             self.finished.push(Reverse(seq));
         }
@@ -65,8 +63,8 @@ impl Store {
     }
 
     /// Drop tool calls while more than the bound are retained: the oldest finished one, else the
-    /// oldest one; never `keep` (the creation number of the tool call just created). Then compact
-    /// if `order` or `finished` holds too many entries.
+    /// oldest one; never `keep` (the creation number of the tool call just created). Then cut
+    /// off or renumber the evicted entries.
     pub(super) fn evict(&mut self, keep: usize) {
         let Some(max) = self.max_tool_calls else {
             return;
@@ -80,7 +78,7 @@ impl Store {
             let Some(seq) = finished.or_else(|| self.oldest(keep)) else {
                 return;
             };
-            let Tracked { slot, key, .. } = self.order[seq].take().expect("a live entry");
+            let Tracked { slot, key, .. } = self.order[seq - self.order_base].take().expect("a live entry");
             let session = self.sessions.at_mut(slot);
             if let Some(s) = session.tool_calls.slot(&key) {
                 session.tool_calls.remove_slot(s);
@@ -89,10 +87,21 @@ impl Store {
             self.tool_call_count -= 1;
             self.evicted += 1;
         }
+        self.skip_evicted();
+        let head = self.order_head;
         let most = 2 * self.tool_call_count + 64;
-        if self.order.len() > most || self.finished.len() > most {
+        if self.order.len() - head > most || self.finished.len() > most {
             self.compact();
+        } else if head >= 64 && 2 * head >= self.order.len() {
+            self.order.drain(..head);
+            self.order_base += head;
+            self.order_head = 0;
         }
+    }
+
+    /// The live entry of `seq`, if it is one.
+    fn entry(&self, seq: usize) -> Option<&Tracked> {
+        self.order.get(seq.checked_sub(self.order_base)?)?.as_ref()
     }
 
     /// The oldest finished tool call but `keep`, taken off the heap (dropping stale entries).
@@ -100,12 +109,12 @@ impl Store {
         let mut held = None;
         let mut victim = None;
         while let Some(Reverse(seq)) = self.finished.pop() {
-            let Some(entry) = self.order[seq].as_mut() else {
+            let Some(entry) = self.entry(seq) else {
                 continue; // evicted
             };
             let tool_calls = &self.sessions.at(entry.slot).expect("session slot").1.tool_calls;
             if !tool_calls.get(&entry.key).is_some_and(|tc| tc.finished()) {
-                entry.queued = false;
+                self.order[seq - self.order_base].as_mut().expect("a live entry").queued = false;
             } else if seq == keep {
                 held = Some(seq);
             } else {
@@ -119,13 +128,19 @@ impl Store {
         victim
     }
 
-    /// The oldest tool call but `keep`.
-    fn oldest(&mut self, keep: usize) -> Option<usize> {
+    /// Move `order_head` past the evicted entries at the front.
+    fn skip_evicted(&mut self) {
         while self.order.get(self.order_head).is_some_and(Option::is_none) {
             self.order_head += 1;
         }
+    }
+
+    /// The oldest tool call but `keep`.
+    fn oldest(&mut self, keep: usize) -> Option<usize> {
+        self.skip_evicted();
+        let seq = self.order_base + self.order_head;
         // `keep` is the newest tool call: with more than one retained, the oldest is another.
-        (self.order_head < self.order.len() && self.order_head != keep).then_some(self.order_head)
+        (self.order_head < self.order.len() && seq != keep).then_some(seq)
     }
 
     /// Renumber the live tool calls 0, 1, 2, ... in creation order and rebuild the heap from their
@@ -142,6 +157,7 @@ impl Store {
             }
             self.order.push(Some(entry));
         }
+        self.order_base = 0;
         self.order_head = 0;
         // `from` heapifies in O(n) (the creation numbers come in ascending order).
         self.finished = BinaryHeap::from(finished);
@@ -200,7 +216,7 @@ mod tests {
             apply(&mut s, &upd(&u)).unwrap();
         }
         assert_eq!(s.tool_call_count(), 3);
-        assert!(s.order.len() <= 2 * 3 + 64 && s.finished.len() <= 2 * 3 + 64);
+        assert!(s.order.len() - s.order_head <= 2 * 3 + 64 && s.finished.len() <= 2 * 3 + 64);
         assert_eq!(ids(&s), [&b"old"[..], b"c9998", b"c9999"]);
     }
 }

@@ -54,9 +54,11 @@ pub struct Store {
     pending: HashMap<IdKey, usize>,
     tool_call_count: usize,
     evicted: u64,
-    /// With a bound (`evict.rs`): each tool call by creation number (`None`: evicted), the first
-    /// entry that may be live, and the creation numbers of finished tool calls, oldest first.
+    /// With a bound (`evict.rs`): each tool call by creation number (`None`: evicted), the
+    /// creation number of `order[0]`, the first entry that may be live, and the creation numbers
+    /// of finished tool calls, oldest first.
     order: Vec<Option<evict::Tracked>>,
+    order_base: usize,
     order_head: usize,
     finished: BinaryHeap<Reverse<usize>>,
     // Scratch space reused from frame to frame.
@@ -108,6 +110,7 @@ impl Store {
             tool_call_count: 0,
             evicted: 0,
             order: Vec::new(),
+            order_base: 0,
             order_head: 0,
             finished: BinaryHeap::new(),
             members: Vec::new(),

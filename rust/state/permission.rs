@@ -16,11 +16,14 @@ use super::records::{Action, Change, IdKey, Ident, Outcome, Permission, Source, 
 use super::tool_call::TcOp;
 use super::Store;
 
+// The update functions here stay out of line (`#[inline(never)]`), so that `Store::apply`, the
+// path of every frame, stays small.
 impl Store {
     /// A `session/request_permission` request: `params.options` must be an array; its tool call
     /// (`params.toolCall`, else the `toolCall` of a `tool_call` subject) is applied as a
     /// `tool_call_update` of the version in force; the request is recorded as pending (replacing a
     /// pending one with its id).
+    #[inline(never)]
     pub(super) fn permission_request(&mut self, data: &[u8], env: &Envelope) -> Result<Option<Change>, DecodeError> {
         let Some(params) = env.params.filter(|p| p.ty == JsonType::Object) else {
             return Ok(None);
@@ -97,6 +100,7 @@ impl Store {
     /// A response or error response: resolves the pending request with its id (unless the agent
     /// sent it), else a success response whose `result.protocolVersion` is an integer sets the
     /// negotiated version.
+    #[inline(never)]
     pub(super) fn response(&mut self, data: &[u8], env: &Envelope, source: Source) -> Option<Change> {
         let id_span = env.id?;
         if source != Source::Agent && !self.pending.is_empty() {

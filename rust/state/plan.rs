@@ -12,9 +12,12 @@ use super::read::{bad, find_member, raw, text_of, update_member};
 use super::records::{Action, Change, Ident, Raw, Target, Text};
 use super::Store;
 
+// The update functions here stay out of line (`#[inline(never)]`), so that `Store::apply`, the
+// path of every frame, stays small.
 impl Store {
     /// v1 `plan`: `{"type": "items", "planId": "main", "entries": [...]}` (+ `_meta` when not null)
     /// replaces the plan `"main"`.
+    #[inline(never)]
     pub(super) fn plan(
         &mut self,
         data: &[u8],
@@ -51,6 +54,7 @@ impl Store {
     }
 
     /// v2 `plan_update`: `update.plan` (an object with a string `planId`) replaces that plan.
+    #[inline(never)]
     pub(super) fn plan_update(
         &mut self,
         data: &[u8],
@@ -90,6 +94,7 @@ impl Store {
     }
 
     /// `plan_removed`: the plan `update.planId` is removed (a Change only when it existed).
+    #[inline(never)]
     pub(super) fn plan_removed(
         &mut self,
         data: &[u8],

@@ -15,10 +15,13 @@ use super::records::{Action, Change, Ident, Raw, Target, Terminal};
 use super::tool_call::{dedupe_extras, set_extra};
 use super::Store;
 
+// The update functions here stay out of line (`#[inline(never)]`), so that `Store::apply`, the
+// path of every frame, stays small.
 impl Store {
     /// `terminal_update`: omitted = unchanged, null = unset (`output: null` empties the bytes and
     /// unsets `outputMeta`), a value replaces; `output.data` (base64) replaces all bytes and
     /// `output._meta` becomes `outputMeta`.
+    #[inline(never)]
     pub(super) fn terminal_update(
         &mut self,
         data: &[u8],
@@ -133,6 +136,7 @@ impl Store {
 
     /// `terminal_output_chunk`: the base64 `data` decoded and appended (the chunk's other members
     /// are not stored).
+    #[inline(never)]
     pub(super) fn terminal_chunk(
         &mut self,
         data: &[u8],

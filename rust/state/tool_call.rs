@@ -69,6 +69,8 @@ impl Store {
         Ok(Some(self.commit_tool_call(data, sid, tcid, TcOp::Chunk)))
     }
 
+    // `check_tool_call` and `commit_tool_call` stay out of line: one copy serves every kind above
+    // and permission requests, and `Store::apply` (the path of every frame) stays small.
     /// Walk and check the tool-call object `obj` (members left in `self.members`, each with the
     /// field slot or `F_` code it counts for); returns its `toolCallId` token.
     #[inline(never)]
@@ -199,35 +201,44 @@ impl Store {
         } else {
             &data[tcid.start..tcid.end]
         };
-        let action = match session.tool_calls.get_mut(key) {
-            Some(tc) => match op {
-                TcOp::Create => {
-                    let mut fresh = ToolCall {
-                        seq: tc.seq,
-                        ..ToolCall::default()
-                    };
-                    patch(&mut fresh, data, &members, &items, false);
-                    *tc = fresh;
-                    Action::Replaced
-                }
-                TcOp::Update => {
-                    patch(tc, data, &members, &items, v2);
-                    Action::Updated
-                }
-                TcOp::Chunk => {
-                    append_chunk(tc, data, &members);
-                    Action::Appended
-                }
-            },
+        // With a bound, the creation number and status go to `touch` (evict.rs).
+        let bounded = self.max_tool_calls.is_some();
+        let (action, seq, finished) = match session.tool_calls.get_mut(key) {
+            Some(tc) => {
+                let action = match op {
+                    TcOp::Create => {
+                        let mut fresh = ToolCall {
+                            seq: tc.seq,
+                            ..ToolCall::default()
+                        };
+                        patch(&mut fresh, data, &members, &items, false);
+                        *tc = fresh;
+                        Action::Replaced
+                    }
+                    TcOp::Update => {
+                        patch(tc, data, &members, &items, v2);
+                        Action::Updated
+                    }
+                    TcOp::Chunk => {
+                        append_chunk(tc, data, &members);
+                        Action::Appended
+                    }
+                };
+                (action, tc.seq, bounded && tc.finished())
+            }
             None => {
-                let mut tc = ToolCall::default();
+                let mut tc = ToolCall {
+                    seq: self.order_base + self.order.len(),
+                    ..ToolCall::default()
+                };
                 match op {
                     TcOp::Chunk => append_chunk(&mut tc, data, &members),
                     // Created from the non-null fields: null never sets anything on a new record.
                     _ => patch(&mut tc, data, &members, &items, false),
                 }
+                let (seq, finished) = (tc.seq, bounded && tc.finished());
                 session.tool_calls.push(key.into(), tc);
-                Action::Created
+                (Action::Created, seq, finished)
             }
         };
         self.members = members;
@@ -236,14 +247,14 @@ impl Store {
             self.tool_call_count += 1;
         }
         // A chunk changes no status: the bound has nothing to learn from an append.
-        if self.max_tool_calls.is_some() && action != Action::Appended {
+        if bounded && action != Action::Appended {
             let scratch = std::mem::take(&mut self.scratch);
             let key = if tcid.escaped {
                 &scratch[..]
             } else {
                 &data[tcid.start..tcid.end]
             };
-            self.touch(slot, key, action == Action::Created);
+            self.touch(slot, key, action == Action::Created, seq, finished);
             self.scratch = scratch;
         }
         Change::new(Some(sid), Target::ToolCall, Ident::Text(tcid), action, Some(tcid))

@@ -121,6 +121,7 @@ class ToolCallStore:
         "_tool_call_count",
         "_evicted",
         "_order",
+        "_order_base",
         "_order_head",
         "_finished",
         "_created",
@@ -160,9 +161,11 @@ class ToolCallStore:
         self._tool_call_count = 0
         self._evicted = 0
         # With a bound (evict.py): (session, id) of each tool call by creation number (None:
-        # evicted), the first entry that may be live, the creation numbers of finished tool
-        # calls (a heap), and (session, id) -> [creation number, queued].
+        # evicted), the creation number of _order[0], the first entry that may be live, the
+        # creation numbers of finished tool calls (a heap), and (session, id) -> [creation
+        # number, queued].
         self._order: List[Optional[Tuple[str, str]]] = []
+        self._order_base = 0
         self._order_head = 0
         self._finished: List[int] = []
         self._created: Dict[Tuple[str, str], List[Any]] = {}

@@ -3,24 +3,27 @@ retained, the oldest (first created, across sessions) tool call whose status is 
 dropped, else the oldest one; never the one the frame touched.
 
 The structure is the same in both backends. Each tool call gets a creation number, ``seq``, when it
-is created: its index in ``order``, which holds (session, id) for each tool call in creation order,
-None once evicted. ``order_head`` is the first entry that may still be live (all before it are
-None), so the oldest tool call is found by moving it forward. ``finished`` is a min-heap of the
-creation numbers of the tool calls found finished when a frame touched them; an entry whose tool
-call was evicted, or is no longer finished (it is queued again when it is), is dropped when it
-reaches the top. ``compact`` renumbers the live tool calls 0, 1, 2, ... (same order) once
-``order`` or ``finished`` holds more than twice as many entries as there are tool calls (plus 64),
-so memory follows the tool calls retained.
+is created. ``order`` holds (session, id) of each tool call in creation order, None once evicted:
+the entry of ``seq`` is ``order[seq - order_base]``, and ``order_head`` is the first entry that may
+still be live (all before it are None), so the oldest tool call is found by moving it forward.
+``finished`` is a min-heap of the creation numbers of the tool calls found finished when a frame
+touched them; an entry whose tool call was evicted, or is no longer finished (it is queued again
+when it is), is dropped when it reaches the top. The evicted entries before ``order_head`` are cut
+off once they are half of ``order`` (``order_base`` moves on); when the entries after it (holes
+left by tool calls evicted out of creation order) or those of the heap outnumber the tool calls,
+``compact`` renumbers the live tool calls 0, 1, 2, ... (same order). Memory follows the tool calls
+retained.
 
 Cost per frame, amortised: O(1) while no retained tool call is finished (the victim is at
 ``order_head``), whatever the number of unfinished ones; O(log n) for each tool call that finishes
-and each eviction of a finished one (n: finished tool calls queued). O(1) for any order of
-finishing would need an integer priority queue over creation numbers (a bitmap hierarchy, say);
-not done.
+and each eviction of a finished one (n: finished tool calls queued, at most the bound). O(1) for
+any order of finishing would need an integer priority queue over creation numbers (a bitmap
+hierarchy, say); not done.
 
 Mirror of ``rust/state/evict.rs``. Differences on purpose: a record here is a plain dict, so the
 store keeps each one's creation number and queued flag in ``_created`` ((session, id) -> [seq,
-queued]); Rust keeps them in the record (``ToolCall::seq``, ``ToolCall::queued``).
+queued]); Rust keeps the number in the record (``ToolCall::seq``) and the flag in its ``order``
+entry.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ def touch(store: ToolCallStore, sid: str, tcid: str, f: Dict[str, Any], created:
     key = (sid, tcid)
     if created:
         order = store._order
-        seq = len(order)
+        seq = store._order_base + len(order)
         entry = store._created[key] = [seq, False]
         order.append(key)
     else:
@@ -59,8 +62,8 @@ def touch(store: ToolCallStore, sid: str, tcid: str, f: Dict[str, Any], created:
 
 def evict(store: ToolCallStore, keep: int) -> None:
     """Drop tool calls while more than the bound are retained: the oldest finished one, else the
-    oldest one; never ``keep`` (the creation number of the tool call just created). Then compact
-    if ``order`` or ``finished`` holds too many entries."""
+    oldest one; never ``keep`` (the creation number of the tool call just created). Then cut off
+    or renumber the evicted entries."""
     limit = store._max_tool_calls
     if limit is None:
         return
@@ -71,28 +74,36 @@ def evict(store: ToolCallStore, keep: int) -> None:
             seq = _oldest(store, keep)
             if seq is None:  # pragma: no cover - see _oldest
                 return
-        key: Any = order[seq]  # a live entry
-        order[seq] = None
+        i = seq - store._order_base
+        key: Any = order[i]  # a live entry
+        order[i] = None
         del store._created[key]
         del store._sessions[key[0]].tool_calls[key[1]]
         store._tool_call_count -= 1
         store._evicted += 1
+    _skip_evicted(store)
+    head = store._order_head
     most = 2 * store._tool_call_count + 64
-    if len(order) > most or len(store._finished) > most:
+    if len(order) - head > most or len(store._finished) > most:
         compact(store)
+    elif head >= 64 and 2 * head >= len(order):
+        del order[:head]
+        store._order_base += head
+        store._order_head = 0
 
 
 def _oldest_finished(store: ToolCallStore, keep: int) -> Optional[int]:
     """The oldest finished tool call but ``keep``, taken off the heap (dropping stale entries)."""
     heap = store._finished
     order = store._order
+    base = store._order_base
     held = None
     victim = None
     while heap:
         seq = heappop(heap)
-        key = order[seq]
+        key = order[seq - base] if seq >= base else None
         if key is None:
-            continue
+            continue  # evicted
         if not finished(store._sessions[key[0]].tool_calls[key[1]]):
             store._created[key][1] = False
         elif seq == keep:
@@ -105,17 +116,23 @@ def _oldest_finished(store: ToolCallStore, keep: int) -> Optional[int]:
     return victim
 
 
-def _oldest(store: ToolCallStore, keep: int) -> Optional[int]:
-    """The oldest tool call but ``keep``."""
+def _skip_evicted(store: ToolCallStore) -> None:
+    """Move ``order_head`` past the evicted entries at the front."""
     order = store._order
     head = store._order_head
-    while order[head] is None:
+    while head < len(order) and order[head] is None:
         head += 1
     store._order_head = head
+
+
+def _oldest(store: ToolCallStore, keep: int) -> Optional[int]:
+    """The oldest tool call but ``keep``."""
+    _skip_evicted(store)
+    seq = store._order_base + store._order_head
     # `keep` is the newest tool call: with more than one retained, the oldest is another.
-    if head == keep:  # pragma: no cover - as above
+    if store._order_head == len(store._order) or seq == keep:  # pragma: no cover - as above
         return None
-    return head
+    return seq
 
 
 def compact(store: ToolCallStore) -> None:
@@ -133,5 +150,6 @@ def compact(store: ToolCallStore) -> None:
             heap.append(seq)
         order.append(key)
     store._order = order
+    store._order_base = 0
     store._order_head = 0
     store._finished = heap  # ascending: a heap already
