@@ -1,13 +1,14 @@
 //! State-engine throughput without Python: `cargo bench --bench state -- FILE`.
-//! ns/frame of `parse_line` alone and of `parse_line` + `Store::apply` over an NDJSON corpus
-//! (`python -m acp_fast.traffic`-style data, e.g. the mixed profile).
+//! ns/frame of `parse_line` alone, of `parse_line` + `Store::apply` over an NDJSON corpus
+//! (`python -m acp_fast.traffic`-style data, e.g. the mixed profile), and of writing and reading
+//! back the checkpoint of the resulting store (`checkpoint::to_json` / `from_json`).
 //! For profilers: `STATE_BENCH_PASSES=1 STATE_BENCH_ONLY=parse+apply` runs one pass of one part.
 use std::time::Instant;
 
 use _native::message::{parse_line, parse_line_captured, Frame};
-use _native::state::{Source, Store};
+use _native::state::{checkpoint, Source, Store};
 
-fn apply_all(lines: &[&[u8]]) -> usize {
+fn load(lines: &[&[u8]]) -> (Store, usize) {
     let mut store = Store::new(None, None);
     let mut changes = 0;
     let mut cap = _native::message::Captured::new();
@@ -17,7 +18,11 @@ fn apply_all(lines: &[&[u8]]) -> usize {
             changes += usize::from(matches!(r, Ok(Some(_))));
         }
     }
-    changes
+    (store, changes)
+}
+
+fn apply_all(lines: &[&[u8]]) -> usize {
+    load(lines).1
 }
 
 fn parse_all(lines: &[&[u8]]) -> usize {
@@ -44,10 +49,17 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(15);
     let only = std::env::var("STATE_BENCH_ONLY").ok();
-    for (name, f) in [
-        ("parse_line", parse_all as fn(&[&[u8]]) -> usize),
-        ("parse+apply", apply_all),
-    ] {
+    let (store, _) = load(&lines);
+    let doc = checkpoint::to_json(&store).expect("a checkpoint");
+    let to_json = || checkpoint::to_json(&store).map_or(0, |d| d.len());
+    let from_json = || checkpoint::from_json(&doc).map_or(0, |s| s.tool_call_count());
+    let parts: [(&str, &dyn Fn() -> usize); 4] = [
+        ("parse_line", &|| parse_all(&lines)),
+        ("parse+apply", &|| apply_all(&lines)),
+        ("to_json", &to_json),
+        ("from_json", &from_json),
+    ];
+    for (name, f) in parts {
         if only.as_deref().is_some_and(|o| o != name) {
             continue;
         }
@@ -55,11 +67,12 @@ fn main() {
         let mut result = 0;
         for _ in 0..passes {
             let t = Instant::now();
-            result = std::hint::black_box(f(&lines));
+            result = std::hint::black_box(f());
             best = best.min(t.elapsed().as_secs_f64());
         }
+        // result: frames parsed, changes, checkpoint bytes, tool calls restored.
         println!(
-            "{name:12} {:8.1} ns/frame {:8.1} MB/s  ({result} of {} frames)",
+            "{name:12} {:8.1} ns/frame {:8.1} MB/s  (result {result}; {} frames)",
             best * 1e9 / lines.len() as f64,
             data.len() as f64 / best / 1e6,
             lines.len()

@@ -1,6 +1,6 @@
-"""Helpers shared by ``test_state.py`` and ``test_state_properties.py``: frame construction (exact
+"""Helpers shared by the ``test_state_*.py`` files: frame construction (exact
 bytes, so error positions can be computed from them) and small assertion helpers for the state
-engine (DESIGN.md §7, API.md "Tool-call state").
+engine (DESIGN.md §7, docs/API.md "Tool-call state").
 
 Nothing here knows the rules of the engine; the model of the tool-call rules lives in
 ``test_state_properties.py``.

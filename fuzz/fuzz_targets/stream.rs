@@ -1,12 +1,13 @@
 //! Any byte stream, in any pieces, through the framer, the envelope parser and the state engine:
-//! nothing may panic or hang, the pieces must not change the lines, and the parse of a line must
-//! not depend on how it was reached (with or without captured members, UTF-8 known or not).
+//! nothing may panic or hang, the pieces must not change the lines, the parse of a line must not
+//! depend on how it was reached (with or without captured members, UTF-8 known or not), and a
+//! store's checkpoint must restore to a store with the same checkpoint.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 
 use _native::framing::{Event, Framer, DEFAULT_MAX_FRAME_BYTES};
 use _native::message::{parse_line, parse_line_utf8, Captured, Frame};
-use _native::state::{Source, Store};
+use _native::state::{checkpoint, Source, Store};
 
 #[derive(Debug, PartialEq)]
 enum Line {
@@ -84,4 +85,10 @@ fuzz_target!(|input: &[u8]| {
         stores[1].tool_call_count() <= 2 && stores[2].tool_call_count() <= 1,
         "bound not kept"
     );
+    for store in &stores {
+        // A value nested deeper than `dumps` writes has no checkpoint (an EncodeError in Python).
+        let Ok(doc) = checkpoint::to_json(store) else { continue };
+        let restored = checkpoint::from_json(&doc).expect("a checkpoint restores");
+        assert_eq!(checkpoint::to_json(&restored).ok(), Some(doc), "checkpoint round trip");
+    }
 });

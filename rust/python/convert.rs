@@ -452,8 +452,9 @@ impl<'py> Writer<'py> {
         Ok(())
     }
 
+    /// `dumps`' error for a container nested too deep (also raised by `ToolCallStore.to_json`).
     #[cold]
-    fn too_deep() -> EncodeFailure {
+    pub(super) fn too_deep() -> EncodeFailure {
         EncodeFailure::new("depth_limit", format!("nesting deeper than {MAX_DEPTH} levels"))
     }
 

@@ -5,6 +5,7 @@ mod convert;
 mod errors;
 mod frames;
 mod framing;
+mod records;
 mod state;
 mod strcache;
 mod untracked;
@@ -62,7 +63,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<frames::PyFrameDecoder>()?;
     m.add_class::<framing::PyFramer>()?;
     m.add_class::<state::PyToolCallStore>()?;
-    m.add_class::<state::PyChange>()?;
+    m.add_class::<records::PyChange>()?;
     // Before any Message exists (see `untracked`).
     untracked::install::<frames::PyMessage>(m.py());
     Ok(())

@@ -1,211 +1,23 @@
-//! `ToolCallStore` and `Change`: thin wrappers over the core `state::Store`. Records are built as
-//! Python objects only when asked for (`get`, `tool_calls`, `snapshot`, ...). DESIGN §7.
+//! `ToolCallStore` and `Change` over the core `state::Store`: argument conversion, framing for
+//! `feed` / `finish`, error mapping, and the Python objects the API returns (records are built
+//! only when asked for: `get`, `tool_calls`, `snapshot`, `state`, ...). DESIGN §7.
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyString, PyTuple, PyType};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyString, PyType};
 use pyo3::{intern, IntoPyObjectExt};
 
-use super::convert::{build, dumps_bytes};
+use super::convert::{dumps_bytes, Writer};
 use super::errors::{decode_error, decode_error_object, decode_error_type, Origin};
 use super::frames::{source_of, PyMessage};
-use super::strcache::{new_str, token_str, CacheGuard, VALUES};
-use crate::error::{DecodeError, PARSE_ERROR};
+use super::records::{id_object, permission_dict, terminal_dict, text, tool_call_dict, value, PyChange};
+use super::strcache::{token_str, CacheGuard, VALUES};
+use crate::error::DecodeError;
 use crate::framing::{Event, Framer, DEFAULT_MAX_FRAME_BYTES};
 use crate::message::{parse_frame, parse_line_utf8, strip_line_ending, Captured, Envelope, Frame};
 use crate::state::{
-    base64_decode, base64_encode, Action, Change, IdKey, Ident, Outcome, Permission, Raw, Source, Store, Target,
-    Terminal, Text, ToolCall, TOOL_CALL_FIELDS,
+    checkpoint, Action, Change, CheckpointError, IdKey, Ident, Outcome, Permission, Source, Store, Target, FORMAT,
 };
-
-// ---------------------------------------------------------------------------------------------
-// Change
-
-/// A light change event: what a frame changed in the store.
-#[pyclass(module = "acp_fast", name = "Change", frozen)]
-pub struct PyChange {
-    #[pyo3(get)]
-    session_id: Py<PyAny>,
-    #[pyo3(get)]
-    target: Py<PyAny>,
-    #[pyo3(get)]
-    id: Py<PyAny>,
-    #[pyo3(get)]
-    action: Py<PyAny>,
-    #[pyo3(get)]
-    tool_call_id: Py<PyAny>,
-}
-
-impl PyChange {
-    fn tuple<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        PyTuple::new(
-            py,
-            [
-                &self.session_id,
-                &self.target,
-                &self.id,
-                &self.action,
-                &self.tool_call_id,
-            ]
-            .map(|o| o.clone_ref(py)),
-        )
-    }
-}
-
-#[pymethods]
-impl PyChange {
-    #[new]
-    fn new(
-        session_id: Py<PyAny>,
-        target: Py<PyAny>,
-        id: Py<PyAny>,
-        action: Py<PyAny>,
-        tool_call_id: Py<PyAny>,
-    ) -> Self {
-        Self {
-            session_id,
-            target,
-            id,
-            action,
-            tool_call_id,
-        }
-    }
-
-    fn __eq__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        match other.cast::<PyChange>() {
-            Ok(o) => Ok(self.tuple(py)?.eq(o.get().tuple(py)?)?.into_py_any(py)?),
-            Err(_) => Ok(py.NotImplemented()),
-        }
-    }
-
-    fn __ne__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        match other.cast::<PyChange>() {
-            Ok(o) => Ok((!self.tuple(py)?.eq(o.get().tuple(py)?)?).into_py_any(py)?),
-            Err(_) => Ok(py.NotImplemented()),
-        }
-    }
-
-    fn __hash__(&self, py: Python<'_>) -> PyResult<isize> {
-        self.tuple(py)?.hash()
-    }
-
-    fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        Ok(self.tuple(py)?.try_iter()?.into_any())
-    }
-
-    fn __len__(&self) -> usize {
-        5
-    }
-
-    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(format!(
-            "Change(session_id={}, target={}, id={}, action={}, tool_call_id={})",
-            self.session_id.bind(py).repr()?,
-            self.target.bind(py).repr()?,
-            self.id.bind(py).repr()?,
-            self.action.bind(py).repr()?,
-            self.tool_call_id.bind(py).repr()?
-        ))
-    }
-
-    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
-        let py = slf.py();
-        PyTuple::new(py, [slf.get_type().into_any(), slf.get().tuple(py)?.into_any()])
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Building Python objects from the store
-
-fn value<'py>(py: Python<'py>, raw: &[u8]) -> PyResult<Bound<'py, PyAny>> {
-    build(py, raw, false).map_err(|e| PyValueError::new_err(e.description.clone()))
-}
-
-fn text<'py>(py: Python<'py>, t: &[u8]) -> Bound<'py, PyAny> {
-    new_str(py, t)
-}
-
-fn id_object<'py>(py: Python<'py>, id: &IdKey) -> PyResult<Bound<'py, PyAny>> {
-    match id {
-        IdKey::Null => Ok(py.None().into_bound(py)),
-        IdKey::Int(v) => v.into_bound_py_any(py),
-        IdKey::Str(s) => Ok(text(py, s)),
-    }
-}
-
-fn tool_call_dict<'py>(py: Python<'py>, id: &[u8], tc: &ToolCall) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item(intern!(py, "toolCallId"), text(py, id))?;
-    if let Some(t) = &tc.fields[0] {
-        d.set_item(intern!(py, "title"), value(py, t)?)?;
-    }
-    d.set_item(intern!(py, "kind"), value(py, tc.kind())?)?;
-    d.set_item(intern!(py, "status"), value(py, tc.status())?)?;
-    let content = PyList::empty(py);
-    for item in &tc.content {
-        content.append(value(py, item)?)?;
-    }
-    d.set_item(intern!(py, "content"), content)?;
-    d.set_item(intern!(py, "locations"), value(py, tc.locations())?)?;
-    for (name, field) in TOOL_CALL_FIELDS.iter().zip(&tc.fields).skip(4) {
-        if let Some(v) = field {
-            d.set_item(*name, value(py, v)?)?;
-        }
-    }
-    for (k, v) in &tc.extra {
-        d.set_item(text(py, k), value(py, v)?)?;
-    }
-    Ok(d)
-}
-
-fn terminal_dict<'py>(py: Python<'py>, id: &[u8], t: &Terminal, base64: bool) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item(intern!(py, "terminalId"), text(py, id))?;
-    for (i, name) in [(0, "command"), (1, "cwd")] {
-        if let Some(v) = &t.fields[i] {
-            d.set_item(name, value(py, v)?)?;
-        }
-    }
-    if base64 {
-        let mut out = Vec::with_capacity(t.output.len() / 3 * 4 + 4);
-        base64_encode(&t.output, &mut out);
-        d.set_item(intern!(py, "output"), text(py, &out))?;
-    } else {
-        d.set_item(intern!(py, "output"), PyBytes::new(py, &t.output))?;
-    }
-    if let Some(v) = &t.output_meta {
-        d.set_item(intern!(py, "outputMeta"), value(py, v)?)?;
-    }
-    for (i, name) in [(2, "exitStatus"), (3, "_meta")] {
-        if let Some(v) = &t.fields[i] {
-            d.set_item(name, value(py, v)?)?;
-        }
-    }
-    for (k, v) in &t.extra {
-        d.set_item(text(py, k), value(py, v)?)?;
-    }
-    Ok(d)
-}
-
-fn permission_dict<'py>(py: Python<'py>, store: &Store, p: &Permission) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item(intern!(py, "id"), id_object(py, &p.id)?)?;
-    d.set_item(intern!(py, "sessionId"), text(py, store.session_id(p.session)))?;
-    if let Some(t) = &p.tool_call_id {
-        d.set_item(intern!(py, "toolCallId"), text(py, t))?;
-    }
-    d.set_item(intern!(py, "options"), value(py, &p.options)?)?;
-    d.set_item(intern!(py, "outcome"), p.outcome.as_str())?;
-    if let Some(o) = &p.option_id {
-        d.set_item(intern!(py, "optionId"), text(py, o))?;
-    }
-    d.set_item(intern!(py, "approved"), p.approved)?;
-    if let Some(r) = &p.response {
-        d.set_item(intern!(py, "response"), value(py, r)?)?;
-    }
-    Ok(d)
-}
 
 /// The text of a session / tool-call id argument.
 fn key_arg<'a>(obj: &'a Bound<'_, PyAny>, what: &str) -> PyResult<&'a str> {
@@ -415,13 +227,8 @@ impl PyToolCallStore {
                         )
                     }
                     Event::TooLarge { line } => {
-                        let err = DecodeError::new(
-                            PARSE_ERROR,
-                            "frame_too_large",
-                            format!("expected a frame of at most {max} bytes, found a longer line; skipped to the next newline"),
-                            Some(max),
-                        );
-                        decode_error_object(py, &err, Origin::Stream { line }, None).and_then(&mut push)
+                        decode_error_object(py, &crate::framing::too_large(max), Origin::Stream { line }, None)
+                            .and_then(&mut push)
                     }
                 };
                 if let Err(e) = r {
@@ -514,10 +321,10 @@ impl PyToolCallStore {
     ) -> PyResult<Self> {
         let version = version_arg(protocol_version)?;
         let max = max_arg(max_tool_calls)?;
-        super::framing::max_frame_bytes_arg(max_frame_bytes)?;
+        let max_frame_bytes = super::framing::max_frame_bytes_arg(max_frame_bytes)?;
         Ok(Self {
             store: Store::new(version, max),
-            framer: Framer::new(max_frame_bytes as usize),
+            framer: Framer::new(max_frame_bytes),
             quiet: false,
         })
     }
@@ -680,7 +487,7 @@ impl PyToolCallStore {
 
     fn snapshot<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
-        for (sid, s) in self.store.sessions.iter() {
+        for (sid, s) in self.store.sessions().iter() {
             if s.tool_calls.is_empty() {
                 continue;
             }
@@ -749,36 +556,29 @@ impl PyToolCallStore {
 
     /// The `cancelled` responses a client owes for the pending requests of a session.
     fn cancel_responses<'py>(&self, py: Python<'py>, session_id: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
-        let sid = key_arg(session_id, "session_id")?.as_bytes();
-        let out = PyList::empty(py);
-        for p in self.store.permissions() {
-            if p.outcome == Outcome::Pending && self.store.session_id(p.session) == sid {
-                let mut frame = b"{\"jsonrpc\":\"2.0\",\"id\":".to_vec();
-                p.id.write(&mut frame);
-                frame.extend_from_slice(b",\"result\":{\"outcome\":{\"outcome\":\"cancelled\"}}}\n");
-                out.append(PyBytes::new(py, &frame))?;
-            }
-        }
-        Ok(out)
+        let frames = self
+            .store
+            .cancel_responses(key_arg(session_id, "session_id")?.as_bytes());
+        PyList::new(py, frames.iter().map(|f| PyBytes::new(py, f)))
     }
 
     /// The whole state as a JSON-compatible dict (DESIGN §7.8).
     fn state<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
-        d.set_item("format", "acp-fast-state/1")?;
+        d.set_item("format", FORMAT)?;
         d.set_item("protocolVersion", self.store.fixed_version())?;
         d.set_item("negotiatedVersion", self.store.negotiated_version())?;
         d.set_item("maxToolCalls", self.store.max_tool_calls())?;
         d.set_item("evicted", self.store.evicted())?;
         let sessions = PyDict::new(py);
-        let mut perms: Vec<Vec<&Permission>> = (0..self.store.sessions.iter().count()).map(|_| Vec::new()).collect();
+        let mut perms: Vec<Vec<&Permission>> = (0..self.store.sessions().len()).map(|_| Vec::new()).collect();
         for p in self.store.permissions() {
             if let Some(v) = perms.get_mut(p.session) {
                 v.push(p);
             }
         }
         let mut sids = Vec::with_capacity(perms.len());
-        for (slot, (sid, s)) in self.store.sessions.iter().enumerate() {
+        for (slot, (sid, s)) in self.store.sessions().iter().enumerate() {
             let sd = PyDict::new(py);
             let calls = PyDict::new(py);
             for (k, tc) in s.tool_calls.iter() {
@@ -815,118 +615,42 @@ impl PyToolCallStore {
 
     /// `dumps(state())`.
     fn to_json<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        dumps_bytes(py, self.state(py)?.as_any(), false)
+        match checkpoint::to_json(&self.store) {
+            Ok(doc) => Ok(PyBytes::new(py, &doc)),
+            // `dumps`' error for a value nested too deep (the path collected innermost first).
+            Err(e) => Err(e
+                .path
+                .into_iter()
+                .rev()
+                .fold(Writer::too_deep(), |f, step| f.at(step))
+                .into_pyerr(py)),
+        }
     }
 
-    /// Rebuild a store from `to_json()` output.
+    /// Rebuild a store from `to_json()` output (bytes or str, as `loads` takes them).
     #[classmethod]
     fn from_json<'py>(cls: &Bound<'py, PyType>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         let py = cls.py();
-        static CHECK: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-        let check = CHECK.import(py, "acp_fast._checkpoint", "load_state")?;
-        // The shared checker parses the document and validates its shape (same errors on both
-        // backends); it returns the dict.
-        let state = check.call1((data,))?;
-        let state = state.cast::<PyDict>()?;
-        let get = |d: &Bound<'py, PyDict>, k: &str| -> PyResult<Bound<'py, PyAny>> {
-            d.get_item(k)?
-                .ok_or_else(|| PyValueError::new_err(format!("missing {k}")))
+        let owned;
+        let bytes = match data.cast::<PyString>().ok().and_then(|s| s.to_str().ok()) {
+            Some(text) => text.as_bytes(),
+            None => {
+                owned = source_of(data)?.bytes;
+                owned.as_bytes()
+            }
         };
-        let version = version_arg(Some(&get(state, "protocolVersion")?))?;
-        let max = max_arg(Some(&get(state, "maxToolCalls")?))?;
-        let mut store = Store::new(version, max);
-        let negotiated = get(state, "negotiatedVersion")?;
-        store.set_negotiated_version(if negotiated.is_none() {
-            None
-        } else {
-            Some(negotiated.extract::<u8>()?)
-        });
-        store.set_evicted(get(state, "evicted")?.extract()?);
-        let dumps = |v: &Bound<'py, PyAny>| -> PyResult<Raw> { Ok(dumps_bytes(py, v, false)?.as_bytes().into()) };
-        let sessions = get(state, "sessions")?;
-        let mut records: Vec<(Bound<'py, PyList>, usize)> = Vec::new();
-        for (sid, s) in sessions.cast::<PyDict>()?.iter() {
-            let slot = store.restore_session(sid.cast::<PyString>()?.to_str()?.as_bytes());
-            let s = s.cast_into::<PyDict>()?;
-            for (tcid, rec) in get(&s, "toolCalls")?.cast::<PyDict>()?.iter() {
-                let mut fields: Vec<(Text, Raw)> = Vec::new();
-                let mut content: Vec<Raw> = Vec::new();
-                for (k, v) in rec.cast::<PyDict>()?.iter() {
-                    let k = k.cast::<PyString>()?.to_str()?.to_owned();
-                    match k.as_str() {
-                        "toolCallId" => {}
-                        "content" => {
-                            for item in v.cast::<PyList>()?.iter() {
-                                content.push(dumps(&item)?);
-                            }
-                        }
-                        _ => fields.push((k.as_bytes().into(), dumps(&v)?)),
-                    }
-                }
-                store.restore_tool_call(slot, tcid.cast::<PyString>()?.to_str()?.as_bytes(), fields, content);
-            }
-            for (tid, rec) in get(&s, "terminals")?.cast::<PyDict>()?.iter() {
-                let mut t = Terminal::default();
-                for (k, v) in rec.cast::<PyDict>()?.iter() {
-                    let k = k.cast::<PyString>()?.to_str()?.to_owned();
-                    match k.as_str() {
-                        "terminalId" => {}
-                        "output" => {
-                            let text = v.cast::<PyString>()?.to_str()?;
-                            if !base64_decode(text.as_bytes(), &mut t.output) {
-                                return Err(PyValueError::new_err("invalid terminal output"));
-                            }
-                        }
-                        "outputMeta" => t.output_meta = Some(dumps(&v)?),
-                        "command" => t.fields[0] = Some(dumps(&v)?),
-                        "cwd" => t.fields[1] = Some(dumps(&v)?),
-                        "exitStatus" => t.fields[2] = Some(dumps(&v)?),
-                        "_meta" => t.fields[3] = Some(dumps(&v)?),
-                        _ => t.extra.push((k.as_bytes().into(), dumps(&v)?)),
-                    }
-                }
-                store.restore_terminal(slot, tid.cast::<PyString>()?.to_str()?.as_bytes(), t);
-            }
-            for (pid, rec) in get(&s, "plans")?.cast::<PyDict>()?.iter() {
-                store.restore_plan(slot, pid.cast::<PyString>()?.to_str()?.as_bytes(), dumps(&rec)?);
-            }
-            // Sessions are restored into fresh slots 0, 1, 2, ... in document order.
-            debug_assert_eq!(slot, records.len());
-            records.push((get(&s, "permissions")?.cast_into::<PyList>()?, 0usize));
-        }
-        // Permission records in request order across sessions (load_state checked the counts).
-        for sid in get(state, "permissionOrder")?.cast::<PyList>()?.iter() {
-            let sid = sid.cast::<PyString>()?.to_str()?.to_owned();
-            let slot = store.restore_session(sid.as_bytes());
-            let entry = records
-                .get_mut(slot)
-                .ok_or_else(|| PyValueError::new_err("bad permissionOrder"))?;
-            let rec = entry.0.get_item(entry.1)?;
-            entry.1 += 1;
-            {
-                let rec = rec.cast_into::<PyDict>()?;
-                let opt_text = |k: &str| -> PyResult<Option<Text>> {
-                    match rec.get_item(k)? {
-                        Some(v) => Ok(Some(v.cast::<PyString>()?.to_str()?.as_bytes().into())),
-                        None => Ok(None),
-                    }
+        let store = checkpoint::from_json(bytes).map_err(|e| match e {
+            CheckpointError::Json(e) => decode_error(py, &e, Origin::Document(bytes), None),
+            e => {
+                // The messages that quote a value use Python's repr() of it.
+                let mut repr = |json: &[u8]| {
+                    value(py, json)
+                        .and_then(|v| v.repr())
+                        .map_or_else(|_| String::from_utf8_lossy(json).into_owned(), |r| r.to_string())
                 };
-                let outcome: String = get(&rec, "outcome")?.extract()?;
-                store.restore_permission(Permission {
-                    id: id_arg(&get(&rec, "id")?)?,
-                    session: slot,
-                    tool_call_id: opt_text("toolCallId")?,
-                    options: dumps(&get(&rec, "options")?)?,
-                    outcome: Outcome::from_name(&outcome).ok_or_else(|| PyValueError::new_err("bad outcome"))?,
-                    option_id: opt_text("optionId")?,
-                    approved: get(&rec, "approved")?.extract()?,
-                    response: match rec.get_item("response")? {
-                        Some(v) => Some(dumps(&v)?),
-                        None => None,
-                    },
-                });
+                PyValueError::new_err(e.message(&mut repr))
             }
-        }
+        })?;
         let obj = Bound::new(
             py,
             PyToolCallStore {

@@ -164,29 +164,3 @@ class FrameDecoder:
         """The result of a final line that has no newline (``[]`` if there is none or it is
         blank); resets the partial line. The decoder may be fed again afterwards."""
         return [decode_frame(frame, line) for line, frame in self._framer._end()]
-
-    # -- Until _fallback/state.py's ToolCallStore.feed takes its framing from a Framer (see
-    # Framer._feed), the framing it reaches into here. Remove then.
-
-    @property
-    def _max(self) -> int:
-        return self._framer._max
-
-    @property
-    def _line(self) -> int:
-        return self._framer._line
-
-    @_line.setter
-    def _line(self, value: int) -> None:
-        self._framer._line = value
-
-    def _split(self, data: bytes, out: List[Any]) -> Any:
-        split = self._framer._feed(data, out)
-        if split is None:
-            return None
-        parts, tail, line, check_size, has_cr = split
-        self._framer._line = line  # this caller counts the lines itself
-        return parts, tail, check_size, has_cr
-
-    def _hold(self, data: bytes, out: List[Any]) -> None:
-        self._framer._buffer_tail(data, out)

@@ -279,15 +279,3 @@ class Framer:
 
     def __repr__(self) -> str:
         return f"Framer(max_frame_bytes={self._max}, line={self._line}, buffered={self._buffered})"
-
-
-def __getattr__(name: str) -> Any:
-    # Until _fallback/state.py takes its framing from Framer (see docs in Framer._feed), it
-    # imports FrameDecoder and _too_large from here. Remove then.
-    if name == "FrameDecoder":
-        from .decoder import FrameDecoder
-
-        return FrameDecoder
-    if name == "_too_large":
-        return too_large
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -351,12 +351,16 @@ class Proxy:
     def record(
         self, side: str, data: bytes, is_json: bool, t: float, crlf: bool, eol: bool, action: Optional[str]
     ) -> None:
+        recorder = self.recorder
+        assert recorder is not None  # called only while recording
         with self.record_lock:
-            self.recorder.line(side, data, is_json, t, crlf=crlf, eol=eol, action=action)  # type: ignore[union-attr]
+            recorder.line(side, data, is_json, t, crlf=crlf, eol=eol, action=action)
 
     def record_too_large(self, side: str, length: int) -> None:
+        recorder = self.recorder
+        assert recorder is not None  # called only while recording
         with self.record_lock:
-            self.recorder.too_large(side, length, time.time())  # type: ignore[union-attr]
+            recorder.too_large(side, length, time.time())
 
     # -- strict mode -------------------------------------------------------------------------
 

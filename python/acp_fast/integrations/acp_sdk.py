@@ -43,7 +43,7 @@ import logging
 import threading
 import types
 import typing
-from typing import Annotated, Any, Awaitable, Callable, Deque, Dict, Iterator, List, Optional, Set
+from typing import Annotated, Any, Awaitable, Callable, Deque, Dict, Iterator, List, Optional, Set, Tuple
 
 from . import require_sdk
 
@@ -89,7 +89,8 @@ READ_SIZE = 256 * 1024
 
 # The SDK modules that construct ``Connection`` objects from byte streams; install() points their
 # ``Connection`` name at FastConnection.
-_PATCHED_MODULES = (_sdk_client_connection, _sdk_agent_connection, _sdk_stdio, _sdk_core)
+# The SDK modules whose `Connection` install() replaces (Any: the name is set on them, none re-exports it).
+_PATCHED_MODULES: Tuple[Any, ...] = (_sdk_client_connection, _sdk_agent_connection, _sdk_stdio, _sdk_core)
 _ORIGINALS = {module: module.Connection for module in _PATCHED_MODULES}
 _UNSET: Any = object()
 _CoroutineType = types.CoroutineType
@@ -248,7 +249,7 @@ def install(*, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES, reply_errors: boo
     _check_max_frame_bytes(max_frame_bytes)
     _options = _Options(max_frame_bytes, bool(reply_errors), backend)
     for module in _PATCHED_MODULES:
-        module.Connection = FastConnection  # type: ignore[attr-defined]
+        module.Connection = FastConnection
 
 
 def uninstall() -> None:
@@ -256,7 +257,7 @@ def uninstall() -> None:
     global _options
     _options = _Options()
     for module, original in _ORIGINALS.items():
-        module.Connection = original  # type: ignore[attr-defined]
+        module.Connection = original
 
 
 def is_installed() -> bool:
@@ -277,7 +278,7 @@ def installed(
         yield
     finally:
         for module, value in saved[0].items():
-            module.Connection = value  # type: ignore[attr-defined]
+            module.Connection = value
         _options = saved[1]
 
 

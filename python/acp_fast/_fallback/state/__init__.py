@@ -1,0 +1,583 @@
+"""The state engine (DESIGN 7): ``ToolCallStore`` keeps the tool calls, agent-owned terminals,
+plans and permission requests of every session as frames are applied; ``Change`` is the light
+event that ``apply`` / ``feed`` return.
+
+A frame is parsed once with orjson (re-parsed exactly only when it holds a digit run long enough
+for orjson to round an integer, as ``loads`` does) and validated by ``message_or_none``; the
+parsed values are fresh per frame, so the store keeps them as they are (``tool_call.py``). Queries
+build fresh objects on every call. -32602 errors are located in the frame with the scanner on the
+error path only (``read.py``).
+
+Mirror of ``rust/state/`` module for module and function for function (this file is
+``mod.rs``): ``records`` (what is stored), ``read`` (reading frames, -32602 errors, base64),
+``tool_call``, ``terminal``, ``plan``, ``permission`` (one function per update kind, dispatched
+from ``ToolCallStore._dispatch`` and ``UPDATES`` below), ``evict`` (the ``max_tool_calls`` bound),
+``checkpoint`` (``to_json`` / ``from_json``). Differences on purpose: here the store is the Python
+class itself, with framing (``feed``, ``_feed_lines``) and the queries; Rust's core takes messages
+already parsed, and its binding (``rust/python/state.rs``) does framing and builds the objects.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Optional, Tuple, cast
+
+import orjson
+
+from ...errors import DecodeError as PyDecodeError
+from ..encoder import dumps
+from ..error import DecodeError, to_python
+from ..framing import _BLANK, _BLANK_START, DEFAULT_MAX_FRAME_BYTES, MAX_FRAME_BYTES, Framer, too_large
+from ..message import Message, decode_frame, decode_value, message_or_none
+from ..scanner import _DIGITS_TO_ZERO, _LONG_DIGIT_RUN, _exact, array_items, parse_exact, skip_ws, to_bytes
+from . import checkpoint
+from .permission import cancel_responses, permission_request, response
+from .plan import plan, plan_removed, plan_update
+from .read import BAD_SID, Bad, exactly, state_error
+from .records import Change, Session, terminal_record, tool_call_record
+from .terminal import terminal_chunk, terminal_update
+from .tool_call import content_chunk, tool_call, tool_call_update
+
+__all__ = ["ToolCallStore", "Change", "DEFAULT_MAX_FRAME_BYTES", "MAX_FRAME_BYTES", "STATE_FORMAT"]
+
+STATE_FORMAT = checkpoint.FORMAT
+
+_orjson_loads = orjson.loads
+_JSONDecodeError = orjson.JSONDecodeError
+# `dumps` takes any JSON value; FrameDecoder is untyped (typed here for the calls below).
+_dumps: Callable[[Any], bytes] = dumps
+_I64_MIN = -(2**63)
+_I64_MAX = 2**63 - 1
+
+#: A function of the update table: ``(store, sessionId, update dict) -> Change or None``.
+UpdateFn = Callable[["ToolCallStore", str, Dict[str, Any]], Optional[Change]]
+
+#: ``params.update.sessionUpdate`` -> its function (DESIGN 7.3); other kinds are ignored.
+UPDATES: Dict[str, UpdateFn] = {
+    "tool_call": tool_call,
+    "tool_call_update": tool_call_update,
+    "tool_call_content_chunk": content_chunk,
+    "terminal_update": terminal_update,
+    "terminal_output_chunk": terminal_chunk,
+    "plan": plan,
+    "plan_update": plan_update,
+    "plan_removed": plan_removed,
+}
+
+
+def _check_source(source: Any) -> None:
+    if source is not None and (not isinstance(source, str) or source not in ("agent", "client")):
+        raise ValueError(f"expected source to be 'agent', 'client' or None, found {source!r}")
+
+
+def _key(value: Any, name: str) -> str:
+    """A session / tool-call / terminal id argument: a str (TypeError otherwise)."""
+    if type(value) is not str and not isinstance(value, str):
+        raise TypeError(f"expected {name} to be a str, found {type(value).__name__}")
+    return value
+
+
+def _fresh(v: Any) -> Any:
+    """A deep copy of a JSON value (dicts and lists copied, scalars shared), without recursion."""
+    t = type(v)
+    if t is dict:
+        root: Any = v.copy()
+    elif t is list:
+        root = v[:]
+    else:
+        return v
+    stack = [root]
+    pop = stack.pop
+    push = stack.append
+    while stack:
+        c = pop()
+        for k, x in c.items() if type(c) is dict else enumerate(c):
+            tx = type(x)
+            if tx is dict:
+                x = x.copy()
+                c[k] = x
+                push(x)
+            elif tx is list:
+                x = x[:]
+                c[k] = x
+                push(x)
+    return root
+
+
+class ToolCallStore:
+    """The state of every tool call, agent-owned terminal, plan and permission request of a
+    connection, per session, as its frames are applied (DESIGN 7)."""
+
+    __slots__ = (
+        "_fixed",
+        "_negotiated",
+        "_v2",
+        "_max_tool_calls",
+        "_sessions",
+        "_permissions",
+        "_pending",
+        "_tool_call_count",
+        "_evicted",
+        "_order",
+        "_order_base",
+        "_order_head",
+        "_finished",
+        "_created",
+        "_framer",
+        "_updates",
+    )
+
+    def __init__(
+        self,
+        protocol_version: Optional[int] = None,
+        *,
+        max_tool_calls: Optional[int] = None,
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+    ) -> None:
+        if protocol_version is not None and (type(protocol_version) is not int or protocol_version not in (1, 2)):
+            raise ValueError(f"expected protocol_version to be 1, 2 or None, found {protocol_version!r}")
+        if max_tool_calls is not None and (type(max_tool_calls) is not int or max_tool_calls < 1):
+            raise ValueError(f"expected max_tool_calls to be a positive integer or None, found {max_tool_calls!r}")
+        if type(max_frame_bytes) is not int:
+            if not isinstance(max_frame_bytes, int):
+                raise TypeError(f"'{type(max_frame_bytes).__name__}' object cannot be interpreted as an integer")
+            max_frame_bytes = int(max_frame_bytes)
+        self._framer = Framer(max_frame_bytes=max_frame_bytes)
+        self._fixed: Optional[int] = protocol_version
+        self._negotiated: Optional[int] = None
+        # The version in force is 2 (cached: tool_call_update's null rule reads it per frame).
+        self._v2 = protocol_version == 2
+        self._max_tool_calls: Optional[int] = max_tool_calls
+        # Sessions in first-seen order; a session stays once it has held anything.
+        self._sessions: Dict[str, Session] = {}
+        # Every permission request in request order, as [session id, record] (None: a pending
+        # request replaced by a later one with its id); pending ones by id -> index.
+        self._permissions: List[Optional[List[Any]]] = []
+        self._pending: Dict[Any, int] = {}
+        self._tool_call_count = 0
+        self._evicted = 0
+        # With a bound (evict.py): (session, id) of each tool call by creation number (None:
+        # evicted), the creation number of _order[0], the first entry that may be live, the
+        # creation numbers of finished tool calls (a heap), and (session, id) -> [creation
+        # number, queued].
+        self._order: List[Optional[Tuple[str, str]]] = []
+        self._order_base = 0
+        self._order_head = 0
+        self._finished: List[int] = []
+        self._created: Dict[Tuple[str, str], List[Any]] = {}
+        self._updates = UPDATES
+
+    # -- accessors ----------------------------------------------------------------------------
+
+    @property
+    def protocol_version(self) -> int:
+        """The version in force: the fixed one, else the negotiated one, else 1."""
+        if self._fixed is not None:
+            return self._fixed
+        if self._negotiated is not None:
+            return self._negotiated
+        return 1
+
+    @property
+    def negotiated_version(self) -> Optional[int]:
+        """The version learned from an ``initialize`` response, or None."""
+        return self._negotiated
+
+    @property
+    def max_tool_calls(self) -> Optional[int]:
+        return self._max_tool_calls
+
+    @property
+    def evicted(self) -> int:
+        """Tool calls dropped by the ``max_tool_calls`` bound."""
+        return self._evicted
+
+    @property
+    def line(self) -> int:
+        """Lines completed by ``feed`` / ``finish`` so far."""
+        return self._framer.line
+
+    def __len__(self) -> int:
+        return self._tool_call_count
+
+    def __repr__(self) -> str:
+        return f"ToolCallStore(protocol_version={self.protocol_version}, tool_calls={self._tool_call_count})"
+
+    def _session(self, sid: str) -> Session:
+        """The session ``sid``, created if needed."""
+        s = self._sessions.get(sid)
+        if s is None:
+            s = self._sessions[sid] = Session()
+        return s
+
+    # -- applying frames ----------------------------------------------------------------------
+
+    def apply(self, frame: Any, *, source: Optional[str] = None) -> Any:
+        """Apply one frame (Message, Batch / list, bytes, str, dict): a Change or None for one
+        message, a list for a batch; raises DecodeError for a bad frame (the store unchanged)."""
+        _check_source(source)
+        t = type(frame)
+        if t is Message:
+            return self._apply_message(frame, source, True)
+        if t is not bytes:
+            if isinstance(frame, PyDecodeError):
+                return frame
+            if isinstance(frame, list):
+                if frame and (type(frame[0]) is Message or isinstance(frame[0], PyDecodeError)):
+                    return self._apply_entries(frame, source)
+                frame = _dumps(frame)
+            elif isinstance(frame, dict):
+                frame = _dumps(frame)
+            elif isinstance(frame, (str, bytearray, memoryview)):
+                frame = to_bytes(frame, "apply")
+                if type(frame) is DecodeError:
+                    raise to_python(frame, None)
+            else:
+                raise TypeError(f"expected a Message, bytes, str, a dict or a list, found {type(frame).__name__}")
+        data = frame
+        if data and data[-1] == 10:  # \n
+            data = data[:-1]
+        if data and data[-1] == 13:  # \r
+            data = data[:-1]
+        if b"\n" in data:
+            nl = data.find(b"\n")
+            err = DecodeError.json("embedded_newline", "expected one frame per line, found a newline", nl)
+            raise to_python(err, data, raw=data)
+        try:
+            value = _orjson_loads(data)
+        except _JSONDecodeError:
+            result = decode_frame(data, None)
+            if type(result) is PyDecodeError:
+                raise result from None
+            if type(result) is Message:
+                return self._apply_message(result, source, True)
+            return self._apply_batch(data, parse_exact(data), result, source, None)
+        if type(value) is dict:
+            m = message_or_none(data, value, None)
+            if m is not None:
+                try:
+                    return self._dispatch(value, m, source, data)
+                except Bad as bad:
+                    raise to_python(state_error(bad, data, skip_ws(data, 0)), data, raw=data) from None
+        elif type(value) is list and value:
+            return self._apply_batch(data, value, None, source, None)
+        raise cast(PyDecodeError, decode_value(data, value, None))  # an error here
+
+    def _apply_message(self, m: Any, source: Any, raise_errors: bool) -> Any:
+        """Apply a Message (its raw re-parsed); errors at offsets in its raw, without a line."""
+        raw = m._raw
+        try:
+            return self._dispatch(parse_exact(raw), m, source, None)
+        except Bad as bad:
+            err = to_python(state_error(bad, raw, skip_ws(raw, 0)), raw, raw=raw)
+            if raise_errors:
+                raise err from None
+            return err
+
+    def _apply_entries(self, entries: List[Any], source: Any) -> List[Any]:
+        """A Batch (or list) of Messages and DecodeErrors: one result per entry, each Message
+        applied on its own (error positions within the entry)."""
+        out = []
+        for entry in entries:
+            if type(entry) is Message:
+                out.append(self._apply_message(entry, source, False))
+            elif isinstance(entry, PyDecodeError):
+                out.append(entry)
+            else:
+                raise TypeError(
+                    f"expected the entries of a decoded batch (Message or DecodeError), found {type(entry).__name__}"
+                )
+        return out
+
+    def _apply_batch(self, frame: bytes, value: Any, batch: Any, source: Any, line: Optional[int]) -> Any:
+        """Apply the entries of a batch frame whose parsed value is ``value`` (``batch``: its
+        decoded Batch when known). The list of results, or the frame's DecodeError."""
+        if batch is None:
+            batch = decode_value(frame, value, line)
+            if type(batch) is PyDecodeError:
+                return batch
+        value = exactly(frame, value)
+        out: List[Any] = []
+        items = None
+        dispatch = self._dispatch
+        for i, entry in enumerate(batch):
+            if type(entry) is not Message:
+                out.append(entry)
+                continue
+            try:
+                out.append(dispatch(value[i], entry, source, None))
+            except Bad as bad:
+                # Offsets in the whole frame; raw = the entry's bytes (as -32600 entry errors).
+                if items is None:
+                    items = array_items(frame, skip_ws(frame, 0))
+                _, start, end = items[i]
+                out.append(to_python(state_error(bad, frame, start), frame, line=line, raw=frame[start:end]))
+        return out
+
+    def feed(self, data: Any, *, changes: bool = True, source: Optional[str] = None) -> List[Any]:
+        """Apply every line that ``data`` completes; returns the Changes and DecodeErrors in
+        stream order (only the DecodeErrors with ``changes=False``). Framing, limits and line
+        numbers are those of a FrameDecoder (DESIGN 6, 7.2); ``source`` as for ``apply``."""
+        _check_source(source)
+        if type(data) is not bytes:
+            data = to_bytes(data, "feed")
+            if type(data) is DecodeError:
+                raise to_python(data, None)
+        return _feed_lines(self, data, changes, source)
+
+    def finish(self, *, changes: bool = True, source: Optional[str] = None) -> List[Any]:
+        """Apply a final line that has no newline; returns its Changes / DecodeErrors (only the
+        DecodeErrors with ``changes=False``)."""
+        _check_source(source)
+        out: List[Any] = []
+        for line, frame in self._framer._end():
+            self._collect(decode_frame(frame, line), out, changes, source)
+        return out
+
+    def _collect(self, result: Any, out: List[Any], changes: bool, source: Any) -> None:
+        """Add to ``out`` what one frame yields: ``result`` is its decoded Message / Batch /
+        error, or the result list of a batch already applied."""
+        t = type(result)
+        if t is PyDecodeError:
+            out.append(result)
+            return
+        if t is Message:
+            result = [self._apply_message_in_stream(result, source)]
+        elif t is not list:  # a Batch decoded from a frame orjson refused
+            frame = result.raw
+            result = self._apply_batch(frame, parse_exact(frame), result, source, result.line)
+        for r in result:
+            if r is not None and (changes or type(r) is not Change):
+                out.append(r)
+
+    def _apply_message_in_stream(self, m: Any, source: Any) -> Any:
+        """A Message from the stream (a frame orjson refused): errors carry its line."""
+        raw = m._raw
+        try:
+            return self._dispatch(parse_exact(raw), m, source, None)
+        except Bad as bad:
+            return to_python(state_error(bad, raw, skip_ws(raw, 0)), raw, line=m._line, raw=raw)
+
+    def _dispatch(self, value: Any, m: Any, source: Any, frame: Optional[bytes]) -> Optional[Change]:
+        """Apply one valid message (Rust: ``Store::apply``) whose parsed object is ``value``.
+        ``frame``: its bytes when ``value`` is orjson's parse (re-parsed exactly when needed),
+        None when already exact."""
+        kind = m._kind
+        if kind == "notification":
+            method = m._method
+            if method == "session/update":
+                # The update table (Rust: `session_update`; inlined in `_feed_lines`).
+                update_fn = self._updates.get(m._update_kind)
+                if update_fn is None:
+                    return None
+                sid = m._session_id
+                if sid is None:
+                    raise BAD_SID
+                if frame is not None:
+                    value = exactly(frame, value)
+                return update_fn(self, sid, value["params"]["update"])
+            if method == "session/cancel":
+                if type(value.get("params")) is not dict:
+                    return None
+                sid = m._session_id
+                if sid is None:
+                    raise BAD_SID
+                return Change(sid, "session", None, "cancelled", None)
+            return None
+        if kind == "request":
+            if m._method == "session/request_permission" and type(value.get("params")) is dict:
+                if frame is not None:
+                    value = exactly(frame, value)
+                return permission_request(self, value["params"], m._id)
+            return None
+        return response(self, value, m, source, frame)
+
+    # -- queries ------------------------------------------------------------------------------
+
+    def get(self, session_id: str, tool_call_id: str) -> Optional[Dict[str, Any]]:
+        """The tool call as a fresh dict in ACP wire shape, or None."""
+        tcid = _key(tool_call_id, "tool_call_id")
+        s = self._sessions.get(_key(session_id, "session_id"))
+        f = None if s is None else s.tool_calls.get(tcid)
+        if f is None:
+            return None
+        return cast(Dict[str, Any], _fresh(tool_call_record(tcid, f)))
+
+    def tool_calls(self, session_id: str) -> Dict[str, Any]:
+        """``{toolCallId: record}`` of a session, in first-seen order."""
+        s = self._sessions.get(_key(session_id, "session_id"))
+        if s is None:
+            return {}
+        return cast(Dict[str, Any], _fresh({tcid: tool_call_record(tcid, f) for tcid, f in s.tool_calls.items()}))
+
+    def snapshot(self) -> Dict[str, Any]:
+        """``{sessionId: {toolCallId: record}}`` of the sessions that hold tool calls."""
+        return cast(
+            Dict[str, Any],
+            _fresh(
+                {
+                    sid: {tcid: tool_call_record(tcid, f) for tcid, f in s.tool_calls.items()}
+                    for sid, s in self._sessions.items()
+                    if s.tool_calls
+                }
+            ),
+        )
+
+    def terminal(self, session_id: str, terminal_id: str) -> Optional[Dict[str, Any]]:
+        """The terminal (``output`` as bytes), or None."""
+        tid = _key(terminal_id, "terminal_id")
+        s = self._sessions.get(_key(session_id, "session_id"))
+        term = None if s is None else s.terminals.get(tid)
+        if term is None:
+            return None
+        return cast(Dict[str, Any], _fresh(terminal_record(tid, term, bytes(term.output))))
+
+    def terminals(self, session_id: str) -> Dict[str, Any]:
+        """``{terminalId: record}`` of a session, in first-seen order."""
+        s = self._sessions.get(_key(session_id, "session_id"))
+        if s is None:
+            return {}
+        records = {tid: terminal_record(tid, t, bytes(t.output)) for tid, t in s.terminals.items()}
+        return cast(Dict[str, Any], _fresh(records))
+
+    def plans(self, session_id: str) -> Dict[str, Any]:
+        """``{planId: record}`` of a session, in first-seen order."""
+        s = self._sessions.get(_key(session_id, "session_id"))
+        if s is None:
+            return {}
+        return cast(Dict[str, Any], _fresh(s.plans))
+
+    def permission(self, request_id: Any) -> Optional[Dict[str, Any]]:
+        """The latest permission request with this id (``1`` and ``"1"`` differ): the pending one,
+        else the last resolved one; None if there is none."""
+        t = type(request_id)
+        if not (request_id is None or t is str or (t is int and _I64_MIN <= request_id <= _I64_MAX)):
+            if isinstance(request_id, str):
+                request_id = str.__str__(request_id)
+            elif (
+                isinstance(request_id, int) and not isinstance(request_id, bool) and _I64_MIN <= request_id <= _I64_MAX
+            ):
+                request_id = int(request_id)
+            else:
+                raise TypeError(f"expected a request id (str, int or None), found {t.__name__}")
+        index = self._pending.get(request_id)
+        if index is not None:
+            return cast(Dict[str, Any], _fresh(cast(List[Any], self._permissions[index])[1]))
+        id_type = type(request_id)
+        for entry in reversed(self._permissions):
+            if entry is not None:
+                rid = entry[1]["id"]
+                if rid == request_id and type(rid) is id_type:
+                    return cast(Dict[str, Any], _fresh(entry[1]))
+        return None
+
+    def permissions(self, session_id: str) -> List[Dict[str, Any]]:
+        """The permission requests of a session (pending and resolved), in request order."""
+        return self._permission_list(session_id, False)
+
+    def pending_permissions(self, session_id: str) -> List[Dict[str, Any]]:
+        """The pending permission requests of a session, in request order."""
+        return self._permission_list(session_id, True)
+
+    def _permission_list(self, session_id: Any, pending: bool) -> List[Dict[str, Any]]:
+        sid = _key(session_id, "session_id")
+        return cast(
+            List[Dict[str, Any]],
+            _fresh(
+                [
+                    e[1]
+                    for e in self._permissions
+                    if e is not None and e[0] == sid and (not pending or e[1]["outcome"] == "pending")
+                ]
+            ),
+        )
+
+    def cancel_responses(self, session_id: str) -> List[bytes]:
+        """For each pending permission request of a session (request order), the frame a client
+        must answer with after ``session/cancel``."""
+        return cancel_responses(self, _key(session_id, "session_id"))
+
+    # -- checkpoints (checkpoint.py) ------------------------------------------------------------
+
+    def state(self) -> Dict[str, Any]:
+        """The whole store as a JSON-compatible dict (DESIGN 7.8); terminal output as base64."""
+        return cast(Dict[str, Any], _fresh(checkpoint.state(self)))
+
+    def to_json(self) -> bytes:
+        """``dumps(state())``: a checkpoint for ``from_json``."""
+        return checkpoint.to_json(self)
+
+    @classmethod
+    def from_json(cls, data: Any) -> ToolCallStore:
+        """Rebuild a store from ``to_json()`` output (bytes or str). A document of another shape
+        raises ValueError naming the path. The restored store starts a fresh decoder; its
+        eviction order is the checkpoint's order."""
+        return checkpoint.from_json(cls, data)
+
+
+def _feed_lines(store: ToolCallStore, data: bytes, changes: bool, source: Any) -> List[Any]:
+    """``ToolCallStore.feed`` after its argument checks: the lines of the store's ``Framer`` (one
+    split of the whole feed, as ``FrameDecoder.feed`` takes them), with each frame's parsed value
+    applied directly (``_dispatch``'s session/update branch inlined: most frames)."""
+    framer = store._framer
+    out: List[Any] = []
+    split = framer._feed(data, out)
+    if split is None:
+        return out
+    parts, tail, line = split[0], split[1], split[2]
+    limit = framer.max_frame_bytes
+    blank_start = _BLANK_START
+    append = out.append
+    loads = _orjson_loads
+    message = message_or_none
+    dispatch = store._dispatch
+    updates = store._updates
+    long_run = _LONG_DIGIT_RUN
+    to_zero = _DIGITS_TO_ZERO
+    for frame in parts:
+        line += 1
+        if not frame:
+            continue
+        if len(frame) > limit:
+            append(too_large(limit, line))
+            continue
+        if frame[-1] == 13:  # \r
+            frame = frame[:-1]
+            if not frame:
+                continue
+        if frame[0] in blank_start and not frame.strip(_BLANK):
+            continue
+        try:
+            value = loads(frame)
+        except _JSONDecodeError:
+            store._collect(decode_frame(frame, line), out, changes, source)
+            continue
+        if type(value) is dict:
+            m: Any = message(frame, value, line)
+            if m is not None:
+                try:
+                    if m._method == "session/update" and m._kind == "notification":
+                        update_fn = updates.get(m._update_kind)
+                        if update_fn is None:
+                            continue
+                        sid = m._session_id
+                        if sid is None:
+                            raise BAD_SID
+                        if long_run in frame.translate(to_zero):
+                            value = _exact(frame)
+                        change = update_fn(store, sid, value["params"]["update"])
+                    else:
+                        change = dispatch(value, m, source, frame)
+                except Bad as bad:
+                    err = state_error(bad, frame, skip_ws(frame, 0))
+                    append(to_python(err, frame, line=line, raw=frame))
+                    continue
+                if change is not None and changes:
+                    append(change)
+                continue
+        elif type(value) is list and value:
+            store._collect(store._apply_batch(frame, value, None, source, line), out, changes, source)
+            continue
+        append(decode_value(frame, value, line))
+    if tail:
+        framer._buffer_tail(tail, out)
+    return out

@@ -1,0 +1,155 @@
+"""The ``max_tool_calls`` bound (DESIGN 7.8): after a frame creates a tool call and more than N are
+retained, the oldest (first created, across sessions) tool call whose status is finished is
+dropped, else the oldest one; never the one the frame touched.
+
+The structure is the same in both backends. Each tool call gets a creation number, ``seq``, when it
+is created. ``order`` holds (session, id) of each tool call in creation order, None once evicted:
+the entry of ``seq`` is ``order[seq - order_base]``, and ``order_head`` is the first entry that may
+still be live (all before it are None), so the oldest tool call is found by moving it forward.
+``finished`` is a min-heap of the creation numbers of the tool calls found finished when a frame
+touched them; an entry whose tool call was evicted, or is no longer finished (it is queued again
+when it is), is dropped when it reaches the top. The evicted entries before ``order_head`` are cut
+off once they are half of ``order`` (``order_base`` moves on); when the entries after it (holes
+left by tool calls evicted out of creation order) or those of the heap outnumber the tool calls,
+``compact`` renumbers the live tool calls 0, 1, 2, ... (same order). Memory follows the tool calls
+retained.
+
+Cost per frame, amortised: O(1) while no retained tool call is finished (the victim is at
+``order_head``), whatever the number of unfinished ones; O(log n) for each tool call that finishes
+and each eviction of a finished one (n: finished tool calls queued, at most the bound). O(1) for
+any order of finishing would need an integer priority queue over creation numbers (a bitmap
+hierarchy, say); not done.
+
+Mirror of ``rust/state/evict.rs``. Differences on purpose: a record here is a plain dict, so the
+store keeps each one's creation number and queued flag in ``_created`` ((session, id) -> [seq,
+queued]); Rust keeps the number in the record (``ToolCall::seq``) and the flag in its ``order``
+entry.
+"""
+
+from __future__ import annotations
+
+from heapq import heappop, heappush
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+
+from .records import finished
+
+if TYPE_CHECKING:
+    from . import ToolCallStore
+
+__all__ = ["compact", "evict", "touch"]
+
+
+def touch(store: ToolCallStore, sid: str, tcid: str, f: Dict[str, Any], created: bool) -> None:
+    """Bound only: after a frame created (``created``) or changed the tool call ``tcid`` (fields
+    ``f``) of session ``sid``: number it if new, queue it if it is now finished, and after a
+    creation, evict."""
+    key = (sid, tcid)
+    if created:
+        order = store._order
+        seq = store._order_base + len(order)
+        entry = store._created[key] = [seq, False]
+        order.append(key)
+    else:
+        entry = store._created[key]
+    if not entry[1] and finished(f):
+        entry[1] = True
+        heappush(store._finished, entry[0])
+    if created:
+        limit = store._max_tool_calls
+        if limit is not None and store._tool_call_count > limit:
+            evict(store, seq)
+
+
+def evict(store: ToolCallStore, keep: int) -> None:
+    """Drop tool calls while more than the bound are retained: the oldest finished one, else the
+    oldest one; never ``keep`` (the creation number of the tool call just created). Then cut off
+    or renumber the evicted entries."""
+    limit = store._max_tool_calls
+    if limit is None:
+        return
+    order = store._order
+    while store._tool_call_count > limit:
+        seq = _oldest_finished(store, keep) if store._finished else None
+        if seq is None:
+            seq = _oldest(store, keep)
+            if seq is None:  # pragma: no cover - see _oldest
+                return
+        i = seq - store._order_base
+        key: Any = order[i]  # a live entry
+        order[i] = None
+        del store._created[key]
+        del store._sessions[key[0]].tool_calls[key[1]]
+        store._tool_call_count -= 1
+        store._evicted += 1
+    _skip_evicted(store)
+    head = store._order_head
+    most = 2 * store._tool_call_count + 64
+    if len(order) - head > most or len(store._finished) > most:
+        compact(store)
+    elif head >= 64 and 2 * head >= len(order):
+        del order[:head]
+        store._order_base += head
+        store._order_head = 0
+
+
+def _oldest_finished(store: ToolCallStore, keep: int) -> Optional[int]:
+    """The oldest finished tool call but ``keep``, taken off the heap (dropping stale entries)."""
+    heap = store._finished
+    order = store._order
+    base = store._order_base
+    held = None
+    victim = None
+    while heap:
+        seq = heappop(heap)
+        key = order[seq - base] if seq >= base else None
+        if key is None:
+            continue  # evicted
+        if not finished(store._sessions[key[0]].tool_calls[key[1]]):
+            store._created[key][1] = False
+        elif seq == keep:
+            held = seq
+        else:
+            victim = seq
+            break
+    if held is not None:
+        heappush(heap, held)
+    return victim
+
+
+def _skip_evicted(store: ToolCallStore) -> None:
+    """Move ``order_head`` past the evicted entries at the front."""
+    order = store._order
+    head = store._order_head
+    while head < len(order) and order[head] is None:
+        head += 1
+    store._order_head = head
+
+
+def _oldest(store: ToolCallStore, keep: int) -> Optional[int]:
+    """The oldest tool call but ``keep``."""
+    _skip_evicted(store)
+    seq = store._order_base + store._order_head
+    # `keep` is the newest tool call: with more than one retained, the oldest is another.
+    if store._order_head == len(store._order) or seq == keep:  # pragma: no cover - as above
+        return None
+    return seq
+
+
+def compact(store: ToolCallStore) -> None:
+    """Renumber the live tool calls 0, 1, 2, ... in creation order and rebuild the heap from their
+    queued flags (after a restore, this numbers the tool calls and fills the heap)."""
+    created = store._created
+    order: List[Optional[Tuple[str, str]]] = []
+    heap: List[int] = []
+    for key in store._order:
+        if key is None:
+            continue
+        entry = created[key]
+        entry[0] = seq = len(order)
+        if entry[1]:
+            heap.append(seq)
+        order.append(key)
+    store._order = order
+    store._order_base = 0
+    store._order_head = 0
+    store._finished = heap  # ascending: a heap already

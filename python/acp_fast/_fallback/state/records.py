@@ -1,0 +1,219 @@
+"""What the store holds: tool calls, terminals, permission requests and sessions (DESIGN 7.3 -
+7.5), and the ``Change`` a frame yields (7.9); the materialized records that queries and
+checkpoints give.
+
+Mirror of ``rust/state/records.rs``. Differences on purpose: here a tool call is the dict of its
+set fields (parsed values, never null, toolCallId apart), a terminal a dict plus its bytes, and a
+permission record ``[session id, record dict]``, the dict already in materialized key order; Rust
+keeps the JSON text of each value in fixed slots (and an ordered map where Python has dicts). The
+materialized records are dicts here; Rust writes them as JSON (for checkpoints) and its binding
+builds the dicts.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Iterator, Optional
+
+__all__ = [
+    "MISSING",
+    "OUTCOMES",
+    "Change",
+    "Session",
+    "Terminal",
+    "finished",
+    "permission_record",
+    "terminal_record",
+    "tool_call_record",
+]
+
+#: "Absent" where None is a value (a JSON null).
+MISSING: Any = object()
+
+# ---------------------------------------------------------------------------------------------
+# Tool calls
+
+# Tool-call fields with a fixed place in a materialized record (after toolCallId), DESIGN 7.3.
+_TOOL_CALL_FIELDS = frozenset(
+    ("title", "kind", "status", "content", "locations", "rawInput", "rawOutput", "name", "_meta")
+)
+_FINISHED = frozenset(("completed", "failed", "cancelled"))
+
+
+def finished(fields: Dict[str, Any]) -> bool:
+    """Is the tool call's status "completed", "failed" or "cancelled" (evicted first)?"""
+    status = fields.get("status")
+    return type(status) is str and status in _FINISHED
+
+
+# ---------------------------------------------------------------------------------------------
+# Terminals
+
+# Terminal fields with a fixed place (after terminalId; `output` is the byte buffer), DESIGN 7.4.
+_TERMINAL_FIELDS = frozenset(("command", "cwd", "outputMeta", "exitStatus", "_meta"))
+
+
+class Terminal:
+    """A terminal: ``output`` its bytes, ``fields`` the rest (command, cwd, outputMeta, exitStatus,
+    _meta and unknown fields, never null)."""
+
+    __slots__ = ("fields", "output")
+
+    def __init__(self) -> None:
+        self.fields: Dict[str, Any] = {}
+        self.output = bytearray()
+
+
+# ---------------------------------------------------------------------------------------------
+# Permission requests
+
+#: How a permission request can end, sorted (as checkpoint errors list them).
+OUTCOMES = ("cancelled", "error", "invalid", "pending", "selected", "unknown")
+
+# ---------------------------------------------------------------------------------------------
+# Sessions
+
+
+class Session:
+    """What one session holds, each in first-seen order: tool calls (id -> fields dict),
+    terminals (id -> Terminal) and plans (id -> record). Permission requests are kept by the
+    store (one list in request order across sessions)."""
+
+    __slots__ = ("tool_calls", "terminals", "plans")
+
+    def __init__(self) -> None:
+        self.tool_calls: Dict[str, Dict[str, Any]] = {}
+        self.terminals: Dict[str, Terminal] = {}
+        self.plans: Dict[str, Any] = {}
+
+
+# ---------------------------------------------------------------------------------------------
+# Changes
+
+
+class Change:
+    """What one frame changed: ``(session_id, target, id, action, tool_call_id)``.
+
+    ``target`` is ``"tool_call"``, ``"terminal"``, ``"plan"``, ``"permission"``, ``"session"`` or
+    ``"protocol"``; ``id`` the tool call / terminal / plan id, the request id or the negotiated
+    version. Immutable, hashable, equal when all five are equal; ``tuple(change)`` gives the five.
+    """
+
+    # Private slots behind read-only properties (as Message): setting any attribute raises
+    # AttributeError, and construction is plain slot stores.
+    __slots__ = ("_s", "_t", "_i", "_a", "_c")
+
+    session_id = property(lambda self: self._s, doc="The session id (None for a protocol change).")
+    target = property(lambda self: self._t, doc='"tool_call", "terminal", "plan", "permission", "session", "protocol".')
+    id = property(lambda self: self._i, doc="Tool call / terminal / plan id, request id, version, or None.")
+    action = property(lambda self: self._a, doc='What happened: "created", "updated", "appended", ...')
+    tool_call_id = property(lambda self: self._c, doc="The tool call concerned, or None.")
+
+    def __init__(self, session_id: Any, target: Any, id: Any, action: Any, tool_call_id: Any) -> None:
+        self._s = session_id
+        self._t = target
+        self._i = id
+        self._a = action
+        self._c = tool_call_id
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter((self._s, self._t, self._i, self._a, self._c))
+
+    def __len__(self) -> int:
+        return 5
+
+    def __eq__(self, other: object) -> Any:
+        if type(other) is not Change:
+            return NotImplemented
+        return (self._s, self._t, self._i, self._a, self._c) == (other._s, other._t, other._i, other._a, other._c)
+
+    def __ne__(self, other: object) -> Any:
+        if type(other) is not Change:
+            return NotImplemented
+        return (self._s, self._t, self._i, self._a, self._c) != (other._s, other._t, other._i, other._a, other._c)
+
+    def __hash__(self) -> int:
+        return hash((self._s, self._t, self._i, self._a, self._c))
+
+    def __repr__(self) -> str:
+        return (
+            f"Change(session_id={self._s!r}, target={self._t!r}, id={self._i!r}, "
+            f"action={self._a!r}, tool_call_id={self._c!r})"
+        )
+
+    def __reduce__(self) -> Any:
+        return (Change, (self._s, self._t, self._i, self._a, self._c))
+
+
+# ---------------------------------------------------------------------------------------------
+# Materialized records (values shared with the store: copy before handing them out)
+
+
+def tool_call_record(tcid: str, f: Dict[str, Any]) -> Dict[str, Any]:
+    """The tool-call record in DESIGN 7.3 key order."""
+    r: Dict[str, Any] = {"toolCallId": tcid}
+    if "title" in f:
+        r["title"] = f["title"]
+    r["kind"] = f.get("kind", "other")
+    r["status"] = f.get("status", "pending")
+    r["content"] = f.get("content", [])
+    r["locations"] = f.get("locations", [])
+    if "rawInput" in f:
+        r["rawInput"] = f["rawInput"]
+    if "rawOutput" in f:
+        r["rawOutput"] = f["rawOutput"]
+    if "name" in f:
+        r["name"] = f["name"]
+    if "_meta" in f:
+        r["_meta"] = f["_meta"]
+    known = _TOOL_CALL_FIELDS
+    for k, v in f.items():
+        if k not in known:
+            r[k] = v
+    return r
+
+
+def terminal_record(tid: str, term: Terminal, output: Any) -> Dict[str, Any]:
+    """The terminal record in DESIGN 7.4 key order, with ``output`` as given (bytes, or base64
+    text in a checkpoint)."""
+    f = term.fields
+    r: Dict[str, Any] = {"terminalId": tid}
+    if "command" in f:
+        r["command"] = f["command"]
+    if "cwd" in f:
+        r["cwd"] = f["cwd"]
+    r["output"] = output
+    if "outputMeta" in f:
+        r["outputMeta"] = f["outputMeta"]
+    if "exitStatus" in f:
+        r["exitStatus"] = f["exitStatus"]
+    if "_meta" in f:
+        r["_meta"] = f["_meta"]
+    known = _TERMINAL_FIELDS
+    for k, v in f.items():
+        if k not in known:
+            r[k] = v
+    return r
+
+
+def permission_record(
+    ident: Any,
+    sid: str,
+    tcid: Optional[str],
+    options: Any,
+    outcome: str,
+    option_id: Optional[str],
+    approved: bool,
+    response: Any,
+) -> Dict[str, Any]:
+    """A permission record in DESIGN 7.5 key order (``response`` MISSING: absent)."""
+    r: Dict[str, Any] = {"id": ident, "sessionId": sid}
+    if tcid is not None:
+        r["toolCallId"] = tcid
+    r["options"] = options
+    r["outcome"] = outcome
+    if option_id is not None:
+        r["optionId"] = option_id
+    r["approved"] = approved
+    if response is not MISSING:
+        r["response"] = response
+    return r

@@ -1,0 +1,88 @@
+"""Terminals (v2 agent-owned, applied whatever the version): ``terminal_update`` (upsert with v2
+rules) and ``terminal_output_chunk`` (append bytes), DESIGN 7.4. Keyed by (session, terminalId),
+a namespace apart from tool calls.
+
+Mirror of ``rust/state/terminal.rs``. Differences on purpose: here a terminal keeps its fields (but
+the output bytes) in a dict of parsed values, patched from orjson's dict; Rust classifies the
+update's members into the terminal's slots.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Dict
+
+from .read import U, Bad, b64decode
+from .records import Change, Terminal
+
+if TYPE_CHECKING:
+    from . import ToolCallStore
+
+__all__ = ["terminal_chunk", "terminal_update"]
+
+# terminal_update members that are not stored as fields (`outputMeta` derives from `output._meta`).
+_NOT_FIELDS = frozenset(("sessionUpdate", "terminalId", "output", "outputMeta"))
+
+
+def terminal_update(store: ToolCallStore, sid: str, update: Dict[str, Any]) -> Change:
+    """``terminal_update``: omitted = unchanged, null = unset (``output: null`` empties the bytes
+    and unsets ``outputMeta``), a value replaces; ``output.data`` (base64) replaces all bytes and
+    ``output._meta`` becomes ``outputMeta``."""
+    tid = update.get("terminalId")
+    if type(tid) is not str:
+        raise Bad("invalid_terminal_id", U + ("terminalId",), "a string")
+    output = update.get("output")
+    data = None
+    if output is not None:
+        if type(output) is not dict:
+            raise Bad("invalid_output", U + ("output",), "an object or null")
+        data = b64decode(output.get("data"))
+        if data is None:
+            raise Bad("invalid_base64", U + ("output", "data"), "base64 text")
+    es = update.get("exitStatus")
+    if es is not None and type(es) is not dict:
+        raise Bad("invalid_exit_status", U + ("exitStatus",), "an object or null")
+    terms = store._session(sid).terminals
+    term = terms.get(tid)
+    created = term is None
+    if term is None:
+        term = terms[tid] = Terminal()
+    f = term.fields
+    skip = _NOT_FIELDS
+    for k, v in update.items():
+        if k in skip:
+            if k == "output":
+                if v is None:
+                    term.output = bytearray()
+                    f.pop("outputMeta", None)
+                else:
+                    term.output = bytearray(data or b"")  # data: the bytes of output.data
+                    meta = v.get("_meta")
+                    if meta is None:
+                        f.pop("outputMeta", None)
+                    else:
+                        f["outputMeta"] = meta
+        elif v is None:
+            if k in f:
+                del f[k]
+        else:
+            f[k] = v
+    return Change(sid, "terminal", tid, "created" if created else "updated", None)
+
+
+def terminal_chunk(store: ToolCallStore, sid: str, update: Dict[str, Any]) -> Change:
+    """``terminal_output_chunk``: the base64 ``data`` decoded and appended (the chunk's other
+    members are not stored)."""
+    tid = update.get("terminalId")
+    if type(tid) is not str:
+        raise Bad("invalid_terminal_id", U + ("terminalId",), "a string")
+    data = b64decode(update.get("data"))
+    if data is None:
+        raise Bad("invalid_base64", U + ("data",), "base64 text")
+    terms = store._session(sid).terminals
+    term = terms.get(tid)
+    if term is None:
+        term = terms[tid] = Terminal()
+        term.output += data
+        return Change(sid, "terminal", tid, "created", None)
+    term.output += data
+    return Change(sid, "terminal", tid, "appended", None)

@@ -1,0 +1,158 @@
+"""Tool calls: ``tool_call`` (v1 create / replace), ``tool_call_update`` (patch / upsert with the
+null rule of the version in force) and ``tool_call_content_chunk`` (append), docs/API.md
+"Tool-call state" and DESIGN 7.3. A permission request's tool call is applied here too
+(``check_tool_call`` + ``commit_tool_call``, from ``permission.py``).
+
+Mirror of ``rust/state/tool_call.rs``. Differences on purpose: here the update is orjson's dict,
+which is fresh per frame, so the record keeps it: a new record takes the update dict itself as its
+fields, an update patches the record's dict in place, a chunk is appended to the record's own
+``content`` list; one update costs the same however many came before. The checks of
+``check_tool_call`` are written out again in ``tool_call_update`` and ``tool_call`` (the hot
+path: one call less per frame). Rust walks the update's members once and copies their text.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Dict, Tuple
+
+from .evict import touch
+from .read import P_UPDATE_CONTENT, P_UPDATE_LOCATIONS, P_UPDATE_TCID, Bad
+from .records import Change, Session
+
+if TYPE_CHECKING:
+    from . import ToolCallStore
+
+__all__ = ["check_tool_call", "commit_tool_call", "content_chunk", "tool_call", "tool_call_update"]
+
+
+def tool_call(store: ToolCallStore, sid: str, update: Dict[str, Any]) -> Change:
+    """v1 ``tool_call``: create the record from the update's fields, or replace an existing one
+    whole (it keeps its place and its creation number). Any version."""
+    tcid = update.get("toolCallId")
+    if type(tcid) is not str:
+        raise Bad("invalid_tool_call_id", P_UPDATE_TCID, "a string")
+    c = update.get("content")
+    if c is not None and type(c) is not list:
+        raise Bad("invalid_content", P_UPDATE_CONTENT, "an array or null")
+    c = update.get("locations")
+    if c is not None and type(c) is not list:
+        raise Bad("invalid_locations", P_UPDATE_LOCATIONS, "an array or null")
+    del update["toolCallId"]
+    del update["sessionUpdate"]
+    if None in update.values():
+        update = {k: v for k, v in update.items() if v is not None}
+    calls = store._session(sid).tool_calls
+    created = tcid not in calls
+    calls[tcid] = update  # a replaced record keeps its place
+    if created:
+        store._tool_call_count += 1
+    if store._max_tool_calls is not None:
+        touch(store, sid, tcid, update, created)
+    return Change(sid, "tool_call", tcid, "created" if created else "replaced", tcid)
+
+
+def tool_call_update(store: ToolCallStore, sid: str, update: Dict[str, Any]) -> Change:
+    """``tool_call_update``: patch an existing record (null leaves a field in v1, unsets it in
+    v2), or create one from the non-null fields."""
+    tcid = update.get("toolCallId")
+    if type(tcid) is not str:
+        raise Bad("invalid_tool_call_id", P_UPDATE_TCID, "a string")
+    c = update.get("content")
+    if c is not None and type(c) is not list:
+        raise Bad("invalid_content", P_UPDATE_CONTENT, "an array or null")
+    c = update.get("locations")
+    if c is not None and type(c) is not list:
+        raise Bad("invalid_locations", P_UPDATE_LOCATIONS, "an array or null")
+    # commit_tool_call's common case inlined: an existing record, no null member.
+    s = store._sessions.get(sid)
+    if s is not None:
+        f = s.tool_calls.get(tcid)
+        if f is not None and None not in update.values():
+            f.update(update)
+            del f["toolCallId"]
+            del f["sessionUpdate"]
+            if store._max_tool_calls is not None:
+                touch(store, sid, tcid, f, False)
+            return Change(sid, "tool_call", tcid, "updated", tcid)
+    created = commit_tool_call(store, sid, tcid, update)
+    return Change(sid, "tool_call", tcid, "created" if created else "updated", tcid)
+
+
+def content_chunk(store: ToolCallStore, sid: str, update: Dict[str, Any]) -> Change:
+    """``tool_call_content_chunk``: append ``update.content`` to the record's content (created if
+    needed). Any version."""
+    tcid = update.get("toolCallId")
+    if type(tcid) is not str:
+        raise Bad("invalid_tool_call_id", P_UPDATE_TCID, "a string")
+    item = update.get("content")
+    if type(item) is not dict:
+        raise Bad("invalid_content", P_UPDATE_CONTENT, "an object")
+    s = store._sessions.get(sid)
+    if s is None:
+        s = store._sessions[sid] = Session()
+    calls = s.tool_calls
+    f = calls.get(tcid)
+    if f is None:
+        f = calls[tcid] = {"content": [item]}
+        store._tool_call_count += 1
+        if store._max_tool_calls is not None:
+            touch(store, sid, tcid, f, True)
+        return Change(sid, "tool_call", tcid, "created", tcid)
+    content = f.get("content")
+    if content is None:
+        f["content"] = [item]
+    else:
+        content.append(item)
+    return Change(sid, "tool_call", tcid, "appended", tcid)
+
+
+def check_tool_call(obj: Dict[str, Any], path: Tuple[str, ...]) -> str:
+    """Check the tool-call object at ``path`` (its id, then content and locations); its id."""
+    tcid = obj.get("toolCallId")
+    if type(tcid) is not str:
+        raise Bad("invalid_tool_call_id", path + ("toolCallId",), "a string")
+    c = obj.get("content")
+    if c is not None and type(c) is not list:
+        raise Bad("invalid_content", path + ("content",), "an array or null")
+    c = obj.get("locations")
+    if c is not None and type(c) is not list:
+        raise Bad("invalid_locations", path + ("locations",), "an array or null")
+    return tcid
+
+
+def commit_tool_call(store: ToolCallStore, sid: str, tcid: str, update: Dict[str, Any]) -> bool:
+    """Apply a checked tool-call update (patch / upsert) with the null rule of the version in force;
+    a new record takes the update dict itself as its fields. True if the record was created."""
+    s = store._sessions.get(sid)
+    if s is None:
+        s = store._sessions[sid] = Session()
+    calls = s.tool_calls
+    f = calls.get(tcid)
+    if f is None:
+        del update["toolCallId"]
+        update.pop("sessionUpdate", None)
+        if None in update.values():
+            update = {k: v for k, v in update.items() if v is not None}
+        calls[tcid] = update
+        store._tool_call_count += 1
+        if store._max_tool_calls is not None:
+            touch(store, sid, tcid, update, True)
+        return True
+    if None not in update.values():
+        f.update(update)
+        del f["toolCallId"]
+        f.pop("sessionUpdate", None)
+    elif store._v2:
+        for k, v in update.items():
+            if v is None:
+                if k in f:
+                    del f[k]
+            elif k != "toolCallId" and k != "sessionUpdate":
+                f[k] = v
+    else:
+        for k, v in update.items():
+            if v is not None and k != "toolCallId" and k != "sessionUpdate":
+                f[k] = v
+    if store._max_tool_calls is not None:
+        touch(store, sid, tcid, f, False)
+    return False

@@ -1,0 +1,730 @@
+//! Checkpoints (DESIGN §7.8): `to_json` writes the whole store as an `acp-fast-state/1` document,
+//! byte for byte what `dumps(state())` gives; `from_json` checks a document and rebuilds the store
+//! (its eviction order is the document's order).
+//!
+//! Mirror: `python/acp_fast/_fallback/state/checkpoint.py`. Differences on purpose: here the
+//! document is written straight from the records, each stored value re-written as
+//! `dumps(loads(value))` would (`write_value`), and read straight from its bytes (`Reader`: an
+//! object's members as a parsed dict has them, the last of duplicates in the first one's place);
+//! the fallback builds the `state()` dict and dumps it, and checks the dict that `loads` gives.
+//! The checks run in the same order in both, so a bad document gets the same error text; the few
+//! messages that quote a value with Python's `repr()` take it from the caller
+//! (`CheckpointError::message`).
+
+use std::fmt;
+
+use crate::encoder::{write_str, PathItem};
+use crate::error::{DecodeError, JsonType};
+use crate::scanner::{parse_i64, parse_u64, validate, Scanner};
+
+use super::evict::Tracked;
+use super::read::base64_decode;
+use super::records::{
+    key, members_at, permission_record, terminal_record, tool_call_record, write_value, IdKey, Outcome, Permission,
+    Raw, Session, Terminal, Text, ToolCall, TERMINAL_FIELDS, TOOL_CALL_FIELDS,
+};
+use super::Store;
+
+/// The `format` of a checkpoint.
+pub const FORMAT: &str = "acp-fast-state/1";
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+
+/// Why `from_json` refused a document. `Json` is the error `loads` gives (raised as a
+/// DecodeError); the others are the ValueErrors of DESIGN §7.8, each naming the path.
+#[derive(Debug)]
+pub enum CheckpointError {
+    Json(DecodeError),
+    /// `expected "{path}" to be {what}, found {found}` (a JSON type name).
+    Type {
+        path: String,
+        what: &'static str,
+        found: JsonType,
+    },
+    /// `expected "{path}.{member}" to be present, found none`.
+    Missing {
+        path: String,
+        member: &'static str,
+    },
+    /// `expected "state.format" to be 'acp-fast-state/1', found {repr(found)}`.
+    Format {
+        found: Raw,
+    },
+    /// `expected "{path}" to be {repr(expected)}, found {found}`: a record's `toolCallId` /
+    /// `terminalId` / `sessionId` that is not the key it is filed under.
+    Mismatch {
+        path: String,
+        expected: Text,
+        found: JsonType,
+    },
+    /// `expected "{path}" to be base64 text, found string`.
+    Base64 {
+        path: String,
+    },
+    /// `expected "state.permissionOrder" to name {repr(session)} {expected} times (its permission
+    /// records), found {found, or "more"}`.
+    PermissionOrder {
+        session: Text,
+        expected: usize,
+        found: Option<usize>,
+    },
+}
+
+impl CheckpointError {
+    /// The error's text. `repr` gives Python's `repr()` of the JSON value whose text it is handed
+    /// (the binding passes Python's own; `Display` uses `repr_approx`).
+    pub fn message(&self, repr: &mut dyn FnMut(&[u8]) -> String) -> String {
+        let mut quoted = |text: &[u8]| {
+            let mut json = Vec::with_capacity(text.len() + 2);
+            write_str(&mut json, text);
+            repr(&json)
+        };
+        match self {
+            Self::Json(e) => e.description.clone(),
+            Self::Type { path, what, found } => format!("expected \"{path}\" to be {what}, found {}", found.name()),
+            Self::Missing { path, member } => format!("expected \"{path}.{member}\" to be present, found none"),
+            Self::Format { found } => format!(
+                "expected \"state.format\" to be {}, found {}",
+                quoted(FORMAT.as_bytes()),
+                repr(found)
+            ),
+            Self::Mismatch { path, expected, found } => {
+                format!("expected \"{path}\" to be {}, found {}", quoted(expected), found.name())
+            }
+            Self::Base64 { path } => format!("expected \"{path}\" to be base64 text, found string"),
+            Self::PermissionOrder {
+                session,
+                expected,
+                found,
+            } => format!(
+                "expected \"state.permissionOrder\" to name {} {expected} times (its permission records), found {}",
+                quoted(session),
+                found.map_or_else(|| "more".to_owned(), |n| n.to_string())
+            ),
+        }
+    }
+}
+
+impl fmt::Display for CheckpointError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message(&mut repr_approx))
+    }
+}
+
+impl std::error::Error for CheckpointError {}
+
+/// Python's `repr()` of a JSON value, for `Display`: exact for ASCII strings and the literals;
+/// other values are shown as their JSON text, and non-ASCII characters are kept as they are
+/// (Python escapes the ones its Unicode database calls unprintable).
+pub fn repr_approx(json: &[u8]) -> String {
+    match json {
+        b"true" => return "True".to_owned(),
+        b"false" => return "False".to_owned(),
+        b"null" => return "None".to_owned(),
+        [b'"', ..] => {}
+        _ => return String::from_utf8_lossy(json).into_owned(),
+    }
+    let mut scratch = Vec::new();
+    let mut sc = Scanner::new(json);
+    let text = match sc.scan_string() {
+        Ok(s) => String::from_utf8_lossy(crate::scanner::string_text(json, s, &mut scratch)).into_owned(),
+        Err(_) => return String::from_utf8_lossy(json).into_owned(),
+    };
+    let quote = if text.contains('\'') && !text.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    let mut out = String::from(quote);
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+    out
+}
+
+/// A stored value nested deeper than `dumps` writes (`encoder::MAX_DEPTH`): the path of the
+/// container that is too deep, outermost step first (the binding raises `dumps`' EncodeError).
+#[derive(Debug)]
+pub struct TooDeep {
+    pub path: Vec<PathItem>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writing
+
+/// The checkpoint document of `store`: `dumps(state())`.
+pub fn to_json(store: &Store) -> Result<Vec<u8>, TooDeep> {
+    let mut out = Vec::with_capacity(256);
+    out.extend_from_slice(b"{\"format\":");
+    write_str(&mut out, FORMAT.as_bytes());
+    out.extend_from_slice(b",\"protocolVersion\":");
+    write_opt(&mut out, store.fixed.map(u64::from));
+    out.extend_from_slice(b",\"negotiatedVersion\":");
+    write_opt(&mut out, store.negotiated.map(u64::from));
+    out.extend_from_slice(b",\"maxToolCalls\":");
+    write_opt(&mut out, store.max_tool_calls.map(|n| n as u64));
+    out.extend_from_slice(b",\"evicted\":");
+    write_opt(&mut out, Some(store.evicted));
+    out.extend_from_slice(b",\"sessions\":{");
+    let mut per_session: Vec<Vec<&Permission>> = (0..store.sessions.len()).map(|_| Vec::new()).collect();
+    for p in store.permissions() {
+        per_session[p.session].push(p);
+    }
+    for (slot, (sid, s)) in store.sessions.iter().enumerate() {
+        if slot > 0 {
+            out.push(b',');
+        }
+        let at = |steps: &[PathItem]| {
+            let mut path = vec![PathItem::Key("sessions".into()), key(sid)];
+            path.extend_from_slice(steps);
+            path
+        };
+        write_str(&mut out, sid);
+        out.extend_from_slice(b":{\"toolCalls\":{");
+        for (i, (id, tc)) in s.tool_calls.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            write_str(&mut out, id);
+            out.push(b':');
+            tool_call_record(&mut out, id, tc).map_err(|inner| deep(at(&[key(b"toolCalls"), key(id)]), inner))?;
+        }
+        out.extend_from_slice(b"},\"terminals\":{");
+        for (i, (id, t)) in s.terminals.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            write_str(&mut out, id);
+            out.push(b':');
+            terminal_record(&mut out, id, t).map_err(|inner| deep(at(&[key(b"terminals"), key(id)]), inner))?;
+        }
+        out.extend_from_slice(b"},\"plans\":{");
+        for (i, (id, plan)) in s.plans.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            write_str(&mut out, id);
+            out.push(b':');
+            write_value(&mut out, plan, 4).map_err(|inner| deep(at(&[key(b"plans"), key(id)]), inner))?;
+        }
+        out.extend_from_slice(b"},\"permissions\":[");
+        for (i, p) in per_session[slot].iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            permission_record(&mut out, sid, p)
+                .map_err(|inner| deep(at(&[key(b"permissions"), PathItem::Index(i)]), inner))?;
+        }
+        out.extend_from_slice(b"]}");
+    }
+    out.extend_from_slice(b"},\"permissionOrder\":[");
+    for (i, p) in store.permissions().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_str(&mut out, store.session_id(p.session));
+    }
+    out.extend_from_slice(b"]}");
+    Ok(out)
+}
+
+/// `TooDeep` from the path down to a record and the path inside it (innermost step first).
+#[cold]
+fn deep(mut outer: Vec<PathItem>, inner: Vec<PathItem>) -> TooDeep {
+    outer.extend(inner.into_iter().rev());
+    TooDeep { path: outer }
+}
+
+fn write_opt(out: &mut Vec<u8>, v: Option<u64>) {
+    match v {
+        Some(v) => crate::encoder::write_u64(out, v),
+        None => out.extend_from_slice(b"null"),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading
+
+/// `expected "...outcome" to be {what}`: the outcomes, sorted (`records::OUTCOMES`).
+const OUTCOME_WHAT: &str = "one of cancelled, error, invalid, pending, selected, unknown";
+
+/// A checked document being read; values are named by their position in it.
+struct Reader<'a> {
+    sc: Scanner<'a>,
+}
+
+/// An object's members: (key, position of the value).
+type Members = Vec<(Text, usize)>;
+
+fn lossy(text: &[u8]) -> std::borrow::Cow<'_, str> {
+    String::from_utf8_lossy(text)
+}
+
+/// The member `name` of `obj`, or the error naming `path.name`.
+fn find(obj: &Members, name: &'static str, path: &str) -> Result<usize, CheckpointError> {
+    find_opt(obj, name).ok_or_else(|| CheckpointError::Missing {
+        path: path.to_owned(),
+        member: name,
+    })
+}
+
+fn find_opt(obj: &Members, name: &str) -> Option<usize> {
+    obj.iter().find(|(k, _)| **k == *name.as_bytes()).map(|&(_, at)| at)
+}
+
+impl Reader<'_> {
+    fn ty(&mut self, at: usize) -> JsonType {
+        self.sc.pos = at;
+        self.sc.peek_type().unwrap_or(JsonType::Null)
+    }
+
+    /// The value at `at` must be of type `ty`, else `expected "{path}" to be {what}`.
+    fn require(&mut self, at: usize, ty: JsonType, path: &str, what: &'static str) -> Result<(), CheckpointError> {
+        match self.ty(at) {
+            t if t == ty => Ok(()),
+            found => Err(CheckpointError::Type {
+                path: path.to_owned(),
+                what,
+                found,
+            }),
+        }
+    }
+
+    /// The members of the object at `at` (else the error naming `path`).
+    fn object(&mut self, at: usize, path: &str) -> Result<Members, CheckpointError> {
+        self.require(at, JsonType::Object, path, "an object")?;
+        Ok(members_at(&mut self.sc)?.0)
+    }
+
+    /// The positions of the items of the array at `at`.
+    fn items(&mut self, at: usize) -> Result<Vec<usize>, CheckpointError> {
+        self.sc.pos = at;
+        self.sc.enter()?;
+        let mut out = Vec::new();
+        if self.sc.peek() != Some(b']') {
+            loop {
+                self.sc.skip_ws();
+                out.push(self.sc.pos);
+                self.sc.skip_value()?;
+                if self.sc.peek() != Some(b',') {
+                    break;
+                }
+                self.sc.pos += 1;
+            }
+        }
+        self.sc.leave();
+        Ok(out)
+    }
+
+    /// The text of the string at `at` (`None`: not a string).
+    fn text(&mut self, at: usize) -> Option<Text> {
+        if self.ty(at) != JsonType::String {
+            return None;
+        }
+        let s = self.sc.scan_string().ok()?;
+        Some(super::read::text_of(self.sc.data, s))
+    }
+
+    /// The JSON text of the value at `at`.
+    fn raw(&mut self, at: usize) -> Result<Raw, CheckpointError> {
+        self.sc.pos = at;
+        self.sc.skip_value()?;
+        Ok(self.sc.data[at..self.sc.pos].into())
+    }
+
+    /// The integer at `at`: (negative, magnitude when it fits in 64 bits); `None`: not an integer.
+    fn int(&mut self, at: usize) -> Option<(bool, Option<u64>)> {
+        if self.ty(at) != JsonType::Number {
+            return None;
+        }
+        let n = self.sc.scan_number().ok()?;
+        let lexeme = &self.sc.data[n.start..n.end];
+        let digits = lexeme.strip_prefix(b"-").unwrap_or(lexeme);
+        n.is_int
+            .then(|| (lexeme[0] == b'-' && digits != b"0", parse_u64(digits)))
+    }
+
+    /// `protocolVersion` / `negotiatedVersion`: 1, 2 or null.
+    fn version(&mut self, at: usize, path: &str) -> Result<Option<u8>, CheckpointError> {
+        match self.int(at) {
+            Some((false, Some(v @ (1 | 2)))) => Ok(Some(v as u8)),
+            _ if self.ty(at) == JsonType::Null => Ok(None),
+            _ => Err(self.fail(at, path, "1, 2 or null")),
+        }
+    }
+
+    #[cold]
+    fn fail(&mut self, at: usize, path: &str, what: &'static str) -> CheckpointError {
+        CheckpointError::Type {
+            path: path.to_owned(),
+            what,
+            found: self.ty(at),
+        }
+    }
+
+    /// The record's `member` must be the key it is filed under.
+    fn record_id(
+        &mut self,
+        record: &Members,
+        key: &[u8],
+        member: &'static str,
+        path: &str,
+    ) -> Result<(), CheckpointError> {
+        let at = find(record, member, path)?;
+        if self.text(at).as_deref() == Some(key) {
+            return Ok(());
+        }
+        Err(CheckpointError::Mismatch {
+            path: format!("{path}.{member}"),
+            expected: key.into(),
+            found: self.ty(at),
+        })
+    }
+
+    /// No member of the record is null.
+    fn no_nulls(&mut self, record: &Members, path: &str) -> Result<(), CheckpointError> {
+        for (name, at) in record {
+            if self.ty(*at) == JsonType::Null {
+                return Err(self.fail(*at, &format!("{path}.{}", lossy(name)), "a value other than null"));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl From<DecodeError> for CheckpointError {
+    fn from(e: DecodeError) -> Self {
+        Self::Json(e)
+    }
+}
+
+/// Check the document `data` and rebuild the store it describes. Checks and messages: DESIGN §7.8
+/// (the checks run in the fallback's order, so both report the same first problem).
+pub fn from_json(data: &[u8]) -> Result<Store, CheckpointError> {
+    validate(data)?;
+    let mut r = Reader { sc: Scanner::new(data) };
+    r.sc.skip_ws();
+    let root = r.sc.pos;
+    let state = r.object(root, "state")?;
+    let format = find(&state, "format", "state")?;
+    if r.text(format).as_deref() != Some(FORMAT.as_bytes()) {
+        return Err(CheckpointError::Format { found: r.raw(format)? });
+    }
+    let fixed = r.version(find(&state, "protocolVersion", "state")?, "state.protocolVersion")?;
+    let negotiated = r.version(find(&state, "negotiatedVersion", "state")?, "state.negotiatedVersion")?;
+    let at = find(&state, "maxToolCalls", "state")?;
+    let max = match r.int(at) {
+        _ if r.ty(at) == JsonType::Null => None,
+        Some((false, Some(n))) if n >= 1 && usize::try_from(n).is_ok() => Some(n as usize),
+        _ => return Err(r.fail(at, "state.maxToolCalls", "a positive integer or null")),
+    };
+    let at = find(&state, "evicted", "state")?;
+    let Some((false, Some(evicted))) = r.int(at) else {
+        return Err(r.fail(at, "state.evicted", "a non-negative integer"));
+    };
+    let sessions = r.object(find(&state, "sessions", "state")?, "state.sessions")?;
+    let mut store = Store::new(fixed, max);
+    store.negotiated = negotiated;
+    store.evicted = evicted;
+    let mut records: Vec<Vec<Permission>> = Vec::with_capacity(sessions.len());
+    for (sid, at) in sessions {
+        let sp = format!("state.sessions.{}", lossy(&sid));
+        let session = r.object(at, &sp)?;
+        let slot = store.sessions.push(sid.clone(), Session::default());
+        restore_tool_calls(&mut r, &mut store, slot, &session, &sp)?;
+        restore_terminals(&mut r, &mut store, slot, &session, &sp)?;
+        let path = format!("{sp}.plans");
+        for (pid, at) in r.object(find(&session, "plans", &sp)?, &path)? {
+            r.require(at, JsonType::Object, &format!("{path}.{}", lossy(&pid)), "an object")?;
+            let plan = r.raw(at)?;
+            store.sessions.at_mut(slot).plans.push(pid, plan);
+        }
+        records.push(read_permissions(&mut r, slot, &sid, &session, &sp)?);
+    }
+    // The session of each permission record in request order across sessions (optional:
+    // without it, session order), naming each session as many times as it has records.
+    let counts: Vec<usize> = records.iter().map(Vec::len).collect();
+    let mut order = Vec::new();
+    match find_opt(&state, "permissionOrder") {
+        None => order.extend(
+            counts
+                .iter()
+                .enumerate()
+                .flat_map(|(slot, &n)| std::iter::repeat(slot).take(n)),
+        ),
+        Some(at) => {
+            r.require(at, JsonType::Array, "state.permissionOrder", "an array")?;
+            let mut seen = vec![0; counts.len()];
+            for (i, item) in r.items(at)?.into_iter().enumerate() {
+                let Some(slot) = r.text(item).and_then(|sid| store.sessions.slot(&sid)) else {
+                    let path = format!("state.permissionOrder.{i}");
+                    return Err(r.fail(item, &path, "the id of a session in state.sessions"));
+                };
+                seen[slot] += 1;
+                if seen[slot] > counts[slot] {
+                    return Err(count_error(&store, slot, counts[slot], None));
+                }
+                order.push(slot);
+            }
+            if let Some(slot) = (0..counts.len()).find(|&slot| seen[slot] != counts[slot]) {
+                return Err(count_error(&store, slot, counts[slot], Some(seen[slot])));
+            }
+        }
+    }
+    let mut records: Vec<_> = records.into_iter().map(Vec::into_iter).collect();
+    for slot in order {
+        let p = records[slot].next().expect("counted");
+        if p.outcome == Outcome::Pending {
+            if let Some(old) = store.pending.remove(&p.id) {
+                store.permissions[old] = None;
+            }
+            store.pending.insert(p.id.clone(), store.permissions.len());
+        }
+        store.permissions.push(Some(p));
+    }
+    if store.max_tool_calls.is_some() {
+        store.compact();
+    }
+    Ok(store)
+}
+
+#[cold]
+fn count_error(store: &Store, slot: usize, expected: usize, found: Option<usize>) -> CheckpointError {
+    CheckpointError::PermissionOrder {
+        session: store.session_id(slot).into(),
+        expected,
+        found,
+    }
+}
+
+/// `{sp}.toolCalls`: each record checked, then added in document order (eviction order).
+fn restore_tool_calls(
+    r: &mut Reader<'_>,
+    store: &mut Store,
+    slot: usize,
+    session: &Members,
+    sp: &str,
+) -> Result<(), CheckpointError> {
+    let path = format!("{sp}.toolCalls");
+    for (tcid, at) in r.object(find(session, "toolCalls", sp)?, &path)? {
+        let rp = format!("{path}.{}", lossy(&tcid));
+        let record = r.object(at, &rp)?;
+        r.record_id(&record, &tcid, "toolCallId", &rp)?;
+        for name in ["kind", "status"] {
+            find(&record, name, &rp)?;
+        }
+        for name in ["content", "locations"] {
+            let at = find(&record, name, &rp)?;
+            r.require(at, JsonType::Array, &format!("{rp}.{name}"), "an array")?;
+        }
+        r.no_nulls(&record, &rp)?;
+        let mut tc = ToolCall::default();
+        for (name, at) in record {
+            match TOOL_CALL_FIELDS.iter().position(|f| f.as_bytes() == &*name) {
+                Some(i) => tc.fields[i] = Some(r.raw(at)?),
+                None if &*name == b"toolCallId" => {}
+                None if &*name == b"content" => {
+                    for item in r.items(at)? {
+                        tc.content.push(r.raw(item)?);
+                    }
+                }
+                None => tc.extra.push((name, r.raw(at)?)),
+            }
+        }
+        store.tool_call_count += 1;
+        if store.max_tool_calls.is_some() {
+            // In document order; `compact` below numbers them and queues the finished ones.
+            store.order.push(Some(Tracked {
+                slot,
+                key: tcid.clone(),
+                queued: tc.finished(),
+            }));
+        }
+        store.sessions.at_mut(slot).tool_calls.push(tcid, tc);
+    }
+    Ok(())
+}
+
+/// `{sp}.terminals`: each record checked (`output` base64 text), then added.
+fn restore_terminals(
+    r: &mut Reader<'_>,
+    store: &mut Store,
+    slot: usize,
+    session: &Members,
+    sp: &str,
+) -> Result<(), CheckpointError> {
+    let path = format!("{sp}.terminals");
+    for (tid, at) in r.object(find(session, "terminals", sp)?, &path)? {
+        let rp = format!("{path}.{}", lossy(&tid));
+        let record = r.object(at, &rp)?;
+        r.record_id(&record, &tid, "terminalId", &rp)?;
+        let at = find(&record, "output", &rp)?;
+        let output_path = format!("{rp}.output");
+        let Some(text) = r.text(at) else {
+            return Err(r.fail(at, &output_path, "a string"));
+        };
+        let mut t = Terminal::default();
+        if !base64_decode(&text, &mut t.output) {
+            return Err(CheckpointError::Base64 { path: output_path });
+        }
+        r.no_nulls(&record, &rp)?;
+        for (name, at) in record {
+            match TERMINAL_FIELDS.iter().position(|f| f.as_bytes() == &*name) {
+                Some(i) => *t.field_mut(i) = Some(r.raw(at)?),
+                None => match &*name {
+                    b"terminalId" | b"output" => {}
+                    b"outputMeta" => t.output_meta = Some(r.raw(at)?),
+                    _ => t.extra.push((name, r.raw(at)?)),
+                },
+            }
+        }
+        store.sessions.at_mut(slot).terminals.push(tid, t);
+    }
+    Ok(())
+}
+
+/// `{sp}.permissions`: the records of session `sid` (in `slot`), checked.
+fn read_permissions(
+    r: &mut Reader<'_>,
+    slot: usize,
+    sid: &[u8],
+    session: &Members,
+    sp: &str,
+) -> Result<Vec<Permission>, CheckpointError> {
+    let path = format!("{sp}.permissions");
+    let at = find(session, "permissions", sp)?;
+    r.require(at, JsonType::Array, &path, "an array")?;
+    let mut out = Vec::new();
+    for (i, at) in r.items(at)?.into_iter().enumerate() {
+        let rp = format!("{path}.{i}");
+        let record = r.object(at, &rp)?;
+        let at = find(&record, "id", &rp)?;
+        let id = match r.ty(at) {
+            JsonType::Null => IdKey::Null,
+            JsonType::String => IdKey::Str(r.text(at).unwrap_or_default()),
+            JsonType::Number if r.int(at).is_some() => match parse_i64(&r.raw(at)?) {
+                Some(v) => IdKey::Int(v),
+                None => return Err(r.fail(at, &format!("{rp}.id"), "a string, an integer or null")),
+            },
+            _ => return Err(r.fail(at, &format!("{rp}.id"), "a string, an integer or null")),
+        };
+        let at = find(&record, "sessionId", &rp)?;
+        if r.text(at).as_deref() != Some(sid) {
+            return Err(CheckpointError::Mismatch {
+                path: format!("{rp}.sessionId"),
+                expected: sid.into(),
+                found: r.ty(at),
+            });
+        }
+        let options = find(&record, "options", &rp)?;
+        r.require(options, JsonType::Array, &format!("{rp}.options"), "an array")?;
+        let at = find(&record, "outcome", &rp)?;
+        let Some(outcome) = r.text(at).and_then(|t| Outcome::from_name(&t)) else {
+            return Err(r.fail(at, &format!("{rp}.outcome"), OUTCOME_WHAT));
+        };
+        let at = find(&record, "approved", &rp)?;
+        let approved = match r.raw(at)?.as_ref() {
+            b"true" => true,
+            b"false" => false,
+            _ => return Err(r.fail(at, &format!("{rp}.approved"), "a boolean")),
+        };
+        let mut text = |name: &'static str| -> Result<Option<Text>, CheckpointError> {
+            let Some(at) = find_opt(&record, name) else {
+                return Ok(None);
+            };
+            match r.text(at) {
+                Some(t) => Ok(Some(t)),
+                None => Err(r.fail(at, &format!("{rp}.{name}"), "a string")),
+            }
+        };
+        let tool_call_id = text("toolCallId")?;
+        let option_id = text("optionId")?;
+        let response = match find_opt(&record, "response") {
+            Some(at) => Some(r.raw(at)?),
+            None => None,
+        };
+        out.push(Permission {
+            id,
+            session: slot,
+            tool_call_id,
+            options: r.raw(options)?,
+            outcome,
+            option_id,
+            approved,
+            response,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::records::OUTCOMES;
+    use super::*;
+
+    fn canonical(text: &str) -> String {
+        let mut out = Vec::new();
+        write_value(&mut out, text.as_bytes(), 0).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn values_are_written_as_dumps_of_loads() {
+        assert_eq!(
+            canonical(r#" { "a" : 1E2 , "b":[ 1.50 , -0 , -0.0 , 1e-400 ], "a": "\u00e9\/" } "#),
+            r#"{"a":"é/","b":[1.5,0,-0.0,0.0]}"#
+        );
+        assert_eq!(
+            canonical(r#"[{"k":1,"k":2,"j":[]},"\u0000",true,null,12345678901234567890123]"#),
+            r#"[{"k":2,"j":[]},"\u0000",true,null,12345678901234567890123]"#
+        );
+    }
+
+    #[test]
+    fn too_deep_names_the_path() {
+        let deep = format!("{{\"x\":{}{}}}", "[".repeat(300), "]".repeat(300));
+        let err = write_value(&mut Vec::new(), deep.as_bytes(), 5).unwrap_err();
+        assert_eq!(err.len(), 249);
+        assert_eq!(err.last(), Some(&PathItem::Key("x".into())));
+    }
+
+    #[test]
+    fn messages() {
+        let e = from_json(br#"{"format":{"a":[1,"b"]}}"#).err().unwrap();
+        assert_eq!(
+            e.to_string(),
+            r#"expected "state.format" to be 'acp-fast-state/1', found {"a":[1,"b"]}"#
+        );
+        let doc = br#"{"format":"acp-fast-state/1","protocolVersion":null,"negotiatedVersion":null,"maxToolCalls":null,"evicted":0,"sessions":{"s'1":{"toolCalls":{},"terminals":{},"plans":{},"permissions":[]}},"permissionOrder":["s'1"]}"#;
+        let e = from_json(doc).err().unwrap();
+        assert_eq!(
+            e.to_string(),
+            r#"expected "state.permissionOrder" to name "s'1" 0 times (its permission records), found more"#
+        );
+        assert_eq!(
+            OUTCOME_WHAT,
+            format!("one of {}", OUTCOMES.map(Outcome::as_str).join(", "))
+        );
+    }
+
+    #[test]
+    fn round_trip() {
+        let doc = br#"{"format":"acp-fast-state/1","protocolVersion":2,"negotiatedVersion":1,"maxToolCalls":3,"evicted":4,"sessions":{"s1":{"toolCalls":{"c1":{"toolCallId":"c1","kind":"other","status":"completed","content":[{"a":1}],"locations":[],"zz":[1]}},"terminals":{"t":{"terminalId":"t","output":"QQ==","exitStatus":{}}},"plans":{"main":{"planId":"main"}},"permissions":[{"id":"p","sessionId":"s1","options":[],"outcome":"pending","approved":false}]}},"permissionOrder":["s1"]}"#;
+        let store = from_json(doc).unwrap();
+        assert_eq!(to_json(&store).unwrap(), doc.to_vec());
+        assert_eq!(store.finished.len(), 1);
+    }
+}

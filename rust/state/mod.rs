@@ -1,0 +1,354 @@
+//! The state engine: the current state of every tool call, terminal, plan and permission request
+//! of every session, kept from frames without building a tree. Each stored value is the JSON text
+//! of that value exactly as received (`Raw`), so the state is exact and an update costs the same
+//! however long the session has run: the update object is walked once, the values it sets are
+//! copied, nothing else is touched.
+//!
+//! The rules are docs/API.md's "Tool-call state" and docs/DESIGN.md §7. Mirror, module for module
+//! and function for function: `python/acp_fast/_fallback/state/` (`__init__.py` is this file).
+//! Modules, in reading order: `records` (what is stored), `read` (walking members, -32602
+//! errors, base64), `tool_call`, `terminal`, `plan`, `permission` (one function per update
+//! kind, dispatched from `apply` below), `evict` (the `max_tool_calls` bound), `checkpoint`
+//! (`to_json` / `from_json`).
+//!
+//! Differences on purpose: this core takes a message already parsed by `message.rs` (its bytes
+//! and envelope) and leaves framing (`feed`) and Python objects to the binding
+//! (`rust/python/state.rs`); the fallback's `ToolCallStore` is the Python class itself, with
+//! `feed` and the queries.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use hashbrown::HashMap;
+
+use crate::error::{DecodeError, JsonType};
+use crate::message::{Captured, Envelope, Kind, Span};
+use crate::scanner::{unescape_into, Str};
+
+pub mod checkpoint;
+mod evict;
+mod permission;
+mod plan;
+mod read;
+mod records;
+mod terminal;
+mod tool_call;
+
+pub use checkpoint::{from_json, to_json, CheckpointError, TooDeep, FORMAT};
+pub use read::{base64_decode, base64_encode};
+pub use records::{
+    Action, Change, IdKey, Ident, OrderedMap, Outcome, Permission, Raw, Session, Source, Target, Terminal, Text,
+    ToolCall, TC_AFTER_LOCATIONS, TERMINAL_FIELDS, TOOL_CALL_FIELDS,
+};
+
+use read::{from_captured, key_bytes, require_session, str_is, walk, Member};
+
+pub struct Store {
+    fixed: Option<u8>,
+    negotiated: Option<u8>,
+    max_tool_calls: Option<usize>,
+    sessions: OrderedMap<Session>,
+    /// Every permission request in request order (`None`: replaced by a later one).
+    permissions: Vec<Option<Permission>>,
+    /// Pending requests by id → index in `permissions`.
+    pending: HashMap<IdKey, usize>,
+    tool_call_count: usize,
+    evicted: u64,
+    /// With a bound (`evict.rs`): each tool call by creation number (`None`: evicted), the
+    /// creation number of `order[0]`, the first entry that may be live, and the creation numbers
+    /// of finished tool calls, oldest first.
+    order: Vec<Option<evict::Tracked>>,
+    order_base: usize,
+    order_head: usize,
+    finished: BinaryHeap<Reverse<usize>>,
+    // Scratch space reused from frame to frame.
+    members: Vec<Member>,
+    items: Vec<Span>,
+    scratch: Vec<u8>,
+}
+
+/// The `params.update.sessionUpdate` kinds the store handles (DESIGN §7.3), each applied by the
+/// function of the same name (`Store::session_update` dispatches); other kinds are ignored.
+#[derive(Clone, Copy)]
+enum UpdateKind {
+    ToolCall,
+    ToolCallUpdate,
+    ContentChunk,
+    TerminalUpdate,
+    TerminalChunk,
+    Plan,
+    PlanUpdate,
+    PlanRemoved,
+}
+
+impl UpdateKind {
+    #[inline]
+    fn of(kind: &[u8]) -> Option<Self> {
+        Some(match kind {
+            b"tool_call" => Self::ToolCall,
+            b"tool_call_update" => Self::ToolCallUpdate,
+            b"tool_call_content_chunk" => Self::ContentChunk,
+            b"terminal_update" => Self::TerminalUpdate,
+            b"terminal_output_chunk" => Self::TerminalChunk,
+            b"plan" => Self::Plan,
+            b"plan_update" => Self::PlanUpdate,
+            b"plan_removed" => Self::PlanRemoved,
+            _ => return None,
+        })
+    }
+}
+
+impl Store {
+    pub fn new(protocol_version: Option<u8>, max_tool_calls: Option<usize>) -> Self {
+        Self {
+            fixed: protocol_version,
+            negotiated: None,
+            max_tool_calls,
+            sessions: OrderedMap::default(),
+            permissions: Vec::new(),
+            pending: HashMap::default(),
+            tool_call_count: 0,
+            evicted: 0,
+            order: Vec::new(),
+            order_base: 0,
+            order_head: 0,
+            finished: BinaryHeap::new(),
+            members: Vec::new(),
+            items: Vec::new(),
+            scratch: Vec::new(),
+        }
+    }
+
+    // -- accessors ----------------------------------------------------------------------------
+
+    /// The protocol version in force.
+    pub fn version(&self) -> u8 {
+        self.fixed.or(self.negotiated).unwrap_or(1)
+    }
+
+    pub fn fixed_version(&self) -> Option<u8> {
+        self.fixed
+    }
+
+    pub fn negotiated_version(&self) -> Option<u8> {
+        self.negotiated
+    }
+
+    pub fn max_tool_calls(&self) -> Option<usize> {
+        self.max_tool_calls
+    }
+
+    pub fn tool_call_count(&self) -> usize {
+        self.tool_call_count
+    }
+
+    pub fn evicted(&self) -> u64 {
+        self.evicted
+    }
+
+    /// Sessions in first-seen order (a session stays once it has held anything).
+    pub fn sessions(&self) -> &OrderedMap<Session> {
+        &self.sessions
+    }
+
+    pub fn session(&self, id: &[u8]) -> Option<&Session> {
+        self.sessions.get(id)
+    }
+
+    pub fn session_id(&self, slot: usize) -> &[u8] {
+        self.sessions.at(slot).expect("session slot").0
+    }
+
+    /// Permission records in request order.
+    pub fn permissions(&self) -> impl Iterator<Item = &Permission> {
+        self.permissions.iter().flatten()
+    }
+
+    /// The latest request with this id (pending or resolved).
+    pub fn permission(&self, id: &IdKey) -> Option<&Permission> {
+        if let Some(&i) = self.pending.get(id) {
+            return self.permissions[i].as_ref();
+        }
+        self.permissions.iter().rev().flatten().find(|p| p.id == *id)
+    }
+
+    /// The record a permission change refers to.
+    pub fn permission_at(&self, index: usize) -> Option<&Permission> {
+        self.permissions.get(index)?.as_ref()
+    }
+
+    /// The slot of the session `sid` (a token of `data`), created if needed.
+    fn session_slot(&mut self, data: &[u8], sid: Str) -> usize {
+        let key: &[u8] = if sid.escaped {
+            self.scratch.clear();
+            unescape_into(data, sid, &mut self.scratch);
+            &self.scratch
+        } else {
+            &data[sid.start..sid.end]
+        };
+        match self.sessions.slot(key) {
+            Some(s) => s,
+            None => {
+                let key: Text = key.into();
+                self.sessions.push(key, Session::default())
+            }
+        }
+    }
+
+    /// The members of `obj` into `self.members` / `self.items`.
+    fn fill_members(&mut self, data: &[u8], obj: Span, captured: Option<&Captured>) -> Result<(), DecodeError> {
+        match captured {
+            Some(c) => {
+                from_captured(c, &mut self.members, &mut self.items);
+                Ok(())
+            }
+            None => walk(data, obj, &mut self.members, &mut self.items),
+        }
+    }
+
+    // -- applying frames ----------------------------------------------------------------------
+
+    /// Apply one validated message (`data` its bytes, `env` its envelope).
+    pub fn apply(&mut self, data: &[u8], env: &Envelope, source: Source) -> Result<Option<Change>, DecodeError> {
+        self.apply_captured(data, env, None, source)
+    }
+
+    /// `apply` with the update members captured by `parse_line_captured` (saves a second walk).
+    pub fn apply_captured(
+        &mut self,
+        data: &[u8],
+        env: &Envelope,
+        captured: Option<&Captured>,
+        source: Source,
+    ) -> Result<Option<Change>, DecodeError> {
+        match env.kind {
+            Kind::Notification => {
+                let Some(method) = env.method.and_then(|m| m.str()) else {
+                    return Ok(None);
+                };
+                if str_is(data, method, b"session/update") {
+                    self.session_update(data, env, captured)
+                } else if str_is(data, method, b"session/cancel") {
+                    let Some(params) = env.params.filter(|p| p.ty == JsonType::Object) else {
+                        return Ok(None);
+                    };
+                    let sid = require_session(data, env, params)?;
+                    Ok(Some(Change::new(
+                        Some(sid),
+                        Target::Session,
+                        Ident::None,
+                        Action::Cancelled,
+                        None,
+                    )))
+                } else {
+                    Ok(None)
+                }
+            }
+            Kind::Request => {
+                let is_permission = env
+                    .method
+                    .and_then(|m| m.str())
+                    .is_some_and(|m| str_is(data, m, b"session/request_permission"));
+                if is_permission {
+                    self.permission_request(data, env)
+                } else {
+                    Ok(None)
+                }
+            }
+            Kind::Response | Kind::Error => Ok(self.response(data, env, source)),
+        }
+    }
+
+    /// A `session/update` notification: the update table's function for its kind.
+    fn session_update(
+        &mut self,
+        data: &[u8],
+        env: &Envelope,
+        captured: Option<&Captured>,
+    ) -> Result<Option<Change>, DecodeError> {
+        let (Some(params), Some(update)) = (env.params, env.update) else {
+            return Ok(None);
+        };
+        if params.ty != JsonType::Object || update.ty != JsonType::Object {
+            return Ok(None);
+        }
+        let Some(kind) = env.update_kind.and_then(|k| k.str()) else {
+            return Ok(None);
+        };
+        let mut kscratch = Vec::new();
+        let Some(kind) = UpdateKind::of(key_bytes(data, kind, &mut kscratch)) else {
+            return Ok(None);
+        };
+        let sid = require_session(data, env, params)?;
+        // The update table.
+        match kind {
+            UpdateKind::ToolCall => self.tool_call(data, sid, update, captured),
+            UpdateKind::ToolCallUpdate => self.tool_call_update(data, sid, update, captured),
+            UpdateKind::ContentChunk => self.content_chunk(data, sid, update, captured),
+            UpdateKind::TerminalUpdate => self.terminal_update(data, sid, update, captured),
+            UpdateKind::TerminalChunk => self.terminal_chunk(data, sid, update, captured),
+            UpdateKind::Plan => self.plan(data, sid, update, captured),
+            UpdateKind::PlanUpdate => self.plan_update(data, sid, update, captured),
+            UpdateKind::PlanRemoved => self.plan_removed(data, sid, update, captured),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::{parse_frame, Frame};
+
+    pub(super) fn apply(store: &mut Store, line: &str) -> Result<Option<(Target, Action)>, DecodeError> {
+        let data = line.as_bytes();
+        match parse_frame(data)? {
+            Frame::Single(env) => Ok(store.apply(data, &env, Source::Unknown)?.map(|c| (c.target, c.action))),
+            Frame::Batch(_) => panic!("batch"),
+        }
+    }
+
+    pub(super) fn upd(update: &str) -> String {
+        format!(r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s1","update":{update}}}}}"#)
+    }
+
+    pub(super) fn record(store: &Store, id: &str) -> ToolCall {
+        store
+            .session(b"s1")
+            .unwrap()
+            .tool_calls
+            .get(id.as_bytes())
+            .unwrap()
+            .clone()
+    }
+
+    #[test]
+    fn errors_leave_the_store_unchanged() {
+        let mut s = Store::new(None, None);
+        let e = apply(&mut s, &upd(r#"{"sessionUpdate":"tool_call_update","title":"x"}"#)).unwrap_err();
+        assert_eq!((e.code, e.kind), (-32602, "invalid_tool_call_id"));
+        assert_eq!(
+            e.description,
+            "expected \"params.update.toolCallId\" to be a string, found none"
+        );
+        let e = apply(
+            &mut s,
+            &upd(r#"{"sessionUpdate":"tool_call_content_chunk","toolCallId":"c"}"#),
+        )
+        .unwrap_err();
+        assert_eq!(e.kind, "invalid_content");
+        let e = apply(
+            &mut s,
+            &upd(r#"{"sessionUpdate":"terminal_output_chunk","terminalId":"t","data":"abc"}"#),
+        )
+        .unwrap_err();
+        assert_eq!(e.kind, "invalid_base64");
+        assert!(s.sessions().is_empty());
+    }
+
+    #[test]
+    fn unknown_update_kinds_are_ignored_without_a_session_check() {
+        let mut s = Store::new(None, None);
+        let line = r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":1,"update":{"sessionUpdate":"agent_message_chunk"}}}"#;
+        assert_eq!(apply(&mut s, line).unwrap(), None);
+    }
+}

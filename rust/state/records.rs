@@ -1,0 +1,709 @@
+//! What the store holds: tool calls, terminals, permission requests and sessions (DESIGN §7.3 -
+//! §7.5), the ordered map they live in, and the `Change` a frame yields (§7.9).
+//!
+//! Mirror: `python/acp_fast/_fallback/state/records.py`. Differences on purpose: here a record
+//! keeps the JSON text of each value as received (`Raw`), the known fields in fixed slots, and
+//! `OrderedMap` plays the part of Python's dict; the fallback keeps the parsed values in one dict
+//! per record. The materialized records are written as JSON here (`tool_call_record`,
+//! `terminal_record`, `permission_record`, for `checkpoint::to_json`; each stored value re-written
+//! by `write_value` as `dumps(loads(value))` would) and built as the dicts that queries return by
+//! the binding (`rust/python/records.rs`); the fallback's functions of the same names build dicts.
+
+use hashbrown::{DefaultHashBuilder, HashMap, HashTable};
+
+use crate::encoder::{write_f64, write_str, PathItem, MAX_DEPTH};
+use crate::error::{DecodeError, JsonType};
+use crate::message::Span;
+use crate::scanner::{parse_f64, parse_i64, Scanner, Str};
+
+use super::read::{base64_encode, text_of};
+
+/// The text of a JSON string, unescaped (UTF-8).
+pub type Text = Box<[u8]>;
+/// The JSON text of a value, as received.
+pub type Raw = Box<[u8]>;
+
+// ---------------------------------------------------------------------------------------------
+// An insertion-ordered map with O(1) removal (a slab of slots indexed by a hash table; removed
+// slots are compacted away once they outnumber the live ones).
+
+pub struct OrderedMap<V> {
+    slots: Vec<Option<(Text, V)>>,
+    table: HashTable<usize>,
+    hasher: DefaultHashBuilder,
+    live: usize,
+}
+
+impl<V> Default for OrderedMap<V> {
+    fn default() -> Self {
+        Self {
+            slots: Vec::new(),
+            table: HashTable::new(),
+            hasher: DefaultHashBuilder::default(),
+            live: 0,
+        }
+    }
+}
+
+impl<V> OrderedMap<V> {
+    pub fn len(&self) -> usize {
+        self.live
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.live == 0
+    }
+
+    #[inline]
+    fn hash(&self, key: &[u8]) -> u64 {
+        use std::hash::BuildHasher;
+        self.hasher.hash_one(key)
+    }
+
+    /// The slot of `key`, if present.
+    #[inline(always)]
+    pub fn slot(&self, key: &[u8]) -> Option<usize> {
+        let slots = &self.slots;
+        self.table
+            .find(self.hash(key), |&i| slots[i].as_ref().is_some_and(|(k, _)| **k == *key))
+            .copied()
+    }
+
+    #[inline]
+    pub fn get(&self, key: &[u8]) -> Option<&V> {
+        self.slot(key).map(|i| &self.slots[i].as_ref().expect("live slot").1)
+    }
+
+    #[inline(always)]
+    pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut V> {
+        self.slot(key).map(|i| self.at_mut(i))
+    }
+
+    pub fn at(&self, slot: usize) -> Option<(&[u8], &V)> {
+        self.slots.get(slot)?.as_ref().map(|(k, v)| (&**k, v))
+    }
+
+    #[inline]
+    pub fn at_mut(&mut self, slot: usize) -> &mut V {
+        &mut self.slots[slot].as_mut().expect("live slot").1
+    }
+
+    /// Append a key that is not present; returns its slot.
+    pub fn push(&mut self, key: Text, value: V) -> usize {
+        let i = self.slots.len();
+        let h = self.hash(&key);
+        let slots = &self.slots;
+        let hasher = &self.hasher;
+        self.table.insert_unique(h, i, |&j| {
+            use std::hash::BuildHasher;
+            hasher.hash_one(&*slots[j].as_ref().expect("live slot").0)
+        });
+        self.slots.push(Some((key, value)));
+        self.live += 1;
+        i
+    }
+
+    /// Remove the entry in `slot`. Slots of other entries stay valid until `compact` runs (only
+    /// through `maybe_compact`, which callers use when they hold no slots).
+    pub fn remove_slot(&mut self, slot: usize) -> Option<V> {
+        let (key, value) = self.slots.get_mut(slot)?.take()?;
+        let h = self.hash(&key);
+        if let Ok(entry) = self.table.find_entry(h, |&i| i == slot) {
+            entry.remove();
+        }
+        self.live -= 1;
+        Some(value)
+    }
+
+    /// Drop removed slots when they outnumber the live entries. Returns whether slots moved.
+    pub fn maybe_compact(&mut self) -> bool {
+        let dead = self.slots.len() - self.live;
+        if dead < 32 || dead < self.live {
+            return false;
+        }
+        let slots = std::mem::take(&mut self.slots);
+        self.table.clear();
+        for (key, value) in slots.into_iter().flatten() {
+            self.push(key, value);
+            self.live -= 1;
+        }
+        true
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], &V)> {
+        self.slots.iter().flatten().map(|(k, v)| (&**k, v))
+    }
+
+    pub fn values(&self) -> impl Iterator<Item = &V> {
+        self.slots.iter().flatten().map(|(_, v)| v)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tool calls
+
+/// Known tool-call fields, in materialization order (`content` sits between `status` and
+/// `locations` and is kept apart as a list of items). `ToolCall::fields` has one slot per name.
+pub const TOOL_CALL_FIELDS: [&str; 8] = [
+    "title",
+    "kind",
+    "status",
+    "locations",
+    "rawInput",
+    "rawOutput",
+    "name",
+    "_meta",
+];
+pub const TC_TITLE: usize = 0;
+pub const TC_KIND: usize = 1;
+pub const TC_STATUS: usize = 2;
+pub const TC_LOCATIONS: usize = 3;
+/// The slots written after `locations`: `rawInput`, `rawOutput`, `name`, `_meta`.
+pub const TC_AFTER_LOCATIONS: std::ops::Range<usize> = 4..8;
+
+#[derive(Clone, Default, Debug)]
+pub struct ToolCall {
+    /// `TOOL_CALL_FIELDS` values; never JSON `null` (null means absent in v1, unset in v2).
+    pub fields: [Option<Raw>; 8],
+    /// The items of `content`.
+    pub content: Vec<Raw>,
+    /// Unknown fields in first-set order.
+    pub extra: Vec<(Text, Raw)>,
+    /// With a bound: the creation number (eviction order, `evict.rs`).
+    pub seq: usize,
+}
+
+impl ToolCall {
+    pub fn title(&self) -> Option<&[u8]> {
+        self.fields[TC_TITLE].as_deref()
+    }
+
+    pub fn kind(&self) -> &[u8] {
+        self.fields[TC_KIND].as_deref().unwrap_or(b"\"other\"")
+    }
+
+    pub fn status(&self) -> &[u8] {
+        self.fields[TC_STATUS].as_deref().unwrap_or(b"\"pending\"")
+    }
+
+    pub fn locations(&self) -> &[u8] {
+        self.fields[TC_LOCATIONS].as_deref().unwrap_or(b"[]")
+    }
+
+    /// Is the status "completed", "failed" or "cancelled" (evicted first)?
+    pub fn finished(&self) -> bool {
+        let Some(raw) = self.fields[TC_STATUS].as_deref() else {
+            return false;
+        };
+        if raw.len() < 2 || raw[0] != b'"' {
+            return false;
+        }
+        let s = Str {
+            start: 1,
+            end: raw.len() - 1,
+            escaped: raw.contains(&b'\\'),
+        };
+        // Compare the string's value (a status may be written with escapes).
+        let mut scratch = Vec::new();
+        let text = crate::scanner::string_text(raw, s, &mut scratch);
+        matches!(text, b"completed" | b"failed" | b"cancelled")
+    }
+
+    /// Bytes held (for the memory report).
+    pub fn heap_bytes(&self) -> usize {
+        let f: usize = self.fields.iter().flatten().map(|r| r.len()).sum();
+        let c: usize = self.content.iter().map(|r| r.len() + 16).sum();
+        let e: usize = self.extra.iter().map(|(k, v)| k.len() + v.len() + 32).sum();
+        f + c + e
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Terminals
+
+/// Known terminal fields with a slot of their own (`Terminal::field_mut`), in the order
+/// `terminal_update` numbers them. Materialized order: `terminalId`, `command`, `cwd`, `output`,
+/// `outputMeta`, `exitStatus`, `_meta`, then unknown fields.
+pub const TERMINAL_FIELDS: [&str; 4] = ["command", "cwd", "exitStatus", "_meta"];
+
+#[derive(Clone, Default, Debug)]
+pub struct Terminal {
+    pub command: Option<Raw>,
+    pub cwd: Option<Raw>,
+    /// The output bytes (decoded from base64).
+    pub output: Vec<u8>,
+    /// The `_meta` of the last `output` snapshot.
+    pub output_meta: Option<Raw>,
+    pub exit_status: Option<Raw>,
+    pub meta: Option<Raw>,
+    /// Unknown fields in first-set order.
+    pub extra: Vec<(Text, Raw)>,
+}
+
+impl Terminal {
+    /// The slot of `TERMINAL_FIELDS[i]`.
+    pub fn field_mut(&mut self, i: usize) -> &mut Option<Raw> {
+        match i {
+            0 => &mut self.command,
+            1 => &mut self.cwd,
+            2 => &mut self.exit_status,
+            _ => &mut self.meta,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Permission requests
+
+/// How a permission request ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Pending,
+    Selected,
+    Cancelled,
+    Invalid,
+    Unknown,
+    Error,
+}
+
+/// Every outcome, in the order of `state.sessions.*.permissions.*.outcome` errors (sorted).
+pub const OUTCOMES: [Outcome; 6] = [
+    Outcome::Cancelled,
+    Outcome::Error,
+    Outcome::Invalid,
+    Outcome::Pending,
+    Outcome::Selected,
+    Outcome::Unknown,
+];
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Pending => "pending",
+            Outcome::Selected => "selected",
+            Outcome::Cancelled => "cancelled",
+            Outcome::Invalid => "invalid",
+            Outcome::Unknown => "unknown",
+            Outcome::Error => "error",
+        }
+    }
+
+    pub fn from_name(s: &[u8]) -> Option<Self> {
+        OUTCOMES.into_iter().find(|o| o.as_str().as_bytes() == s)
+    }
+}
+
+/// A JSON-RPC id as a key (`1` and `"1"` differ).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum IdKey {
+    Null,
+    Int(i64),
+    Str(Text),
+}
+
+impl IdKey {
+    /// The id value whose span is `span` in `data` (a validated id).
+    pub fn of(data: &[u8], span: Span) -> Self {
+        match span.ty {
+            JsonType::String => IdKey::Str(text_of(data, span.str().expect("string"))),
+            JsonType::Number => IdKey::Int(parse_i64(&data[span.range()]).unwrap_or(0)),
+            _ => IdKey::Null,
+        }
+    }
+
+    /// The id as JSON text.
+    pub fn write(&self, out: &mut Vec<u8>) {
+        match self {
+            IdKey::Null => out.extend_from_slice(b"null"),
+            IdKey::Int(v) => crate::encoder::write_i64(out, *v),
+            IdKey::Str(s) => crate::encoder::write_str(out, s),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Permission {
+    pub id: IdKey,
+    /// Slot of the session in `Store::sessions`.
+    pub session: usize,
+    pub tool_call_id: Option<Text>,
+    /// The `options` array as received.
+    pub options: Raw,
+    pub outcome: Outcome,
+    pub option_id: Option<Text>,
+    pub approved: bool,
+    /// The `result` or `error` value of the response.
+    pub response: Option<Raw>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sessions
+
+/// What one session holds, each in first-seen order. Permission requests are kept by the store
+/// (one list in request order across sessions).
+#[derive(Default)]
+pub struct Session {
+    pub tool_calls: OrderedMap<ToolCall>,
+    pub terminals: OrderedMap<Terminal>,
+    /// Plan records as JSON text.
+    pub plans: OrderedMap<Raw>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Changes
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    ToolCall,
+    Terminal,
+    Plan,
+    Permission,
+    Session,
+    Protocol,
+}
+
+impl Target {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Target::ToolCall => "tool_call",
+            Target::Terminal => "terminal",
+            Target::Plan => "plan",
+            Target::Permission => "permission",
+            Target::Session => "session",
+            Target::Protocol => "protocol",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    Created,
+    Replaced,
+    Updated,
+    Appended,
+    Removed,
+    Requested,
+    Resolved,
+    Cancelled,
+    Negotiated,
+}
+
+impl Action {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Created => "created",
+            Action::Replaced => "replaced",
+            Action::Updated => "updated",
+            Action::Appended => "appended",
+            Action::Removed => "removed",
+            Action::Requested => "requested",
+            Action::Resolved => "resolved",
+            Action::Cancelled => "cancelled",
+            Action::Negotiated => "negotiated",
+        }
+    }
+}
+
+/// What a change is about. Tokens point into the message bytes that were applied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ident {
+    None,
+    /// A string token (tool call, terminal or plan id).
+    Text(Str),
+    /// A fixed id (the v1 plan, `"main"`).
+    Static(&'static str),
+    /// A JSON-RPC id value.
+    Id(Span),
+    Version(u8),
+}
+
+/// What one frame changed (the Python `Change` is built from it by the binding).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Change {
+    pub session: Option<Str>,
+    pub target: Target,
+    pub id: Ident,
+    pub action: Action,
+    pub tool_call_id: Option<Str>,
+    /// For permission changes: the record (`Store::permission_at`), which holds the session and
+    /// tool call that a response does not carry.
+    pub permission: Option<usize>,
+}
+
+impl Change {
+    /// A change without a permission record.
+    pub(super) fn new(
+        session: Option<Str>,
+        target: Target,
+        id: Ident,
+        action: Action,
+        tool_call_id: Option<Str>,
+    ) -> Self {
+        Self {
+            session,
+            target,
+            id,
+            action,
+            tool_call_id,
+            permission: None,
+        }
+    }
+}
+
+/// Who sent a frame (only responses care: the client answers permission requests).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    Unknown,
+    Agent,
+    Client,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Materialized records, written as JSON (for `checkpoint::to_json`; the binding builds the Python
+// dicts that queries return). Each stored value is re-written as `dumps(loads(value))` would write
+// it. Errors: the path inside the record of a value nested deeper than `dumps` writes.
+
+/// A path step for a key.
+pub(super) fn key(k: &[u8]) -> PathItem {
+    PathItem::Key(String::from_utf8_lossy(k).into_owned())
+}
+
+/// `"name":value` of a record member at depth 5 (state, sessions, session, kind, record).
+fn member(out: &mut Vec<u8>, name: &str, value: &[u8]) -> Result<(), Vec<PathItem>> {
+    out.push(b',');
+    write_str(out, name.as_bytes());
+    out.push(b':');
+    write_value(out, value, 5).map_err(|mut p| {
+        p.push(PathItem::Key(name.to_owned()));
+        p
+    })
+}
+
+/// A tool-call record in materialized key order (DESIGN §7.3). Errors: the path inside it.
+pub(super) fn tool_call_record(out: &mut Vec<u8>, id: &[u8], tc: &ToolCall) -> Result<(), Vec<PathItem>> {
+    out.extend_from_slice(b"{\"toolCallId\":");
+    write_str(out, id);
+    if let Some(title) = tc.title() {
+        member(out, TOOL_CALL_FIELDS[TC_TITLE], title)?;
+    }
+    member(out, "kind", tc.kind())?;
+    member(out, "status", tc.status())?;
+    out.extend_from_slice(b",\"content\":[");
+    for (i, item) in tc.content.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_value(out, item, 6).map_err(|mut p| {
+            p.extend([PathItem::Index(i), PathItem::Key("content".into())]);
+            p
+        })?;
+    }
+    out.push(b']');
+    member(out, "locations", tc.locations())?;
+    for i in TC_AFTER_LOCATIONS {
+        if let Some(v) = &tc.fields[i] {
+            member(out, TOOL_CALL_FIELDS[i], v)?;
+        }
+    }
+    for (k, v) in &tc.extra {
+        member(out, &String::from_utf8_lossy(k), v)?;
+    }
+    out.push(b'}');
+    Ok(())
+}
+
+/// A terminal record in materialized key order (DESIGN §7.4), `output` as base64 text.
+pub(super) fn terminal_record(out: &mut Vec<u8>, id: &[u8], t: &Terminal) -> Result<(), Vec<PathItem>> {
+    out.extend_from_slice(b"{\"terminalId\":");
+    write_str(out, id);
+    for (name, v) in [("command", &t.command), ("cwd", &t.cwd)] {
+        if let Some(v) = v {
+            member(out, name, v)?;
+        }
+    }
+    out.extend_from_slice(b",\"output\":\"");
+    base64_encode(&t.output, out);
+    out.push(b'"');
+    for (name, v) in [
+        ("outputMeta", &t.output_meta),
+        ("exitStatus", &t.exit_status),
+        ("_meta", &t.meta),
+    ] {
+        if let Some(v) = v {
+            member(out, name, v)?;
+        }
+    }
+    for (k, v) in &t.extra {
+        member(out, &String::from_utf8_lossy(k), v)?;
+    }
+    out.push(b'}');
+    Ok(())
+}
+
+/// A permission record in materialized key order (DESIGN §7.5).
+pub(super) fn permission_record(out: &mut Vec<u8>, sid: &[u8], p: &Permission) -> Result<(), Vec<PathItem>> {
+    out.extend_from_slice(b"{\"id\":");
+    p.id.write(out);
+    out.extend_from_slice(b",\"sessionId\":");
+    write_str(out, sid);
+    if let Some(t) = &p.tool_call_id {
+        out.extend_from_slice(b",\"toolCallId\":");
+        write_str(out, t);
+    }
+    member(out, "options", &p.options)?;
+    out.extend_from_slice(b",\"outcome\":");
+    write_str(out, p.outcome.as_str().as_bytes());
+    if let Some(o) = &p.option_id {
+        out.extend_from_slice(b",\"optionId\":");
+        write_str(out, o);
+    }
+    out.extend_from_slice(if p.approved {
+        b",\"approved\":true"
+    } else {
+        b",\"approved\":false"
+    });
+    if let Some(r) = &p.response {
+        member(out, "response", r)?;
+    }
+    out.push(b'}');
+    Ok(())
+}
+
+/// Write the (valid) JSON text `raw`, found at nesting depth `depth` of the document, as
+/// `dumps(loads(raw))` writes it: compact, strings and floats in `dumps`' form, `-0` as `0`, the
+/// last of duplicate keys in the first one's place. Errors: the path inside `raw` (innermost step
+/// first) of a container deeper than `dumps` writes.
+pub fn write_value(out: &mut Vec<u8>, raw: &[u8], depth: usize) -> Result<(), Vec<PathItem>> {
+    let mut sc = Scanner::new(raw);
+    write_at(out, &mut sc, depth)
+}
+
+fn write_at(out: &mut Vec<u8>, sc: &mut Scanner<'_>, depth: usize) -> Result<(), Vec<PathItem>> {
+    const VALID: &str = "a stored value is valid JSON";
+    let data = sc.data;
+    match sc.peek() {
+        Some(b'{') => {
+            if depth >= MAX_DEPTH {
+                return Err(Vec::new());
+            }
+            let (members, end) = members_at(sc).expect(VALID);
+            out.push(b'{');
+            for (i, (k, at)) in members.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_str(out, k);
+                out.push(b':');
+                sc.pos = *at;
+                write_at(out, sc, depth + 1).map_err(|mut p| {
+                    p.push(key(k));
+                    p
+                })?;
+            }
+            out.push(b'}');
+            sc.pos = end;
+        }
+        Some(b'[') => {
+            if depth >= MAX_DEPTH {
+                return Err(Vec::new());
+            }
+            sc.enter().expect(VALID);
+            out.push(b'[');
+            if sc.peek() == Some(b']') {
+                sc.pos += 1;
+            } else {
+                for i in 0.. {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    write_at(out, sc, depth + 1).map_err(|mut p| {
+                        p.push(PathItem::Index(i));
+                        p
+                    })?;
+                    let end = sc.peek() == Some(b']');
+                    sc.pos += 1;
+                    if end {
+                        break;
+                    }
+                }
+            }
+            sc.leave();
+            out.push(b']');
+        }
+        Some(b'"') => {
+            let s = sc.scan_string().expect(VALID);
+            let mut scratch = Vec::new();
+            write_str(out, crate::scanner::string_text(data, s, &mut scratch));
+        }
+        Some(b'-' | b'0'..=b'9') => {
+            let n = sc.scan_number().expect(VALID);
+            let lexeme = &data[n.start..n.end];
+            if !n.is_int {
+                write_f64(out, parse_f64(lexeme));
+            } else if lexeme == b"-0" {
+                out.push(b'0');
+            } else {
+                out.extend_from_slice(lexeme);
+            }
+        }
+        _ => {
+            let start = sc.pos;
+            sc.skip_value().expect(VALID);
+            out.extend_from_slice(&data[start..sc.pos]);
+        }
+    }
+    sc.skip_ws();
+    Ok(())
+}
+
+/// The members of the object at the cursor as a parsed dict has them: (key, position of the
+/// value), the last of duplicate keys in the first one's place; and the position after the object.
+pub(super) fn members_at(sc: &mut Scanner<'_>) -> Result<(Vec<(Text, usize)>, usize), DecodeError> {
+    let data = sc.data;
+    sc.enter()?;
+    let mut members: Vec<(Text, usize)> = Vec::new();
+    if sc.peek() == Some(b'}') {
+        sc.pos += 1;
+    } else {
+        loop {
+            sc.skip_ws();
+            let k = sc.scan_key()?;
+            sc.skip_ws();
+            members.push((text_of(data, k), sc.pos));
+            sc.skip_value()?;
+            let end = sc.peek() == Some(b'}');
+            sc.pos += 1;
+            if end {
+                break;
+            }
+        }
+    }
+    sc.leave();
+    Ok((dedupe(members), sc.pos))
+}
+
+/// Keep the first place and the last value of duplicate keys.
+fn dedupe(members: Vec<(Text, usize)>) -> Vec<(Text, usize)> {
+    let n = members.len();
+    let unique = if n <= 16 {
+        (1..n).all(|i| members[..i].iter().all(|(k, _)| *k != members[i].0))
+    } else {
+        let mut seen: HashMap<&[u8], ()> = HashMap::with_capacity(n);
+        members.iter().all(|(k, _)| seen.insert(k, ()).is_none())
+    };
+    if unique {
+        return members;
+    }
+    let mut first: HashMap<Text, usize> = HashMap::with_capacity(n);
+    let mut out: Vec<(Text, usize)> = Vec::with_capacity(n);
+    for (k, at) in members {
+        match first.get(&k) {
+            Some(&i) => out[i].1 = at,
+            None => {
+                first.insert(k.clone(), out.len());
+                out.push((k, at));
+            }
+        }
+    }
+    out
+}
