@@ -88,8 +88,7 @@ DEFAULT_MAX_FRAME_BYTES = acp_fast.DEFAULT_MAX_FRAME_BYTES
 READ_SIZE = 256 * 1024
 
 # The SDK modules that construct ``Connection`` objects from byte streams; install() points their
-# ``Connection`` name at FastConnection.
-# The SDK modules whose `Connection` install() replaces (Any: the name is set on them, none re-exports it).
+# ``Connection`` name at FastConnection (typed Any: none of them re-exports that name).
 _PATCHED_MODULES: Tuple[Any, ...] = (_sdk_client_connection, _sdk_agent_connection, _sdk_stdio, _sdk_core)
 _ORIGINALS = {module: module.Connection for module in _PATCHED_MODULES}
 _UNSET: Any = object()
