@@ -9,7 +9,6 @@ import pytest
 
 from acp_fast import DecodeError
 from acp_fast import builders as B
-
 from state_model import (
     assert_record,
     assert_state_error,

@@ -11,11 +11,10 @@ import pytest
 
 from acp_fast import DecodeError
 from acp_fast import builders as B
-
 from state_helpers import (
-    A,
     INIT_V1,
     OPTIONS,
+    A,
     _load,
     _rich_state,
     _rich_stream,
@@ -29,7 +28,6 @@ from state_model import (
     session_update,
     tool_call_update,
 )
-
 
 # ------------------------------------------------------------------------------------------
 # checkpoints
@@ -270,7 +268,7 @@ def _doc(sessions, extra=""):
 
 
 def _session(tool_calls="{}", permissions="[]"):
-    return '{"toolCalls":%s,"terminals":{},"plans":{},"permissions":%s}' % (tool_calls, permissions)
+    return '{"toolCalls":' + tool_calls + ',"terminals":{},"plans":{},"permissions":' + permissions + "}"
 
 
 # The exact ValueError texts (each backend writes them; the values they quote are Python reprs).
@@ -280,26 +278,28 @@ CHECKPOINT_MESSAGES = [
         "expected \"state.format\" to be 'acp-fast-state/1', found {'a': [1.5e+300, -0.0, 'é\\'\"']}",
     ),
     (
-        _doc('{"s1":%s}' % _session(tool_calls='{"c\\u2028":{"toolCallId":"c"}}')),
+        _doc('{"s1":' + _session(tool_calls='{"c\\u2028":{"toolCallId":"c"}}') + "}"),
         "expected \"state.sessions.s1.toolCalls.c\u2028.toolCallId\" to be 'c\\u2028', found string",
     ),
     (
-        _doc('{"s\'1\\"":%s}' % _session(permissions='[{"id":"x","sessionId":5}]')),
+        _doc('{"s\'1\\"":' + _session(permissions='[{"id":"x","sessionId":5}]') + "}"),
         "expected \"state.sessions.s'1\".permissions.0.sessionId\" to be 's\\'1\"', found number",
     ),
     (
-        _doc('{"s\'1":%s}' % _session(), ',"permissionOrder":["s\'1"]'),
+        _doc('{"s\'1":' + _session() + "}", ',"permissionOrder":["s\'1"]'),
         'expected "state.permissionOrder" to name "s\'1" 0 times (its permission records), found more',
     ),
     (
-        _doc('{"s1":%s}' % _session(tool_calls='{"c1":{"toolCallId":"c1","kind":"other"}}')),
+        _doc('{"s1":' + _session(tool_calls='{"c1":{"toolCallId":"c1","kind":"other"}}') + "}"),
         'expected "state.sessions.s1.toolCalls.c1.status" to be present, found none',
     ),
     (
         # An outcome that cannot be a set member is a bad shape too (a ValueError, not a TypeError).
-        _doc('{"s1":%s}' % _session(permissions='[{"id":1,"sessionId":"s1","options":[],"outcome":[]}]')),
-        'expected "state.sessions.s1.permissions.0.outcome" to be one of cancelled, error, invalid, pending,'
-        " selected, unknown, found array",
+        _doc('{"s1":' + _session(permissions='[{"id":1,"sessionId":"s1","options":[],"outcome":[]}]') + "}"),
+        (
+            'expected "state.sessions.s1.permissions.0.outcome" to be one of cancelled, error, invalid, pending,'
+            " selected, unknown, found array"
+        ),
     ),
 ]
 
@@ -327,10 +327,10 @@ def test_to_json_is_dumps_of_state_for_odd_values(both_backends):
     # values stored from frames with whitespace, escapes, exponents and duplicate keys in nested
     # objects: to_json() must be dumps(state()), not the received text
     text = (
-        '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call_update",'
-        '"toolCallId":"c1","rawInput": { "a" : 1E2 , "b":[ 1.50 , -0 , -0.0 , 1e-400 ], "a": "\\u00e9\\/\\u2028" } ,'
-        '"content":[ {"type":"x","k":1,"k":2} ], "_meta": {"\\u0041":true}}}}'
-    ).encode()
+        b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call_update",'
+        b'"toolCallId":"c1","rawInput": { "a" : 1E2 , "b":[ 1.50 , -0 , -0.0 , 1e-400 ], "a": "\\u00e9\\/\\u2028" } ,'
+        b'"content":[ {"type":"x","k":1,"k":2} ], "_meta": {"\\u0041":true}}}}'
+    )
     for backend in both_backends:
         s = backend.ToolCallStore(2)
         s.apply(text)

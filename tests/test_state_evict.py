@@ -10,10 +10,9 @@ from __future__ import annotations
 import pytest
 
 from acp_fast import builders as B
-
 from state_helpers import (
-    A,
     OPTIONS,
+    A,
     _perm,
     empty_state,
     rec,
@@ -24,7 +23,6 @@ from state_model import (
     chunk,
     tool_call_update,
 )
-
 
 # ------------------------------------------------------------------------------------------
 # 7.8 bounds

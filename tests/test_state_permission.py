@@ -12,7 +12,6 @@ import json
 import pytest
 
 from acp_fast import builders as B
-
 from state_helpers import (
     ALLOW,
     CANCEL,
@@ -32,11 +31,9 @@ from state_model import (
     frame,
     notification,
     response,
-    tool_call,
     tool_call_update,
     value_at,
 )
-
 
 # ------------------------------------------------------------------------------------------
 # 7.7 errors (permission requests)

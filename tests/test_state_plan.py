@@ -10,7 +10,6 @@ from __future__ import annotations
 import pytest
 
 from acp_fast import builders as B
-
 from state_helpers import (
     ENTRIES,
     _good_after,
@@ -23,7 +22,6 @@ from state_model import (
     session_update,
     value_at,
 )
-
 
 # ------------------------------------------------------------------------------------------
 # 7.7 errors (plans)

@@ -14,12 +14,11 @@ import pickle
 import pytest
 
 from acp_fast import builders as B
-
 from state_helpers import (
-    A,
     CANCEL,
     INIT_V2,
     LINE,
+    A,
     rec,
 )
 from state_model import (
@@ -31,7 +30,6 @@ from state_model import (
     tool_call,
     tool_call_update,
 )
-
 
 # ------------------------------------------------------------------------------------------
 # the record and its defaults (docs/API.md "The record")

@@ -14,15 +14,14 @@ import pytest
 
 from acp_fast import Batch, DecodeError, EncodeError
 from acp_fast import builders as B
-
 from state_helpers import (
-    A,
-    C,
     INIT_V1,
     INIT_V2,
     LINE,
     OPTIONS,
+    A,
     Bc,
+    C,
     _good_after,
     _load,
     _rich_state,
@@ -45,7 +44,6 @@ from state_model import (
     tool_call_update,
     value_at,
 )
-
 
 # ------------------------------------------------------------------------------------------
 # 7.1 construction and version

@@ -13,7 +13,6 @@ import json
 import pytest
 
 from acp_fast import builders as B
-
 from state_helpers import (
     _good_after,
     expect_error,
@@ -27,7 +26,6 @@ from state_model import (
     tool_call_update,
     value_at,
 )
-
 
 # ------------------------------------------------------------------------------------------
 # 7.7 errors (terminals)

@@ -11,15 +11,14 @@ from __future__ import annotations
 import pytest
 
 from acp_fast import builders as B
-
 from state_helpers import (
+    FULL,
+    INIT_V2,
     A,
+    Bc,
     C,
     D,
     E,
-    FULL,
-    INIT_V2,
-    Bc,
     _good_after,
     expect_error,
     full_v1_record_frame,
@@ -35,7 +34,6 @@ from state_model import (
     tool_call_update,
     value_at,
 )
-
 
 # ------------------------------------------------------------------------------------------
 # the update table (docs/API.md "How each update changes a record")

@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 from ..encoder import dumps
-
 from .read import BAD_SID, Bad, exactly
 from .records import MISSING, Change, permission_record
 from .tool_call import check_tool_call, commit_tool_call

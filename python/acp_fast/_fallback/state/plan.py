@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Dict, Optional
 
-from .read import U, Bad
+from .read import Bad, U
 from .records import Change
 
 if TYPE_CHECKING:

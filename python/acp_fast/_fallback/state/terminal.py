@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Dict
 
-from .read import U, Bad, b64decode
+from .read import Bad, U, b64decode
 from .records import Change, Terminal
 
 if TYPE_CHECKING:
