@@ -54,7 +54,7 @@ class FrameDecoder:
     def __init__(  # type: ignore[no-untyped-def]  # signature = the native one
         self, *, max_frame_bytes=DEFAULT_MAX_FRAME_BYTES
     ):
-        self._framer = Framer(max_frame_bytes=max_frame_bytes)  # type: ignore[no-untyped-call]  # as the native
+        self._framer = Framer(max_frame_bytes=max_frame_bytes)
 
     @property
     def max_frame_bytes(self) -> int:
