@@ -1,4 +1,4 @@
-"""The public surface (API.md "Backends"): same names and signatures, BACKEND, the env switch."""
+"""The public surface (docs/API.md "Backends"): same names and signatures, BACKEND, the env switch."""
 
 from __future__ import annotations
 

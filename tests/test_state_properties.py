@@ -1,6 +1,6 @@
 """Property tests of the state engine (Hypothesis).
 
-``ToolCallModel`` below is a deliberately small, obviously-correct model of API.md's tool-call
+``ToolCallModel`` below is a deliberately small, obviously-correct model of docs/API.md's tool-call
 update table (plain dicts, one branch per row) plus DESIGN 7.1 version learning, 7.3 record
 materialization / validation and 7.8 eviction. ``TerminalModel`` does the same for DESIGN 7.4.
 
@@ -28,7 +28,7 @@ from acp_fast import DecodeError
 from state_model import assert_record, frame, results_key
 
 # ------------------------------------------------------------------------------------------
-# the model of the tool-call rules (API.md "How each update changes a record")
+# the model of the tool-call rules (docs/API.md "How each update changes a record")
 # ------------------------------------------------------------------------------------------
 
 KNOWN = ("title", "kind", "status", "content", "locations", "rawInput", "rawOutput", "name", "_meta")

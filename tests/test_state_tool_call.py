@@ -282,7 +282,7 @@ def test_chunk_members_other_than_content_not_stored(backend):
 
 
 def test_v2_chunks_and_replacing_updates_in_arrival_order(backend):
-    # ACP-CODEC-SPEC 5.4, step by step
+    # the permission-outcome rules (docs/API.md "Permission requests"), step by step
     s = backend.ToolCallStore(2)
     steps = [
         (B.tool_call_update("s1", "c1", protocol_version=2, title="Run", status="pending"), []),
