@@ -455,3 +455,21 @@ def test_loads_dumps_round_trip_of_vectors(backend):
         except TypeError:  # ints beyond 64 bits
             continue
         assert out == expected, case["name"]
+
+
+# orjson.Fragment: pre-encoded JSON written as-is by dumps and encode, on both backends (a
+# Fragment has no Python attribute for its contents; the native writer once read `.contents`).
+FRAGMENT_CASES = [
+    (b'{"a": 1 }', b'{"a": 1 }'),
+    ('["\u00e9"]', '["\u00e9"]'.encode()),
+    (b"2.50", b"2.50"),
+]
+
+
+@pytest.mark.parametrize(("contents", "written"), FRAGMENT_CASES)
+def test_fragment_is_written_as_is(backend, contents, written):
+    fragment = orjson.Fragment(contents)
+    assert backend.dumps(fragment) == written
+    assert backend.dumps({"x": fragment, "y": [fragment, 1]}) == b'{"x":' + written + b',"y":[' + written + b",1]}"
+    frame = backend.encode({"jsonrpc": "2.0", "id": 1, "result": fragment})
+    assert frame == b'{"jsonrpc":"2.0","id":1,"result":' + written + b"}\n"

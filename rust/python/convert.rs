@@ -185,6 +185,7 @@ pub fn build_span<'py>(py: Python<'py>, data: &[u8], start: usize, end: usize) -
 static ENUM_TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static UUID_TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static FRAGMENT_TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static ORJSON_DUMPS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 pub struct Writer<'py> {
     py: Python<'py>,
@@ -366,16 +367,19 @@ impl<'py> Writer<'py> {
             let value = obj.getattr("value").map_err(EncodeFailure::python)?;
             return self.write(&value, depth);
         }
-        // orjson.Fragment: pre-encoded JSON written as-is, as orjson does.
+        // orjson.Fragment: pre-encoded JSON written as-is, as orjson does. A Fragment has no
+        // Python-level attribute for its contents (orjson 3.13 keeps them in its C struct), so
+        // orjson.dumps, which writes a fragment unchanged, hands them over.
         if let Ok(fragment_ty) = FRAGMENT_TYPE.import(py, "orjson", "Fragment") {
             if obj.is_instance(fragment_ty).map_err(EncodeFailure::python)? {
-                let contents = obj.getattr("contents").map_err(EncodeFailure::python)?;
-                if let Ok(b) = contents.cast::<PyBytes>() {
-                    self.out.extend_from_slice(b.as_bytes());
-                } else {
-                    let s = str_utf8(&contents)?;
-                    self.out.extend_from_slice(s);
-                }
+                let orjson_dumps = ORJSON_DUMPS
+                    .import(py, "orjson", "dumps")
+                    .map_err(EncodeFailure::python)?;
+                let contents = orjson_dumps.call1((obj,)).map_err(EncodeFailure::python)?;
+                let bytes = contents
+                    .cast::<PyBytes>()
+                    .map_err(|e| EncodeFailure::python(e.into()))?;
+                self.out.extend_from_slice(bytes.as_bytes());
                 return Ok(());
             }
         }
