@@ -267,12 +267,21 @@ def _doc(sessions, extra=""):
     return ("{" + _HEAD + ',"sessions":' + sessions + extra + "}").encode()
 
 
-def _session(tool_calls="{}", permissions="[]"):
-    return '{"toolCalls":' + tool_calls + ',"terminals":{},"plans":{},"permissions":' + permissions + "}"
+def _session(tool_calls="{}", permissions="[]", plans="{}"):
+    return '{"toolCalls":' + tool_calls + ',"terminals":{},"plans":' + plans + ',"permissions":' + permissions + "}"
 
 
 # The exact ValueError texts (each backend writes them; the values they quote are Python reprs).
 CHECKPOINT_MESSAGES = [
+    (
+        # A plan is filed under its planId, like a tool call under its toolCallId.
+        _doc('{"s1":' + _session(plans='{"main":{"planId":"other","entries":[]}}') + "}"),
+        "expected \"state.sessions.s1.plans.main.planId\" to be 'main', found string",
+    ),
+    (
+        _doc('{"s1":' + _session(plans='{"main":{"entries":[]}}') + "}"),
+        'expected "state.sessions.s1.plans.main.planId" to be present, found none',
+    ),
     (
         b'{"format":{"a":[1.5e300,-0.0,"\\u00e9\'\\""]}}',
         "expected \"state.format\" to be 'acp-fast-state/1', found {'a': [1.5e+300, -0.0, 'é\\'\"']}",

@@ -448,7 +448,9 @@ pub fn from_json(data: &[u8]) -> Result<Store, CheckpointError> {
         restore_terminals(&mut r, &mut store, slot, &session, &sp)?;
         let path = format!("{sp}.plans");
         for (pid, at) in r.object(find(&session, "plans", &sp)?, &path)? {
-            r.require(at, JsonType::Object, &format!("{path}.{}", lossy(&pid)), "an object")?;
+            let rp = format!("{path}.{}", lossy(&pid));
+            let record = r.object(at, &rp)?;
+            r.record_id(&record, &pid, "planId", &rp)?;
             let plan = r.raw(at)?;
             store.sessions.at_mut(slot).plans.push(pid, plan);
         }

@@ -172,7 +172,9 @@ def from_json(cls: Type[ToolCallStore], data: Any) -> ToolCallStore:
         _restore_terminals(s, session, sp)
         path = f"{sp}.plans"
         for pid, record in _object(_find(session, "plans", sp), path).items():
-            _object(record, f"{path}.{pid}")
+            rp = f"{path}.{pid}"
+            _object(record, rp)
+            _record_id(record, pid, "planId", rp)
             s.plans[pid] = record
         records[sid] = _read_permissions(sid, session, sp)
     # The session of each permission record in request order across sessions (optional:
