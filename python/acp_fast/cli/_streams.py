@@ -12,6 +12,7 @@ The recording format, and its reader (lines, records), live in :mod:`acp_fast.re
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import sys
@@ -39,6 +40,57 @@ def open_input(path: str) -> Tuple[BinaryIO, Optional[int], str]:
     except OSError:  # pragma: no cover
         pass
     return stream, size, path
+
+
+# ---------------------------------------------------------------------------------------------
+# Output files that hold a session's traffic
+
+
+def _describe(path: str, error: OSError) -> str:
+    """A short reason for an output file that cannot be created."""
+    if error.errno == errno.ELOOP or (error.errno == errno.EEXIST and os.path.islink(path)):
+        return "is a symbolic link (refused: it could point anywhere)"
+    if error.errno == errno.EEXIST:
+        return "already exists (use --force to overwrite it)"
+    return error.strerror or str(error)
+
+
+def check_output(path: str, force: bool) -> Optional[str]:
+    """Why ``path`` cannot be created as a private output file now (None when it can): its folder
+    must exist, and nothing may stand at the path but a regular file, and that only with
+    ``force``. For reports written at exit, checked at start so that a mistake is a usage error."""
+    if os.path.islink(path):
+        return "is a symbolic link (refused: it could point anywhere)"
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        return f"cannot be created: no folder {folder}"
+    if os.path.lexists(path):
+        if not force:
+            return "already exists (use --force to overwrite it)"
+        if not os.path.isfile(path):
+            return "exists and is not a regular file"
+    return None
+
+
+def create_output(path: str, force: bool) -> BinaryIO:
+    """Open ``path`` for writing a file that holds a session's traffic (a recording, a state
+    checkpoint, a summary): created owner-only (0600), never through a symbolic link, and an
+    existing file is refused unless ``force`` (then it is truncated and made owner-only). Raises
+    OSError with a reason from :func:`output_error`."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    flags |= os.O_TRUNC if force else os.O_EXCL
+    fd = os.open(path, flags, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        return os.fdopen(fd, "wb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def output_error(path: str, error: OSError) -> str:
+    """One line: why the output file ``path`` could not be written."""
+    return f"{path}: {_describe(path, error)}"
 
 
 def read_chunks(stream: Any, size: int = CHUNK_BYTES) -> Iterator[bytes]:

@@ -38,13 +38,14 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Any, Dict, List, Optional, Sequence, Set, Tuple, cast
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, cast
 
 import orjson
 
 import acp_fast
 
 from ..recording import RecordWriter
+from ._streams import check_output, create_output, output_error
 
 __all__ = ["main", "Proxy", "Direction"]
 
@@ -315,7 +316,7 @@ class Proxy:
         self.recorder: Optional[RecordWriter] = None
         self._record_file: Any = None
         if args.record:
-            self._record_file = open(args.record, "wb")  # noqa: SIM115 - open while the proxy runs, closed in _finish
+            self._record_file = create_output(args.record, args.force)  # closed in _finish
             self.recorder = RecordWriter(self._record_file, self.command, acp_fast.__version__)
         self.agent: Optional[subprocess.Popen[bytes]] = None
         self.agent_stdin: Optional[Output] = None
@@ -458,22 +459,46 @@ class Proxy:
         }
 
     def _finish(self, status: int) -> None:
+        """The exit reports. Each is written on its own: one that fails is reported in one line on
+        stderr and neither skips the others nor changes the proxy's exit status (the agent's)."""
         if self.recorder is not None:
             with self.record_lock:
-                self.recorder.exit(status)
-                self._record_file.close()
+                self._report("--record", self.args.record, lambda: self._close_recording(status))
         if self.args.state_json:
-            with self.state_lock:
-                checkpoint = self.store.to_json()
-            with open(self.args.state_json, "wb") as f:
-                f.write(checkpoint)
+            self._report("--state-json", self.args.state_json, self._write_state)
         if self.args.summary or self.args.summary_json:
             info = self.summary(status)
             if self.args.summary_json:
-                with open(self.args.summary_json, "wb") as f:
-                    f.write(orjson.dumps(info, option=orjson.OPT_INDENT_2) + b"\n")
+                data = orjson.dumps(info, option=orjson.OPT_INDENT_2) + b"\n"
+                self._report(
+                    "--summary-json", self.args.summary_json, lambda: self._write_file(self.args.summary_json, data)
+                )
             if self.args.summary:
                 self.stderr.write(format_summary(info).encode())
+
+    def _report(self, option: str, path: str, write: Callable[[], None]) -> None:
+        try:
+            write()
+        except OSError as e:
+            self.stderr.write(f"acp-fast proxy: {option} {output_error(path, e)}\n".encode("utf-8", "replace"))
+        except Exception as e:  # noqa: BLE001 - any failure of one report must leave the others
+            self.stderr.write(f"acp-fast proxy: {option} {path}: not written: {e}\n".encode("utf-8", "replace"))
+
+    def _close_recording(self, status: int) -> None:
+        assert self.recorder is not None
+        try:
+            self.recorder.exit(status)
+        finally:
+            self._record_file.close()
+
+    def _write_state(self) -> None:
+        with self.state_lock:
+            checkpoint = self.store.to_json()
+        self._write_file(self.args.state_json, checkpoint)
+
+    def _write_file(self, path: str, data: bytes) -> None:
+        with create_output(path, self.args.force) as f:
+            f.write(data)
 
 
 def format_summary(info: Dict[str, Any]) -> str:
@@ -497,6 +522,17 @@ def format_summary(info: Dict[str, Any]) -> str:
         )
     lines.append(f"  peak RSS: {info['peak_rss_kib'] / 1024:.1f} MiB")
     return "\n".join(lines) + "\n"
+
+
+def _count(text: str) -> int:
+    """``--max-tool-calls``: 0 (keep all) or a positive integer."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected 0 or a positive integer, found {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 or a positive integer, found {value}")
+    return value
 
 
 def _positive(text: str) -> int:
@@ -539,6 +575,11 @@ def parser() -> argparse.ArgumentParser:
         help="write the state engine's checkpoint (ToolCallStore.to_json) to FILE at exit",
     )
     p.add_argument(
+        "--force",
+        action="store_true",
+        help="overwrite existing --record / --state-json / --summary-json files (default: refuse)",
+    )
+    p.add_argument(
         "--watch", action="store_true", help="print each tool call, permission, terminal and plan change to stderr"
     )
     p.add_argument("--quiet", action="store_true", help="no diagnostics on stderr (diverted lines still go there)")
@@ -547,7 +588,7 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--max-tool-calls",
-        type=int,
+        type=_count,
         default=DEFAULT_MAX_TOOL_CALLS,
         metavar="N",
         help=f"tool calls kept in the state, the oldest finished dropped first (default {DEFAULT_MAX_TOOL_CALLS}; 0 keeps all)",
@@ -567,7 +608,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if not command:
         p.error("expected the agent command after --, e.g. acp-fast proxy -- acp-fast demo-agent")
     ns.command = command
-    return Proxy(ns).run()
+    # Files that will hold the session's traffic: a mistake is a usage error now, not a lost report
+    # at exit (they are created owner-only, never through a symbolic link; see create_output).
+    for option, path in (("--state-json", ns.state_json), ("--summary-json", ns.summary_json)):
+        if path:
+            problem = check_output(path, ns.force)
+            if problem is not None:
+                p.error(f"{option} {path}: {problem}")
+    try:
+        proxy = Proxy(ns)
+    except OSError as e:
+        p.error(f"--record {output_error(ns.record, e)}")
+    return proxy.run()
 
 
 if __name__ == "__main__":  # pragma: no cover
