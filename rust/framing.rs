@@ -27,10 +27,18 @@ pub const MAX_FRAME_BYTES: usize = u32::MAX as usize - 1;
 pub fn check_max_frame_bytes(value: i64) -> Result<usize, String> {
     match usize::try_from(value) {
         Ok(n) if (1..=MAX_FRAME_BYTES).contains(&n) => Ok(n),
-        _ => Err(format!(
-            "max_frame_bytes must be between 1 and {MAX_FRAME_BYTES}, found {value}"
-        )),
+        _ => Err(max_frame_bytes_out_of_range(value)),
     }
+}
+
+/// Why a `max_frame_bytes` of `found` (an integer, maybe beyond 64 bits) is refused.
+pub fn max_frame_bytes_out_of_range(found: impl std::fmt::Display) -> String {
+    format!("max_frame_bytes must be between 1 and {MAX_FRAME_BYTES}, found {found}")
+}
+
+/// Why a `max_frame_bytes` that is not an integer (a value of type `type_name`) is refused.
+pub fn max_frame_bytes_not_an_int(type_name: &str) -> String {
+    format!("max_frame_bytes must be an int, found {type_name}")
 }
 
 /// The error of a line longer than `max` bytes (docs/DESIGN.md §6): its bytes are skipped up to

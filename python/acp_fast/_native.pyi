@@ -131,7 +131,9 @@ class Framer:
     * ``joined=True`` (implies ``keepends``): the consecutive complete lines of one feed come as
       one event ``(first line, data)``, what a relay forwards in one write."""
 
-    def __new__(cls, *, max_frame_bytes: int = 67108864, keepends: bool = False, joined: bool = False) -> Framer:
+    def __new__(
+        cls, *, max_frame_bytes: Optional[int] = 67108864, keepends: bool = False, joined: bool = False
+    ) -> Framer:
         """A framer holding at most ``max_frame_bytes`` of a partial line, in the reading chosen."""
     def feed(self, data: _Buffer) -> List[Union[_Line, Tuple[int, int], DecodeError]]:
         """Feed bytes; returns the events of every line completed by them, in order."""
@@ -156,7 +158,7 @@ class FrameDecoder:
     ``raw``). Blank lines are skipped but counted; ``\\r\\n`` endings are accepted; a line longer
     than ``max_frame_bytes`` yields one error and the decoder resynchronises at the next newline."""
 
-    def __new__(cls, *, max_frame_bytes: int = 67108864) -> FrameDecoder:
+    def __new__(cls, *, max_frame_bytes: Optional[int] = 67108864) -> FrameDecoder:
         """A decoder holding at most ``max_frame_bytes`` of a partial line."""
     def feed(self, data: _Buffer) -> List[_FeedResult]:
         """Feed bytes; returns the results of every line completed by them, in order."""
@@ -222,7 +224,7 @@ class ToolCallStore:
         protocol_version: Optional[int] = None,
         *,
         max_tool_calls: Optional[int] = None,
-        max_frame_bytes: int = 67108864,
+        max_frame_bytes: Optional[int] = 67108864,
     ) -> ToolCallStore:
         """An empty store: ``protocol_version`` 1 or 2 (None: the negotiated one, else 1);
         ``max_tool_calls`` bounds the finished tool calls kept; ``max_frame_bytes`` as for

@@ -12,7 +12,6 @@ use super::framing::max_frame_bytes_arg;
 use super::strcache::{token_str, CacheGuard, VALUES};
 use crate::decoder::{Decoded, FrameDecoder};
 use crate::error::{DecodeError, JsonType, PARSE_ERROR};
-use crate::framing::DEFAULT_MAX_FRAME_BYTES;
 use crate::message::{parse_frame, strip_line_ending, Envelope, Frame, Kind, Span};
 use crate::scanner::parse_i64;
 
@@ -435,8 +434,8 @@ impl PyFrameDecoder {
 #[pymethods]
 impl PyFrameDecoder {
     #[new]
-    #[pyo3(signature = (*, max_frame_bytes = DEFAULT_MAX_FRAME_BYTES as i64), text_signature = "(*, max_frame_bytes=67108864)")]
-    fn new(max_frame_bytes: i64) -> PyResult<Self> {
+    #[pyo3(signature = (*, max_frame_bytes = None), text_signature = "(*, max_frame_bytes=67108864)")]
+    fn new(max_frame_bytes: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         Ok(Self {
             decoder: FrameDecoder::new(max_frame_bytes_arg(max_frame_bytes)?),
         })

@@ -312,12 +312,12 @@ fn max_arg(v: Option<&Bound<'_, PyAny>>) -> PyResult<Option<usize>> {
 #[pymethods]
 impl PyToolCallStore {
     #[new]
-    #[pyo3(signature = (protocol_version = None, *, max_tool_calls = None, max_frame_bytes = DEFAULT_MAX_FRAME_BYTES as i64),
+    #[pyo3(signature = (protocol_version = None, *, max_tool_calls = None, max_frame_bytes = None),
            text_signature = "(protocol_version=None, *, max_tool_calls=None, max_frame_bytes=67108864)")]
     fn new(
         protocol_version: Option<&Bound<'_, PyAny>>,
         max_tool_calls: Option<&Bound<'_, PyAny>>,
-        max_frame_bytes: i64,
+        max_frame_bytes: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let version = version_arg(protocol_version)?;
         let max = max_arg(max_tool_calls)?;

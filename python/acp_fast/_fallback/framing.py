@@ -31,8 +31,10 @@ MAX_FRAME_BYTES = 2**32 - 2
 
 
 def check_max_frame_bytes(value: Any) -> int:
-    """A caller's ``max_frame_bytes``: an int from 1 to ``MAX_FRAME_BYTES``, else TypeError /
-    ValueError saying why not."""
+    """A caller's ``max_frame_bytes``: an int (not a bool) from 1 to ``MAX_FRAME_BYTES``, or None
+    for the default; else TypeError / ValueError saying why not."""
+    if value is None:
+        return DEFAULT_MAX_FRAME_BYTES
     if type(value) is not int:
         if isinstance(value, bool) or not isinstance(value, int):
             raise TypeError(f"max_frame_bytes must be an int, found {type(value).__name__}")
@@ -93,7 +95,7 @@ class Framer:
 
     # Typed by a comment so that the signature reads as the native one (tests/test_api.py).
     def __init__(self, *, max_frame_bytes=DEFAULT_MAX_FRAME_BYTES, keepends=False, joined=False):
-        # type: (int, bool, bool) -> None
+        # type: (Optional[int], bool, bool) -> None
         self._max: int = check_max_frame_bytes(max_frame_bytes)
         for name, flag in (("keepends", keepends), ("joined", joined)):
             if type(flag) is not bool:

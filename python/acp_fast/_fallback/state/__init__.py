@@ -131,16 +131,12 @@ class ToolCallStore:
         protocol_version: Optional[int] = None,
         *,
         max_tool_calls: Optional[int] = None,
-        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        max_frame_bytes: Optional[int] = DEFAULT_MAX_FRAME_BYTES,
     ) -> None:
         if protocol_version is not None and (type(protocol_version) is not int or protocol_version not in (1, 2)):
             raise ValueError(f"expected protocol_version to be 1, 2 or None, found {protocol_version!r}")
         if max_tool_calls is not None and (type(max_tool_calls) is not int or max_tool_calls < 1):
             raise ValueError(f"expected max_tool_calls to be a positive integer or None, found {max_tool_calls!r}")
-        if type(max_frame_bytes) is not int:
-            if not isinstance(max_frame_bytes, int):
-                raise TypeError(f"'{type(max_frame_bytes).__name__}' object cannot be interpreted as an integer")
-            max_frame_bytes = int(max_frame_bytes)
         self._framer = Framer(max_frame_bytes=max_frame_bytes)
         self._fixed: Optional[int] = protocol_version
         self._negotiated: Optional[int] = None
