@@ -24,7 +24,7 @@ Tasks (every contender of a task does the same work on the same corpus):
                  the others: a parse per line and a plain-dict accumulator with the same rules,
                  :func:`acp_fast.bench.state.dict_accumulator`; the SDK: its models and one
                  ``acp.contrib.session_state.SessionAccumulator`` per session).
-``scaling``      the ``state`` task on growing prefixes of one stream (report.py / state.py).
+``scaling``      the ``state`` task on growing prefixes of one stream (runner.py / state.py).
 """
 
 from __future__ import annotations

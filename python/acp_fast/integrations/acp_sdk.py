@@ -28,6 +28,9 @@ notification coroutines, error mapping and telemetry spans are used as they are.
 
 The SDK release this module is written and tested against is pinned by the ``sdk`` extra
 (:data:`acp_fast.integrations.SDK_VERSION`).
+
+Its parts: the byte transport in ``_sdk_transport.py``, the eager-dispatch machinery in
+``_sdk_dispatch.py``, the ``session/update`` fast path's validators in ``_sdk_validation.py``.
 """
 
 from __future__ import annotations
@@ -38,36 +41,35 @@ import contextlib
 import contextvars
 import copy
 import inspect
-import json
 import logging
-import threading
 import types
-import typing
-from typing import Annotated, Any, Awaitable, Callable, Deque, Dict, Iterator, List, Optional, Set, Tuple
+from typing import Any, Awaitable, Callable, Deque, Dict, Iterator, List, Optional, Tuple
 
 from . import require_sdk
 
 require_sdk("acp_fast.integrations.acp_sdk")
 
-import acp._deserialize as _sdk_deserialize  # noqa: E402
 import acp.agent.connection as _sdk_agent_connection  # noqa: E402
 import acp.client.connection as _sdk_client_connection  # noqa: E402
 import acp.core as _sdk_core  # noqa: E402
-import acp.schema as _sdk_schema  # noqa: E402
 import acp.stdio as _sdk_stdio  # noqa: E402
-import acp.telemetry as _telemetry  # noqa: E402
-from acp.client.connection import _SessionUpdateTracker  # noqa: E402
 from acp.connection import Connection as SdkConnection  # noqa: E402
 from acp.connection import StreamDirection, StreamEvent  # noqa: E402
 from acp.exceptions import RequestError  # noqa: E402
-from acp.router import MessageRouter  # noqa: E402
-from acp.schema import SessionNotification  # noqa: E402
-from pydantic import Field, TypeAdapter, ValidationError  # noqa: E402
-from pydantic_core import SchemaValidator  # noqa: E402
+from pydantic import ValidationError  # noqa: E402
 
 import acp_fast  # noqa: E402
 from acp_fast.batch import Batch  # noqa: E402
-from acp_fast.errors import DecodeError, EncodeError  # noqa: E402
+from acp_fast.errors import DecodeError  # noqa: E402
+
+from ._sdk_dispatch import _DONE, _EOF, _await, _BatchReply, _driver, _Entry, _Resume  # noqa: E402
+from ._sdk_transport import _StreamTransport  # noqa: E402
+from ._sdk_validation import (  # noqa: E402
+    _update_tracker,
+    _update_validators,
+    _validate_notification,
+    _validate_update,
+)
 
 __all__ = [
     "DEFAULT_MAX_FRAME_BYTES",
@@ -84,8 +86,6 @@ logger = logging.getLogger(__name__)
 
 #: Default longest frame accepted (bytes, line ending excluded): acp-fast's decoder default.
 DEFAULT_MAX_FRAME_BYTES = acp_fast.DEFAULT_MAX_FRAME_BYTES
-#: Bytes asked of the reader per read.
-READ_SIZE = 256 * 1024
 
 # The SDK modules that construct ``Connection`` objects from byte streams; install() points their
 # ``Connection`` name at FastConnection (typed Any: none of them re-exports that name).
@@ -93,127 +93,6 @@ _PATCHED_MODULES: Tuple[Any, ...] = (_sdk_client_connection, _sdk_agent_connecti
 _ORIGINALS = {module: module.Connection for module in _PATCHED_MODULES}
 _UNSET: Any = object()
 _CoroutineType = types.CoroutineType
-_validate_notification = SessionNotification.__pydantic_validator__.validate_python
-
-
-def _update_validator() -> Any:
-    """The validator of the ``update`` field of ``SessionNotification`` alone (a tagged union on
-    ``sessionUpdate``), or None if the field is not shaped as expected."""
-    field = SessionNotification.model_fields["update"]
-    if field.discriminator != "session_update" or field.metadata or field.alias is not None:
-        return None
-    return TypeAdapter(Annotated[field.annotation, Field(discriminator="session_update")]).validator.validate_python
-
-
-_validate_update = _update_validator()
-
-
-# The SDK's generated models wrap many fields in ``mode="wrap"`` field validators that restore the
-# schema's lenient deserialization (``acp._deserialize``): ``salvage_on_error`` (a field that fails
-# validation gets its default) and ``skip_invalid_items`` (list items that fail are dropped). Each is
-# a Python call, made for every such field present in the input. When the value validates, both
-# return exactly what the field's own validator returns; they only change anything when it does
-# not. So the hot path validates ``update`` first with the same schema minus these wrappers (the
-# same model classes, instances built by the same pydantic-core code) and, only if that fails,
-# again with the SDK's own validator, which salvages or raises the SDK's error.
-
-_LENIENT_HELPERS = {"salvage_on_error", "skip_invalid_items"}
-# What a list schema may hold for ``skip_invalid_items`` to be dropped: no length or other
-# constraint, under which validating item by item and the whole list at once could disagree.
-_PLAIN_LIST_KEYS = {"type", "items_schema", "metadata", "serialization", "ref"}
-
-
-def _lenient_wrapper(node: Dict[str, Any]) -> bool:
-    """True when ``node`` (a ``function-wrap`` core schema) is one of the SDK's generated
-    lenient-deserialization validators, and dropping it changes nothing for valid input."""
-    function = node.get("function")
-    if not isinstance(function, dict) or function.get("type") != "no-info":
-        return False
-    func = getattr(function.get("function"), "__func__", None)
-    code = getattr(func, "__code__", None)
-    if code is None or getattr(func, "__module__", None) != "acp.schema":
-        return False
-    names = set(code.co_names)
-    if len(names) != 1 or not names <= _LENIENT_HELPERS:
-        return False
-    helper = getattr(_sdk_schema, next(iter(names)), None)
-    if helper is not getattr(_sdk_deserialize, next(iter(names)), None):
-        return False
-    if "skip_invalid_items" in names:
-        inner = node.get("schema")
-        while isinstance(inner, dict) and inner.get("type") in ("nullable", "default"):
-            inner = inner.get("schema")
-        if not isinstance(inner, dict) or inner.get("type") != "list" or not set(inner) <= _PLAIN_LIST_KEYS:
-            return False
-    return True
-
-
-def _strip_lenient(node: Any, classes: Set[type]) -> Any:
-    """A copy of a core schema without the SDK's lenient wrappers (``classes`` collects the model
-    classes it builds)."""
-    if isinstance(node, dict):
-        kind = node.get("type")
-        if kind == "function-wrap" and _lenient_wrapper(node):
-            return _strip_lenient(node["schema"], classes)
-        if kind == "model":
-            classes.add(node["cls"])
-        return {
-            key: value if key in ("cls", "function", "metadata", "config") else _strip_lenient(value, classes)
-            for key, value in node.items()
-        }
-    if isinstance(node, list):
-        return [_strip_lenient(value, classes) for value in node]
-    return node
-
-
-def _strict_validator(model: Any) -> Any:
-    """``validate_python`` of ``model``'s core schema minus the lenient wrappers.
-
-    pydantic-core reuses the prebuilt validator of a nested model class (``__pydantic_validator__``,
-    wrappers included) when the class is marked complete, so the classes are marked incomplete for
-    the moment the validator is built, then restored."""
-    classes: Set[type] = set()
-    schema = _strip_lenient(model.__pydantic_core_schema__, classes)
-    saved = [(cls, cls.__dict__["__pydantic_complete__"]) for cls in classes if "__pydantic_complete__" in cls.__dict__]
-    try:
-        for cls, _ in saved:
-            type.__setattr__(cls, "__pydantic_complete__", False)
-        return SchemaValidator(schema).validate_python
-    finally:
-        for cls, value in saved:
-            type.__setattr__(cls, "__pydantic_complete__", value)
-
-
-_strict_update_validators: Optional[Dict[str, Any]] = None
-_strict_update_lock = threading.Lock()
-
-
-def _update_validators() -> Dict[str, Any]:
-    """``{sessionUpdate tag: strict validator of that member of SessionNotification.update}``,
-    built once (an empty dict if the field is not shaped as expected: every update then goes
-    through the SDK's validator)."""
-    global _strict_update_validators
-    if _strict_update_validators is not None:
-        return _strict_update_validators
-    with _strict_update_lock:  # one builder at a time: _strict_validator flips class flags
-        built: Optional[Dict[str, Any]] = _strict_update_validators  # by another thread meanwhile
-        if built is not None:
-            return built
-        validators: Dict[str, Any] = {}
-        if _validate_update is not None:
-            try:
-                for member in typing.get_args(SessionNotification.model_fields["update"].annotation):
-                    field = member.model_fields.get("session_update")
-                    if field is None or field.alias != "sessionUpdate":
-                        continue
-                    tags = typing.get_args(field.annotation)
-                    if len(tags) == 1 and tags[0] not in validators:
-                        validators[tags[0]] = _strict_validator(member)
-            except Exception:  # an SDK shaped otherwise: no strict validators
-                logger.debug("acp-fast: no strict session/update validators", exc_info=True)
-                validators = {}
-        _strict_update_validators = validators
-    return _strict_update_validators
 
 
 class _Options:
@@ -322,202 +201,12 @@ async def run_agent(
         await asyncio.shield(conn.close())
 
 
-def _update_tracker(handler: Any) -> Any:
-    """The SDK client's ``_SessionUpdateTracker`` when ``handler`` is the router that
-    ``ClientSideConnection`` builds and it routes ``session/update`` the standard way (model
-    ``SessionNotification``, a snake_case ``session_update`` handler, no telemetry spans to open);
-    else None, and every frame goes through the SDK's router as usual."""
-    # logfire_span: a global of the SDK's telemetry module (imported from logfire there, not re-exported).
-    spans = _telemetry.logfire_span  # type: ignore[attr-defined]
-    if type(handler) is not MessageRouter or spans is not None or _telemetry.TRACER is not None:
-        return None
-    route = handler._notifications.get("session/update")
-    if route is None or route.func is None or route.warn_unstable:
-        return None
-    func = route.func
-    closure = func.__closure__
-    if not closure:
-        return None
-    cells = dict(zip(func.__code__.co_freevars, (c.cell_contents for c in closure)))
-    tracker = cells.get("obj")
-    if cells.get("model") is not SessionNotification or cells.get("legacy_api") is not False:
-        return None
-    if type(tracker) is not _SessionUpdateTracker or cells.get("attr") != "session_update":
-        return None
-    if tracker._session_update is None or tracker._legacy_session_update:
-        return None
-    return tracker
-
-
-async def _await(awaitable: Any) -> Any:
-    return await awaitable
-
-
 def _check_max_frame_bytes(value: Any) -> None:
     """Refuse a bad ``max_frame_bytes`` at once (else the first read would): an int, within the
     codec's limits (its own check and message)."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError(f"expected max_frame_bytes to be an int, found {value!r}")
     acp_fast.Framer(max_frame_bytes=int(value))
-
-
-# ---------------------------------------------------------------------------------------------
-# The byte transport
-
-
-class _StreamTransport:
-    """NDJSON over an asyncio ``StreamReader`` / ``StreamWriter`` with acp-fast framing and JSON.
-
-    ``Connection`` sends through it (``send`` / ``close``, as the SDK's ``Transport``);
-    :class:`FastConnection` reads through :meth:`receive_frames`."""
-
-    def __init__(
-        self,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
-        backend: Any,
-        max_frame_bytes: int,
-        receive_timeout: Optional[float],
-    ) -> None:
-        self._reader = reader
-        self._writer = writer
-        # Either backend's (same API; typed as the package's).
-        self._decoder: acp_fast.FrameDecoder = backend.FrameDecoder(max_frame_bytes=max_frame_bytes)
-        self._dumps: Callable[[Any], bytes] = backend.dumps
-        self._receive_timeout = receive_timeout
-        self._drain_lock = asyncio.Lock()
-        self._closed = False
-
-    # -- reading
-
-    async def receive_frames(self) -> Optional[List[Any]]:
-        """The frames completed by the next read (possibly none), or None at end of input."""
-        if self._receive_timeout is None:
-            data = await self._reader.read(READ_SIZE)
-        else:
-            data = await asyncio.wait_for(self._reader.read(READ_SIZE), timeout=self._receive_timeout)
-        if not data:
-            tail = self._decoder.finish()
-            return tail if tail else None
-        return self._decoder.feed(data)
-
-    # -- writing
-
-    def encode(self, message: Any) -> bytes:
-        try:
-            return self._dumps(message) + b"\n"
-        except EncodeError:
-            # What the SDK's json.dumps accepts and acp-fast does not (non-str keys, str
-            # subclasses as keys, very deep nesting): written by json as the SDK did, but never
-            # NaN / Infinity, which are not JSON.
-            return (json.dumps(message, separators=(",", ":"), allow_nan=False) + "\n").encode("utf-8")
-
-    def write_now(self, data: bytes) -> None:
-        if self._closed:
-            raise ConnectionError("Connection closed")
-        self._writer.write(data)
-
-    async def send(self, message: Dict[str, Any]) -> None:
-        self.write_now(self.encode(message))
-        async with self._drain_lock:  # no suspension unless the pipe is full
-            await self._writer.drain()
-
-    async def close(self) -> None:
-        # Like the SDK's MessageSender: stop sending, leave the stream to its owner.
-        self._closed = True
-
-
-# ---------------------------------------------------------------------------------------------
-# Eager dispatch
-
-
-_DONE: Any = object()
-
-
-@types.coroutine
-def _driver() -> Any:
-    """Runs the handler coroutines sent to it, one after the other, each until it first suspends
-    or ends, and yields ``_DONE`` when one ends. So a handler that ends without suspending (the
-    common case) costs the dispatcher no ``StopIteration``. One that suspends stays inside: the
-    driver is then handed to :class:`_Resume`, which drives it until it yields ``_DONE``. A handler's
-    exception goes through it (and ends it). Started with ``send(None)``."""
-    coro = yield
-    while True:
-        yield from coro
-        coro = yield _DONE
-
-
-class _Resume:
-    """Awaitable that goes on driving a handler already started by hand in a :func:`_driver`
-    (which has just yielded ``first``), each step inside the handler's own context, until the
-    handler ends (the driver yields ``_DONE``)."""
-
-    __slots__ = ("_coro", "_first", "_ctx")
-
-    def __init__(self, coro: Any, first: Any, ctx: contextvars.Context) -> None:
-        self._coro = coro
-        self._first = first
-        self._ctx = ctx
-
-    def __await__(self) -> Any:
-        coro, run = self._coro, self._ctx.run
-        value = self._first
-        self._first = None
-        while True:
-            try:
-                sent = yield value
-            except GeneratorExit:
-                coro.close()
-                raise
-            except BaseException as exc:  # noqa: BLE001 - thrown in by the task (cancellation...)
-                try:
-                    value = run(coro.throw, exc)
-                except StopIteration as stop:
-                    return stop.value
-            else:
-                try:
-                    value = run(coro.send, sent)
-                except StopIteration as stop:
-                    return stop.value
-            if value is _DONE:
-                coro.close()
-                return None
-
-
-class _BatchReply:
-    """Collects the replies owed for one batch frame and writes them as one array."""
-
-    __slots__ = ("connection", "expected", "replies", "sealed")
-
-    def __init__(self, connection: FastConnection) -> None:
-        self.connection = connection
-        self.expected = 0  # requests whose reply is still owed
-        self.replies: List[Dict[str, Any]] = []
-        self.sealed = False  # every entry has been dispatched
-
-    def add(self, payload: Dict[str, Any]) -> None:
-        self.replies.append(payload)
-        self.flush_if_done()
-
-    def flush_if_done(self) -> None:
-        if not self.sealed or self.expected or not self.replies:
-            return
-        replies, self.replies = self.replies, []
-        self.connection._write_reply(replies)
-
-
-class _Entry:
-    """One batch entry waiting in the dispatch queue."""
-
-    __slots__ = ("item", "reply", "last")
-
-    def __init__(self, item: Any, reply: _BatchReply, last: bool) -> None:
-        self.item = item
-        self.reply = reply
-        self.last = last
-
-
-_EOF = object()
 
 
 # ---------------------------------------------------------------------------------------------
