@@ -32,7 +32,7 @@ import orjson
 
 import acp_fast
 
-from .cli._shapes import members
+from .cli._offsets import members
 
 __all__ = ["FORMAT_VERSION", "Record", "RecordingError", "RecordWriter", "read", "extract", "is_recording"]
 

@@ -18,290 +18,90 @@ Three things live here:
 
 Plus :func:`locate`, which finds the byte offset of a value inside a frame, so that problems can
 name a column.
+
+The shape language (:class:`Issue`, :class:`Spec` and its kinds) lives in ``_spec``, the schema
+loading and :class:`SchemaChecker` in ``_schema_check``, :func:`locate` in ``_offsets``; their names
+are imported here, where ``acp-fast validate`` and the tests use them.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from functools import cache
-from importlib import resources
-from typing import Any, ClassVar, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
-Path = Tuple[Union[str, int], ...]
+from ._offsets import locate, members, skip_value
+from ._schema_check import SchemaChecker, SchemaUnavailable, load_schema
+from ._spec import (
+    ANY,
+    ARR,
+    ARR_N,
+    OBJ,
+    OBJ_N,
+    PROTOCOL_VERSION,
+    STR,
+    STR_N,
+    UINT,
+    UINT32_N,
+    Arr,
+    Base64,
+    Enum,
+    Issue,
+    Obj,
+    Path,
+    Spec,
+    Tagged,
+    Type,
+    describe,
+    opt,
+    render_path,
+    req,
+)
 
-# ---------------------------------------------------------------------------------------------
-# Paths and values in messages
-
-
-class Issue(NamedTuple):
-    """One problem found in a message: where (a path from the message root) and what."""
-
-    path: Path
-    message: str
-
-
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-
-
-def render_path(path: Iterable[Union[str, int]]) -> str:
-    """``("params", "update", "content", 0)`` -> ``params.update.content[0]``."""
-    out: List[str] = []
-    for part in path:
-        if isinstance(part, int):
-            out.append(f"[{part}]")
-        elif _IDENT.match(part):
-            out.append(("." if out else "") + part)
-        else:
-            out.append("[" + json.dumps(part, ensure_ascii=False) + "]")
-    return "".join(out)
-
-
-def describe(value: Any) -> str:
-    """A value as the codec's messages name it (DESIGN §5 ``{value}``)."""
-    if value is None:
-        return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, dict):
-        return "object"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, (int, float)):
-        text = repr(value) if isinstance(value, float) else str(value)
-        return f"number {text}" if len(text) <= 32 else "number"
-    if isinstance(value, str):
-        text = json.dumps(value, ensure_ascii=False)
-        return f"string {text}" if len(text.encode("utf-8", "surrogatepass")) <= 32 else "string"
-    return type(value).__name__
-
-
-def _wrong(path: Path, what: str, value: Any) -> Issue:
-    return Issue(path, f'expected "{render_path(path)}" to be {what}, found {describe(value)}')
-
-
-def _missing(path: Path, what: str) -> Issue:
-    return Issue(path, f'expected "{render_path(path)}" to be {what}, found none')
-
-
-# ---------------------------------------------------------------------------------------------
-# Shape descriptions
-
-
-class Spec:
-    """Any JSON value (the base of the shape descriptions)."""
-
-    what = "any value"
-
-    def check(self, value: Any, path: Path, out: List[Issue]) -> None:
-        pass
-
-
-ANY = Spec()
-
-
-class Type(Spec):
-    """A JSON type: ``string``, ``integer`` (with an optional range), ``boolean``, ``object``, ``array``."""
-
-    # For isinstance; Any, not the classes, so that the check leaves the value comparable (range).
-    _PY: ClassVar[Dict[str, Any]] = {
-        "string": str,
-        "integer": int,
-        "boolean": bool,
-        "object": dict,
-        "array": list,
-        "number": (int, float),
-    }
-    _WHAT: ClassVar[Dict[str, str]] = {
-        "string": "a string",
-        "integer": "an integer",
-        "boolean": "a boolean",
-        "object": "an object",
-        "array": "an array",
-        "number": "a number",
-    }
-
-    def __init__(
-        self, name: str, *, nullable: bool = False, minimum: Optional[int] = None, maximum: Optional[int] = None
-    ):
-        self.name = name
-        self.nullable = nullable
-        self.minimum = minimum
-        self.maximum = maximum
-        what = self._WHAT[name]
-        if minimum is not None and maximum is not None:
-            what = f"{what} from {minimum} to {maximum}"
-        elif minimum is not None:
-            what = f"{what} >= {minimum}"
-        self.what = what + (" or null" if nullable else "")
-        self._py = self._PY[name]
-
-    def check(self, value: Any, path: Path, out: List[Issue]) -> None:
-        if value is None and self.nullable:
-            return
-        if not isinstance(value, self._py) or (isinstance(value, bool) and self.name != "boolean"):
-            out.append(_wrong(path, self.what, value))
-            return
-        if (self.minimum is not None and value < self.minimum) or (self.maximum is not None and value > self.maximum):
-            out.append(_wrong(path, self.what, value))
-
-
-STR = Type("string")
-STR_N = Type("string", nullable=True)
-OBJ = Type("object")
-OBJ_N = Type("object", nullable=True)
-ARR = Type("array")
-ARR_N = Type("array", nullable=True)
-UINT = Type("integer", minimum=0)
-UINT32_N = Type("integer", nullable=True, minimum=0, maximum=2**32 - 1)
-PROTOCOL_VERSION = Type("integer", minimum=0, maximum=65535)
-
-
-class Enum(Spec):
-    """One of a closed set of strings (the v1 enumerations)."""
-
-    def __init__(self, values: Sequence[str], *, nullable: bool = False):
-        self.values = tuple(values)
-        self.nullable = nullable
-        self.what = "one of " + ", ".join(f'"{v}"' for v in self.values) + (" or null" if nullable else "")
-
-    def check(self, value: Any, path: Path, out: List[Issue]) -> None:
-        if value is None and self.nullable:
-            return
-        if not isinstance(value, str) or value not in self.values:
-            out.append(_wrong(path, self.what, value))
-
-
-class Base64(Spec):
-    """RFC 4648 base64 text, standard alphabet, padded (as the state engine reads it)."""
-
-    what = "base64 text"
-    _RE = re.compile(r"[A-Za-z0-9+/]*={0,2}\Z")
-
-    def check(self, value: Any, path: Path, out: List[Issue]) -> None:
-        if not isinstance(value, str) or len(value) % 4 or not self._RE.match(value):
-            out.append(_wrong(path, self.what, value))
-
-
-class Arr(Spec):
-    def __init__(self, item: Spec, *, nullable: bool = False, min_items: int = 0):
-        self.item = item
-        self.nullable = nullable
-        self.min_items = min_items
-        self.what = "an array" + (" or null" if nullable else "")
-
-    def check(self, value: Any, path: Path, out: List[Issue]) -> None:
-        if value is None and self.nullable:
-            return
-        if not isinstance(value, list):
-            out.append(_wrong(path, self.what, value))
-            return
-        if len(value) < self.min_items:
-            noun = "item" if self.min_items == 1 else "items"
-            out.append(
-                Issue(
-                    path, f'expected "{render_path(path)}" to hold at least {self.min_items} {noun}, found {len(value)}'
-                )
-            )
-        if self.item is not ANY:
-            for index, item in enumerate(value):
-                self.item.check(item, path + (index,), out)
-
-
-def req(spec: Spec) -> Tuple[bool, Spec]:
-    return (True, spec)
-
-
-def opt(spec: Spec) -> Tuple[bool, Spec]:
-    return (False, spec)
-
-
-class Obj(Spec):
-    """An object with known members (others are allowed: ACP ignores unknown members)."""
-
-    def __init__(self, fields: Optional[Dict[str, Tuple[bool, Spec]]] = None, *, nullable: bool = False):
-        self.fields = fields or {}
-        self.nullable = nullable
-        self.what = "an object" + (" or null" if nullable else "")
-
-    def check(self, value: Any, path: Path, out: List[Issue]) -> None:
-        if value is None and self.nullable:
-            return
-        if not isinstance(value, dict):
-            out.append(_wrong(path, self.what, value))
-            return
-        self.check_members(value, path, out)
-
-    def check_members(self, value: Dict[str, Any], path: Path, out: List[Issue]) -> None:
-        for name, (required, spec) in self.fields.items():
-            if name in value:
-                spec.check(value[name], path + (name,), out)
-            elif required:
-                out.append(_missing(path + (name,), spec.what))
-
-
-class Tagged(Spec):
-    """An object tagged by ``key`` (``sessionUpdate``, ``type``, ``outcome``...).
-
-    ``open`` ones (v2) accept unknown tags (checked with ``other`` when given); ``moved`` names
-    tags that belong to the other protocol version, with a hint.
-    """
-
-    def __init__(
-        self,
-        key: str,
-        branches: Dict[str, Obj],
-        *,
-        name: str,
-        open: bool = False,
-        other: Optional[Obj] = None,
-        moved: Optional[Dict[str, str]] = None,
-        nullable: bool = False,
-    ):
-        self.key = key
-        self.branches = branches
-        self.name = name
-        self.open = open
-        self.other = other
-        self.moved = moved or {}
-        self.nullable = nullable
-        self.what = "an object" + (" or null" if nullable else "")
-
-    def check(self, value: Any, path: Path, out: List[Issue]) -> None:
-        if value is None and self.nullable:
-            return
-        if not isinstance(value, dict):
-            out.append(_wrong(path, self.what, value))
-            return
-        tag_path = path + (self.key,)
-        if self.key not in value:
-            out.append(_missing(tag_path, "a string"))
-            return
-        tag = value[self.key]
-        if not isinstance(tag, str):
-            out.append(_wrong(tag_path, "a string", tag))
-            return
-        branch = self.branches.get(tag)
-        if branch is not None:
-            branch.check_members(value, path, out)
-        elif tag in self.moved:
-            out.append(
-                Issue(
-                    tag_path,
-                    f'expected "{render_path(tag_path)}" to be {self.name}, found {describe(tag)} ({self.moved[tag]})',
-                )
-            )
-        elif not self.open:
-            names = ", ".join(self.branches)
-            out.append(
-                Issue(
-                    tag_path, f'expected "{render_path(tag_path)}" to be {self.name} ({names}), found {describe(tag)}'
-                )
-            )
-        elif self.other is not None:
-            self.other.check_members(value, path, out)
+# This module's own names, and those of its parts that callers use through it.
+__all__ = [
+    "V1_TOOL_KINDS",
+    "V1_TOOL_STATUSES",
+    "V1_PLAN_STATUSES",
+    "PLAN_PRIORITIES",
+    "PERMISSION_KINDS",
+    "STOP_REASONS",
+    "IMPLEMENTATION",
+    "IMPLEMENTATION_N",
+    "LOCATION",
+    "Method",
+    "Protocol",
+    "protocol",
+    "check",
+    "SchemaChecker",
+    "SchemaUnavailable",
+    "load_schema",
+    "locate",
+    "members",
+    "skip_value",
+    "ANY",
+    "ARR",
+    "ARR_N",
+    "OBJ",
+    "OBJ_N",
+    "PROTOCOL_VERSION",
+    "STR",
+    "STR_N",
+    "UINT",
+    "UINT32_N",
+    "Arr",
+    "Base64",
+    "Enum",
+    "Issue",
+    "Obj",
+    "Path",
+    "Spec",
+    "Tagged",
+    "Type",
+    "describe",
+    "opt",
+    "render_path",
+    "req",
+]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -573,17 +373,6 @@ def _hand_written(version: int, unstable: bool) -> Dict[str, Tuple[Optional[Spec
 # The schema-driven part: method tables, generic top-level shapes
 
 
-def _schema_text(version: int, name: str) -> str:
-    return (resources.files("acp_fast") / "schema" / f"v{version}" / name).read_text(encoding="utf-8")
-
-
-@cache
-def load_schema(version: int, unstable: bool = False) -> Dict[str, Any]:
-    """The official schema document shipped in the package (``acp_fast/schema/v{N}/``)."""
-    schema: Dict[str, Any] = json.loads(_schema_text(version, "schema.unstable.json" if unstable else "schema.json"))
-    return schema
-
-
 def _simple(defs: Dict[str, Any], schema: Any, depth: int = 0) -> Spec:
     """A top-level member's schema as a simple type check, when it is one (else ANY)."""
     if not isinstance(schema, dict) or depth > 4:
@@ -696,251 +485,3 @@ def check(spec: Optional[Spec], value: Any, path: Path) -> List[Issue]:
     if spec is not None:
         spec.check(value, path, out)
     return out
-
-
-# ---------------------------------------------------------------------------------------------
-# Validation against the official schema (jsonschema)
-
-
-class SchemaUnavailable(RuntimeError):
-    """``jsonschema`` is not installed."""
-
-
-class SchemaChecker:
-    """Validates params / results / errors against the definitions of the official schema."""
-
-    def __init__(self, version: int, unstable: bool = False):
-        try:
-            from jsonschema import Draft202012Validator
-        except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise SchemaUnavailable(
-                "--schema needs the jsonschema package: pip install jsonschema (or pip install 'acp-fast[test]')"
-            ) from exc
-        self._validator_class = Draft202012Validator
-        self.version = version
-        self.unstable = unstable
-        self._root = load_schema(version, unstable)
-        self._validators: Dict[str, Any] = {}
-
-    def _validator(self, def_name: str) -> Any:
-        validator = self._validators.get(def_name)
-        if validator is None:
-            validator = self._validator_class({"$ref": f"#/$defs/{def_name}", "$defs": self._root["$defs"]})
-            self._validators[def_name] = validator
-        return validator
-
-    def has(self, def_name: str) -> bool:
-        return def_name in self._root["$defs"]
-
-    def check(self, def_name: str, value: Any, path: Path) -> List[Issue]:
-        """Issues of ``value`` (at ``path``) against ``$defs/def_name``: the first error, explained."""
-        errors = list(self._validator(def_name).iter_errors(value))
-        if not errors:
-            return []
-        from jsonschema.exceptions import relevance
-
-        return [_explain(max(errors, key=relevance), path, def_name)]
-
-
-def _is_tag_mismatch(error: Any) -> bool:
-    """A union branch that failed because its tag (``const``) or its exclusion (``not``) did not match."""
-    return error.validator in ("const", "not") and len(error.relative_path) <= 1
-
-
-def _explain(error: Any, path: Path, def_name: str) -> Issue:
-    """Descend into oneOf / anyOf failures, keeping the branch whose tag matched, and word the error."""
-    from jsonschema.exceptions import relevance
-
-    for _ in range(64):
-        if error.validator not in ("oneOf", "anyOf") or not error.context:
-            break
-        branches: Dict[Any, List[Any]] = {}
-        for sub in error.context:
-            branches.setdefault(sub.relative_schema_path[0], []).append(sub)
-        candidates = [
-            subs
-            for subs in branches.values()
-            if not any(_is_tag_mismatch(s) for s in subs)
-            and not all(s.validator == "type" and s.validator_value == "null" for s in subs)
-        ]
-        if len(candidates) == 1:
-            error = max(candidates[0], key=relevance)
-            continue
-        # every branch wants the same member (a union whose tag is missing): say so
-        required = [next((s for s in subs if s.validator == "required"), None) for subs in candidates]
-        if candidates and all(r is not None for r in required):
-            names = {tuple(r.validator_value) for r in required if r is not None}
-            if len(names) == 1:
-                error = required[0]
-        break
-    return _schema_issue(error, path, def_name)
-
-
-def _schema_issue(error: Any, base: Path, def_name: str) -> Issue:
-    path = base + tuple(error.absolute_path)
-    where = render_path(path)
-    value = error.instance
-    keyword = error.validator
-    if keyword == "required":
-        missing = [name for name in error.validator_value if not (isinstance(value, dict) and name in value)]
-        name = missing[0] if missing else "?"
-        return Issue(path + (name,), f'expected "{render_path(path + (name,))}" (required by {def_name}), found none')
-    if keyword == "type":
-        types = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
-        return Issue(path, f'expected "{where}" to be {" or ".join(types)}, found {describe(value)}')
-    if keyword in ("oneOf", "anyOf"):
-        consts = [s.get("const") for s in error.validator_value if isinstance(s, dict) and "const" in s]
-        if consts and len(consts) == len(error.validator_value):
-            names = ", ".join(f'"{c}"' for c in consts)
-            return Issue(path, f'expected "{where}" to be one of {names}, found {describe(value)}')
-        tags = _union_tags(error)
-        if tags is not None:
-            key, known = tags
-            tag = value.get(key) if isinstance(value, dict) else None
-            return Issue(
-                path + (key,),
-                f'expected "{render_path(path + (key,))}" to be one of {", ".join(known)}, found '
-                + (describe(tag) if isinstance(value, dict) and key in value else "none"),
-            )
-        return Issue(path, f'expected "{where}" to match {def_name} ({keyword}), found {describe(value)}')
-    if keyword in ("const", "enum"):
-        allowed = [error.validator_value] if keyword == "const" else list(error.validator_value)
-        return Issue(
-            path,
-            f'expected "{where}" to be one of {", ".join(json.dumps(a) for a in allowed)}, found {describe(value)}',
-        )
-    if keyword == "minItems":
-        noun = "item" if error.validator_value == 1 else "items"
-        return Issue(path, f'expected "{where}" to hold at least {error.validator_value} {noun}, found {len(value)}')
-    if keyword in ("minimum", "maximum"):
-        bound = ">=" if keyword == "minimum" else "<="
-        return Issue(path, f'expected "{where}" to be {bound} {error.validator_value}, found {describe(value)}')
-    message = error.message
-    if len(message) > 160:
-        message = message[:157] + "..."
-    return Issue(path, f'"{where}": {message} ({keyword} in {def_name})')
-
-
-def _union_tags(error: Any) -> Optional[Tuple[str, List[str]]]:
-    """For a discriminated union whose tag matched no branch: (tag member, the known tags)."""
-    key = None
-    names: List[str] = []
-    for branch in error.validator_value:
-        if not isinstance(branch, dict):
-            return None
-        props = branch.get("properties") or {}
-        tagged = [(k, v["const"]) for k, v in props.items() if isinstance(v, dict) and "const" in v]
-        if len(tagged) != 1:
-            if branch.get("not") is not None:  # the open "other" branch of a v2 union
-                continue
-            return None
-        if key is None:
-            key = tagged[0][0]
-        elif key != tagged[0][0]:
-            return None
-        names.append(json.dumps(tagged[0][1]))
-    if key is None:
-        return None
-    return key, names
-
-
-# ---------------------------------------------------------------------------------------------
-# Byte offsets of values inside a frame
-
-_WS = re.compile(rb"[ \t\r\n]*")
-_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
-_SCALAR = re.compile(rb"[^,}\] \t\r\n]*")
-_SPECIAL = re.compile(rb'["{}\[\]]')
-
-
-def _skip_ws(raw: bytes, i: int) -> int:
-    """The offset of the first byte from ``i`` that is not whitespace."""
-    m = _WS.match(raw, i)
-    assert m is not None  # `[ \t\r\n]*` matches everywhere (the empty run)
-    return m.end()
-
-
-def skip_value(raw: bytes, i: int) -> int:
-    """The offset just after the JSON value starting at ``i`` (``raw`` is valid JSON)."""
-    c = raw[i : i + 1]
-    if c == b'"':
-        m = _STRING.match(raw, i)
-        return m.end() if m else len(raw)
-    if c in (b"{", b"["):
-        depth = 0
-        pos = i
-        while True:
-            m = _SPECIAL.search(raw, pos)
-            if m is None:
-                return len(raw)
-            ch = raw[m.start() : m.start() + 1]
-            if ch == b'"':
-                s = _STRING.match(raw, m.start())
-                pos = s.end() if s else len(raw)
-            elif ch in (b"{", b"["):
-                depth += 1
-                pos = m.end()
-            else:
-                depth -= 1
-                pos = m.end()
-                if depth == 0:
-                    return pos
-    m = _SCALAR.match(raw, i)
-    return m.end() if m else i
-
-
-def members(raw: bytes, i: int) -> Iterable[Tuple[str, int, int]]:
-    """(key, value start, value end) of each member of the object starting at ``i``."""
-    j = _skip_ws(raw, i + 1)
-    while j < len(raw) and raw[j : j + 1] != b"}":
-        m = _STRING.match(raw, j)
-        if m is None:
-            return
-        try:
-            key = json.loads(m.group())
-        except ValueError:
-            return
-        j = _skip_ws(raw, m.end()) + 1  # the ':'
-        start = _skip_ws(raw, j)
-        end = skip_value(raw, start)
-        yield key, start, end
-        j = _skip_ws(raw, end)
-        if raw[j : j + 1] == b",":
-            j = _skip_ws(raw, j + 1)
-
-
-def locate(raw: bytes, path: Sequence[Union[str, int]]) -> int:
-    """Byte offset of the value at ``path`` in the JSON text ``raw``.
-
-    When a member on the way is missing, the offset of the object that lacks it (its ``{``); for
-    a duplicated key, the last one (its value is the one that counts). Never raises: a path that
-    cannot be followed stops at the deepest value found.
-    """
-    try:
-        i = _skip_ws(raw, 0)
-        for part in path:
-            c = raw[i : i + 1]
-            if isinstance(part, str) and c == b"{":
-                found = None
-                for key, start, _end in members(raw, i):
-                    if key == part:
-                        found = start
-                if found is None:
-                    return i
-                i = found
-            elif isinstance(part, int) and c == b"[":
-                j = _skip_ws(raw, i + 1)
-                index = 0
-                while j < len(raw) and raw[j : j + 1] != b"]" and index < part:
-                    j = _skip_ws(raw, skip_value(raw, j))
-                    if raw[j : j + 1] == b",":
-                        j = _skip_ws(raw, j + 1)
-                    index += 1
-                if index != part or raw[j : j + 1] == b"]":
-                    return i
-                i = j
-            else:
-                return i
-        return i
-    except (IndexError, TypeError, ValueError):  # pragma: no cover - defensive, raw is valid JSON
-        return 0

@@ -4,7 +4,7 @@ Each line goes through the codec (:class:`acp_fast.FrameDecoder` / :func:`acp_fa
 JSON and JSON-RPC problems carry the codec's own code, message and byte position. Valid messages
 are then checked as ACP messages of the protocol version in force (``--protocol``, else learned
 from the ``initialize`` response, else 1): known methods, who may send them, their params and
-results (see :mod:`acp_fast._shapes`), the pairing of responses with requests; with ``--schema``,
+results (see :mod:`acp_fast.cli._shapes`), the pairing of responses with requests; with ``--schema``,
 also against the official JSON schema shipped in the package.
 
 Every problem is printed as ``FILE:LINE:COLUMN: [kind] message``, where LINE and COLUMN are those
