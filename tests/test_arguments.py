@@ -5,6 +5,7 @@ ToolCallStore alike."""
 
 from __future__ import annotations
 
+import array
 from typing import Any, Callable, Tuple
 
 import pytest
@@ -13,6 +14,10 @@ from hypothesis import strategies as st
 
 
 class Size(int):
+    pass
+
+
+class Blob(bytes):
     pass
 
 
@@ -86,3 +91,63 @@ def test_max_frame_bytes_property(value):
         pytest.fail("both backends are needed")
     for name in ("Framer", "FrameDecoder", "ToolCallStore"):
         assert judge(NATIVE, name, value) == judge(FALLBACK, name, value), (name, value)
+
+
+INPUT_VALUES = [
+    b'{"jsonrpc":"2.0","id":1,"result":{}}\n',
+    bytearray(b'{"jsonrpc":"2.0","id":1,"result":{}}\n'),
+    memoryview(b'{"jsonrpc":"2.0","id":1,"result":{}}\n'),
+    memoryview(b'{"jsonrpc":"2.0","id":1,"result":{}}\n').cast("c"),
+    memoryview(b'{"jsonrpc":"2.0","id":1,"result":{}}\n').cast("b"),
+    memoryview(b'{"jsonrpc":"2.0","id":1,"result":{}}\n  ')[::1],
+    array.array("B", b'{"jsonrpc":"2.0","id":1,"result":{}}\n'),
+    array.array("i", [1, 2, 3]),
+    memoryview(array.array("i", [1, 2, 3])),
+    Blob(b'{"jsonrpc":"2.0","id":1,"result":{}}\n'),
+    '{"jsonrpc":"2.0","id":1,"result":{}}\n',
+    5,
+    None,
+    [1],
+]
+
+
+def input_outcome(call: Callable[[], Any]) -> Tuple[str, str]:
+    try:
+        return "ok", repr(call())
+    except Exception as e:  # noqa: BLE001 - the outcome under comparison
+        return type(e).__name__, str(e)
+
+
+def uses(backend: Any, value: Any) -> dict:
+    return {
+        "loads": lambda: backend.loads(value),
+        "decode": lambda: backend.decode(value),
+        "FrameDecoder.feed": lambda: backend.FrameDecoder().feed(value),
+        "Framer.feed": lambda: backend.Framer().feed(value),
+        "ToolCallStore.feed": lambda: backend.ToolCallStore().feed(value),
+    }
+
+
+@pytest.mark.parametrize("value", INPUT_VALUES, ids=lambda v: type(v).__name__)
+def test_input_types_judged_alike(both_backends, value):
+    # A buffer of bytes (format "B" or "c") is read as bytes on both backends; a buffer of other
+    # items (int32, signed bytes) is refused, not reinterpreted.
+    native, fallback = both_backends
+    for name, call in uses(native, value).items():
+        got = input_outcome(call)
+        want = input_outcome(uses(fallback, value)[name])
+        assert got == want, (name, value)
+
+
+@pytest.mark.parametrize("changes", [None, 0, 1, "yes", 1.0, True, False], ids=repr)
+def test_changes_must_be_a_bool_alike(both_backends, changes):
+    native, fallback = both_backends
+    for method in ("feed", "finish"):
+
+        def call(backend: Any, method: str = method) -> Any:
+            store = backend.ToolCallStore()
+            return store.feed(b"{}\n", changes=changes) if method == "feed" else store.finish(changes=changes)
+
+        got = input_outcome(lambda: call(native))
+        assert got == input_outcome(lambda: call(fallback)), (method, changes)
+        assert got[0] == ("ok" if type(changes) is bool else "TypeError"), got

@@ -141,9 +141,21 @@ def to_bytes(data: Any, func: str) -> Union[bytes, DecodeError]:
                 f"expected a str encodable as UTF-8, found unpaired surrogate U+{cp:04X}",
                 None,
             )
-    if isinstance(data, (bytes, bytearray, memoryview)):
+    if isinstance(data, (bytes, bytearray)):
         return bytes(data)
+    # Any other buffer of bytes (a memoryview, array('B'), ...), as the native binding takes it
+    # (PyBuffer<u8>: items of format "B" or "c"); a buffer of other items is refused, not
+    # reinterpreted byte by byte.
+    try:
+        view = memoryview(data)
+    except TypeError:
+        view = None
+    if view is not None and view.format in _BYTE_FORMATS:
+        return view.tobytes()
     raise TypeError(f"expected bytes, bytearray, memoryview or str, found {type(data).__name__}")
+
+
+_BYTE_FORMATS = frozenset(("B", "c"))
 
 
 def loads(data):  # type: ignore[no-untyped-def]  # signature = the native one

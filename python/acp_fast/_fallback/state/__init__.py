@@ -64,6 +64,13 @@ UPDATES: Dict[str, UpdateFn] = {
 }
 
 
+def _check_changes(changes: Any) -> None:
+    """``changes=`` must be a bool: the native binding's argument conversion, word for word."""
+    if type(changes) is not bool:
+        what = "'None'" if changes is None else f"'{type(changes).__name__}' object"
+        raise TypeError(f"{what} is not an instance of 'bool'")
+
+
 def _check_source(source: Any) -> None:
     if source is not None and (not isinstance(source, str) or source not in ("agent", "client")):
         raise ValueError(f"expected source to be 'agent', 'client' or None, found {source!r}")
@@ -313,6 +320,7 @@ class ToolCallStore:
         """Apply every line that ``data`` completes; returns the Changes and DecodeErrors in
         stream order (only the DecodeErrors with ``changes=False``). Framing, limits and line
         numbers are those of a FrameDecoder (DESIGN 6, 7.2); ``source`` as for ``apply``."""
+        _check_changes(changes)
         _check_source(source)
         if type(data) is not bytes:
             data = to_bytes(data, "feed")
@@ -323,6 +331,7 @@ class ToolCallStore:
     def finish(self, *, changes: bool = True, source: Optional[str] = None) -> List[Any]:
         """Apply a final line that has no newline; returns its Changes / DecodeErrors (only the
         DecodeErrors with ``changes=False``)."""
+        _check_changes(changes)
         _check_source(source)
         out: List[Any] = []
         for line, frame in self._framer._end():
