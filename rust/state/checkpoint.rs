@@ -193,34 +193,16 @@ pub fn to_json(store: &Store) -> Result<Vec<u8>, TooDeep> {
             path
         };
         write_str(&mut out, sid);
-        out.extend_from_slice(b":{\"toolCalls\":{");
-        for (i, (id, tc)) in s.tool_calls.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            write_str(&mut out, id);
-            out.push(b':');
-            tool_call_record(&mut out, id, tc).map_err(|inner| deep(at(&[key(b"toolCalls"), key(id)]), inner))?;
-        }
-        out.extend_from_slice(b"},\"terminals\":{");
-        for (i, (id, t)) in s.terminals.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            write_str(&mut out, id);
-            out.push(b':');
-            terminal_record(&mut out, id, t).map_err(|inner| deep(at(&[key(b"terminals"), key(id)]), inner))?;
-        }
-        out.extend_from_slice(b"},\"plans\":{");
-        for (i, (id, plan)) in s.plans.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            write_str(&mut out, id);
-            out.push(b':');
-            write_value(&mut out, plan, 4).map_err(|inner| deep(at(&[key(b"plans"), key(id)]), inner))?;
-        }
-        out.extend_from_slice(b"},\"permissions\":[");
+        out.extend_from_slice(b":{\"toolCalls\":");
+        write_map(&mut out, s.tool_calls.iter(), tool_call_record)
+            .map_err(|(id, inner)| deep(at(&[key(b"toolCalls"), key(id)]), inner))?;
+        out.extend_from_slice(b",\"terminals\":");
+        write_map(&mut out, s.terminals.iter(), terminal_record)
+            .map_err(|(id, inner)| deep(at(&[key(b"terminals"), key(id)]), inner))?;
+        out.extend_from_slice(b",\"plans\":");
+        write_map(&mut out, s.plans.iter(), |out, _, plan| write_value(out, plan, 4))
+            .map_err(|(id, inner)| deep(at(&[key(b"plans"), key(id)]), inner))?;
+        out.extend_from_slice(b",\"permissions\":[");
         for (i, p) in per_session[slot].iter().enumerate() {
             if i > 0 {
                 out.push(b',');
@@ -239,6 +221,26 @@ pub fn to_json(store: &Store) -> Result<Vec<u8>, TooDeep> {
     }
     out.extend_from_slice(b"]}");
     Ok(out)
+}
+
+/// A JSON object `{id: record, ...}` of one session's records, in their order; on a record nested
+/// too deep, its id and the inner path.
+fn write_map<'a, V: 'a>(
+    out: &mut Vec<u8>,
+    entries: impl Iterator<Item = (&'a [u8], &'a V)>,
+    mut record: impl FnMut(&mut Vec<u8>, &[u8], &V) -> Result<(), Vec<PathItem>>,
+) -> Result<(), (&'a [u8], Vec<PathItem>)> {
+    out.push(b'{');
+    for (i, (id, value)) in entries.enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_str(out, id);
+        out.push(b':');
+        record(out, id, value).map_err(|inner| (id, inner))?;
+    }
+    out.push(b'}');
+    Ok(())
 }
 
 /// `TooDeep` from the path down to a record and the path inside it (innermost step first).
