@@ -1,0 +1,710 @@
+"""The :class:`Bridge`: an editor speaking one ACP version, an agent speaking the other (private;
+see :mod:`acp_fast.bridge` and docs/BRIDGE.md)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple, Union
+
+import acp_fast
+
+from ..errors import AcpError, DecodeError
+from . import _content as C
+from . import _shapes as S
+
+Frame = Union[bytes, bytearray, memoryview, str, "acp_fast.Message"]
+_Key = Tuple[bool, Any]
+
+#: The option a v2 editor is offered when a v1 agent asks permission with no options (v2 needs
+#: one); choosing it answers the agent ``cancelled``.
+REJECT_OPTION: Dict[str, Any] = {"optionId": "acp-fast-bridge-reject", "name": "Reject", "kind": "reject_once"}
+
+_CHUNKS = ("user_message_chunk", "agent_message_chunk", "agent_thought_chunk")
+_MESSAGES = ("user_message", "agent_message", "agent_thought")
+_RENAMES = {
+    1: {"auth/login": "authenticate", "auth/logout": "logout"},
+    2: {"authenticate": "auth/login", "logout": "auth/logout"},
+}
+_ONLY = {
+    1: ("session/load", "session/set_mode", "fs/read_text_file", "fs/write_text_file", "terminal/create",
+        "terminal/output", "terminal/release", "terminal/wait_for_exit", "terminal/kill"),
+    2: (),
+}  # fmt: skip
+
+
+class BridgeError(AcpError):
+    """Strict mode: a frame says something the other side's protocol version cannot say.
+
+    ``side`` is who sent it (``"agent"`` or ``"editor"``), ``line`` its line number (the
+    message's own ``line`` when it came from a ``FrameDecoder``, else the count of frames that
+    side has sent the bridge), ``what`` the method (``session/update tool_call_update``,
+    ``response to initialize``, ...), ``target`` the version it could not be said in, ``reason``
+    what could not be said. The bridge is left as it was before the frame.
+    """
+
+    def __init__(self, reason: str, *, side: str, line: int, what: str, target: int) -> None:
+        self.reason = reason
+        self.side = side
+        self.line = line
+        self.what = what
+        self.target = target
+        self.message = f"line {line} from the {side} ({what}) cannot be said in protocol v{target}: {reason}"
+        super().__init__(self.message)
+
+    def __reduce__(self) -> Any:
+        return (_rebuild, (self.reason, self.side, self.line, self.what, self.target))
+
+
+def _rebuild(reason: str, side: str, line: int, what: str, target: int) -> BridgeError:
+    return BridgeError(reason, side=side, line=line, what=what, target=target)
+
+
+def _key(value: Any) -> _Key:
+    return (isinstance(value, str), value)
+
+
+def _version(value: Any, name: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value not in (1, 2):
+        raise ValueError(f"expected {name} to be 1 or 2, found {value!r}")
+    return value
+
+
+class Bridge:
+    """A stateful converter between an editor speaking protocol version ``editor`` and an agent
+    speaking version ``agent`` (docs/BRIDGE.md).
+
+    ``from_agent(frame)`` returns the frames to send the editor for one frame the agent sent;
+    ``from_editor(frame)`` the frames to send the agent. A frame is ``bytes`` (or ``bytearray``,
+    ``memoryview``, ``str``; line ending optional) or a ``Message``; a bad one raises the codec's
+    ``DecodeError``. Every frame returned ends in one ``\\n``; a frame that needs no change comes
+    back byte for byte (the very object when it was ``bytes`` ending in ``\\n``). With
+    ``strict=True`` a frame whose meaning the other version cannot carry raises
+    :class:`BridgeError` instead of taking the documented lossy path. ``backend`` is an acp-fast
+    backend module (default: the one ``acp_fast`` uses).
+    """
+
+    def __init__(self, editor: int = 1, agent: int = 2, *, strict: bool = False, backend: Any = None) -> None:
+        self.editor = _version(editor, "editor")
+        self.agent = _version(agent, "agent")
+        self.strict = bool(strict)
+        self._acp: Any = acp_fast if backend is None else backend
+        self._dumps: Callable[[Any], bytes] = self._acp.dumps
+        #: the agent's state, by the agent's rules
+        self.store: acp_fast.ToolCallStore = self._acp.ToolCallStore(self.agent)
+        #: True once both sides speak the same version (configured so, or negotiated)
+        self.passthrough = self.editor == self.agent
+        self._views: Dict[Tuple[str, str], Dict[str, Any]] = {}  # each tool call as the editor holds it
+        self._refs: Dict[Tuple[str, str], Dict[str, None]] = {}  # (session, terminal) -> tool calls showing it
+        self._plans: Dict[str, List[Any]] = {}  # session -> entries of the v1 plan last sent
+        self._asked_agent: Dict[_Key, str] = {}  # editor requests awaiting the agent: id -> method as sent
+        self._asked_editor: Dict[_Key, bool] = {}  # permission requests awaiting the editor: id -> reject added
+        self._prompts: Dict[str, List[Any]] = {}  # session -> prompt ids not acknowledged (v1 agent) / not ended (v2)
+        self._prompt_session: Dict[_Key, str] = {}
+        self._acks: Dict[_Key, Any] = {}  # v2 agent: acknowledged prompts -> the ack's _meta
+        self._ended: Set[_Key] = set()  # v2 agent: prompts ended (idle) before their acknowledgement
+        self._message_ids: Dict[str, Tuple[str, str]] = {}  # v1 agent: session -> (chunk kind, message id)
+        self._messages_seen: Dict[str, Set[str]] = {}  # v2 agent: session -> message ids shown to the v1 editor
+        self._next_message = 0
+        self._lines = {"agent": 0, "editor": 0}
+        self._where: Tuple[str, int, str] = ("agent", 0, "")
+
+    # -- public ------------------------------------------------------------------------------
+
+    def from_agent(self, frame: Frame) -> List[bytes]:
+        """The frames to send the editor for ``frame``, sent by the agent."""
+        return self._frame(frame, "agent")
+
+    def from_editor(self, frame: Frame) -> List[bytes]:
+        """The frames to send the agent for ``frame``, sent by the editor."""
+        return self._frame(frame, "editor")
+
+    # -- framing -----------------------------------------------------------------------------
+
+    def _frame(self, frame: Frame, side: str) -> List[bytes]:
+        self._lines[side] += 1
+        if isinstance(frame, (bytes, bytearray, memoryview, str)):
+            msg = self._acp.decode(frame)
+        elif hasattr(frame, "raw") and hasattr(frame, "kind"):
+            msg = frame
+        else:
+            raise TypeError(f"expected a frame (bytes, str or Message), found {type(frame).__name__}")
+        whole = frame if isinstance(frame, bytes) and frame.endswith(b"\n") else bytes(msg.raw) + b"\n"
+        if self.passthrough:
+            return [whole]
+        if isinstance(msg, list):  # a batch: its entries one by one
+            if any(isinstance(entry, DecodeError) for entry in msg):
+                return [whole]
+            out: List[bytes] = []
+            kept = True
+            for entry in msg:
+                part = self._message(entry, side)
+                kept = kept and part == [bytes(entry.raw) + b"\n"]
+                out += part
+            return [whole] if kept else out
+        return self._message(msg, side, whole)
+
+    def _message(self, msg: Any, side: str, whole: Optional[bytes] = None) -> List[bytes]:
+        line = msg.line if msg.line is not None else self._lines[side]
+        kind = msg.kind
+        if kind in ("request", "notification"):
+            what = msg.method
+            if what == "session/update":
+                update = (msg.params or {}).get("update") if isinstance(msg.params, dict) else None
+                if isinstance(update, dict) and isinstance(update.get("sessionUpdate"), str):
+                    what = f"session/update {update['sessionUpdate']}"
+            self._where = (side, line, what)
+            out = self._agent_call(msg) if side == "agent" else self._editor_call(msg)
+        else:
+            asked = self._asked_agent if side == "agent" else self._asked_editor
+            method = asked.get(_key(msg.id)) if side == "agent" else (
+                "session/request_permission" if _key(msg.id) in asked else None)  # fmt: skip
+            self._where = (side, line, f"response to {method or 'an unknown request'}")
+            out = self._agent_answer(msg) if side == "agent" else self._editor_answer(msg)
+        if out is None:
+            return [whole if whole is not None else bytes(msg.raw) + b"\n"]
+        return out
+
+    def _check(self, problems: List[str]) -> None:
+        if problems and self.strict:
+            side, line, what = self._where
+            target = self.editor if side == "agent" else self.agent
+            raise BridgeError(problems[0], side=side, line=line, what=what, target=target)
+
+    def _out(self, message: Dict[str, Any]) -> bytes:
+        return self._dumps(message) + b"\n"
+
+    def _notify(self, params: Dict[str, Any], update: Dict[str, Any]) -> bytes:
+        return self._out({"jsonrpc": "2.0", "method": "session/update", "params": {**params, "update": update}})
+
+    def _state(self, session_id: str, state: str, **extra: Any) -> bytes:
+        return self._notify({"sessionId": session_id}, {"sessionUpdate": "state_update", "state": state, **extra})
+
+    # -- the agent's requests and notifications ------------------------------------------------
+
+    def _agent_call(self, msg: Any) -> Optional[List[bytes]]:
+        method = msg.method
+        params = msg.params
+        if self.agent == 1 and method in _ONLY[1]:
+            self._check([f'the method "{method}" (v{self.editor} does not have it)'])
+            return None
+        if not isinstance(params, dict) or not isinstance(params.get("sessionId"), str):
+            return None
+        sid: str = params["sessionId"]
+        acks = self._acks_due(sid)
+        if method == "session/update":
+            update = params.get("update")
+            if not isinstance(update, dict) or not isinstance(update.get("sessionUpdate"), str):
+                return None
+            if self.agent == 2:
+                out = self._from_v2_update(msg, params, update, sid)
+            else:
+                out = self._from_v1_update(msg, params, update, sid)
+        elif method == "session/request_permission" and msg.kind == "request":
+            out = self._permission_v1(msg, params, sid) if self.agent == 2 else self._permission_v2(msg, params, sid)
+        else:
+            out = None
+        if acks:
+            self._prompts.pop(sid, None)
+            return acks + (out if out is not None else [bytes(msg.raw) + b"\n"])
+        return out
+
+    def _acks_due(self, sid: str) -> List[bytes]:
+        """v1 agent, v2 editor: the acknowledgements (and ``running``) of the prompts of ``sid``
+        not acknowledged yet, sent before the first frame of their turn."""
+        if self.agent != 1 or not self._prompts.get(sid):
+            return []
+        out = [self._out({"jsonrpc": "2.0", "id": pid, "result": {}}) for pid in self._prompts[sid]]
+        return out + [self._state(sid, "running")]
+
+    # v2 agent -> v1 editor
+
+    def _from_v2_update(
+        self, msg: Any, params: Dict[str, Any], update: Dict[str, Any], sid: str
+    ) -> Optional[List[bytes]]:
+        kind = update["sessionUpdate"]
+        if kind in ("tool_call_update", "tool_call_content_chunk", "tool_call"):
+            tcid = update.get("toolCallId")
+            if isinstance(tcid, str):
+                self._check(self._v1_tool_call_problems(kind, update, self.store.get(sid, tcid)))
+            self.store.apply(msg, source="agent")
+            if not isinstance(tcid, str):
+                return []
+            frames, passes = self._to_v1(sid, tcid, params, update if kind == "tool_call_update" else None)
+            return None if passes else frames
+        if kind in ("terminal_update", "terminal_output_chunk"):
+            self._check(["an agent-owned terminal (v1 has none; its text is shown in the tool calls that embed it)"])
+            self.store.apply(msg, source="agent")
+            tid = update.get("terminalId")
+            out: List[bytes] = []
+            for tcid in list(self._refs.get((sid, tid), ())) if isinstance(tid, str) else ():
+                out += self._to_v1(sid, tcid, {"sessionId": sid}, None)[0]
+            return out
+        if kind in ("plan_update", "plan_removed", "plan"):
+            self._check(self._v1_plan_problems(kind, update, sid))
+            self.store.apply(msg, source="agent")
+            entries = C.v1_plan_entries(self.store.plans(sid))
+            sent = self._plans.get(sid)
+            if (sent is None and not entries) or (sent is not None and C.same(sent, entries, self._dumps)):
+                return []
+            self._plans[sid] = entries
+            return [self._notify(_envelope(params), {"sessionUpdate": "plan", "entries": entries})]
+        if kind in _CHUNKS:
+            block = update.get("content")
+            problem = C.v1_item_problem({"type": "content", "content": block})
+            self._check([problem] if problem else [])
+            if problem:
+                return []
+            if isinstance(update.get("messageId"), str):
+                self._messages_seen.setdefault(sid, set()).add(update["messageId"])
+            return None
+        if kind in _MESSAGES:
+            return self._v1_message(params, update, sid)
+        if kind == "state_update":
+            return self._v1_state(update, sid)
+        if kind == "available_commands_update":
+            changed, problems = S.commands(update, 1)
+            self._check(problems)
+            return None if changed == update else [self._notify(params, changed)]
+        if kind == "config_option_update":
+            options, problems = S.config_options(update.get("configOptions"), 1)
+            self._check(problems)
+            return [self._notify(params, {**update, "configOptions": options})]
+        if kind in ("session_info_update", "usage_update", "current_mode_update"):
+            return None
+        self._check([f'the session update "{kind}" (v1 does not know it)'])
+        return []
+
+    def _v1_tool_call_problems(self, kind: str, update: Dict[str, Any], record: Optional[Dict[str, Any]]) -> List[str]:
+        if not self.strict:
+            return []
+        problems: List[str] = []
+        if kind == "tool_call_content_chunk":
+            if record is None:
+                problems.append("a content chunk for a tool call not reported yet (v1 tool_call needs a title)")
+            problems.append(C.v1_item_problem(update.get("content")) or "")
+            return [p for p in problems if p]
+        if record is None and not isinstance(update.get("title"), str):
+            problems.append("a tool call first reported without a title (v1 tool_call requires one)")
+        for key, value in update.items():
+            if value is None and key not in ("content", "locations", "kind", "status") and record and key in record:
+                problems.append(f'"{key}": null (v1 cannot unset a field)')
+        kind_value = update.get("kind")
+        if kind_value is not None and not (isinstance(kind_value, str) and kind_value in C.V1_KINDS):
+            problems.append(f"the tool kind {kind_value!r} (v1 knows {', '.join(sorted(C.V1_KINDS))})")
+        status = update.get("status")
+        if status is not None and not (isinstance(status, str) and status in C.V1_STATUSES):
+            problems.append(f"the tool call status {status!r} (v1 knows {', '.join(sorted(C.V1_STATUSES))})")
+        content = update.get("content")
+        for item in content if isinstance(content, list) else ():
+            problem = C.v1_item_problem(item)
+            if problem:
+                problems.append(problem)
+        return problems
+
+    def _to_v1(
+        self, sid: str, tcid: str, params: Dict[str, Any], update: Optional[Dict[str, Any]]
+    ) -> Tuple[List[bytes], bool]:
+        """Bring the v1 editor's view of a tool call up to the agent's record: (frames, whether
+        ``update`` itself, passed as it is, does exactly that)."""
+        step, view = self._v1_step(sid, tcid)
+        if view is None:
+            return [], False
+        fits = update is not None and (step is None or step[0] == "tool_call_update")
+        if (
+            fits
+            and update is not None
+            and C.passes(update, step[1] if step else {"toolCallId": tcid}, view, self._dumps)
+        ):
+            return [], True
+        if step is None:
+            return [], False
+        return [self._notify(_envelope(params), {"sessionUpdate": step[0], **step[1]})], False
+
+    def _v1_step(self, sid: str, tcid: str) -> Tuple[Optional[Tuple[str, Dict[str, Any]]], Optional[Dict[str, Any]]]:
+        record = self.store.get(sid, tcid)
+        if record is None:
+            return None, None
+        refs: List[str] = []
+        view = C.v1_view(record, lambda tid: self.store.terminal(sid, tid), refs)
+        for tid in refs:
+            self._refs.setdefault((sid, tid), {})[tcid] = None
+        step = C.v1_step(self._views.get((sid, tcid)), view, self._dumps)
+        self._views[(sid, tcid)] = view
+        return step, view
+
+    def _v1_plan_problems(self, kind: str, update: Dict[str, Any], sid: str) -> List[str]:
+        if not self.strict or kind != "plan_update":
+            return []
+        plan = update.get("plan")
+        if not isinstance(plan, dict):
+            return []
+        if plan.get("type") != "items":
+            return [f"a plan of type {plan.get('type')!r} (v1 plans are lists of entries)"]
+        others = [
+            pid for pid, p in self.store.plans(sid).items() if p.get("type") == "items" and pid != plan.get("planId")
+        ]
+        if others:
+            return [f"a second plan {plan.get('planId')!r} besides {others[0]!r} (v1 has one plan per session)"]
+        return list(C.entry_problems(plan.get("entries")))
+
+    def _v1_message(self, params: Dict[str, Any], update: Dict[str, Any], sid: str) -> List[bytes]:
+        mid = update.get("messageId")
+        content = update.get("content")
+        seen = self._messages_seen.setdefault(sid, set())
+        blocks = content if isinstance(content, list) else []
+        fresh = isinstance(mid, str) and mid not in seen and bool(blocks) and update.get("_meta") is None
+        problems = [] if fresh else ["a change to a message already shown (v1 only appends chunks)"]
+        problems += [p for p in (C.v1_item_problem({"type": "content", "content": b}) for b in blocks) if p]
+        self._check(problems)
+        if not fresh:
+            return []
+        assert isinstance(mid, str)
+        seen.add(mid)
+        kind = f"{update['sessionUpdate']}_chunk"
+        return [
+            self._notify(_envelope(params), {"sessionUpdate": kind, "content": block, "messageId": mid})
+            for block in blocks
+            if C.v1_item_problem({"type": "content", "content": block}) is None
+        ]
+
+    def _v1_state(self, update: Dict[str, Any], sid: str) -> List[bytes]:
+        state = update.get("state")
+        if state != "idle":
+            self._check([] if state in ("running", "requires_action") else [f"the session state {state!r}"])
+            return []
+        stop = update.get("stopReason")
+        problems = [] if stop is None or (isinstance(stop, str) and stop in C.V1_STOP_REASONS) else [
+            f"the stop reason {stop!r} (v1 knows {', '.join(sorted(C.V1_STOP_REASONS))})"]  # fmt: skip
+        self._check(problems)
+        pending = self._prompts.get(sid)
+        if not pending:
+            return []
+        pid = pending.pop(0)
+        key = _key(pid)
+        self._prompt_session.pop(key, None)
+        result: Dict[str, Any] = {"stopReason": "end_turn" if stop is None or problems else stop}
+        if key in self._acks:
+            meta = self._acks.pop(key)
+            if meta is not None:
+                result["_meta"] = meta
+        else:
+            self._ended.add(key)
+        return [self._out({"jsonrpc": "2.0", "id": pid, "result": result})]
+
+    def _permission_v1(self, msg: Any, params: Dict[str, Any], sid: str) -> List[bytes]:
+        """A v2 permission request for a v1 editor."""
+        subject = params.get("subject")
+        call = subject.get("toolCall") if isinstance(subject, dict) and subject.get("type") == "tool_call" else None
+        tcid = call.get("toolCallId") if isinstance(call, dict) else None
+        options = params.get("options")
+        if self.strict:
+            problems: List[str] = []
+            if params.get("description") is not None:
+                problems.append("a description (v1 permission requests have none)")
+            if call is None:
+                kind = subject.get("type") if isinstance(subject, dict) else None
+                problems.append(f"a permission subject of type {kind!r} (v1 asks about a tool call)")
+            elif isinstance(tcid, str):
+                record = self.store.get(sid, tcid)
+                problems += self._v1_tool_call_problems("tool_call_update", call, record)
+                shown = call.get("title") if isinstance(call.get("title"), str) else (record or {}).get("title")
+                if isinstance(params.get("title"), str) and params["title"] != shown:
+                    problems.append("a title (v1 shows the tool call's own title)")
+            for option in options if isinstance(options, list) else ():
+                if isinstance(option, dict) and option.get("kind") not in C.V1_OPTION_KINDS:
+                    problems.append(f"the permission option kind {option.get('kind')!r}")
+            self._check(problems)
+        self.store.apply(msg, source="agent")
+        pre: List[bytes] = []
+        if isinstance(call, dict) and isinstance(tcid, str):
+            step, view = self._v1_step(sid, tcid)
+            assert view is not None
+            tool_call: Dict[str, Any] = {"toolCallId": tcid}
+            if step is not None and step[0] == "tool_call":
+                pre.append(self._notify({"sessionId": sid}, {"sessionUpdate": "tool_call", **step[1]}))
+            elif step is not None:
+                tool_call.update(step[1])
+            for key, value in call.items():
+                if value is not None and key in view:
+                    tool_call[key] = view[key]
+        else:
+            tool_call = self._made_up_tool_call(msg.id, params, subject, sid)
+        out: Dict[str, Any] = {"sessionId": sid, "toolCall": tool_call}
+        if isinstance(options, list):
+            options = [
+                {**o, "kind": "reject_once"} if isinstance(o, dict) and o.get("kind") not in C.V1_OPTION_KINDS else o
+                for o in options
+            ]
+        out["options"] = options
+        for key, value in params.items():
+            if key not in ("sessionId", "title", "description", "subject", "options"):
+                out[key] = value
+        self._asked_editor[_key(msg.id)] = False
+        return pre + [self._out({"jsonrpc": "2.0", "id": msg.id, "method": msg.method, "params": out})]
+
+    def _made_up_tool_call(self, rid: Any, params: Dict[str, Any], subject: Any, sid: str) -> Dict[str, Any]:
+        """The tool call a v1 editor is asked about for a v2 request with no tool-call subject."""
+        subject = subject if isinstance(subject, dict) else {}
+        tcid = subject.get("toolCallId")
+        if isinstance(tcid, str) and (sid, tcid) in self._views:
+            return {"toolCallId": tcid}
+        title = params.get("title")
+        call: Dict[str, Any] = {
+            "toolCallId": tcid if isinstance(tcid, str) else f"acp-fast-permission-{rid}",
+            "title": title if isinstance(title, str) else "",
+        }
+        if subject.get("type") == "command":
+            call["kind"] = "execute"
+            call["rawInput"] = {k: subject[k] for k in ("command", "cwd") if k in subject}
+        return call
+
+    # v1 agent -> v2 editor
+
+    def _from_v1_update(
+        self, msg: Any, params: Dict[str, Any], update: Dict[str, Any], sid: str
+    ) -> Optional[List[bytes]]:
+        kind = update["sessionUpdate"]
+        if kind in ("tool_call", "tool_call_update", "tool_call_content_chunk"):
+            content = update.get("content")
+            self._check([p for p in map(C.v2_item_problem, content if isinstance(content, list) else []) if p])
+            self.store.apply(msg, source="agent")
+            tcid = update.get("toolCallId")
+            if not isinstance(tcid, str):
+                return []
+            step, view = self._v2_step(sid, tcid)
+            if view is None:
+                return []
+            if kind == "tool_call_update" and C.passes(update, step or {"toolCallId": tcid}, view, self._dumps):
+                return None
+            if step is None:
+                return []
+            return [self._notify(_envelope(params), {"sessionUpdate": "tool_call_update", **step})]
+        if kind == "plan":
+            self.store.apply(msg, source="agent")
+            plan = self.store.plans(sid).get("main")
+            return [self._notify(_envelope(params), {"sessionUpdate": "plan_update", "plan": plan})]
+        if kind in _CHUNKS:
+            mid = update.get("messageId")
+            current = self._message_ids.get(sid)
+            if isinstance(mid, str):
+                self._message_ids[sid] = (kind, mid)
+                return None
+            if current is None or current[0] != kind:
+                self._next_message += 1
+                current = (kind, f"acp-fast-message-{self._next_message}")
+                self._message_ids[sid] = current
+            return [self._notify(params, {**update, "messageId": current[1]})]
+        if kind == "current_mode_update":
+            self._check(["a session mode change (v2 has config options instead)"])
+            return []
+        if kind == "available_commands_update":
+            changed, problems = S.commands(update, 2)
+            return None if changed == update else [self._notify(params, changed)]
+        if kind == "config_option_update":
+            options, problems = S.config_options(update.get("configOptions"), 2)
+            return [self._notify(params, {**update, "configOptions": options})]
+        return None
+
+    def _v2_step(self, sid: str, tcid: str) -> Tuple[Optional[Dict[str, Any]], Optional[Dict[str, Any]]]:
+        record = self.store.get(sid, tcid)
+        if record is None:
+            return None, None
+        view = C.v2_view(record)
+        step = C.v2_step(self._views.get((sid, tcid)), view, self._dumps)
+        self._views[(sid, tcid)] = view
+        return step, view
+
+    def _permission_v2(self, msg: Any, params: Dict[str, Any], sid: str) -> List[bytes]:
+        """A v1 permission request for a v2 editor."""
+        call = params.get("toolCall")
+        options = params.get("options")
+        if self.strict:
+            content = call.get("content") if isinstance(call, dict) else None
+            problems = [p for p in map(C.v2_item_problem, content if isinstance(content, list) else []) if p]
+            if isinstance(options, list) and not options:
+                problems.append("no options (v2 requires at least one)")
+            if not isinstance(call, dict):
+                problems.append("no tool call (v2 subjects of this kind need one)")
+            self._check(problems)
+        self.store.apply(msg, source="agent")
+        tcid = call.get("toolCallId") if isinstance(call, dict) else None
+        tool_call: Dict[str, Any] = {"toolCallId": tcid if isinstance(tcid, str) else f"acp-fast-permission-{msg.id}"}
+        title = None
+        if isinstance(call, dict) and isinstance(tcid, str):
+            step, view = self._v2_step(sid, tcid)
+            assert view is not None
+            tool_call.update(step or {})
+            for key, value in call.items():
+                if value is not None and key in view:
+                    tool_call[key] = view[key]
+            title = view.get("title")
+        added = isinstance(options, list) and not options
+        out: Dict[str, Any] = {
+            "sessionId": sid,
+            "title": title if isinstance(title, str) and title else f"Allow the tool call {tcid}?",
+            "subject": {"type": "tool_call", "toolCall": tool_call},
+            "options": [dict(REJECT_OPTION)] if added else options,
+        }
+        for key, value in params.items():
+            if key not in ("sessionId", "toolCall", "options"):
+                out[key] = value
+        self._asked_editor[_key(msg.id)] = added
+        return [self._out({"jsonrpc": "2.0", "id": msg.id, "method": msg.method, "params": out})]
+
+    # -- the editor's requests and notifications -----------------------------------------------
+
+    def _editor_call(self, msg: Any) -> Optional[List[bytes]]:
+        method: str = msg.method
+        params = msg.params
+        target = self.agent
+        new_method = _RENAMES[target].get(method, method)
+        new_params: Any = params
+        problems: List[str] = []
+        if method in _ONLY[self.editor] and method != "session/load":
+            problems.append(f'the method "{method}" (v{target} does not have it)')
+        if isinstance(params, dict):
+            if method == "initialize":
+                new_params, problems = S.initialize_params(params, target)
+            elif method == "session/new":
+                new_params, problems = S.session_params(params, target, needs_servers=True)
+            elif method == "session/load" and target == 2:
+                new_method = "session/resume"
+                new_params, problems = S.session_params(params, target, needs_servers=False)
+                new_params["replayFrom"] = {"type": "start"}
+            elif method == "session/resume":
+                replay = params.get("replayFrom")
+                if target == 1 and replay is not None:
+                    if not (isinstance(replay, dict) and replay.get("type") == "start"):
+                        problems.append(f"a replay from {replay!r} (v1 replays a whole session or none)")
+                    else:
+                        new_method = "session/load"
+                new_params, more = S.session_params(
+                    {k: v for k, v in params.items() if k != "replayFrom"} if target == 1 else params,
+                    target,
+                    needs_servers=new_method == "session/load",
+                )
+                problems += more
+            elif method == "session/set_config_option":
+                new_params, problems = S.set_config_params(params, target)
+            elif method == "session/prompt" and target == 1:
+                prompt = params.get("prompt")
+                blocks = prompt if isinstance(prompt, list) else []
+                bad = [b for b in blocks if C.v1_item_problem({"type": "content", "content": b})]
+                problems += [
+                    f"a prompt block of type {b.get('type')!r}" if isinstance(b, dict) else "a bad prompt block"
+                    for b in bad
+                ]
+                if bad:
+                    new_params = {**params, "prompt": [b for b in blocks if all(b is not x for x in bad)]}
+        self._check(problems)
+        if msg.kind == "request":
+            self._asked_agent[_key(msg.id)] = method
+            if method == "session/prompt" and isinstance(params, dict) and isinstance(params.get("sessionId"), str):
+                sid = params["sessionId"]
+                self._prompts.setdefault(sid, []).append(msg.id)
+                self._prompt_session[_key(msg.id)] = sid
+                self._message_ids.pop(sid, None)
+        if new_method == method and new_params is params:
+            return None
+        out = msg.to_dict()
+        out["method"] = new_method
+        if new_params is not params:
+            out["params"] = new_params
+        return [self._out(out)]
+
+    # -- answers -------------------------------------------------------------------------------
+
+    def _agent_answer(self, msg: Any) -> Optional[List[bytes]]:
+        """The agent's response to an editor request."""
+        key = _key(msg.id)
+        method = self._asked_agent.get(key)
+        if method == "session/prompt":
+            out = self._prompt_answer(msg, key)
+            self._asked_agent.pop(key, None)
+            return out
+        if msg.kind != "response" or not isinstance(msg.result, dict):
+            self._asked_agent.pop(key, None)
+            return None
+        result: Dict[str, Any] = msg.result
+        target = self.editor
+        if method == "initialize":
+            answered = result.get("protocolVersion")
+            if isinstance(answered, int) and not isinstance(answered, bool) and (1 if answered <= 1 else 2) == target:
+                self._asked_agent.pop(key, None)
+                self.passthrough = True  # the agent speaks the editor's version after all
+                return None
+            new, problems = S.initialize_result(result, target)
+        elif method in ("session/new", "session/load", "session/resume", "session/set_config_option"):
+            new, problems = S.session_result(result, target)
+        else:
+            self._asked_agent.pop(key, None)
+            return None
+        self._check(problems)
+        self._asked_agent.pop(key, None)
+        return [self._out({**msg.to_dict(), "result": new})]
+
+    def _prompt_answer(self, msg: Any, key: _Key) -> Optional[List[bytes]]:
+        sid = self._prompt_session.get(key)
+        pending = self._prompts.get(sid, []) if sid is not None else []
+        waiting = any(_key(pid) == key for pid in pending)
+        if self.agent == 1 and msg.kind != "response" and not waiting:
+            self._check(["an error after the prompt was acknowledged (v2 ends a turn with state idle)"])
+        if self.agent == 2 and msg.kind == "response" and waiting:
+            return self._hold_ack(msg, key)
+        self._prompt_session.pop(key, None)
+        if waiting:
+            pending[:] = [pid for pid in pending if _key(pid) != key]
+        if self.agent == 2:  # v2: an acknowledgement (the turn ends with state idle) or an error
+            if key in self._ended:
+                self._ended.discard(key)
+                return [] if msg.kind == "response" else None
+            return None
+        # v1 agent, v2 editor: the answer ends the turn
+        if msg.kind != "response":
+            if waiting:
+                return None
+            return [self._state(sid, "idle")] if sid is not None else []
+        result = msg.result if isinstance(msg.result, dict) else {}
+        out: List[bytes] = []
+        if waiting:
+            ack: Dict[str, Any] = {} if result.get("_meta") is None else {"_meta": result["_meta"]}
+            out.append(self._out({"jsonrpc": "2.0", "id": msg.id, "result": ack}))
+        if sid is not None:
+            stop = result.get("stopReason")
+            out.append(self._state(sid, "idle", **({"stopReason": stop} if isinstance(stop, str) else {})))
+        return out
+
+    def _hold_ack(self, msg: Any, key: _Key) -> List[bytes]:
+        """v2 agent, v1 editor: keep the acknowledgement of a prompt until its turn ends."""
+        result = msg.result
+        self._acks[key] = result.get("_meta") if isinstance(result, dict) else None
+        return []
+
+    def _editor_answer(self, msg: Any) -> Optional[List[bytes]]:
+        """The editor's response to an agent request (a permission request is the one reshaped)."""
+        key = _key(msg.id)
+        if key not in self._asked_editor:
+            return None
+        added = self._asked_editor[key]
+        if self.agent != 1 or msg.kind != "response":
+            del self._asked_editor[key]
+            return None
+        result = msg.result
+        outcome = result.get("outcome") if isinstance(result, dict) else None
+        tag = outcome.get("outcome") if isinstance(outcome, dict) else None
+        chose = outcome.get("optionId") if isinstance(outcome, dict) else None
+        chose_reject = added and tag == "selected" and chose == REJECT_OPTION["optionId"]
+        if tag in ("selected", "cancelled") and not chose_reject:
+            del self._asked_editor[key]
+            return None
+        if not chose_reject:
+            self._check([f"the permission outcome {tag!r} (v1 knows selected and cancelled)"])
+        del self._asked_editor[key]
+        new: Dict[str, Any] = {"outcome": {"outcome": "cancelled"}}
+        if isinstance(result, dict) and result.get("_meta") is not None:
+            new["_meta"] = result["_meta"]
+        return [self._out({"jsonrpc": "2.0", "id": msg.id, "result": new})]
+
+
+def _envelope(params: Dict[str, Any]) -> Dict[str, Any]:
+    """The params of a session update, without the update (which the caller replaces)."""
+    return {key: value for key, value in params.items() if key != "update"}

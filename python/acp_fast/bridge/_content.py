@@ -1,0 +1,404 @@
+"""What a tool call, a plan and a terminal look like on the other side of the bridge (private).
+
+The bridge keeps the agent's state in a :class:`acp_fast.ToolCallStore` and, per tool call, the
+record the editor was last brought to (its *view*). These pure functions compute the view of a
+record for an editor of either version, and the smallest frame that brings an editor from one
+view to the next. docs/BRIDGE.md states each mapping.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+
+# Values protocol v1 knows (closed enums of the v1 schema); v2 accepts any string for these.
+V1_KINDS = frozenset(("read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"))
+V1_STATUSES = frozenset(("pending", "in_progress", "completed", "failed"))
+V1_BLOCKS = frozenset(("text", "image", "audio", "resource_link", "resource"))
+V1_PLAN_PRIORITIES = frozenset(("high", "medium", "low"))
+V1_PLAN_STATUSES = frozenset(("pending", "in_progress", "completed"))
+V1_STOP_REASONS = frozenset(("end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"))
+V1_OPTION_KINDS = frozenset(("allow_once", "allow_always", "reject_once", "reject_always"))
+
+# Fields a tool-call record always has, and their defaults (docs/API.md, "The record").
+DEFAULTS: Dict[str, Any] = {"kind": "other", "status": "pending", "content": [], "locations": []}
+
+_MISSING = object()
+
+
+def same(a: Any, b: Any, dumps: Callable[[Any], bytes]) -> bool:
+    """Equal as JSON (``1``, ``1.0`` and ``true`` differ, as they do on the wire)."""
+    if a is b:
+        return True
+    if a is _MISSING or b is _MISSING or a != b:
+        return False
+    if isinstance(a, str):
+        return True
+    return dumps(a) == dumps(b)
+
+
+def _is_str_in(value: Any, allowed: frozenset[str]) -> bool:
+    return isinstance(value, str) and value in allowed
+
+
+# ---------------------------------------------------------------------------------------------
+# Text renderings of what v1 cannot show as such
+
+
+def diff_text(item: Mapping[str, Any]) -> str:
+    """The text a v1 editor is shown for a v2 ``diff`` item: its git patch, else one line per change."""
+    patch = item.get("patch")
+    if isinstance(patch, dict) and isinstance(patch.get("text"), str):
+        text: str = patch["text"]
+        return text
+    lines = []
+    changes = item.get("changes")
+    for change in changes if isinstance(changes, list) else ():
+        if not isinstance(change, dict):
+            continue
+        operation = change.get("operation")
+        path = change.get("path")
+        old = change.get("oldPath")
+        if isinstance(old, str):
+            lines.append(f"{operation} {old} -> {path}")
+        else:
+            lines.append(f"{operation} {path}")
+    return "\n".join(lines)
+
+
+def terminal_text(record: Optional[Mapping[str, Any]]) -> str:
+    """The text a v1 editor is shown for an agent-owned (v2) terminal.
+
+    ``$ {command}`` and a newline when the command is known, then the output decoded as UTF-8
+    (invalid bytes as U+FFFD), then ``\\n[exit code N]``, ``\\n[signal S]`` or ``\\n[exited]``
+    once the terminal has an exit status. An unknown terminal is the empty text.
+    """
+    if record is None:
+        return ""
+    parts = []
+    command = record.get("command")
+    if isinstance(command, str):
+        parts.append(f"$ {command}\n")
+    output = record.get("output")
+    if isinstance(output, (bytes, bytearray)):
+        parts.append(bytes(output).decode("utf-8", "replace"))
+    status = record.get("exitStatus")
+    if isinstance(status, dict):
+        code = status.get("exitCode")
+        signal = status.get("signal")
+        if isinstance(code, int) and not isinstance(code, bool):
+            parts.append(f"\n[exit code {code}]")
+        elif isinstance(signal, str):
+            parts.append(f"\n[signal {signal}]")
+        else:
+            parts.append("\n[exited]")
+    return "".join(parts)
+
+
+def _text_item(text: str, item: Mapping[str, Any]) -> Dict[str, Any]:
+    out: Dict[str, Any] = {"type": "content", "content": {"type": "text", "text": text}}
+    meta = item.get("_meta")
+    if meta is not None:
+        out["_meta"] = meta
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# v1 diff -> v2 diff (a whole-file git patch: nothing of either text is lost)
+
+
+def _split(text: str) -> List[str]:
+    """Lines of ``text`` split at ``\\n`` only, each keeping its ``\\n`` (the last may lack it)."""
+    if not text:
+        return []
+    lines = [line + "\n" for line in text.split("\n")]
+    if text.endswith("\n"):
+        lines.pop()
+    else:
+        lines[-1] = lines[-1][:-1]
+    return lines
+
+
+def _patch_line(mark: str, line: str) -> str:
+    if line.endswith("\n"):
+        return mark + line
+    return f"{mark}{line}\n\\ No newline at end of file\n"
+
+
+def git_patch(path: str, old: Optional[str], new: str) -> str:
+    """A git patch of one file whose single hunk holds every line of both texts (full context).
+
+    ``old=None`` is a new file. Both texts can be read back from the patch: the lines marked
+    `` `` and ``-`` are the old text, `` `` and ``+`` the new one, and ``\\ No newline at end of file``
+    removes the newline of the line before it.
+    """
+    rel = path.lstrip("/")
+    head = [f"diff --git a/{rel} b/{rel}\n"]
+    if old is None:
+        head += ["new file mode 100644\n", "--- /dev/null\n"]
+    else:
+        head.append(f"--- a/{rel}\n")
+    head.append(f"+++ b/{rel}\n")
+    a = _split(old or "")
+    b = _split(new)
+    if a == b:
+        return "".join(head)
+    body = [f"@@ -{1 if a else 0},{len(a)} +{1 if b else 0},{len(b)} @@\n"]
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            body += [_patch_line(" ", line) for line in a[i1:i2]]
+            continue
+        body += [_patch_line("-", line) for line in a[i1:i2]]
+        body += [_patch_line("+", line) for line in b[j1:j2]]
+    return "".join(head + body)
+
+
+def v1_diff_to_v2(item: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
+    """A v1 ``diff`` item ``{path, oldText?, newText}`` as a v2 one: ``changes`` (``add`` when
+    ``oldText`` is absent or null, else ``modify``) and a whole-file ``git_patch`` (:func:`git_patch`).
+    None for a malformed v1 diff (no string ``path`` / ``newText``)."""
+    path = item.get("path")
+    new = item.get("newText")
+    old = item.get("oldText")
+    if not isinstance(path, str) or not isinstance(new, str) or not (old is None or isinstance(old, str)):
+        return None
+    change = {"operation": "add" if old is None else "modify", "path": path, "fileType": "text"}
+    out: Dict[str, Any] = {
+        "type": "diff",
+        "changes": [change],
+        "patch": {"format": "git_patch", "text": git_patch(path, old, new)},
+    }
+    meta = item.get("_meta")
+    if meta is not None:
+        out["_meta"] = meta
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Content items
+
+
+def v1_item(item: Any, terminal: Callable[[str], Optional[Mapping[str, Any]]]) -> Optional[Any]:
+    """A v2 tool-call content item as v1 shows it: the item itself when v1 knows it, a text item
+    for a diff or an agent-owned terminal, None (left out) for anything else."""
+    if not isinstance(item, dict):
+        return None
+    kind = item.get("type")
+    if kind == "content":
+        block = item.get("content")
+        return item if isinstance(block, dict) and _is_str_in(block.get("type"), V1_BLOCKS) else None
+    if kind == "diff":
+        return _text_item(diff_text(item), item)
+    if kind == "terminal":
+        tid = item.get("terminalId")
+        return _text_item(terminal_text(terminal(tid) if isinstance(tid, str) else None), item)
+    return None
+
+
+def v2_item(item: Any) -> Optional[Any]:
+    """A v1 tool-call content item as v2 shows it: a diff converted (:func:`v1_diff_to_v2`), a
+    (client-owned) terminal left out, anything else as it is."""
+    if not isinstance(item, dict):
+        return item
+    kind = item.get("type")
+    if kind == "diff":
+        return v1_diff_to_v2(item)
+    if kind == "terminal":
+        return None
+    return item
+
+
+def v1_item_problem(item: Any) -> Optional[str]:
+    """Why a v2 content item has no v1 form (None when it has one)."""
+    if not isinstance(item, dict):
+        return "a content item that is not an object"
+    kind = item.get("type")
+    if kind == "content":
+        block = item.get("content")
+        btype = block.get("type") if isinstance(block, dict) else None
+        if _is_str_in(btype, V1_BLOCKS):
+            return None
+        return f"content block type {_show(btype)} (v1 knows {', '.join(sorted(V1_BLOCKS))})"
+    if kind == "diff":
+        return "a v2 diff (changes and a patch; v1 diffs carry whole texts)"
+    if kind == "terminal":
+        return "an agent-owned terminal (v1 terminals belong to the editor)"
+    return f"content type {_show(kind)}"
+
+
+def v2_item_problem(item: Any) -> Optional[str]:
+    """Why a v1 content item has no v2 form (None when it has one)."""
+    if not isinstance(item, dict):
+        return None
+    kind = item.get("type")
+    if kind == "terminal":
+        return "an editor-owned terminal (v2 terminals belong to the agent)"
+    if kind == "diff" and v1_diff_to_v2(item) is None:
+        return "a malformed diff (no string path and newText)"
+    return None
+
+
+def _show(value: Any) -> str:
+    return f'"{value}"' if isinstance(value, str) else "none" if value is None else type(value).__name__
+
+
+# ---------------------------------------------------------------------------------------------
+# Tool-call views
+
+
+def v1_kind(value: Any) -> str:
+    return value if _is_str_in(value, V1_KINDS) else "other"
+
+
+def v1_status(value: Any) -> str:
+    if _is_str_in(value, V1_STATUSES):
+        status: str = value
+        return status
+    return "failed" if value == "cancelled" else "in_progress"
+
+
+def v1_view(
+    record: Mapping[str, Any], terminal: Callable[[str], Optional[Mapping[str, Any]]], refs: List[str]
+) -> Dict[str, Any]:
+    """The tool call as a v1 editor holds it; the terminal ids its content shows go to ``refs``."""
+    title = record.get("title")
+    view: Dict[str, Any] = {"toolCallId": record["toolCallId"], "title": title if isinstance(title, str) else ""}
+    for key, value in record.items():
+        if key in ("toolCallId", "title"):
+            continue
+        if key == "kind":
+            value = v1_kind(value)
+        elif key == "status":
+            value = v1_status(value)
+        elif key == "content":
+            items = []
+            for item in value:
+                if (
+                    isinstance(item, dict)
+                    and item.get("type") == "terminal"
+                    and isinstance(item.get("terminalId"), str)
+                ):
+                    refs.append(item["terminalId"])
+                shown = v1_item(item, terminal)
+                if shown is not None:
+                    items.append(shown)
+            value = items
+        view[key] = value
+    return view
+
+
+def v2_view(record: Mapping[str, Any]) -> Dict[str, Any]:
+    """The tool call as a v2 editor holds it."""
+    view = dict(record)
+    content = view.get("content")
+    if isinstance(content, list) and any(
+        isinstance(i, dict) and i.get("type") in ("diff", "terminal") for i in content
+    ):
+        view["content"] = [shown for shown in map(v2_item, content) if shown is not None]
+    return view
+
+
+def v1_step(
+    before: Optional[Mapping[str, Any]], view: Mapping[str, Any], dumps: Callable[[Any], bytes]
+) -> Optional[Tuple[str, Dict[str, Any]]]:
+    """The v1 update that takes an editor from ``before`` to ``view``: ``("tool_call", view)`` for
+    a tool call it does not know or one that lost a field (v1 cannot unset one: the whole tool
+    call is sent again), else ``("tool_call_update", changed fields)``, or None (no change)."""
+    if before is None or any(key not in view for key in before):
+        return "tool_call", dict(view)
+    changed = _changed(before, view, dumps)
+    return None if changed is None else ("tool_call_update", changed)
+
+
+def v2_step(
+    before: Optional[Mapping[str, Any]], view: Mapping[str, Any], dumps: Callable[[Any], bytes]
+) -> Optional[Dict[str, Any]]:
+    """The v2 upsert that takes an editor from ``before`` (None: a tool call it does not know)
+    to ``view``: the changed fields, ``null`` for those it lost; None when nothing changed."""
+    base = before if before is not None else {"toolCallId": view["toolCallId"], **DEFAULTS}
+    changed = _changed(base, view, dumps)
+    lost = [key for key in base if key not in view]
+    if changed is None:
+        if not lost and before is not None:
+            return None
+        changed = {"toolCallId": view["toolCallId"]}
+    for key in lost:
+        changed[key] = None
+    return changed
+
+
+def _changed(
+    before: Mapping[str, Any], view: Mapping[str, Any], dumps: Callable[[Any], bytes]
+) -> Optional[Dict[str, Any]]:
+    out = {"toolCallId": view["toolCallId"]}
+    for key, value in view.items():
+        if key != "toolCallId" and not same(before.get(key, _MISSING), value, dumps):
+            out[key] = value
+    return out if len(out) > 1 else None
+
+
+def passes(
+    update: Mapping[str, Any], step: Mapping[str, Any], view: Mapping[str, Any], dumps: Callable[[Any], bytes]
+) -> bool:
+    """Whether ``update`` (the fields the agent sent) says exactly what ``step`` (the computed
+    change) says, read with the editor's rules, so that the agent's frame can pass as it is.
+    ``null`` in ``update`` must mean, for the editor, what the step does with that field."""
+    for key, value in update.items():
+        if key == "sessionUpdate":
+            continue
+        if value is None:
+            if key in step and step[key] is None:
+                continue  # a v2 clear the v2 editor reads the same way
+            if key in view or key in step:
+                return False
+            continue
+        if not same(value, view.get(key, _MISSING), dumps):
+            return False
+    return all(key in update for key in step)
+
+
+# ---------------------------------------------------------------------------------------------
+# Plans
+
+
+def v1_entry(entry: Any) -> Any:
+    """A v2 plan entry as v1 knows it: unknown priority -> ``medium``, unknown status (``cancelled``
+    included) -> ``pending``."""
+    if not isinstance(entry, dict):
+        return entry
+    priority = entry.get("priority")
+    status = entry.get("status")
+    if _is_str_in(priority, V1_PLAN_PRIORITIES) and _is_str_in(status, V1_PLAN_STATUSES):
+        return entry
+    out = dict(entry)
+    if not _is_str_in(priority, V1_PLAN_PRIORITIES):
+        out["priority"] = "medium"
+    if not _is_str_in(status, V1_PLAN_STATUSES):
+        out["status"] = "pending"
+    return out
+
+
+def v1_plan_entries(plans: Mapping[str, Mapping[str, Any]]) -> List[Any]:
+    """The one v1 plan of a session: the entries of all its ``items`` plans, in plan order."""
+    entries: List[Any] = []
+    for plan in plans.values():
+        if plan.get("type") == "items" and isinstance(plan.get("entries"), list):
+            entries += [v1_entry(entry) for entry in plan["entries"]]
+    return entries
+
+
+def entry_problems(entries: Any) -> Iterator[str]:
+    for entry in entries if isinstance(entries, list) else ():
+        if not isinstance(entry, dict):
+            continue
+        if not _is_str_in(entry.get("priority"), V1_PLAN_PRIORITIES):
+            yield f"plan entry priority {_show(entry.get('priority'))}"
+        if not _is_str_in(entry.get("status"), V1_PLAN_STATUSES):
+            yield f"plan entry status {_show(entry.get('status'))}"
+
+
+def first(problems: Sequence[Optional[str]]) -> Optional[str]:
+    for problem in problems:
+        if problem is not None:
+            return problem
+    return None

@@ -1,0 +1,286 @@
+"""Helpers of the bridge tests (tests/test_bridge*.py): run a conversation through a
+:class:`acp_fast.bridge.Bridge`, check what it emits against the official schema of the side that
+receives it, and state each side's view of the session the way docs/BRIDGE.md says they differ.
+
+``Conversation`` plays both peers: each frame is sent by the agent or by the editor, the bridge
+converts it, and two ``ToolCallStore``s are fed as the two peers would be: the agent's with what it
+sent and received under the agent's version, the editor's likewise under the editor's version.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple
+
+import acp_fast
+from acp_fast import traffic
+from acp_fast.bridge import Bridge, diff_text, terminal_text, v1_diff_to_v2
+from acp_fast.cli import _shapes
+from acp_fast.cli._schema_check import SchemaChecker
+
+V1_KINDS = {"read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"}
+V1_STATUSES = {"pending", "in_progress", "completed", "failed"}
+V1_BLOCKS = {"text", "image", "audio", "resource_link", "resource"}
+V1_OPTION_KINDS = {"allow_once", "allow_always", "reject_once", "reject_always"}
+
+_CHECKERS: Dict[int, SchemaChecker] = {}
+
+
+def checker(version: int) -> SchemaChecker:
+    if version not in _CHECKERS:
+        _CHECKERS[version] = SchemaChecker(version)
+    return _CHECKERS[version]
+
+
+def _id(value: Any) -> Tuple[bool, Any]:
+    return (isinstance(value, str), value)
+
+
+class Side:
+    """One peer as the tests see it: its store, the requests it sent (id -> method), what it received."""
+
+    def __init__(self, name: str, version: int, backend: Any) -> None:
+        self.name = name
+        self.version = version
+        self.store = backend.ToolCallStore(version)
+        self.asked: Dict[Tuple[bool, Any], str] = {}
+        self.received: List[bytes] = []
+        self.answered: List[Any] = []  # ids of the responses it received
+
+    def sent(self, frame: bytes, backend: Any) -> None:
+        msg = backend.decode(frame)
+        if msg.kind == "request":
+            self.asked[_id(msg.id)] = msg.method
+        self.store.apply(msg, source="client" if self.name == "editor" else "agent")
+
+
+class Conversation:
+    """Frames through a bridge, both ways, with the two peers' stores kept up to date."""
+
+    def __init__(self, bridge: Bridge, backend: Any) -> None:
+        self.bridge = bridge
+        self.backend = backend
+        self.editor = Side("editor", bridge.editor, backend)
+        self.agent = Side("agent", bridge.agent, backend)
+
+    def send(self, sender: str, frame: bytes) -> List[bytes]:
+        source, target = (self.agent, self.editor) if sender == "agent" else (self.editor, self.agent)
+        source.sent(frame, self.backend)
+        out = self.bridge.from_agent(frame) if sender == "agent" else self.bridge.from_editor(frame)
+        for item in out:
+            msg = self.backend.decode(item)
+            target.received.append(item)
+            if msg.kind in ("response", "error"):
+                target.answered.append(msg.id)
+            target.store.apply(msg, source="agent" if sender == "agent" else "client")
+        return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Traffic: who sends each frame of a profile
+
+
+def senders(frames: List[bytes], version: int) -> List[Tuple[str, bytes]]:
+    """Each frame of a traffic profile with its sender (``"agent"`` or ``"editor"``): calls by the
+    method's side in the official schema, responses as the other side of their request."""
+    proto = _shapes.protocol(version)
+    asked: Dict[Tuple[bool, Any], str] = {}
+    out = []
+    for frame in frames:
+        msg = acp_fast.decode(frame)
+        if msg.kind in ("request", "notification"):
+            info = proto.get(msg.method)
+            assert info is not None, msg.method
+            sender = "editor" if info.sender == "client" else "agent"
+            if msg.kind == "request":
+                asked[_id(msg.id)] = sender
+        else:
+            sender = "agent" if asked.pop(_id(msg.id)) == "editor" else "editor"
+        out.append((sender, frame))
+    return out
+
+
+def as_editor(frames: List[Tuple[str, bytes]], editor: int) -> List[Tuple[str, bytes]]:
+    """The frames with the editor's ``initialize`` request in the editor's own version (the
+    traffic profiles speak one version on both sides)."""
+    first = acp_fast.loads(traffic.frames("mixed" if editor == 1 else "v2", 1)[0])
+    out = []
+    for sender, frame in frames:
+        msg = acp_fast.decode(frame)
+        if msg.method == "initialize":
+            frame = acp_fast.dumps({**first, "id": msg.id}) + b"\n"
+        out.append((sender, frame))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Schema of what the bridge emits
+
+
+def schema_problems(side: Side, other: Side) -> List[str]:
+    """Everything ``side`` received from the bridge, checked against the official schema of its
+    version: calls by their method's params, responses by the result of the request ``side`` sent."""
+    proto = _shapes.protocol(side.version)
+    check = checker(side.version)
+    problems = []
+    for frame in side.received:
+        msg = acp_fast.decode(frame)
+        doc = msg.to_dict()
+        if msg.kind in ("request", "notification"):
+            if msg.method.startswith("_"):
+                continue
+            info = proto.get(msg.method)
+            if info is None:
+                problems.append(f"unknown method {msg.method} in {frame[:200]!r}")
+                continue
+            if info.sender is not None and (info.sender == "client") != (other.name == "editor"):
+                problems.append(f"{msg.method} sent by the wrong side")
+            if info.params_def:
+                issues = check.check(info.params_def, doc.get("params"), ("params",))
+                problems += [f"{i.message} in {frame[:300]!r}" for i in issues]
+        elif msg.kind == "response":
+            method = side.asked.get(_id(msg.id))
+            if method is None:
+                problems.append(f"a response to no request: {frame[:200]!r}")
+                continue
+            info = proto.get(method)
+            if info is not None and info.result_def:
+                issues = check.check(info.result_def, doc.get("result"), ("result",))
+                problems += [f"{i.message} in {frame[:300]!r}" for i in issues]
+        else:
+            problems += [f"{i.message}" for i in check.check("Error", doc.get("error"), ("error",))]
+    seen = set()
+    for rid in side.answered:
+        if _id(rid) in seen:
+            problems.append(f"request {rid!r} answered twice")
+        seen.add(_id(rid))
+    return problems
+
+
+# ---------------------------------------------------------------------------------------------
+# Each side's state, as docs/BRIDGE.md says they differ
+
+
+def _text_item(text: str, item: Dict[str, Any]) -> Dict[str, Any]:
+    out: Dict[str, Any] = {"type": "content", "content": {"type": "text", "text": text}}
+    if item.get("_meta") is not None:
+        out["_meta"] = item["_meta"]
+    return out
+
+
+def v1_tool_call(record: Dict[str, Any], store: Any, sid: str) -> Dict[str, Any]:
+    """A v2 agent's tool call as its v1 editor holds it (docs/BRIDGE.md, "v2 agent, v1 editor")."""
+    out = dict(record)
+    if not isinstance(out.get("title"), str):
+        out["title"] = ""
+    if out["kind"] not in V1_KINDS:
+        out["kind"] = "other"
+    if out["status"] not in V1_STATUSES:
+        out["status"] = "failed" if out["status"] == "cancelled" else "in_progress"
+    content = []
+    for item in out["content"]:
+        kind = item.get("type") if isinstance(item, dict) else None
+        if kind == "content" and isinstance(item.get("content"), dict) and item["content"].get("type") in V1_BLOCKS:
+            content.append(item)
+        elif kind == "diff":
+            content.append(_text_item(diff_text(item), item))
+        elif kind == "terminal":
+            content.append(_text_item(terminal_text(store.terminal(sid, item["terminalId"])), item))
+    out["content"] = content
+    return out
+
+
+def v2_tool_call(record: Dict[str, Any]) -> Dict[str, Any]:
+    """A v1 agent's tool call as its v2 editor holds it (docs/BRIDGE.md, "v1 agent, v2 editor")."""
+    content = []
+    for item in record["content"]:
+        kind = item.get("type") if isinstance(item, dict) else None
+        if kind == "diff":
+            item = v1_diff_to_v2(item)
+        elif kind == "terminal":
+            item = None
+        if item is not None:
+            content.append(item)
+    return {**record, "content": content}
+
+
+def v1_plan(plans: Dict[str, Any]) -> List[Any]:
+    entries: List[Any] = []
+    for plan in plans.values():
+        if plan.get("type") != "items":
+            continue
+        for entry in plan["entries"]:
+            entry = dict(entry)
+            if entry.get("priority") not in ("high", "medium", "low"):
+                entry["priority"] = "medium"
+            if entry.get("status") not in ("pending", "in_progress", "completed"):
+                entry["status"] = "pending"
+            entries.append(entry)
+    return entries
+
+
+def _permission(record: Dict[str, Any], editor: int) -> Dict[str, Any]:
+    out = {k: record.get(k) for k in ("id", "sessionId", "toolCallId", "outcome", "approved")}
+    if editor == 1:
+        out["options"] = [
+            {**o, "kind": "reject_once"} if isinstance(o, dict) and o.get("kind") not in V1_OPTION_KINDS else o
+            for o in record["options"]
+        ]
+    else:
+        out["options"] = record["options"]
+    return out
+
+
+def state_differences(conv: Conversation, sessions: List[str]) -> List[str]:
+    """What differs between the editor's state and the agent's, once the documented differences
+    are taken into account (empty when the bridge kept them equal)."""
+    editor, agent = conv.editor.store, conv.agent.store
+    problems = []
+    for sid in sessions:
+        mine = editor.tool_calls(sid)
+        theirs = agent.tool_calls(sid)
+        if conv.bridge.editor == 1 and conv.bridge.agent == 2:
+            want = {tcid: v1_tool_call(r, agent, sid) for tcid, r in theirs.items()}
+        elif conv.bridge.editor == 2 and conv.bridge.agent == 1:
+            want = {tcid: v2_tool_call(r) for tcid, r in theirs.items()}
+        else:
+            want = theirs
+        if mine != want:
+            for tcid in set(mine) | set(want):
+                if mine.get(tcid) != want.get(tcid):
+                    problems.append(f"{sid}/{tcid}: editor {mine.get(tcid)!r} != expected {want.get(tcid)!r}")
+        if conv.bridge.editor == 1 and conv.bridge.agent == 2:
+            plan = editor.plans(sid).get("main", {"entries": []})
+            if plan["entries"] != v1_plan(agent.plans(sid)):
+                problems.append(f"{sid}: plan {plan!r} != {agent.plans(sid)!r}")
+        else:
+            if editor.plans(sid) != agent.plans(sid):
+                problems.append(f"{sid}: plans {editor.plans(sid)!r} != {agent.plans(sid)!r}")
+            if editor.terminals(sid) != agent.terminals(sid):
+                problems.append(f"{sid}: terminals differ")
+        mine_p = [_permission(p, conv.bridge.editor) for p in editor.permissions(sid)]
+        theirs_p = [_permission(p, conv.bridge.editor) for p in agent.permissions(sid)]
+        for p in mine_p:
+            if p["outcome"] == "unknown" and conv.bridge.agent == 1:
+                p["outcome"] = "cancelled"  # fail closed for a v1 agent
+        if conv.bridge.editor == 1:
+            theirs_p = [{**p, "options": _permission(p, 1)["options"]} for p in theirs_p]
+        if mine_p != theirs_p:
+            problems.append(f"{sid}: permissions {mine_p!r} != {theirs_p!r}")
+    return problems
+
+
+def sessions_of(conv: Conversation) -> List[str]:
+    state: Dict[str, Any] = conv.agent.store.state()["sessions"]
+    return list(state)
+
+
+def only(frames: List[bytes]) -> Dict[str, Any]:
+    """The one frame of ``frames``, parsed."""
+    assert len(frames) == 1, frames
+    out: Dict[str, Any] = acp_fast.loads(frames[0])
+    return out
+
+
+def update_of(frame: bytes) -> Optional[Dict[str, Any]]:
+    params = acp_fast.loads(frame).get("params")
+    return params.get("update") if isinstance(params, dict) else None
