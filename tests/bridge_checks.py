@@ -9,11 +9,14 @@ sent and received under the agent's version, the editor's likewise under the edi
 
 from __future__ import annotations
 
+import re
 from typing import Any, Dict, List, Optional, Tuple
+
+import pytest
 
 import acp_fast
 from acp_fast import traffic
-from acp_fast.bridge import Bridge, diff_text, terminal_text, v1_diff_to_v2
+from acp_fast.bridge import REJECT_OPTION, Bridge, BridgeError, diff_text, terminal_text, v1_diff_to_v2
 from acp_fast.cli import _shapes
 from acp_fast.cli._schema_check import SchemaChecker
 
@@ -73,6 +76,55 @@ class Conversation:
                 target.answered.append(msg.id)
             target.store.apply(msg, source="agent" if sender == "agent" else "client")
         return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Frames of the unit tests
+
+
+def frame(obj: Dict[str, Any]) -> bytes:
+    return acp_fast.dumps(obj) + b"\n"
+
+
+def upd(sid: str = "s1", **update: Any) -> bytes:
+    return frame({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": sid, "update": update}})
+
+
+def tcu(tcid: str = "c1", **fields: Any) -> bytes:
+    return upd(sessionUpdate="tool_call_update", toolCallId=tcid, **fields)
+
+
+def chunk(tcid: str, item: Dict[str, Any]) -> bytes:
+    return upd(sessionUpdate="tool_call_content_chunk", toolCallId=tcid, content=item)
+
+
+def text(value: str) -> Dict[str, Any]:
+    return {"type": "content", "content": {"type": "text", "text": value}}
+
+
+def updates(frames: List[bytes]) -> List[Dict[str, Any]]:
+    return [acp_fast.loads(f)["params"]["update"] for f in frames]
+
+
+def valid(frames: List[bytes], version: int) -> List[bytes]:
+    """``frames`` (session updates or requests), checked against the schema of ``version``."""
+    from acp_fast.cli import _shapes
+
+    for f in frames:
+        msg = acp_fast.loads(f)
+        info = _shapes.protocol(version).get(msg["method"])
+        assert info is not None and info.params_def
+        assert checker(version).check(info.params_def, msg["params"], ("params",)) == [], f
+    return frames
+
+
+def refused(bridge: Bridge, side: str, data: bytes, pattern: str) -> BridgeError:
+    before = bridge.store.to_json()
+    with pytest.raises(BridgeError) as info:
+        (bridge.from_agent if side == "agent" else bridge.from_editor)(data)
+    assert re.search(pattern, str(info.value)), str(info.value)
+    assert bridge.store.to_json() == before  # the refused frame changed nothing
+    return info.value
 
 
 # ---------------------------------------------------------------------------------------------
@@ -257,11 +309,18 @@ def state_differences(conv: Conversation, sessions: List[str]) -> List[str]:
                 problems.append(f"{sid}: plans {editor.plans(sid)!r} != {agent.plans(sid)!r}")
             if editor.terminals(sid) != agent.terminals(sid):
                 problems.append(f"{sid}: terminals differ")
-        mine_p = [_permission(p, conv.bridge.editor) for p in editor.permissions(sid)]
+        mine_p = []
+        for record in editor.permissions(sid):
+            p = _permission(record, conv.bridge.editor)
+            if conv.bridge.agent == 1 and conv.bridge.editor == 2:
+                if p["options"] == [REJECT_OPTION]:  # added for v2, which needs an option
+                    p["options"] = []
+                    if record.get("optionId") == REJECT_OPTION["optionId"]:
+                        p["outcome"] = "cancelled"
+                if p["outcome"] == "unknown":
+                    p["outcome"] = "cancelled"  # fail closed for a v1 agent
+            mine_p.append(p)
         theirs_p = [_permission(p, conv.bridge.editor) for p in agent.permissions(sid)]
-        for p in mine_p:
-            if p["outcome"] == "unknown" and conv.bridge.agent == 1:
-                p["outcome"] = "cancelled"  # fail closed for a v1 agent
         if conv.bridge.editor == 1:
             theirs_p = [{**p, "options": _permission(p, 1)["options"]} for p in theirs_p]
         if mine_p != theirs_p:

@@ -569,7 +569,7 @@ class Bridge:
             elif method == "session/load" and target == 2:
                 new_method = "session/resume"
                 new_params, problems = S.session_params(params, target, needs_servers=False)
-                new_params["replayFrom"] = {"type": "start"}
+                new_params = {**new_params, "replayFrom": {"type": "start"}}
             elif method == "session/resume":
                 replay = params.get("replayFrom")
                 if target == 1 and replay is not None:
@@ -578,7 +578,7 @@ class Bridge:
                     else:
                         new_method = "session/load"
                 new_params, more = S.session_params(
-                    {k: v for k, v in params.items() if k != "replayFrom"} if target == 1 else params,
+                    {k: v for k, v in params.items() if k != "replayFrom"} if target == 1 and replay else params,
                     target,
                     needs_servers=new_method == "session/load",
                 )

@@ -239,7 +239,7 @@ def v2_item_problem(item: Any) -> Optional[str]:
 
 
 def _show(value: Any) -> str:
-    return f'"{value}"' if isinstance(value, str) else "none" if value is None else type(value).__name__
+    return repr(value) if value is None or isinstance(value, (str, int, float)) else type(value).__name__
 
 
 # ---------------------------------------------------------------------------------------------

@@ -262,13 +262,12 @@ def mcp_servers(servers: Any, target: int) -> Tuple[Any, Problems]:
 def session_params(params: Dict[str, Any], target: int, *, needs_servers: bool) -> Tuple[Dict[str, Any], Problems]:
     """``session/new`` / ``load`` / ``resume`` params: MCP servers reshaped (and ``[]`` when v1
     requires them and a v2 editor left them out)."""
-    problems: Problems = []
-    out = dict(params)
-    if "mcpServers" in out:
-        out["mcpServers"], problems = mcp_servers(out["mcpServers"], target)
-    elif target == 1 and needs_servers:
-        out["mcpServers"] = []
-    return out, problems
+    if "mcpServers" in params:
+        servers, problems = mcp_servers(params["mcpServers"], target)
+        return (params if servers == params["mcpServers"] else {**params, "mcpServers": servers}), problems
+    if target == 1 and needs_servers:
+        return {**params, "mcpServers": []}, []
+    return params, []
 
 
 def config_options(options: Any, target: int) -> Tuple[Any, Problems]:
