@@ -44,6 +44,7 @@ import orjson
 
 import acp_fast
 
+from ..bridge import Bridge
 from ..recording import RecordWriter
 from ._streams import check_output, create_output, output_error
 
@@ -185,6 +186,11 @@ class Direction:
         """Track and forward ``block``: whole lines ending in ``\\n`` (``eol``), or the last
         unterminated line of the stream; ``before`` is the number of the line before it."""
         proxy = self.proxy
+        if proxy.bridge is not None and self.side == "agent":  # --bridge: the editor's version from here on
+            block = proxy.bridged(self.side, block if eol else block + b"\n")
+            eol = True
+            if not block:
+                return
         fed = block if eol else block + b"\n"
         with proxy.state_lock:
             base = proxy.store.line
@@ -268,6 +274,8 @@ class Direction:
         return "answered"
 
     def write(self, data: bytes) -> bool:
+        if self.proxy.bridge is not None and self.side == "editor":  # --bridge: into the agent's version
+            data = self.proxy.bridged(self.side, data)
         if self.dst.write(data):
             return True
         self.stats["undelivered"] += len(data)
@@ -322,6 +330,9 @@ class Proxy:
         self.agent_stdin: Optional[Output] = None
         self.started = time.time()
         self._lost_reported: Set[str] = set()
+        versions = getattr(args, "bridge", None)
+        self.bridge = None if versions is None else Bridge(editor=versions[0], agent=versions[1])
+        self.bridge_lock = threading.Lock()
 
     # -- messages to the user --------------------------------------------------------------
 
@@ -362,6 +373,25 @@ class Proxy:
         assert recorder is not None  # called only while recording
         with self.record_lock:
             recorder.too_large(side, length, time.time())
+
+    # -- --bridge ------------------------------------------------------------------------------
+
+    def bridged(self, side: str, data: bytes) -> bytes:
+        """Whole lines from ``side``, converted for the other side (docs/BRIDGE.md); a line the
+        bridge cannot read is left as it is (the usual rules for invalid lines apply to it)."""
+        assert self.bridge is not None
+        convert = self.bridge.from_agent if side == "agent" else self.bridge.from_editor
+        out: List[bytes] = []
+        with self.bridge_lock:
+            for line in data.split(b"\n")[:-1] if data.endswith(b"\n") else data.split(b"\n"):
+                if not line.strip():
+                    out.append(line + b"\n")
+                    continue
+                try:
+                    out += convert(line + b"\n")
+                except acp_fast.DecodeError:
+                    out.append(line + b"\n")
+        return b"".join(out)
 
     # -- strict mode -------------------------------------------------------------------------
 
@@ -542,6 +572,14 @@ def _positive(text: str) -> int:
     return value
 
 
+def _bridge_versions(text: str) -> Tuple[int, int]:
+    """``--bridge EDITOR:AGENT``: two protocol versions, 1 or 2."""
+    editor, _, agent = text.partition(":")
+    if editor not in ("1", "2") or agent not in ("1", "2"):
+        raise argparse.ArgumentTypeError(f"expected EDITOR:AGENT, each 1 or 2 (e.g. 1:2), found {text!r}")
+    return int(editor), int(agent)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="acp-fast proxy",
@@ -585,6 +623,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no diagnostics on stderr (diverted lines still go there)")
     p.add_argument(
         "--protocol", type=int, choices=(1, 2), default=None, help="protocol version (default: learned from initialize)"
+    )
+    p.add_argument(
+        "--bridge",
+        type=_bridge_versions,
+        default=None,
+        metavar="EDITOR:AGENT",
+        help="convert between an editor and an agent speaking different protocol versions, e.g. 1:2 (docs/BRIDGE.md)",
     )
     p.add_argument(
         "--max-tool-calls",
