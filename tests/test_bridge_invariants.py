@@ -312,7 +312,7 @@ def test_v1_agent_v2_editor_random_streams(backend: Any, ops: List[Tuple[Any, ..
     _check(conv)
 
 
-@settings(max_examples=15)
+@settings(max_examples=10)
 @given(profile=st.sampled_from(["v2", "mixed", "tiny"]), seed=st.integers(0, 2**32), n=st.integers(50, 300))
 def test_traffic_both_directions(backend: Any, profile: str, seed: int, n: int) -> None:
     agent = traffic.PROTOCOL_VERSIONS[profile]
@@ -328,7 +328,7 @@ def test_traffic_long_conversations(backend: Any, profile: str) -> None:
     """A few thousand frames of each profile through a bridge to the other version."""
     agent = traffic.PROTOCOL_VERSIONS[profile]
     conv = Conversation(Bridge(editor=3 - agent, agent=agent, backend=backend), backend)
-    frames = traffic.frames(profile, 150 if profile == "large" else 1500, seed=7)
+    frames = traffic.frames(profile, 100 if profile == "large" else 1000, seed=7)
     for sender, frame in as_editor(senders(frames, agent), 3 - agent):
         conv.send(sender, frame)
     _check(conv)
