@@ -1,5 +1,11 @@
 //! Python objects ↔ JSON: a scanner sink that builds `dict`/`list`/`str`/… while the grammar is
 //! checked (one pass), and the writer behind `dumps`.
+//!
+//! The writer's mirror is `python/acp_fast/_fallback/encoder.py` (from `surrogate_failure` on),
+//! which differs on purpose: its `write` is a loop over a stack of the open containers (Python's
+//! recursion limit would stop a recursive walk first), doing the work of `write_list` /
+//! `write_items` and `write_dict` / `write_members` here, which recurse and grow the stack
+//! (`encoder::descend`).
 
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, Ordering};
