@@ -4,12 +4,27 @@
 //!
 //! Mirror: `python/acp_fast/_fallback/encoder.py`, which has `MAX_DEPTH` and `render_path` in this
 //! order. Differences on purpose: the byte writers here (`write_str`, `write_units`, `write_i64`,
-//! `write_u64`, `write_f64`) are orjson's there, and a path is a list of keys and indices there
-//! (here `PathItem`). The walk over Python objects lives in the binding layer
+//! `write_u64`, `write_f64`) are orjson's there, a path is a list of keys and indices there (here
+//! `PathItem`), and `descend` is Rust only (the walk there is a loop with a stack of its own). The
+//! walk over Python objects lives in the binding layer
 //! (`rust/python/convert.rs`); its mirror is the rest of `encoder.py`.
 
-/// Deepest nesting written (orjson's limit; it also stops cycles).
-pub const MAX_DEPTH: usize = 254;
+/// Deepest nesting written: the scanner's limit, so that whatever is read can be written (it also
+/// stops cycles). A checkpoint allows a few levels more (`state::checkpoint::MAX_DEPTH`).
+pub const MAX_DEPTH: usize = crate::scanner::MAX_DEPTH as usize;
+
+/// Run `f`, which writes a container found `depth` levels deep, with enough stack for it: every 8
+/// levels, as the scanner's grammar does, a new stack segment is grown when a (small) thread stack
+/// runs low, so the recursive writers go `MAX_DEPTH` levels deep on any thread. Levels 0 to 6 (every
+/// usual value) never check.
+#[inline(always)]
+pub fn descend<R>(depth: usize, f: impl FnOnce() -> R) -> R {
+    if depth % 8 == 7 {
+        stacker::maybe_grow(crate::scanner::STACK_RED_ZONE, crate::scanner::STACK_GROW, f)
+    } else {
+        f()
+    }
+}
 
 /// Write `s` as a JSON string literal.
 ///

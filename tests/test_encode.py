@@ -174,21 +174,30 @@ def test_message_inside_dumps_is_raw(backend):
     assert backend.dumps(m) == raw
 
 
-def test_depth_254_written_255_rejected(backend):
+def test_depth_1024_written_1025_rejected(backend):
+    # The limit is the decoder's (docs/DESIGN.md section 4): orjson's own stops at 254 levels.
     deep = []
     for _ in range(253):
         deep = [deep]
     assert _depth_of(deep) == 254
     assert backend.dumps(deep) == b"[" * 254 + b"]" * 254 == orjson.dumps(deep)
+    for _ in range(1023 - 253):
+        deep = [deep]
+    assert _depth_of(deep) == 1024
+    assert backend.dumps(deep) == b"[" * 1024 + b"]" * 1024
+    assert backend.dumps(backend.loads(backend.dumps(deep))) == b"[" * 1024 + b"]" * 1024
     err = _encode_error(backend.dumps, [deep])
-    _check(err, "depth_limit", "nesting deeper than 254 levels", "$" + "[0]" * 254)
+    _check(err, "depth_limit", "nesting deeper than 1024 levels", "$" + "[0]" * 1024)
 
     d = {}
     for _ in range(253):
         d = {"k": d}
     assert backend.dumps(d) == orjson.dumps(d)
+    for _ in range(1023 - 253):
+        d = {"k": d}
+    assert backend.dumps(d) == b'{"k":' * 1023 + b"{}" + b"}" * 1023
     err = _encode_error(backend.dumps, {"k": d})
-    _check(err, "depth_limit", "nesting deeper than 254 levels", "$" + ".k" * 254)
+    _check(err, "depth_limit", "nesting deeper than 1024 levels", "$" + ".k" * 1024)
 
 
 def _depth_of(x) -> int:
@@ -203,11 +212,11 @@ def test_cycles_are_depth_errors(backend):
     loop: list = []
     loop.append(loop)
     err = _encode_error(backend.dumps, loop)
-    assert err.kind == "depth_limit" and err.path == "$" + "[0]" * 254
+    assert err.kind == "depth_limit" and err.path == "$" + "[0]" * 1024
     d: dict = {}
     d["self"] = d
     err = _encode_error(backend.dumps, d)
-    assert err.kind == "depth_limit" and err.path == "$" + ".self" * 254
+    assert err.kind == "depth_limit" and err.path == "$" + ".self" * 1024
 
 
 # ------------------------------------------------------------------------------------------

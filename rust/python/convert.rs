@@ -1,5 +1,11 @@
 //! Python objects ↔ JSON: a scanner sink that builds `dict`/`list`/`str`/… while the grammar is
 //! checked (one pass), and the writer behind `dumps`.
+//!
+//! The writer's mirror is `python/acp_fast/_fallback/encoder.py` (from `surrogate_failure` on),
+//! which differs on purpose: its `write` is a loop over a stack of the open containers (Python's
+//! recursion limit would stop a recursive walk first), doing the work of `write_list` /
+//! `write_items` and `write_dict` / `write_members` here, which recurse and grow the stack
+//! (`encoder::descend`).
 
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -456,16 +462,24 @@ impl<'py> Writer<'py> {
         Ok(())
     }
 
-    /// `dumps`' error for a container nested too deep (also raised by `ToolCallStore.to_json`).
+    /// The error for a container nested deeper than `limit` levels: `dumps`' (`MAX_DEPTH`), also
+    /// raised by `ToolCallStore.to_json` (with a checkpoint's limit).
     #[cold]
-    pub(super) fn too_deep() -> EncodeFailure {
-        EncodeFailure::new("depth_limit", format!("nesting deeper than {MAX_DEPTH} levels"))
+    pub(super) fn too_deep(limit: usize) -> EncodeFailure {
+        EncodeFailure::new("depth_limit", format!("nesting deeper than {limit} levels"))
     }
 
+    /// A list or tuple found `depth` levels deep (its items one deeper), with the stack it needs
+    /// (`encoder::descend`).
+    #[inline]
     fn write_list(&mut self, obj: &Bound<'py, PyAny>, depth: usize) -> WResult {
         if depth >= MAX_DEPTH {
-            return Err(Self::too_deep());
+            return Err(Self::too_deep(MAX_DEPTH));
         }
+        encoder::descend(depth, || self.write_items(obj, depth))
+    }
+
+    fn write_items(&mut self, obj: &Bound<'py, PyAny>, depth: usize) -> WResult {
         let p = obj.as_ptr();
         // SAFETY: p is a list or tuple (or subclass); items are borrowed while the container is
         // alive, and we take a strong reference to each before writing it.
@@ -500,10 +514,16 @@ impl<'py> Writer<'py> {
         Ok(())
     }
 
+    /// A dict found `depth` levels deep (as `write_list`).
+    #[inline]
     fn write_dict(&mut self, obj: &Bound<'py, PyAny>, depth: usize) -> WResult {
         if depth >= MAX_DEPTH {
-            return Err(Self::too_deep());
+            return Err(Self::too_deep(MAX_DEPTH));
         }
+        encoder::descend(depth, || self.write_members(obj, depth))
+    }
+
+    fn write_members(&mut self, obj: &Bound<'py, PyAny>, depth: usize) -> WResult {
         self.out.push(b'{');
         let mut pos: ffi::Py_ssize_t = 0;
         let mut key: *mut ffi::PyObject = std::ptr::null_mut();

@@ -622,7 +622,7 @@ impl PyToolCallStore {
                 .path
                 .into_iter()
                 .rev()
-                .fold(Writer::too_deep(), |f, step| f.at(step))
+                .fold(Writer::too_deep(checkpoint::MAX_DEPTH as usize), |f, step| f.at(step))
                 .into_pyerr(py)),
         }
     }

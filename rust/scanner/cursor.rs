@@ -9,7 +9,9 @@
 use super::index::SpecialIndex;
 use crate::error::{describe_found, DecodeError, JsonType};
 
-/// Deepest nesting of arrays/objects accepted (orjson's limit).
+/// Deepest nesting of arrays/objects accepted (orjson's limit): the one nesting limit of the
+/// library, for what it reads (frames, `loads`) and what it writes (`dumps`, `encode`, a
+/// checkpoint's values; `encoder::MAX_DEPTH` is this one).
 pub const MAX_DEPTH: u32 = 1024;
 
 /// Cursor over a UTF-8-checked input.
@@ -17,6 +19,9 @@ pub struct Scanner<'a> {
     pub data: &'a [u8],
     pub pos: usize,
     pub depth: u32,
+    /// Deepest nesting accepted: `MAX_DEPTH`, more for a document that wraps values in levels of
+    /// its own (a checkpoint, `state::checkpoint::MAX_DEPTH`).
+    pub max_depth: u32,
     pub(super) index: SpecialIndex,
 }
 
@@ -55,6 +60,7 @@ impl<'a> Scanner<'a> {
             data,
             pos: 0,
             depth: 0,
+            max_depth: MAX_DEPTH,
             index: SpecialIndex::empty(data.len()),
         }
     }
@@ -122,10 +128,10 @@ impl<'a> Scanner<'a> {
     #[inline(always)]
     pub fn enter(&mut self) -> Result<(), DecodeError> {
         self.depth += 1;
-        if self.depth > MAX_DEPTH {
+        if self.depth > self.max_depth {
             return Err(DecodeError::json(
                 "depth_limit",
-                format!("nesting deeper than {MAX_DEPTH} levels"),
+                format!("nesting deeper than {} levels", self.max_depth),
                 self.pos,
             ));
         }

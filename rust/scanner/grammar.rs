@@ -15,9 +15,10 @@ use super::{Sink, Skip};
 use crate::error::{DecodeError, JsonType};
 
 /// Stack kept free below a container before descending into it, and the size of a new stack
-/// segment when there is less (see `stacker::maybe_grow`).
-const STACK_RED_ZONE: usize = 64 * 1024;
-const STACK_GROW: usize = 1024 * 1024;
+/// segment when there is less (see `stacker::maybe_grow`; the writers use them too,
+/// `encoder::descend`).
+pub(crate) const STACK_RED_ZONE: usize = 64 * 1024;
+pub(crate) const STACK_GROW: usize = 1024 * 1024;
 
 impl<'a> Scanner<'a> {
     /// Parse any value into `sink`.

@@ -42,6 +42,7 @@ mod numbers;
 mod strings;
 
 pub use cursor::{Scanner, MAX_DEPTH};
+pub(crate) use grammar::{STACK_GROW, STACK_RED_ZONE};
 pub use numbers::{parse_f64, parse_i64, parse_u64, MAX_INT_DIGITS};
 pub use strings::{string_equals, string_text, unescape_into};
 

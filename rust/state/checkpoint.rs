@@ -15,7 +15,7 @@ use std::fmt;
 
 use crate::encoder::{write_str, PathItem};
 use crate::error::{DecodeError, JsonType};
-use crate::scanner::{parse_i64, parse_u64, validate, Scanner};
+use crate::scanner::{check_utf8, parse_i64, parse_u64, Scanner, Skip};
 
 use super::evict::Tracked;
 use super::read::base64_decode;
@@ -27,6 +27,14 @@ use super::Store;
 
 /// The `format` of a checkpoint.
 pub const FORMAT: &str = "acp-fast-state/1";
+
+/// Deepest nesting of a checkpoint: the library's one limit (`scanner::MAX_DEPTH`, what a frame may
+/// nest) and the levels a checkpoint adds around what a frame held. A record's members sit 5
+/// levels deep (state, sessions, session, its map or list, the record), a value in a frame at
+/// least 1 (`result`, `error`): a frame at the limit makes a checkpoint 4 levels deeper (content
+/// items and plans gain fewer). The values inside are never deeper than a frame could hold them
+/// (`MAX_DEPTH` less 4 or 5), so each is read and built with the usual limit.
+pub const MAX_DEPTH: u32 = crate::scanner::MAX_DEPTH + 4;
 
 // ---------------------------------------------------------------------------------------------
 // Errors
@@ -155,8 +163,9 @@ pub fn repr_approx(json: &[u8]) -> String {
     out
 }
 
-/// A stored value nested deeper than `dumps` writes (`encoder::MAX_DEPTH`): the path of the
-/// container that is too deep, outermost step first (the binding raises `dumps`' EncodeError).
+/// A stored value nested deeper than a checkpoint carries (`MAX_DEPTH`; only a value that came in
+/// unchecked, never one of a frame): the path of the container that is too deep, outermost step
+/// first (the binding raises `dumps`' EncodeError naming `MAX_DEPTH`).
 #[derive(Debug)]
 pub struct TooDeep {
     pub path: Vec<PathItem>,
@@ -416,8 +425,15 @@ impl From<DecodeError> for CheckpointError {
 /// Check the document `data` and rebuild the store it describes. Checks and messages: DESIGN §7.8
 /// (the checks run in the fallback's order, so both report the same first problem).
 pub fn from_json(data: &[u8]) -> Result<Store, CheckpointError> {
-    validate(data)?;
-    let mut r = Reader { sc: Scanner::new(data) };
+    // `validate`, with a checkpoint's limit.
+    check_utf8(data)?;
+    let scanner = || {
+        let mut sc = Scanner::new(data);
+        sc.max_depth = MAX_DEPTH;
+        sc
+    };
+    scanner().parse_document(&mut Skip)?;
+    let mut r = Reader { sc: scanner() };
     r.sc.skip_ws();
     let root = r.sc.pos;
     let state = r.object(root, "state")?;
@@ -699,9 +715,9 @@ mod tests {
 
     #[test]
     fn too_deep_names_the_path() {
-        let deep = format!("{{\"x\":{}{}}}", "[".repeat(300), "]".repeat(300));
+        let deep = format!("{{\"x\":{}{}}}", "[".repeat(1030), "]".repeat(1030));
         let err = write_value(&mut Vec::new(), deep.as_bytes(), 5).unwrap_err();
-        assert_eq!(err.len(), 249);
+        assert_eq!(err.len(), MAX_DEPTH as usize - 5);
         assert_eq!(err.last(), Some(&PathItem::Key("x".into())));
     }
 

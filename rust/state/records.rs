@@ -11,7 +11,7 @@
 
 use hashbrown::{DefaultHashBuilder, HashMap, HashTable};
 
-use crate::encoder::{write_f64, write_str, PathItem, MAX_DEPTH};
+use crate::encoder::{descend, write_f64, write_str, PathItem};
 use crate::error::{DecodeError, JsonType};
 use crate::message::Span;
 use crate::scanner::{parse_f64, parse_i64, Scanner, Str};
@@ -572,14 +572,17 @@ pub(super) fn permission_record(out: &mut Vec<u8>, sid: &[u8], p: &Permission) -
 /// Write the (valid) JSON text `raw`, found at nesting depth `depth` of the document, as
 /// `dumps(loads(raw))` writes it: compact, strings and floats in `dumps`' form, `-0` as `0`, the
 /// last of duplicate keys in the first one's place. Errors: the path inside `raw` (innermost step
-/// first) of a container deeper than `dumps` writes.
+/// first) of a container deeper than a checkpoint carries (`checkpoint::MAX_DEPTH`).
 pub fn write_value(out: &mut Vec<u8>, raw: &[u8], depth: usize) -> Result<(), Vec<PathItem>> {
     let mut sc = Scanner::new(raw);
+    // The depth is checked below, with the path (`members_at` would refuse without one).
+    sc.max_depth = u32::MAX;
     write_at(out, &mut sc, depth)
 }
 
 fn write_at(out: &mut Vec<u8>, sc: &mut Scanner<'_>, depth: usize) -> Result<(), Vec<PathItem>> {
     const VALID: &str = "a stored value is valid JSON";
+    const MAX_DEPTH: usize = super::checkpoint::MAX_DEPTH as usize;
     let data = sc.data;
     match sc.peek() {
         Some(b'{') => {
@@ -595,7 +598,7 @@ fn write_at(out: &mut Vec<u8>, sc: &mut Scanner<'_>, depth: usize) -> Result<(),
                 write_str(out, k);
                 out.push(b':');
                 sc.pos = *at;
-                write_at(out, sc, depth + 1).map_err(|mut p| {
+                descend(depth + 1, || write_at(out, sc, depth + 1)).map_err(|mut p| {
                     p.push(key(k));
                     p
                 })?;
@@ -616,7 +619,7 @@ fn write_at(out: &mut Vec<u8>, sc: &mut Scanner<'_>, depth: usize) -> Result<(),
                     if i > 0 {
                         out.push(b',');
                     }
-                    write_at(out, sc, depth + 1).map_err(|mut p| {
+                    descend(depth + 1, || write_at(out, sc, depth + 1)).map_err(|mut p| {
                         p.push(PathItem::Index(i));
                         p
                     })?;

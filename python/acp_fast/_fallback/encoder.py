@@ -1,14 +1,19 @@
 """JSON writing rules (DESIGN 4): orjson on the fast path, and the walk that finds the exact
 EncodeError (kind, description, path) or writes what orjson refused but our rules allow
-(integers beyond 64 bits, float / tuple / UUID subclasses).
+(integers beyond 64 bits, float / tuple / UUID subclasses, nesting deeper than orjson's 254
+levels).
 
-Mirror of ``rust/encoder.rs``: ``MAX_DEPTH`` and ``render_path``, in its order. Differences on
-purpose: its byte-level writers (``write_str``, ``write_units``, ``write_i64``, ``write_u64``,
-``write_f64``) are orjson's here, and an error path is a list of str keys and int indices (rust:
-``PathItem``). The walk after ``render_path`` mirrors the writer of ``rust/python/convert.rs``
-(``surrogate_failure``, ``write_str_object``, ``write``, ``write_int``, ``write_float``,
-``write_list``, ``write_dict``, then ``dumps``), with two helpers of its own: ``_default`` (orjson's
-hook for ``Message``) and ``has_non_finite`` (orjson writes NaN and infinities as null).
+Mirror of ``rust/encoder.rs``: ``MAX_DEPTH`` (the scanner's, as there) and ``render_path``, in its
+order. Differences on purpose: its byte-level writers (``write_str``, ``write_units``,
+``write_i64``, ``write_u64``, ``write_f64``) are orjson's here, an error path is a list of str keys
+and int indices (rust: ``PathItem``), and its ``descend`` (stack growth for its recursion) has no
+counterpart. The walk after ``render_path`` mirrors the writer of ``rust/python/convert.rs``
+(``surrogate_failure``, ``write_str_object``, ``write``, ``write_int``, ``write_float``, then
+``dumps``), except that here ``write`` is a loop with a stack of the open containers (it does the
+work of Rust's ``write_list`` / ``write_dict``; Python's recursion limit would stop a recursive
+walk before ``MAX_DEPTH``) and ``_write`` writes one value or hands back the items of a
+container. Two helpers of its own: ``_default`` (orjson's hook for ``Message``) and
+``has_non_finite`` (orjson writes NaN and infinities as null).
 """
 
 from __future__ import annotations
@@ -17,16 +22,15 @@ import enum
 import math
 import re
 import uuid
-from typing import Any, List, Union
+from typing import Any, Iterable, Iterator, List, Optional, Type, Union
 
 import orjson
 
 from .error import encode_error
+from .scanner import MAX_DEPTH
 
 __all__ = ["MAX_DEPTH", "MAX_INT_DIGITS", "render_path", "write", "has_non_finite", "dumps"]
 
-#: Deepest nesting written (orjson's limit): a container 255 levels deep is refused.
-MAX_DEPTH = 254
 #: Longest int written, in decimal digits.
 MAX_INT_DIGITS = 4300
 
@@ -38,6 +42,9 @@ _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _orjson_dumps = orjson.dumps
 _Fragment = orjson.Fragment
+_DICT_ITEMS: Type[Iterator[Any]] = type(iter({}.items()))
+# What the iterator of an open container gives when it is done.
+_END = object()
 
 # Set by the package __init__ once message.py is imported (avoids an import cycle).
 _message_type: Any = None
@@ -56,72 +63,174 @@ def render_path(path: List[Union[str, int]]) -> str:
     return "".join(parts)
 
 
-def _surrogate_failure(s: str, path: List[Union[str, int]]) -> Exception:
+def _path(stack: List[List[Any]]) -> str:
+    """The rendered path of the value being written: each open container's current item (a dict
+    keeps its key in its entry; a list's index is its count of items begun less one)."""
+    return render_path([top[3] if top[1] else top[2] - 1 for top in stack])
+
+
+def _surrogate_failure(s: str, stack: List[List[Any]]) -> Exception:
     m = _SURROGATE.search(s)
     cp = ord(m.group()) if m else 0xD800
     return encode_error(
-        "invalid_str", f"expected a str encodable as UTF-8, found unpaired surrogate U+{cp:04X}", render_path(path)
+        "invalid_str", f"expected a str encodable as UTF-8, found unpaired surrogate U+{cp:04X}", _path(stack)
     )
 
 
-def _write_str_object(s: str, out: List[bytes], path: List[Union[str, int]]) -> None:
+def _write_str_object(s: str, out: List[bytes], stack: List[List[Any]]) -> None:
     try:
         out.append(_orjson_dumps(s))
     except TypeError:
-        raise _surrogate_failure(s, path) from None
+        raise _surrogate_failure(s, stack) from None
 
 
-def write(obj: Any) -> bytes:
+def write(obj: Any, max_depth: int = MAX_DEPTH) -> bytes:
     """The walk: write ``obj`` by the rules of DESIGN 4, or raise the first EncodeError in
-    document order (depth-first, keys before values, items in order)."""
+    document order (depth-first, keys before values, items in order). A loop over a stack of the
+    open containers, not recursion, so that ``max_depth`` levels (more than ``MAX_DEPTH`` for a
+    checkpoint only) are written on any thread whatever the recursion limit."""
     out: List[bytes] = []
-    _write(obj, out, [], 0)
-    return b"".join(out)
+    append = out.append
+    write_one = _write
+    dump = _orjson_dumps
+    # The open containers, innermost last: [its items, is a dict, items begun so far, the key of
+    # the current item (dicts)]. The path of an error is read from it (`_path`).
+    stack: List[List[Any]] = []
+    inner = write_one(obj, out, stack)
+    if inner is None:
+        return b"".join(out)
+    while True:
+        if inner is not None:
+            if len(stack) >= max_depth:
+                raise encode_error("depth_limit", f"nesting deeper than {max_depth} levels", _path(stack))
+            if type(inner) is _DICT_ITEMS:
+                append(b"{")
+                stack.append([inner, True, 0, None])
+            else:
+                append(b"[")
+                stack.append([inner, False, 0, None])
+        # The items of the innermost open container, up to the next container among them (its
+        # iterator takes up where it stopped when the inner one is done). Exact str, dict and list
+        # items are taken here, the rest by `_write`: a call less per item (as fast as the
+        # recursive walk was).
+        top = stack[-1]
+        n = top[2]
+        inner = None
+        if top[1]:
+            for k, v in top[0]:
+                if type(k) is not str:
+                    del stack[-1]  # the path of the dict itself
+                    raise encode_error("non_str_key", f"expected str dict keys, found {type(k).__name__}", _path(stack))
+                if n:
+                    append(b",")
+                n += 1
+                try:
+                    append(dump(k))
+                except TypeError:
+                    del stack[-1]
+                    raise _surrogate_failure(k, stack) from None
+                append(b":")
+                top[3] = k
+                t = type(v)
+                if t is str:
+                    try:
+                        append(dump(v))
+                        continue
+                    except TypeError:
+                        raise _surrogate_failure(v, stack) from None
+                top[2] = n
+                if t is dict:
+                    inner = iter(dict.items(v))
+                    break
+                if t is list:
+                    inner = iter(v)
+                    break
+                inner = write_one(v, out, stack)
+                if inner is not None:
+                    break
+            else:
+                append(b"}")
+        else:
+            for v in top[0]:
+                if n:
+                    append(b",")
+                n += 1
+                top[2] = n
+                t = type(v)
+                if t is str:
+                    try:
+                        append(dump(v))
+                        continue
+                    except TypeError:
+                        raise _surrogate_failure(v, stack) from None
+                if t is dict:
+                    inner = iter(dict.items(v))
+                    break
+                if t is list:
+                    inner = iter(v)
+                    break
+                inner = write_one(v, out, stack)
+                if inner is not None:
+                    break
+            else:
+                append(b"]")
+        if inner is None:
+            stack.pop()
+            if not stack:
+                return b"".join(out)
 
 
-def _write(obj: Any, out: List[bytes], path: List[Union[str, int]], depth: int) -> None:
-    t = type(obj)
-    if t is str:
-        _write_str_object(obj, out, path)
-    elif t is dict:
-        _write_dict(obj, out, path, depth)
-    elif t is list or t is tuple:
-        _write_list(obj, out, path, depth)
-    elif t is bool:
-        out.append(b"true" if obj else b"false")
-    elif t is int:
-        _write_int(obj, out, path)
-    elif t is float:
-        _write_float(obj, out, path)
-    elif obj is None:
-        out.append(b"null")
-    elif t is _message_type:
-        out.append(obj.raw)
-    elif isinstance(obj, enum.Enum):
-        _write(obj.value, out, path, depth)
-    elif isinstance(obj, str):
-        _write_str_object(str.__str__(obj), out, path)
-    elif isinstance(obj, int):
-        _write_int(obj, out, path)
-    elif isinstance(obj, float):
-        _write_float(obj, out, path)
-    elif isinstance(obj, dict):
-        _write_dict(obj, out, path, depth)
-    elif isinstance(obj, list):
-        _write_list(list.__iter__(obj), out, path, depth)
-    elif isinstance(obj, tuple):
-        _write_list(tuple.__iter__(obj), out, path, depth)
-    elif isinstance(obj, uuid.UUID):
-        out.append(b'"' + uuid.UUID.__str__(obj).encode("ascii") + b'"')
-    else:
-        raise encode_error(
-            "unsupported_type",
-            f"expected dict, list, tuple, str, int, float, bool or None, found {t.__name__}",
-            render_path(path),
-        )
+def _write(obj: Any, out: List[bytes], stack: List[List[Any]]) -> Optional[Iterator[Any]]:
+    """Write a scalar; for a container, return an iterator over its items (a dict's over
+    ``dict.items``, so that subclasses' overrides are not called) for ``write`` to open."""
+    while True:
+        t = type(obj)
+        if t is str:
+            _write_str_object(obj, out, stack)
+        elif t is dict:
+            return iter(dict.items(obj))
+        elif t is list or t is tuple:
+            items: Iterator[Any] = iter(obj)
+            return items
+        elif t is bool:
+            out.append(b"true" if obj else b"false")
+        elif t is int:
+            _write_int(obj, out, stack)
+        elif t is float:
+            _write_float(obj, out, stack)
+        elif obj is None:
+            out.append(b"null")
+        elif t is _message_type:
+            out.append(obj.raw)
+        elif isinstance(obj, enum.Enum):
+            obj = obj.value
+            continue
+        elif isinstance(obj, str):
+            _write_str_object(str.__str__(obj), out, stack)
+        elif isinstance(obj, int):
+            _write_int(obj, out, stack)
+        elif isinstance(obj, float):
+            _write_float(obj, out, stack)
+        elif isinstance(obj, dict):
+            return iter(dict.items(obj))
+        elif isinstance(obj, list):
+            return list.__iter__(obj)
+        elif isinstance(obj, tuple):
+            return tuple.__iter__(obj)
+        elif t is _Fragment:
+            out.append(_orjson_dumps(obj))
+        elif isinstance(obj, uuid.UUID):
+            out.append(b'"' + uuid.UUID.__str__(obj).encode("ascii") + b'"')
+        else:
+            raise encode_error(
+                "unsupported_type",
+                f"expected dict, list, tuple, str, int, float, bool or None, found {t.__name__}",
+                _path(stack),
+            )
+        return None
 
 
-def _write_int(v: int, out: List[bytes], path: List[Union[str, int]]) -> None:
+def _write_int(v: int, out: List[bytes], stack: List[List[Any]]) -> None:
     v = int(v)
     if _I64_MIN <= v <= _U64_MAX:
         out.append(_orjson_dumps(v))
@@ -130,52 +239,15 @@ def _write_int(v: int, out: List[bytes], path: List[Union[str, int]]) -> None:
         out.append(int.__repr__(v).encode("ascii"))
         return
     raise encode_error(
-        "int_too_large", f"expected an int of at most {MAX_INT_DIGITS} digits, found a larger one", render_path(path)
+        "int_too_large", f"expected an int of at most {MAX_INT_DIGITS} digits, found a larger one", _path(stack)
     )
 
 
-def _write_float(v: float, out: List[bytes], path: List[Union[str, int]]) -> None:
+def _write_float(v: float, out: List[bytes], stack: List[List[Any]]) -> None:
     v = float(v)
     if not math.isfinite(v):
-        raise encode_error("non_finite_float", f"expected a finite float, found {float.__repr__(v)}", render_path(path))
+        raise encode_error("non_finite_float", f"expected a finite float, found {float.__repr__(v)}", _path(stack))
     out.append(_orjson_dumps(v))
-
-
-def _enter(depth: int, path: List[Union[str, int]]) -> int:
-    depth += 1
-    if depth > MAX_DEPTH:
-        raise encode_error("depth_limit", f"nesting deeper than {MAX_DEPTH} levels", render_path(path))
-    return depth
-
-
-def _write_list(items: Any, out: List[bytes], path: List[Union[str, int]], depth: int) -> None:
-    depth = _enter(depth, path)
-    out.append(b"[")
-    for i, v in enumerate(items):
-        if i:
-            out.append(b",")
-        path.append(i)
-        _write(v, out, path, depth)
-        path.pop()
-    out.append(b"]")
-
-
-def _write_dict(d: Any, out: List[bytes], path: List[Union[str, int]], depth: int) -> None:
-    depth = _enter(depth, path)
-    out.append(b"{")
-    first = True
-    for k, v in dict.items(d):
-        if type(k) is not str:
-            raise encode_error("non_str_key", f"expected str dict keys, found {type(k).__name__}", render_path(path))
-        if not first:
-            out.append(b",")
-        first = False
-        _write_str_object(k, out, path)
-        out.append(b":")
-        path.append(k)
-        _write(v, out, path, depth)
-        path.pop()
-    out.append(b"}")
 
 
 def _default(obj: Any) -> Any:
@@ -206,11 +278,18 @@ def has_non_finite(obj: Any) -> bool:
     if isinstance(obj, float):
         return not math.isfinite(obj)
     if isinstance(obj, dict):
-        return any(has_non_finite(v) for v in dict.values(obj))
-    if isinstance(obj, list):
-        return any(has_non_finite(v) for v in list.__iter__(obj))
-    if isinstance(obj, tuple):
-        return any(has_non_finite(v) for v in tuple.__iter__(obj))
+        items: Iterable[Any] = dict.values(obj)
+    elif isinstance(obj, list):
+        items = list.__iter__(obj)
+    elif isinstance(obj, tuple):
+        items = tuple.__iter__(obj)
+    else:
+        return False
+    # A loop, not any() over a generator: that would take C stack per level (orjson took the value,
+    # so it nests at most 254 levels, but maybe on a small thread stack).
+    for v in items:  # noqa: SIM110 - as above
+        if has_non_finite(v):
+            return True
     return False
 
 

@@ -15,6 +15,7 @@ from typing import Any, List, Union
 import orjson
 
 from ..error import DecodeError, to_python
+from .cursor import MAX_DEPTH
 from .grammar import validate
 
 _TOKEN = re.compile(
@@ -103,10 +104,11 @@ def _exact(data: bytes) -> Any:
         return build(data)
 
 
-def parse_document(data: bytes) -> Union[Any, DecodeError]:
+def parse_document(data: bytes, max_depth: int = MAX_DEPTH) -> Union[Any, DecodeError]:
     """Parse after orjson refused `data`: the first error (DESIGN 2.1), or the value when the
-    grammar accepts what orjson refused (e.g. integers too large for a double)."""
-    err = validate(data)
+    grammar accepts what orjson refused (e.g. integers too large for a double, or a checkpoint
+    nested deeper than ``MAX_DEPTH``, with its own ``max_depth``)."""
+    err = validate(data, max_depth)
     if err is not None:
         return err
     return build(data)

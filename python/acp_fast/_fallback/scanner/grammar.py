@@ -53,16 +53,17 @@ def check_utf8(data: bytes) -> Optional[DecodeError]:
     return None
 
 
-def validate(data: bytes) -> Optional[DecodeError]:
+def validate(data: bytes, max_depth: int = MAX_DEPTH) -> Optional[DecodeError]:
     """Validate a whole document: UTF-8, BOM, grammar, nothing after the value. Returns the first
-    error (DESIGN 2.1) or None."""
+    error (DESIGN 2.1) or None. ``max_depth``: more than ``MAX_DEPTH`` for a checkpoint only (Rust
+    sets ``Scanner::max_depth``)."""
     err = check_utf8(data)
     if err is not None:
         return err
     if data.startswith(_BOM):
         return DecodeError.json("bom", "unexpected UTF-8 byte order mark", 0)
     try:
-        finish(data, parse_value(data, 0))
+        finish(data, parse_value(data, 0, max_depth))
     except _Fail as f:
         return f.err
     return None
@@ -72,7 +73,7 @@ def validate(data: bytes) -> Optional[DecodeError]:
 find_error = validate
 
 
-def parse_value(data: bytes, pos: int) -> int:
+def parse_value(data: bytes, pos: int, max_depth: int = MAX_DEPTH) -> int:
     """The value at `pos` (after whitespace), left to right with an explicit stack instead of
     recursion; returns the offset after it and the whitespace that follows."""
     n = len(data)
@@ -87,8 +88,8 @@ def parse_value(data: bytes, pos: int) -> int:
             raise _Fail(_unexpected(data, pos, "a JSON value"))
         c = data[pos]
         if c == 0x7B:  # {
-            if len(stack) >= MAX_DEPTH:
-                raise _Fail(DecodeError.json("depth_limit", f"nesting deeper than {MAX_DEPTH} levels", pos))
+            if len(stack) >= max_depth:
+                raise _Fail(DecodeError.json("depth_limit", f"nesting deeper than {max_depth} levels", pos))
             stack.append(c)
             pos = ws(data, pos + 1).end()  # type: ignore[union-attr]
             if pos < n and data[pos] == 0x7D:
@@ -100,8 +101,8 @@ def parse_value(data: bytes, pos: int) -> int:
             else:
                 raise _Fail(_unexpected(data, pos, "a string key"))
         elif c == 0x5B:  # [
-            if len(stack) >= MAX_DEPTH:
-                raise _Fail(DecodeError.json("depth_limit", f"nesting deeper than {MAX_DEPTH} levels", pos))
+            if len(stack) >= max_depth:
+                raise _Fail(DecodeError.json("depth_limit", f"nesting deeper than {max_depth} levels", pos))
             stack.append(c)
             pos = ws(data, pos + 1).end()  # type: ignore[union-attr]
             if pos < n and data[pos] == 0x5D:

@@ -14,8 +14,12 @@ from __future__ import annotations
 import binascii
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Type
 
-from ..encoder import dumps
-from ..scanner import loads
+from ...errors import DecodeError as PyDecodeError
+from ...errors import EncodeError
+from ..encoder import dumps, write
+from ..error import DecodeError, to_python
+from ..scanner import MAX_DEPTH as _FRAME_DEPTH
+from ..scanner import loads, parse_document, to_bytes
 from .evict import compact
 from .read import b64decode
 from .records import (
@@ -32,10 +36,16 @@ from .records import (
 if TYPE_CHECKING:
     from . import ToolCallStore
 
-__all__ = ["FORMAT", "from_json", "state", "to_json"]
+__all__ = ["FORMAT", "MAX_DEPTH", "from_json", "state", "to_json"]
 
 #: The ``format`` of a checkpoint.
 FORMAT = "acp-fast-state/1"
+
+#: Deepest nesting of a checkpoint: the one limit (``scanner.MAX_DEPTH``, what a frame may nest)
+#: and the levels a checkpoint adds around what a frame held: a record's members sit 5 levels
+#: deep (state, sessions, session, its map or list, the record), a value in a frame at least 1
+#: (``result``, ``error``). The values inside are never deeper than a frame could hold them.
+MAX_DEPTH = _FRAME_DEPTH + 4
 
 # `dumps` / `loads` take and give any JSON value (typed here for the calls below).
 _dumps: Callable[[Any], bytes] = dumps
@@ -101,8 +111,14 @@ def state(store: ToolCallStore) -> Dict[str, Any]:
 
 
 def to_json(store: ToolCallStore) -> bytes:
-    """The checkpoint document of ``store``: ``dumps(state())``."""
-    return _dumps(state(store))
+    """The checkpoint document of ``store``: ``dumps(state())``, with a checkpoint's nesting limit."""
+    doc = state(store)
+    try:
+        return _dumps(doc)
+    except EncodeError as e:
+        if e.kind != "depth_limit":  # pragma: no cover - the store holds JSON values only
+            raise
+    return write(doc, MAX_DEPTH)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -143,10 +159,25 @@ def _no_nulls(record: Dict[str, Any], path: str) -> None:
             raise _fail(f"{path}.{name}", "a value other than null", value)
 
 
+def _load(data: Any) -> Any:
+    """``loads``, with a checkpoint's nesting limit (Rust: ``Scanner::max_depth``)."""
+    try:
+        return _loads(data)
+    except PyDecodeError as e:
+        if e.kind != "depth_limit":
+            raise
+    raw = to_bytes(data, "from_json")
+    assert type(raw) is bytes  # `loads` took it
+    value = parse_document(raw, MAX_DEPTH)
+    if type(value) is DecodeError:
+        raise to_python(value, raw) from None
+    return value
+
+
 def from_json(cls: Type[ToolCallStore], data: Any) -> ToolCallStore:
     """Check the document ``data`` (bytes or str) and rebuild the store it describes. Checks and
     messages: DESIGN 7.8 (in Rust's order, so both report the same first problem)."""
-    doc = _object(_loads(data), "state")
+    doc = _object(_load(data), "state")
     fmt = _find(doc, "format", "state")
     if fmt != FORMAT:
         raise ValueError(f'expected "state.format" to be {FORMAT!r}, found {fmt!r}')
