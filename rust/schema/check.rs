@@ -172,7 +172,7 @@ impl<'a> Check<'a> {
             }
         }
         if n.open_prefix && e.ty == JsonType::String {
-            self.rule_hit |= super::rules::needs_prefix(self.schema, n, self.data, &e);
+            self.rule_hit |= needs_prefix(self.schema, n, self.data, &e);
         }
         true
     }
@@ -280,12 +280,39 @@ impl<'a> Check<'a> {
     }
 }
 
+/// (`rules.rs`) The constants an extensible enumeration lists.
+pub fn listed(c: &Compiled, n: &Node) -> Vec<Lit> {
+    let mut out = Vec::new();
+    for u in [&n.any_of, &n.one_of].into_iter().flatten() {
+        for &b in &u.branches {
+            if let [set] = c.nodes[b as usize].lits.as_slice() {
+                out.extend(set.iter().cloned());
+            }
+        }
+    }
+    out
+}
+
+/// (`rules.rs`) Is the string `e` a custom value (not listed) that does not begin with `_`?
+pub fn needs_prefix(c: &Compiled, n: &Node, data: &[u8], e: &Entry) -> bool {
+    if data.get(e.start as usize) == Some(&b'_') && !e.flag {
+        return false;
+    }
+    let mut scratch = Vec::new();
+    if string_text(data, e.str(), &mut scratch).first() == Some(&b'_') {
+        return false;
+    }
+    !listed(c, n)
+        .iter()
+        .any(|l| matches!(l, Lit::Str(s) if str_eq(data, e, s)))
+}
+
 /// Does the string entry equal `s`?
 #[inline(always)]
 pub fn str_eq(data: &[u8], e: &Entry, s: &str) -> bool {
     if e.flag {
         string_equals(data, e.str(), s.as_bytes())
     } else {
-        &data[e.start as usize..e.end as usize] == s.as_bytes()
+        super::tape::bytes_eq(&data[e.start as usize..e.end as usize], s.as_bytes())
     }
 }

@@ -30,6 +30,8 @@ mod tape;
 
 use std::collections::HashMap;
 
+use hashbrown::HashMap as FastMap;
+
 pub use compile::{Compiled, NodeId};
 pub use rules::{Conversation, CUSTOM_VALUE_PREFIX, TOOL_CALL_TITLE, UNEXPECTED_RESPONSE};
 pub use tape::Tape;
@@ -104,7 +106,7 @@ struct Method {
 pub struct Schema {
     pub version: u8,
     pub compiled: Compiled,
-    methods: HashMap<Box<str>, Method>,
+    methods: FastMap<Box<str>, Method>,
     ext_request: NodeId,
     ext_notification: NodeId,
     ext_response: NodeId,
@@ -181,7 +183,7 @@ impl Schema {
             };
             c.push(node, Some(label))
         };
-        let mut methods = HashMap::new();
+        let mut methods = FastMap::new();
         for (request, list) in [(true, &requests), (false, &notifications)] {
             for (name, params) in list.iter() {
                 let kind = if request { "request" } else { "notification" };
@@ -326,14 +328,16 @@ impl Schema {
             return;
         };
         let mut check = Check::new(&self.compiled, tape, data);
-        if !check.valid(node, at) {
+        let valid = check.valid(node, at);
+        if !valid {
             Explain {
                 check: &mut check,
                 out: &mut *out,
             }
             .node(node, at, path, "the message");
         }
-        if check.rule_hit {
+        // A failed verdict stopped early: it may not have met the values the rules look at.
+        if check.rule_hit || (!valid && self.version >= 2) {
             rules::custom_values(&mut check, node, at, path, out);
         }
     }
@@ -360,8 +364,8 @@ impl Schema {
                 return Some(ext);
             }
             let mut scratch = Vec::new();
-            let name = String::from_utf8_lossy(string_text(data, e.str(), &mut scratch)).into_owned();
-            if let Some(known) = self.methods.get(name.as_str()) {
+            let name = std::str::from_utf8(string_text(data, e.str(), &mut scratch)).unwrap_or_default();
+            if let Some(known) = self.methods.get(name) {
                 return Some(known.call);
             }
             if !name.starts_with('_') {

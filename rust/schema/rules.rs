@@ -15,8 +15,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::check::{str_eq, Check};
-use super::compile::{Compiled, Lit, Node, NodeId};
+use super::check::{listed, needs_prefix, Check};
+use super::compile::{Compiled, Lit, NodeId};
 use super::explain::{describe, lit_text, quote};
 use super::tape::{Entry, Tape};
 use super::{Problem, Schema, Severity};
@@ -41,33 +41,6 @@ pub fn mark(c: &mut Compiled, version: u8) {
             c.nodes[id as usize].open_prefix = true;
         }
     }
-}
-
-/// The constants an extensible enumeration lists.
-fn listed(c: &Compiled, n: &Node) -> Vec<Lit> {
-    let mut out = Vec::new();
-    for u in [&n.any_of, &n.one_of].into_iter().flatten() {
-        for &b in &u.branches {
-            if let [set] = c.nodes[b as usize].lits.as_slice() {
-                out.extend(set.iter().cloned());
-            }
-        }
-    }
-    out
-}
-
-/// Is the string `e` a custom value (not listed) that does not begin with `_`?
-pub fn needs_prefix(c: &Compiled, n: &Node, data: &[u8], e: &Entry) -> bool {
-    if data.get(e.start as usize) == Some(&b'_') && !e.flag {
-        return false;
-    }
-    let mut scratch = Vec::new();
-    if string_text(data, e.str(), &mut scratch).first() == Some(&b'_') {
-        return false;
-    }
-    !listed(c, n)
-        .iter()
-        .any(|l| matches!(l, Lit::Str(s) if str_eq(data, e, s)))
 }
 
 /// Report the custom values without `_` in a value valid against `id`, following the branches

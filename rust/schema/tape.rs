@@ -212,7 +212,13 @@ pub fn key_is(data: &[u8], e: &Entry, key: &[u8]) -> bool {
         return string_equals(data, e.key(), key);
     }
     let (s, t) = (e.key_start as usize, e.key_end as usize);
-    t - s == key.len() && &data[s..t] == key
+    t - s == key.len() && bytes_eq(&data[s..t], key)
+}
+
+/// Equal slices of equal length (keys are short: a loop beats a call to `memcmp`).
+#[inline(always)]
+pub fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
 }
 
 /// Indices of the children of a container.
