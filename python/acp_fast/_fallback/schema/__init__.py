@@ -32,7 +32,7 @@ _loads: Callable[[bytes], Any] = loads
 
 PathList = List[Union[str, int]]
 
-_EXTRA = "pip install 'acp-fast[schema]' (jsonschema-rs, or jsonschema)"
+_EXTRA = "pip install jsonschema-rs (or pip install 'acp-fast[schema]', or jsonschema)"
 
 
 def _engine() -> Tuple[str, Callable[[Dict[str, Any]], Callable[[Any], bool]]]:
