@@ -9,8 +9,11 @@
 //!
 //! Mirror: `_fallback/schema/check.py` (`valid`), over dicts and lists.
 
-use super::compile::{Compiled, Lit, Node, NodeId, Union, ARRAY, BOOLEAN, INTEGER, NULL, NUMBER, OBJECT, STRING};
-use super::tape::{key_is, Entry, Tape};
+use super::compile::{
+    prop_sig, Compiled, Lit, Node, NodeId, Union, ANY_TYPE, ARRAY, BOOLEAN, F_ARRAY, F_COMPOSITE, F_LITS, F_NUMBER,
+    F_OBJECT, F_STRING, INTEGER, NULL, NUMBER, OBJECT, STRING,
+};
+use super::tape::{bytes_eq, key_is, Entry, Tape};
 use crate::error::JsonType;
 use crate::scanner::{parse_i64, string_equals, string_text};
 
@@ -97,55 +100,58 @@ impl<'a> Check<'a> {
 
     /// Is the value at `at` valid against node `id`?
     pub fn valid(&mut self, id: NodeId, at: u32) -> bool {
-        let n = self.node(id);
-        if n.trivial {
+        let mut n = self.node(id);
+        if let Some(target) = n.forward {
+            n = self.node(target);
+        }
+        let f = n.flags;
+        if f == 0 && n.types == ANY_TYPE {
             return true;
         }
-        if n.never {
-            return false;
-        }
         let e = *self.tape.get(at);
+        // (`never` nodes have no type.)
         if n.types & type_bit(self.data, &e) == 0 {
             return false;
         }
-        if !n.lits.is_empty() && !n.lits.iter().all(|set| set.iter().any(|l| lit_eq(self.data, &e, l))) {
+        if f == 0 {
+            return true;
+        }
+        if f & F_LITS != 0 && !n.lits.iter().all(|set| set.iter().any(|l| lit_eq(self.data, &e, l))) {
             return false;
         }
-        match e.ty {
-            JsonType::Object => {
-                if !self.object(n, at) {
-                    return false;
-                }
+        let ok = match e.ty {
+            JsonType::Object => f & F_OBJECT == 0 || self.object(n, at),
+            JsonType::Array => f & F_ARRAY == 0 || self.array(n, at),
+            JsonType::String => f & F_STRING == 0 || self.string(n, &e),
+            JsonType::Number => f & F_NUMBER == 0 || self.bounds(n, at),
+            _ => true,
+        };
+        ok && (f & F_COMPOSITE == 0 || self.composite(n, &e, at))
+    }
+
+    fn array(&mut self, n: &Node, at: u32) -> bool {
+        if let Some(min) = n.min_items {
+            if self.tape.children(at).count() < min {
+                return false;
             }
-            JsonType::Array => {
-                if let Some(min) = n.min_items {
-                    if self.tape.children(at).count() < min {
-                        return false;
-                    }
-                }
-                if let Some(items) = n.items {
-                    for item in self.tape.children(at) {
-                        if !self.valid(items, item) {
-                            return false;
-                        }
-                    }
-                }
-            }
-            JsonType::String => {
-                if !self.string(n, &e) {
-                    return false;
-                }
-            }
-            JsonType::Number => {
-                if n.minimum.is_some() || n.maximum.is_some() {
-                    let f = self.tape.number(self.data, at);
-                    if n.minimum.is_some_and(|m| f < m) || n.maximum.is_some_and(|m| f > m) {
-                        return false;
-                    }
-                }
-            }
-            _ => {}
         }
+        if let Some(items) = n.items {
+            for item in self.tape.children(at) {
+                if !self.valid(items, item) {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    fn bounds(&self, n: &Node, at: u32) -> bool {
+        let f = self.tape.number(self.data, at);
+        !(n.minimum.is_some_and(|m| f < m) || n.maximum.is_some_and(|m| f > m))
+    }
+
+    /// `$ref`, `allOf`, `anyOf`, `oneOf`, `not` and the rule of `open_prefix`.
+    fn composite(&mut self, n: &'a Node, e: &Entry, at: u32) -> bool {
         if let Some(r) = n.reference {
             if !self.valid(r, at) {
                 return false;
@@ -157,12 +163,12 @@ impl<'a> Check<'a> {
             }
         }
         if let Some(u) = &n.any_of {
-            if !self.any_of(u, &e, at) {
+            if !self.any_of(u, e, at) {
                 return false;
             }
         }
         if let Some(u) = &n.one_of {
-            if self.count_valid(u, &e, at, 2) != 1 {
+            if self.count_valid(u, e, at, 2) != 1 {
                 return false;
             }
         }
@@ -172,7 +178,7 @@ impl<'a> Check<'a> {
             }
         }
         if n.open_prefix && e.ty == JsonType::String {
-            self.rule_hit |= needs_prefix(self.schema, n, self.data, &e);
+            self.rule_hit |= needs_prefix(self.schema, n, self.data, e);
         }
         true
     }
@@ -207,11 +213,19 @@ impl<'a> Check<'a> {
         let mut seen = 0u64;
         for child in self.tape.children(at) {
             let e = self.tape.get(child);
-            let target = match n
-                .properties
-                .iter()
-                .position(|(k, _)| key_is(self.data, e, k.as_bytes()))
-            {
+            let found = if e.key_escaped {
+                n.properties
+                    .iter()
+                    .position(|(k, _)| key_is(self.data, e, k.as_bytes()))
+            } else {
+                let key = &self.data[e.key_start as usize..e.key_end as usize];
+                let sig = prop_sig(key);
+                n.prop_sigs
+                    .iter()
+                    .zip(&n.properties)
+                    .position(|(&s, (k, _))| s == sig && bytes_eq(k.as_bytes(), key))
+            };
+            let target = match found {
                 Some(i) => {
                     seen |= 1u64.checked_shl(i as u32).unwrap_or(0);
                     Some(n.properties[i].1)
@@ -252,27 +266,42 @@ impl<'a> Check<'a> {
     }
 
     fn any_of(&mut self, u: &'a Union, e: &Entry, at: u32) -> bool {
-        if let (Some(tag), JsonType::Object) = (&u.tag, e.ty) {
-            if let Some(v) = self.tag_value(&tag.key, at) {
-                for (t, i) in &tag.tagged {
-                    if str_eq(self.data, &v, t) && self.valid(u.branches[*i], at) {
-                        return true;
-                    }
-                }
-            }
-            return tag.untagged.iter().any(|&i| self.valid(u.branches[i], at));
-        }
-        u.branches.iter().any(|&b| self.valid(b, at))
+        self.count_valid(u, e, at, 1) == 1
     }
 
     /// How many branches are valid, counting up to `limit`.
     pub fn count_valid(&mut self, u: &'a Union, e: &Entry, at: u32, limit: usize) -> usize {
+        if let Some(lits) = &u.lits {
+            let hits = lits.iter().filter(|l| lit_eq(self.data, e, l)).count();
+            return hits.min(limit);
+        }
         let mut count = 0;
-        for i in self.candidates(u, e, at) {
-            if self.valid(u.branches[i], at) {
+        if let (Some(tag), JsonType::Object) = (&u.tag, e.ty) {
+            if let Some(v) = self.tag_value(&tag.key, at) {
+                for (t, i) in &tag.tagged {
+                    if str_eq(self.data, &v, t) && self.valid(u.branches[*i], at) {
+                        count += 1;
+                        if count >= limit {
+                            return count;
+                        }
+                    }
+                }
+            }
+            for &i in &tag.untagged {
+                if self.valid(u.branches[i], at) {
+                    count += 1;
+                    if count >= limit {
+                        return count;
+                    }
+                }
+            }
+            return count;
+        }
+        for &b in &u.branches {
+            if self.valid(b, at) {
                 count += 1;
                 if count >= limit {
-                    break;
+                    return count;
                 }
             }
         }

@@ -13,7 +13,10 @@
 //! `"sessionUpdate": "tool_call"`, ...) get a [`Tag`]: the checks go straight to the branch the
 //! tag names instead of trying every branch.
 //!
-//! Mirror: `_fallback/schema/compile.py`, the same nodes as Python objects.
+//! Mirror: `_fallback/schema/compile.py`, the same nodes as Python objects. Rust only, on
+//! purpose: the shortcuts of the verdict (`flags`, `forward`, `prop_sigs`, `required_mask` /
+//! `required_other`, `Union::lits`), which the fallback's verdict (jsonschema-rs or jsonschema)
+//! has no use for.
 
 use std::collections::HashMap;
 
@@ -43,6 +46,15 @@ pub const TYPE_NAMES: [(u8, &str); 7] = [
     (BOOLEAN, "boolean"),
     (NULL, "null"),
 ];
+
+/// `Node::flags`.
+pub const F_LITS: u16 = 1;
+pub const F_OBJECT: u16 = 2;
+pub const F_ARRAY: u16 = 4;
+pub const F_STRING: u16 = 8;
+pub const F_NUMBER: u16 = 16;
+/// `$ref`, `allOf`, `anyOf`, `oneOf`, `not` or the rule of `open_prefix`.
+pub const F_COMPOSITE: u16 = 32;
 
 /// A `const` / `enum` value.
 #[derive(Debug, Clone, PartialEq)]
@@ -77,6 +89,12 @@ pub struct Node {
     pub required_mask: u64,
     /// ... and the others.
     pub required_other: Vec<Box<str>>,
+    /// `prop_sig(key)` of each of `properties`: a member whose signature differs is not it.
+    pub prop_sigs: Vec<u32>,
+    /// Which groups of keywords the node has (`F_*`): the verdict skips the others at once.
+    pub flags: u16,
+    /// A node that only refers to another (`{"allOf": [{"$ref": ...}]}`): the verdict of that one.
+    pub forward: Option<NodeId>,
     /// `additionalProperties` (None: any member is allowed).
     pub additional: Option<NodeId>,
     pub items: Option<NodeId>,
@@ -99,6 +117,8 @@ pub struct Node {
 pub struct Union {
     pub branches: Vec<NodeId>,
     pub tag: Option<Tag>,
+    /// Every branch is one constant (`{"type": "string", "const": "read"}`): the constants.
+    pub lits: Option<Vec<Lit>>,
 }
 
 /// A union of objects told apart by one member holding a string constant.
@@ -277,7 +297,8 @@ impl Compiler<'_> {
                 "required" => {
                     let names: Vec<u32> = self.tape.children(member).collect();
                     for name in names {
-                        let name = self.text(&*self.tape.get(name));
+                        let e = *self.tape.get(name);
+                        let name = self.text(&e);
                         n.required.push(name.into());
                     }
                 }
@@ -297,13 +318,13 @@ impl Compiler<'_> {
                 "anyOf" => {
                     n.any_of = Some(Union {
                         branches: self.list(member, "anyOf")?,
-                        tag: None,
+                        ..Union::default()
                     })
                 }
                 "oneOf" => {
                     n.one_of = Some(Union {
                         branches: self.list(member, "oneOf")?,
-                        tag: None,
+                        ..Union::default()
                     })
                 }
                 "not" => n.not = Some(self.add(member)?),
@@ -334,7 +355,13 @@ impl Compiler<'_> {
             JsonType::String => vec![self.text(&e)],
             JsonType::Array => {
                 let items: Vec<u32> = self.tape.children(at).collect();
-                items.into_iter().map(|i| self.text(&*self.tape.get(i))).collect()
+                items
+                    .into_iter()
+                    .map(|i| {
+                        let e = *self.tape.get(i);
+                        self.text(&e)
+                    })
+                    .collect()
             }
             _ => return Err("type must be a string or an array".to_owned()),
         };
@@ -378,8 +405,42 @@ impl Node {
 }
 
 impl Node {
-    /// Fill `required_mask` and `required_other` from `required` and `properties`.
+    /// Compute `flags` (after the node is complete; again when `open_prefix` changes).
+    pub fn index_flags(&mut self) {
+        let mut f = 0;
+        if !self.lits.is_empty() {
+            f |= F_LITS;
+        }
+        if !self.required.is_empty() || !self.properties.is_empty() || self.additional.is_some() {
+            f |= F_OBJECT;
+        }
+        if self.min_items.is_some() || self.items.is_some() {
+            f |= F_ARRAY;
+        }
+        if self.min_length.is_some() || self.pattern.is_some() {
+            f |= F_STRING;
+        }
+        if self.minimum.is_some() || self.maximum.is_some() {
+            f |= F_NUMBER;
+        }
+        if self.reference.is_some()
+            || !self.all_of.is_empty()
+            || self.any_of.is_some()
+            || self.one_of.is_some()
+            || self.not.is_some()
+            || self.open_prefix
+        {
+            f |= F_COMPOSITE;
+        }
+        self.flags = f;
+        if self.never {
+            self.types = 0;
+        }
+    }
+
+    /// Fill `required_mask`, `required_other` and `prop_sigs` from `required` and `properties`.
     fn index_required(&mut self) {
+        self.prop_sigs = self.properties.iter().map(|(k, _)| prop_sig(k.as_bytes())).collect();
         self.required_mask = 0;
         self.required_other.clear();
         for name in &self.required {
@@ -396,6 +457,7 @@ impl Compiled {
     pub fn push(&mut self, mut node: Node, label: Option<String>) -> NodeId {
         node.trivial = node.is_trivial_shape();
         node.index_required();
+        node.index_flags();
         if let Some(label) = label {
             node.def = Some(self.def_names.len());
             self.def_names.push(label.into());
@@ -407,20 +469,72 @@ impl Compiled {
     /// Add a union of `branches` (tagged when they are).
     pub fn push_union(&mut self, branches: Vec<NodeId>) -> NodeId {
         let tag = union_tag(self, &branches);
+        let lits = branches.iter().map(|&b| self.nodes[b as usize].only_lit()).collect();
         let node = Node {
             types: ANY_TYPE,
-            any_of: Some(Union { branches, tag }),
+            any_of: Some(Union { branches, tag, lits }),
             ..Node::default()
         };
         self.push(node, None)
     }
 }
 
-/// After all nodes exist: which are trivial, and the tags of the unions.
+/// A key's length, first and last bytes in one word (`Check::object` compares these first).
+#[inline(always)]
+pub fn prop_sig(key: &[u8]) -> u32 {
+    match key {
+        [] => 0,
+        [first, .., last] => (key.len() as u32) << 16 | u32::from(*first) << 8 | u32::from(*last),
+        [only] => 1 << 16 | u32::from(*only) << 8 | u32::from(*only),
+    }
+}
+
+impl Node {
+    /// Only a reference to one other node (nothing else asserted, not a union).
+    fn wrapped(&self) -> Option<NodeId> {
+        let mut bare = self.clone();
+        let target = match (bare.reference.take(), bare.all_of.as_slice()) {
+            (Some(r), []) => r,
+            (None, [a]) => *a,
+            _ => return None,
+        };
+        bare.all_of.clear();
+        (bare.is_trivial_shape() && !bare.open_prefix).then_some(target)
+    }
+
+    /// The single constant of a branch that allows nothing else, if it is one.
+    fn only_lit(&self) -> Option<Lit> {
+        let [set] = self.lits.as_slice() else { return None };
+        let [lit] = set.as_slice() else { return None };
+        let mut bare = self.clone();
+        bare.lits.clear();
+        let fits = match lit {
+            Lit::Str(_) => bare.types & STRING != 0,
+            Lit::Int(_) => bare.types & INTEGER != 0,
+            _ => false,
+        };
+        bare.types = ANY_TYPE;
+        (fits && bare.is_trivial_shape() && !bare.open_prefix).then(|| lit.clone())
+    }
+}
+
+/// After all nodes exist: which are trivial, which only forward, and the unions' tags and
+/// constants.
 fn finish(c: &mut Compiled) {
     for node in &mut c.nodes {
         node.trivial = node.is_trivial_shape();
         node.index_required();
+        node.index_flags();
+    }
+    for i in 0..c.nodes.len() {
+        let mut target = c.nodes[i].wrapped();
+        for _ in 0..16 {
+            match target.and_then(|t| c.nodes[t as usize].wrapped()) {
+                Some(next) => target = Some(next),
+                None => break,
+            }
+        }
+        c.nodes[i].forward = target;
     }
     for i in 0..c.nodes.len() {
         for one in [false, true] {
@@ -429,9 +543,11 @@ fn finish(c: &mut Compiled) {
                 None => continue,
             };
             let tag = union_tag(c, &branches);
+            let lits = branches.iter().map(|&b| c.nodes[b as usize].only_lit()).collect();
             let node = &mut c.nodes[i];
             if let Some(u) = if one { &mut node.one_of } else { &mut node.any_of } {
                 u.tag = tag;
+                u.lits = lits;
             }
         }
     }

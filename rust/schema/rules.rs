@@ -38,7 +38,10 @@ pub fn mark(c: &mut Compiled, version: u8) {
     }
     for name in PREFIXED_ENUMS {
         if let Some(&id) = c.defs.get(name) {
-            c.nodes[id as usize].open_prefix = true;
+            let node = &mut c.nodes[id as usize];
+            node.open_prefix = true;
+            node.forward = None;
+            node.index_flags();
         }
     }
 }
@@ -117,9 +120,13 @@ pub fn custom_values(check: &mut Check<'_>, id: NodeId, at: u32, path: &mut Vec<
 /// and id) and the tool calls already reported (by session and id).
 #[derive(Debug, Default)]
 pub struct Conversation {
-    pending: HashMap<(Option<Box<str>>, Vec<u8>), Box<str>>,
+    /// By id: (sender, method) of each pending request, in the order they were made.
+    pending: HashMap<Vec<u8>, Vec<Pending>>,
     tool_calls: HashSet<(Vec<u8>, Vec<u8>)>,
 }
+
+/// A pending request: who sent it (`None`: not said) and its method.
+type Pending = (Option<Box<str>>, Box<str>);
 
 /// An id as a key: its type and its text (`1` and `"1"` differ).
 fn id_key(data: &[u8], e: &Entry) -> Vec<u8> {
@@ -205,19 +212,27 @@ impl Conversation {
         if tape.member(data, at, b"method").is_some() {
             if let (Some(method), Some(id)) = (&method, &id) {
                 let method: Box<str> = String::from_utf8_lossy(method).into();
-                self.pending.insert((sender.map(Box::from), id.clone()), method);
+                let from = sender.map(Box::from);
+                let list = self.pending.entry(id.clone()).or_default();
+                match list.iter_mut().find(|(s, _)| *s == from) {
+                    Some(entry) => entry.1 = method,
+                    None => list.push((from, method)),
+                }
             }
             if method.as_deref() == Some(b"session/update") {
                 self.tool_call(data, tape, at, &path, out);
             }
         } else if let Some(id) = &id {
-            let found = self
-                .pending
-                .keys()
-                .find(|(s, i)| i == id && (sender.is_none() || s.as_deref() != sender))
-                .cloned();
+            let list = self.pending.get_mut(id);
+            let found = list.and_then(|list| {
+                let at = list.iter().position(|(s, _)| sender.is_none() || s.as_deref() != sender)?;
+                Some(list.remove(at).1)
+            });
+            if self.pending.get(id).is_some_and(Vec::is_empty) {
+                self.pending.remove(id);
+            }
             match found {
-                Some(key) => hint = self.pending.remove(&key),
+                Some(method) => hint = Some(method),
                 None => {
                     let shown = tape
                         .member(data, at, b"id")

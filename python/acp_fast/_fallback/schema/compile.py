@@ -4,7 +4,9 @@
 Mirror of ``rust/schema/compile.rs``: the same keywords (anything else is an error), the same
 annotations skipped, the same tags of unions. Differences on purpose: the document comes in as
 the dict ``json.loads`` made (Rust: the text, read into a tape), and regular expressions are
-Python's ``re`` (Rust: ``regex-lite``), both searching anywhere in the string.
+Python's ``re`` (Rust: ``regex-lite``), both searching anywhere in the string; the shortcuts of
+the Rust verdict (``flags``, ``forward``, ``prop_sigs``, ``required_mask``, ``Union::lits``) are
+not here.
 """
 
 from __future__ import annotations

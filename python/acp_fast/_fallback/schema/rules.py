@@ -99,7 +99,8 @@ class Conversation:
     already reported (by session and id)."""
 
     def __init__(self) -> None:
-        self.pending: Dict[Tuple[Optional[str], Tuple[str, Any]], str] = {}
+        #: By id: [sender, method] of each pending request, in the order they were made.
+        self.pending: Dict[Tuple[str, Any], List[List[Optional[str]]]] = {}
         self.tool_calls: Set[Tuple[str, str]] = set()
 
     def check(self, schema: Schema, frame: Any, sender: Optional[str]) -> List[SchemaProblem]:
@@ -124,15 +125,23 @@ class Conversation:
         hint: Optional[str] = None
         if "method" in msg:
             if isinstance(method, str) and "id" in msg:
-                self.pending[(sender, _id_key(msg["id"]))] = method
+                entries = self.pending.setdefault(_id_key(msg["id"]), [])
+                same = next((entry for entry in entries if entry[0] == sender), None)
+                if same is not None:
+                    same[1] = method
+                else:
+                    entries.append([sender, method])
             if method == "session/update":
                 self._tool_call(msg, path, out)
         elif "id" in msg:
             key = _id_key(msg["id"])
-            found = next((k for k in self.pending if k[1] == key and (sender is None or k[0] != sender)), None)
-            if found is not None:
-                hint = self.pending.pop(found)
-            else:
+            entries = self.pending.get(key, [])
+            at = next((i for i, entry in enumerate(entries) if sender is None or entry[0] != sender), None)
+            if at is not None:
+                hint = entries.pop(at)[1]
+            if not entries:
+                self.pending.pop(key, None)
+            if at is None:
                 out.append(
                     explain.problem(
                         path + ["id"],
