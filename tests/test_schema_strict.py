@@ -396,3 +396,52 @@ def test_fallback_without_engines_names_the_extra(monkeypatch):
             fallback.validate_schema(b"{}")
     finally:
         fallback.engine_name.cache_clear()
+
+
+# --------------------------------------------------------------------------------------------
+# acp-fast proxy --strict-schema
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend_name", ["rust", "python"])
+def test_proxy_strict_schema(tmp_path, backend_name):
+    import os
+    import subprocess
+
+    if backend_name == "rust":
+        from conftest import require_native
+
+        require_native()
+    good = B.request(1, "session/prompt", {"sessionId": "s", "prompt": []})
+    bad = B.request(2, "session/prompt", {"sessionId": 5, "prompt": []})
+    agent_bad = B.notification("session/update", {"sessionId": "s", "update": {"sessionUpdate": "nope"}})
+    agent = tmp_path / "agent.py"
+    agent.write_text(
+        "import sys\n"
+        "for line in sys.stdin.buffer:\n"
+        "    sys.stdout.buffer.write(line)\n"
+        f"    sys.stdout.buffer.write({agent_bad!r})\n"
+        "    sys.stdout.buffer.flush()\n"
+    )
+    env = {**os.environ, "ACP_FAST_BACKEND": backend_name}
+    run = [sys.executable, "-m", "acp_fast.cli", "proxy"]
+    done = subprocess.run(
+        [*run, "--strict-schema", "--", sys.executable, str(agent)],
+        input=good + bad,
+        capture_output=True,
+        env=env,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines(keepends=True)
+    # the good request went to the agent (echoed back); the bad one was answered, never forwarded
+    assert lines.count(good) == 1 and bad not in lines
+    answers = [json.loads(line) for line in lines if b'"error"' in line]
+    assert [(a["id"], a["error"]["code"]) for a in answers] == [(2, -32602)]
+    assert answers[0]["error"]["message"].startswith('expected "params.sessionId" to be string, found number 5')
+    # the agent's invalid notification was diverted to stderr, not forwarded
+    assert agent_bad not in lines and agent_bad in done.stderr
+    lax = subprocess.run(
+        [*run, "--", sys.executable, str(agent)], input=good + bad, capture_output=True, env=env, timeout=60
+    )
+    assert lax.stdout.splitlines(keepends=True) == [good, agent_bad, bad, agent_bad]
