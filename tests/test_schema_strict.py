@@ -445,3 +445,43 @@ def test_proxy_strict_schema(tmp_path, backend_name):
         [*run, "--", sys.executable, str(agent)], input=good + bad, capture_output=True, env=env, timeout=60
     )
     assert lax.stdout.splitlines(keepends=True) == [good, agent_bad, bad, agent_bad]
+
+
+# --------------------------------------------------------------------------------------------
+# FrameDecoder(strict_schema=...)
+# --------------------------------------------------------------------------------------------
+
+
+def test_frame_decoder_strict_schema(backend):
+    prompt_bad = B.request(3, "session/prompt", {"sessionId": 5, "prompt": []})
+    stream = (
+        B.request(1, "initialize", {"protocolVersion": 2})
+        + B.response(1, {"protocolVersion": 2, "agentCapabilities": {}})
+        + B.notification(
+            "session/update",
+            {"sessionId": "s", "update": {"sessionUpdate": "tool_call_update", "toolCallId": "t", "kind": "mine"}},
+        )
+        + prompt_bad
+        + b'{"jsonrpc":"2.0","id":9,"result":{}}\n'
+        + b"not json\n"
+    )
+    plain = backend.FrameDecoder().feed(stream)
+    assert [type(r).__name__ for r in plain] == ["Message"] * 5 + ["DecodeError"]
+    strict = backend.FrameDecoder(strict_schema=True).feed(stream)
+    kinds = [(r.kind, r.code, r.line) if isinstance(r, acp_fast.DecodeError) else r.kind for r in strict]
+    assert kinds == [
+        "request",
+        "response",
+        ("schema", -32602, 3),  # v2 (from the initialize answer): custom kinds need "_"
+        ("schema", -32602, 4),
+        ("schema", -32602, 5),  # nothing asked for id 9
+        ("unexpected_character", -32700, 6),
+    ]
+    assert [p.rule for p in strict[2].problems] == ["custom-value-prefix"]
+    assert strict[3].raw == prompt_bad[:-1] and strict[3].problems[0].path == "params.sessionId"
+    assert str(strict[3]).startswith('expected "params.sessionId" to be string, found number 5')
+    # fixed at v1: the v2 custom kind is a schema error there
+    fixed = backend.FrameDecoder(strict_schema=1).feed(stream)
+    assert [p.rule for p in fixed[2].problems] == ["schema"]
+    with pytest.raises(ValueError):
+        backend.FrameDecoder(strict_schema=3)

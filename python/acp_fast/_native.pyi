@@ -161,8 +161,13 @@ class FrameDecoder:
     ``raw``). Blank lines are skipped but counted; ``\\r\\n`` endings are accepted; a line longer
     than ``max_frame_bytes`` yields one error and the decoder resynchronises at the next newline."""
 
-    def __new__(cls, *, max_frame_bytes: Optional[int] = 67108864) -> FrameDecoder:
-        """A decoder holding at most ``max_frame_bytes`` of a partial line."""
+    def __new__(
+        cls, *, max_frame_bytes: Optional[int] = 67108864, strict_schema: Union[bool, int, None] = False
+    ) -> FrameDecoder:
+        """A decoder holding at most ``max_frame_bytes`` of a partial line. With ``strict_schema``
+        (True: the protocol version of the ``initialize`` answer, 1 until then; or 1 / 2), every
+        frame is also checked as :class:`SchemaValidator` does, and one with errors comes out as
+        a :class:`DecodeError` of kind ``schema`` (code -32602) whose ``problems`` lists them."""
     def feed(self, data: _Buffer) -> List[_FeedResult]:
         """Feed bytes; returns the results of every line completed by them, in order."""
     def finish(self) -> List[_FeedResult]:

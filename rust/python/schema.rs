@@ -10,11 +10,11 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple, PyType};
 
 use super::convert::dumps_bytes;
-use super::errors::{decode_error, Origin};
+use super::errors::{decode_error, decode_error_type, Origin};
 use super::frames::{source_of, PyMessage};
 use crate::encoder::PathItem;
 use crate::message::strip_line_ending;
-use crate::schema::{render, Conversation, Problem, Schema, Tape};
+use crate::schema::{render, Conversation, Problem, Schema, Severity, Tape};
 
 static SCHEMAS: [PyOnceLock<Schema>; 4] = [
     PyOnceLock::new(),
@@ -182,6 +182,81 @@ impl PySchemaValidator {
             Ok(found) => problems(py, found),
             Err(err) => Err(decode_error(py, &err, Origin::Document(data), None)),
         }
+    }
+}
+
+/// The `strict_schema` option of `FrameDecoder`: every decoded message (or batch) goes through a
+/// conversation check; a frame with errors comes out as a `DecodeError` of kind `schema` (code
+/// -32602, the first problem as its message, all of them in `problems`).
+pub struct Strict {
+    /// The fixed protocol version, or None to follow the `initialize` answer (1 until then).
+    fixed: Option<usize>,
+    conversation: Conversation,
+}
+
+impl Strict {
+    /// `strict_schema`: False / None (off), True (follow the negotiation) or 1 / 2 (fixed).
+    pub fn from_arg(arg: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Self>> {
+        let Some(arg) = arg else { return Ok(None) };
+        if arg.is_none() || arg.is_instance_of::<pyo3::types::PyBool>() {
+            return Ok(arg.is_truthy()?.then(|| Self {
+                fixed: None,
+                conversation: Conversation::new(),
+            }));
+        }
+        match arg.extract::<i64>() {
+            Ok(v @ (1 | 2)) => Ok(Some(Self {
+                fixed: Some(v as usize),
+                conversation: Conversation::new(),
+            })),
+            _ => Err(PyValueError::new_err(format!(
+                "expected strict_schema to be a bool, 1 or 2, found {}",
+                arg.repr()?
+            ))),
+        }
+    }
+
+    /// Check the results of a `feed` / `finish`, replacing the frames that fail.
+    pub fn apply(&mut self, py: Python<'_>, results: &Bound<'_, PyList>) -> PyResult<()> {
+        for index in 0..results.len() {
+            let item = results.get_item(index)?;
+            let raw = if let Ok(m) = item.cast::<PyMessage>() {
+                PyBytes::new(py, m.get().raw_bytes(py))
+            } else if item.is_instance_of::<PyList>() {
+                item.getattr(pyo3::intern!(py, "raw"))?.cast_into::<PyBytes>()?
+            } else {
+                continue; // a DecodeError already
+            };
+            let version = self
+                .fixed
+                .or(self.conversation.negotiated.map(usize::from))
+                .unwrap_or(1);
+            let schema = schema(py, (version - 1) * 2)?;
+            let found = {
+                let mut tape = TAPE.lock().unwrap_or_else(|e| e.into_inner());
+                self.conversation.check(schema, raw.as_bytes(), None, &mut tape)
+            };
+            let Ok(found) = found else { continue };
+            let errors: Vec<Problem> = found.into_iter().filter(|p| p.severity == Severity::Error).collect();
+            if errors.is_empty() {
+                continue;
+            }
+            let more = if errors.len() > 1 {
+                format!(" (and {} more)", errors.len() - 1)
+            } else {
+                String::new()
+            };
+            let kwargs = PyDict::new(py);
+            kwargs.set_item("code", crate::error::INVALID_PARAMS)?;
+            kwargs.set_item("kind", "schema")?;
+            kwargs.set_item("line", item.getattr(pyo3::intern!(py, "line"))?)?;
+            kwargs.set_item("raw", &raw)?;
+            let message = format!("{}{more}", errors[0].message);
+            let error = decode_error_type(py)?.call((message,), Some(&kwargs))?;
+            error.setattr("problems", problems(py, errors)?)?;
+            results.set_item(index, error)?;
+        }
+        Ok(())
     }
 }
 

@@ -123,6 +123,9 @@ pub struct Conversation {
     /// By id: (sender, method) of each pending request, in the order they were made.
     pending: HashMap<Vec<u8>, Vec<Pending>>,
     tool_calls: HashSet<(Vec<u8>, Vec<u8>)>,
+    /// The protocol version of the answer to `initialize` (1 for an answer of 1 or less, else 2),
+    /// once there was one: for callers that follow the negotiation.
+    pub negotiated: Option<u8>,
 }
 
 /// A pending request: who sent it (`None`: not said) and its method.
@@ -225,7 +228,9 @@ impl Conversation {
         } else if let Some(id) = &id {
             let list = self.pending.get_mut(id);
             let found = list.and_then(|list| {
-                let at = list.iter().position(|(s, _)| sender.is_none() || s.as_deref() != sender)?;
+                let at = list
+                    .iter()
+                    .position(|(s, _)| sender.is_none() || s.as_deref() != sender)?;
                 Some(list.remove(at).1)
             });
             if self.pending.get(id).is_some_and(Vec::is_empty) {
@@ -251,7 +256,27 @@ impl Conversation {
                 }
             }
         }
+        if hint.as_deref() == Some("initialize") {
+            self.learn_version(data, tape, at);
+        }
         schema.message(data, tape, at, hint.as_deref(), &mut path, out);
+    }
+
+    fn learn_version(&mut self, data: &[u8], tape: &Tape, at: u32) {
+        let Some(result) = tape
+            .member(data, at, b"result")
+            .filter(|&r| tape.get(r).ty == JsonType::Object)
+        else {
+            return;
+        };
+        let Some(v) = tape.member(data, result, b"protocolVersion").map(|v| *tape.get(v)) else {
+            return;
+        };
+        if v.ty == JsonType::Number && v.flag {
+            let lexeme = &data[v.start as usize..v.end as usize];
+            let low = lexeme.first() == Some(&b'-') || lexeme == b"0" || lexeme == b"1";
+            self.negotiated = Some(if low { 1 } else { 2 });
+        }
     }
 
     fn tool_call(&mut self, data: &[u8], tape: &Tape, at: u32, path: &[PathItem], out: &mut Vec<Problem>) {

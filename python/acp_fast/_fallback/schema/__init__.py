@@ -17,6 +17,7 @@ from functools import cache
 from importlib import resources
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
+from ...errors import DecodeError
 from ...problems import SchemaProblem
 from ..encoder import dumps
 from ..scanner import loads
@@ -25,7 +26,7 @@ from .check import Check
 from .compile import ANY_TYPE, OBJECT, STRING, Node, compile_schema
 from .explain import Explain, describe, problem, quote
 
-__all__ = ["Schema", "schema", "validate_schema", "SchemaValidator", "engine_name"]
+__all__ = ["Schema", "schema", "validate_schema", "SchemaValidator", "Strict", "engine_name"]
 
 #: ``loads`` of the fallback (its signature is a comment, for the native one): typed here.
 _loads: Callable[[bytes], Any] = loads
@@ -334,3 +335,36 @@ class SchemaValidator:
     def validate(self, message: Any, *, sender: Optional[str] = None) -> List[SchemaProblem]:
         """The problems of the next message; ``sender`` names the side it comes from."""
         return self._conversation.check(self._schema, _parse(message), sender)
+
+
+class Strict:
+    """The ``strict_schema`` option of ``FrameDecoder`` (Rust: ``Strict`` in
+    ``rust/python/schema.rs``): every decoded message (or batch) goes through a conversation
+    check; a frame with errors comes out as a ``DecodeError`` of kind ``schema`` (code -32602, the
+    first problem as its message, all of them in ``problems``)."""
+
+    def __init__(self, arg: Any) -> None:
+        if arg is True:
+            self.fixed: Optional[int] = None
+        elif not isinstance(arg, bool) and arg in (1, 2):
+            self.fixed = int(arg)
+        else:
+            raise ValueError(f"expected strict_schema to be a bool, 1 or 2, found {arg!r}")
+        engine_name()
+        self.conversation = rules.Conversation()
+
+    def apply(self, results: List[Any]) -> None:
+        """Check the results of a ``feed`` / ``finish``, replacing the frames that fail."""
+        for index, item in enumerate(results):
+            if isinstance(item, DecodeError):
+                continue
+            raw = item.raw
+            version = self.fixed or self.conversation.negotiated or 1
+            found = self.conversation.check(schema(version, False), _loads(raw), None)
+            errors = [p for p in found if p.severity == "error"]
+            if not errors:
+                continue
+            more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+            error = DecodeError(errors[0].message + more, code=-32602, kind="schema", line=item.line, raw=raw)
+            error.problems = errors  # type: ignore[attr-defined]  # the list, for whoever wants it
+            results[index] = error

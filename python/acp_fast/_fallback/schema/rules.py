@@ -102,6 +102,9 @@ class Conversation:
         #: By id: [sender, method] of each pending request, in the order they were made.
         self.pending: Dict[Tuple[str, Any], List[List[Optional[str]]]] = {}
         self.tool_calls: Set[Tuple[str, str]] = set()
+        #: The protocol version of the answer to ``initialize`` (1 for an answer of 1 or less,
+        #: else 2), once there was one: for callers that follow the negotiation.
+        self.negotiated: Optional[int] = None
 
     def check(self, schema: Schema, frame: Any, sender: Optional[str]) -> List[SchemaProblem]:
         """The problems of one parsed frame, ``sender`` being the side it comes from."""
@@ -150,7 +153,15 @@ class Conversation:
                         rule=UNEXPECTED_RESPONSE,
                     )
                 )
+        if hint == "initialize":
+            self._learn_version(msg)
         schema.message(msg, hint, path, out)
+
+    def _learn_version(self, msg: Dict[str, Any]) -> None:
+        result = msg.get("result")
+        version = result.get("protocolVersion") if isinstance(result, dict) else None
+        if isinstance(version, int) and not isinstance(version, bool):
+            self.negotiated = 1 if version <= 1 else 2
 
     def _tool_call(self, msg: Dict[str, Any], path: PathList, out: List[SchemaProblem]) -> None:
         params = msg.get("params")
