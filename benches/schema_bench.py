@@ -129,12 +129,20 @@ def contenders(profile: str, n: int, slow: int) -> List[Tuple[str, int, Callable
     try:
         import jsonschema_rs
 
-        out.append(("jsonschema-rs: orjson.loads + is_valid", n, by_definition(version, data, jsonschema_rs.Draft202012Validator)))
+        out.append(
+            (
+                "jsonschema-rs: orjson.loads + is_valid",
+                n,
+                by_definition(version, data, jsonschema_rs.Draft202012Validator),
+            )
+        )
     except ImportError:
         print("jsonschema-rs is not installed: skipped", file=sys.stderr)
     import jsonschema
 
-    out.append(("jsonschema: orjson.loads + is_valid", slow, by_definition(version, few, jsonschema.Draft202012Validator)))
+    out.append(
+        ("jsonschema: orjson.loads + is_valid", slow, by_definition(version, few, jsonschema.Draft202012Validator))
+    )
     return out
 
 
@@ -161,9 +169,13 @@ def main(argv: Optional[List[str]] = None) -> int:
                     times[name].append((time.perf_counter() - t) / count)
         finally:
             gc.enable()
-        base = statistics.median(times["jsonschema-rs: orjson.loads + is_valid"]) if "jsonschema-rs: orjson.loads + is_valid" in times else None
+        base = (
+            statistics.median(times["jsonschema-rs: orjson.loads + is_valid"])
+            if "jsonschema-rs: orjson.loads + is_valid" in times
+            else None
+        )
         print(f"\n{profile} ({args.frames} frames; slow contenders {args.slow_frames}), median of {args.rounds} rounds")
-        print(f"| contender | per frame | messages/s | vs jsonschema-rs |\n|---|---:|---:|---:|")
+        print("| contender | per frame | messages/s | vs jsonschema-rs |\n|---|---:|---:|---:|")
         for name, _, _ in runs:
             per = statistics.median(times[name])
             ratio = f"{base / per:.2f}x" if base else "-"

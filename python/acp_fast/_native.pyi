@@ -316,7 +316,8 @@ class SchemaValidator:
     what came before (a response must answer a request that was made; a tool call's first report
     SHOULD have a title: a warning)."""
 
-    def __init__(self, *, protocol_version: Optional[int] = None, unstable: bool = False) -> None: ...
+    def __new__(cls, *, protocol_version: Optional[int] = None, unstable: bool = False) -> SchemaValidator:
+        """A validator of a conversation of protocol ``protocol_version`` (1 when None)."""
     def validate(
         self, message: Union[_Buffer, Message, Batch, Dict[str, Any], List[Any]], *, sender: Optional[str] = None
     ) -> List[SchemaProblem]:
