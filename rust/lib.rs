@@ -9,6 +9,7 @@ pub mod error;
 pub mod framing;
 pub mod message;
 pub mod scanner;
+pub mod schema;
 pub mod state;
 
 #[cfg(feature = "python")]

@@ -25,6 +25,7 @@ import acp_fast
 from acp_fast import builders as B
 from acp_fast import recording, traffic
 from acp_fast.cli import validate as V
+from conftest import require_native
 
 DATA = Path(__file__).resolve().parent / "data"
 BAD = DATA / "bad_frames.ndjson"
@@ -585,21 +586,34 @@ def test_usage_errors(tmp_path):
     assert helped.returncode == 0 and b"FILE:LINE:COLUMN" in helped.stdout
 
 
-def test_schema_without_jsonschema_is_a_clear_usage_error(tmp_path):
+def _without_jsonschema(backend: str) -> subprocess.CompletedProcess[bytes]:
     code = (
         "import sys\n"
         "class Block:\n"
         "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name == 'jsonschema' or name.startswith('jsonschema.'):\n"
+        "        if name.split('.')[0] in ('jsonschema', 'jsonschema_rs'):\n"
         "            raise ImportError('blocked')\n"
         "sys.meta_path.insert(0, Block())\n"
         "from acp_fast.cli import main\n"
         f"sys.exit(main(['validate', '--schema', {str(BAD)!r}]))\n"
     )
-    done = subprocess.run([PY, "-c", code], capture_output=True, timeout=60)
+    env = {**os.environ, "ACP_FAST_BACKEND": backend}
+    return subprocess.run([PY, "-c", code], capture_output=True, timeout=60, env=env)
+
+
+def test_schema_without_jsonschema_is_a_clear_usage_error(tmp_path):
+    # The pure-Python backend validates with jsonschema-rs or jsonschema (issue 17).
+    done = _without_jsonschema("python")
     assert done.returncode == 2
     assert b"pip install jsonschema" in done.stderr
     assert done.stdout == b""
+
+
+def test_schema_with_the_rust_core_needs_no_jsonschema():
+    require_native()
+    done = _without_jsonschema("rust")
+    assert done.returncode == 1, done.stderr
+    assert b"schema checked: 30 problems" in done.stdout
 
 
 def test_progress_only_when_asked(tmp_path):

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from .batch import Batch
 from .errors import AcpError, DecodeError, EncodeError
+from .problems import SchemaProblem
 
 _choice = _os.environ.get("ACP_FAST_BACKEND", "").strip().lower()
 if _choice not in ("", "rust", "python"):
@@ -41,11 +42,13 @@ if TYPE_CHECKING:
         FrameDecoder,
         Framer,
         Message,
+        SchemaValidator,
         ToolCallStore,
         decode,
         dumps,
         encode,
         loads,
+        validate_schema,
     )
 else:
     BACKEND = _backend.BACKEND
@@ -60,6 +63,8 @@ else:
     Message = _backend.Message
     ToolCallStore = _backend.ToolCallStore
     Change = _backend.Change
+    validate_schema = _backend.validate_schema
+    SchemaValidator = _backend.SchemaValidator
 
 try:
     from importlib.metadata import version as _version
@@ -80,9 +85,12 @@ __all__ = [
     "Framer",
     "MAX_FRAME_BYTES",
     "Message",
+    "SchemaProblem",
+    "SchemaValidator",
     "ToolCallStore",
     "decode",
     "dumps",
     "encode",
     "loads",
+    "validate_schema",
 ]

@@ -7,6 +7,7 @@ from typing import Any, Dict, Final, Iterator, List, Optional, Tuple, TypeAlias,
 
 from .batch import Batch
 from .errors import DecodeError
+from .problems import SchemaProblem
 
 __all__ = [
     "BACKEND",
@@ -23,6 +24,8 @@ __all__ = [
     "FrameDecoder",
     "ToolCallStore",
     "Change",
+    "validate_schema",
+    "SchemaValidator",
 ]
 
 BACKEND: Final[str]
@@ -158,8 +161,13 @@ class FrameDecoder:
     ``raw``). Blank lines are skipped but counted; ``\\r\\n`` endings are accepted; a line longer
     than ``max_frame_bytes`` yields one error and the decoder resynchronises at the next newline."""
 
-    def __new__(cls, *, max_frame_bytes: Optional[int] = 67108864) -> FrameDecoder:
-        """A decoder holding at most ``max_frame_bytes`` of a partial line."""
+    def __new__(
+        cls, *, max_frame_bytes: Optional[int] = 67108864, strict_schema: Union[bool, int, None] = False
+    ) -> FrameDecoder:
+        """A decoder holding at most ``max_frame_bytes`` of a partial line. With ``strict_schema``
+        (True: the protocol version of the ``initialize`` answer, 1 until then; or 1 / 2), every
+        frame is also checked as :class:`SchemaValidator` does, and one with errors comes out as
+        a :class:`DecodeError` of kind ``schema`` (code -32602) whose ``problems`` lists them."""
     def feed(self, data: _Buffer) -> List[_FeedResult]:
         """Feed bytes; returns the results of every line completed by them, in order."""
     def finish(self) -> List[_FeedResult]:
@@ -286,3 +294,38 @@ class ToolCallStore:
         """Lines completed by ``feed`` / ``finish`` so far."""
     def __len__(self) -> int:
         """The number of tool calls held."""
+
+def validate_schema(
+    message: Union[_Buffer, Message, Batch, Dict[str, Any], List[Any]],
+    *,
+    protocol_version: Optional[int] = None,
+    unstable: bool = False,
+    method: Optional[str] = None,
+) -> List[SchemaProblem]:
+    """Strict validation of one message (or v2 batch) against the official schema of
+    ``protocol_version`` (1 when None; ``unstable``: with the unstable surface): its problems, each
+    with a JSON path and what was expected; ``[]`` when valid. ``method`` names the request a
+    response answers (else a result is checked against every result definition). Bytes that are
+    not JSON raise :class:`DecodeError`. The protocol rule about custom values (v2) is checked too;
+    the rules that need the conversation are :class:`SchemaValidator`'s."""
+
+@final
+class SchemaValidator:
+    """Strict validation of a conversation, message by message: each against the schema (a
+    response against the result of the request it answers), plus the protocol rules that need
+    what came before (a response must answer a request that was made; a tool call's first report
+    SHOULD have a title: a warning)."""
+
+    def __new__(cls, *, protocol_version: Optional[int] = None, unstable: bool = False) -> SchemaValidator:
+        """A validator of a conversation of protocol ``protocol_version`` (1 when None)."""
+    def validate(
+        self, message: Union[_Buffer, Message, Batch, Dict[str, Any], List[Any]], *, sender: Optional[str] = None
+    ) -> List[SchemaProblem]:
+        """The problems of the next message; ``sender`` names the side it comes from (a response
+        answers a request from another sender; None: from any)."""
+    @property
+    def protocol_version(self) -> int:
+        """The protocol version checked against (1 or 2)."""
+    @property
+    def unstable(self) -> bool:
+        """Whether the unstable surface is accepted."""

@@ -392,6 +392,8 @@ pub fn encode<'py>(py: Python<'py>, message: &Bound<'py, PyAny>) -> PyResult<Bou
 #[pyclass(module = "acp_fast", name = "FrameDecoder")]
 pub struct PyFrameDecoder {
     decoder: FrameDecoder,
+    /// `strict_schema`: the conversation the frames are checked in.
+    strict: Option<super::schema::Strict>,
 }
 
 impl PyFrameDecoder {
@@ -434,22 +436,34 @@ impl PyFrameDecoder {
 #[pymethods]
 impl PyFrameDecoder {
     #[new]
-    #[pyo3(signature = (*, max_frame_bytes = None), text_signature = "(*, max_frame_bytes=67108864)")]
-    fn new(max_frame_bytes: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+    #[pyo3(
+        signature = (*, max_frame_bytes = None, strict_schema = None),
+        text_signature = "(*, max_frame_bytes=67108864, strict_schema=False)"
+    )]
+    fn new(max_frame_bytes: Option<&Bound<'_, PyAny>>, strict_schema: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         Ok(Self {
             decoder: FrameDecoder::new(max_frame_bytes_arg(max_frame_bytes)?),
+            strict: super::schema::Strict::from_arg(strict_schema)?,
         })
     }
 
     /// Feed bytes; returns the results of every line completed by them, in order.
     fn feed<'py>(&mut self, py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
         let source = source_of(data)?;
-        self.collect(py, Some(&source))
+        let out = self.collect(py, Some(&source))?;
+        if let Some(strict) = &mut self.strict {
+            strict.apply(py, &out)?;
+        }
+        Ok(out)
     }
 
     /// End of input: decode a last line that has no newline.
     fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        self.collect(py, None)
+        let out = self.collect(py, None)?;
+        if let Some(strict) = &mut self.strict {
+            strict.apply(py, &out)?;
+        }
+        Ok(out)
     }
 
     #[getter]

@@ -6,6 +6,7 @@ mod errors;
 mod frames;
 mod framing;
 mod records;
+mod schema;
 mod state;
 mod strcache;
 mod untracked;
@@ -64,6 +65,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<framing::PyFramer>()?;
     m.add_class::<state::PyToolCallStore>()?;
     m.add_class::<records::PyChange>()?;
+    schema::register(m)?;
     // Before any Message exists (see `untracked`).
     untracked::install::<frames::PyMessage>(m.py());
     Ok(())

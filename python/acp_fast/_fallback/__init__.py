@@ -12,6 +12,7 @@ from .encoder import dumps
 from .framing import DEFAULT_MAX_FRAME_BYTES, MAX_FRAME_BYTES, Framer
 from .message import Message, decode, encode
 from .scanner import loads
+from .schema import SchemaValidator, validate_schema
 from .state import Change, ToolCallStore
 
 BACKEND = "python"
@@ -41,4 +42,6 @@ __all__ = [
     "MAX_FRAME_BYTES",
     "ToolCallStore",
     "Change",
+    "validate_schema",
+    "SchemaValidator",
 ]

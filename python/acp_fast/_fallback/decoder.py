@@ -49,12 +49,17 @@ class FrameDecoder:
     included), ``buffered`` the bytes held for the current partial line.
     """
 
-    __slots__ = ("_framer",)
+    __slots__ = ("_framer", "_strict")
 
     def __init__(  # type: ignore[no-untyped-def]  # signature = the native one
-        self, *, max_frame_bytes=DEFAULT_MAX_FRAME_BYTES
+        self, *, max_frame_bytes=DEFAULT_MAX_FRAME_BYTES, strict_schema=False
     ):
         self._framer = Framer(max_frame_bytes=max_frame_bytes)
+        self._strict: Any = None
+        if strict_schema is not None and strict_schema is not False:
+            from .schema import Strict
+
+            self._strict = Strict(strict_schema)
 
     @property
     def max_frame_bytes(self) -> int:
@@ -82,6 +87,8 @@ class FrameDecoder:
         framer = self._framer
         split = framer._feed(data, out)
         if split is None:
+            if self._strict is not None:
+                self._strict.apply(out)
             return out
         parts, tail, line, check_size, has_cr = split
         limit = framer._max
@@ -158,9 +165,14 @@ class FrameDecoder:
             append(decode_value(frame, value, line))
         if tail:
             framer._buffer_tail(tail, out)
+        if self._strict is not None:
+            self._strict.apply(out)
         return out
 
     def finish(self, /):  # type: ignore[no-untyped-def]  # signature = the native one
         """The result of a final line that has no newline (``[]`` if there is none or it is
         blank); resets the partial line. The decoder may be fed again afterwards."""
-        return [decode_frame(frame, line) for line, frame in self._framer._end()]
+        out = [decode_frame(frame, line) for line, frame in self._framer._end()]
+        if self._strict is not None:
+            self._strict.apply(out)
+        return out

@@ -12,9 +12,8 @@ Three things live here:
   members and their simple types from the schema. A check returns :class:`Issue` objects whose
   messages read like the codec's own (``expected "params.update.toolCallId" to be a string, found
   none``).
-* :class:`SchemaChecker` — validation against the official schema with ``jsonschema``, with the
-  failing branch of a discriminated union found and reported (jsonschema alone says only "is not
-  valid under any of the given schemas").
+* :class:`SchemaChecker` — validation against the official schema with
+  :func:`acp_fast.validate_schema`, which finds and reports the failing branch of a union.
 
 Plus :func:`locate`, which finds the byte offset of a value inside a frame, so that problems can
 name a column.

@@ -16,6 +16,9 @@ editor → agent and agent → editor. What it does is described in docs/CLI.md 
   follow ``--agent-invalid``: ``divert`` (default: written to stderr, so an agent's stray prints
   never corrupt the editor's stream), ``pass`` or ``drop``. Invalid lines from the editor are
   forwarded, or with ``--strict`` answered with a JSON-RPC error response and not forwarded.
+  With ``--strict-schema``, frames that the official schema or a protocol rule refuses
+  (:class:`acp_fast.SchemaValidator`) are handled the same way: answered when they come from the
+  editor, diverted (``--agent-invalid``) when they come from the agent.
   A line longer than ``--max-frame-bytes`` is never forwarded (either side): it is reported and
   skipped, and the proxy resynchronises at the next newline, holding at most the limit.
 * Backpressure: writes block, and a direction whose writer is blocked stops reading, so memory
@@ -208,11 +211,38 @@ class Direction:
                     proxy.note(f"{self.side} line {before + rel}: {r} (forwarded)")
             elif proxy.watch:
                 proxy.show_change(r)
+        if proxy.strict_schema:
+            self.schema_check(block, bad, before)
         if not bad and proxy.recorder is None:
             if self.write(block):
                 self.stats["bytes_out"] += len(block)
             return
         self.slow_block(block, bad, before)
+
+    def schema_check(self, block: bytes, bad: Dict[int, Any], before: int) -> None:
+        """``--strict-schema``: add the frames of the block that the official schema (or a protocol
+        rule) refuses to ``bad``, as DecodeErrors of kind ``schema``; warnings are noted."""
+        proxy = self.proxy
+        lines = block.split(b"\n")
+        if block.endswith(b"\n"):
+            lines.pop()
+        for index, wire in enumerate(lines, 1):
+            data = wire[:-1] if wire.endswith(b"\r") else wire
+            if index in bad or not data.strip():
+                continue
+            with proxy.state_lock:
+                problems = proxy.schema_validator().validate(data, sender=self.side)
+            errors = [p for p in problems if p.severity == "error"]
+            for p in problems:
+                if p.severity != "error":
+                    proxy.note(f"{self.side} line {before + index}: {p.message} ({p.rule})")
+            if errors:
+                more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+                error = acp_fast.DecodeError(
+                    errors[0].message + more, code=-32602, kind="schema", line=before + index, raw=data
+                )
+                error.problems = errors  # type: ignore[attr-defined]  # the list, for whoever wants it
+                bad[index] = error
 
     def slow_block(self, block: bytes, bad: Dict[int, Any], before: int) -> None:
         """Line by line: the block has lines that are not JSON-RPC, or is being recorded."""
@@ -265,7 +295,7 @@ class Direction:
             self.stats["diverted"] += 1
             proxy.divert(data)
             return "diverted"
-        if not proxy.strict:
+        if not (proxy.strict or (proxy.strict_schema and error.kind == "schema")):
             proxy.note(f"{where}: {error} (forwarded)")
             return None
         self.stats["answered"] += 1
@@ -312,6 +342,8 @@ class Proxy:
         self.max_frame_bytes: int = args.max_frame_bytes
         self.agent_invalid: str = args.agent_invalid
         self.strict: bool = args.strict
+        self.strict_schema: bool = args.strict_schema
+        self._schema_validators: Dict[int, Any] = {}
         self.watch: bool = args.watch
         self.quiet: bool = args.quiet
         self.store = acp_fast.ToolCallStore(
@@ -394,6 +426,16 @@ class Proxy:
         return b"".join(out)
 
     # -- strict mode -------------------------------------------------------------------------
+
+    def schema_validator(self) -> Any:
+        """The :class:`acp_fast.SchemaValidator` of the protocol version in force (call with the
+        state lock held)."""
+        version = self.store.protocol_version
+        validator = self._schema_validators.get(version)
+        if validator is None:
+            validator = acp_fast.SchemaValidator(protocol_version=version)
+            self._schema_validators[version] = validator
+        return validator
 
     def answer_editor(self, data: bytes, error: Any) -> None:
         response = {
@@ -604,6 +646,12 @@ def parser() -> argparse.ArgumentParser:
         "--strict",
         action="store_true",
         help="answer invalid lines from the editor with a JSON-RPC error instead of forwarding them",
+    )
+    p.add_argument(
+        "--strict-schema",
+        action="store_true",
+        help="also check every frame against the official ACP schema and protocol rules: invalid frames "
+        "from the editor are answered with a JSON-RPC error, from the agent they follow --agent-invalid",
     )
     p.add_argument("--summary", action="store_true", help="print a summary to stderr when the agent exits")
     p.add_argument("--summary-json", metavar="FILE", help="write the summary as JSON to FILE")

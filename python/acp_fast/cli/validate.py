@@ -337,7 +337,7 @@ class Validator:
             spec = _shapes.protocol(shape_version, self.unstable).initialize_shapes()[0]
         seen = self._check(spec, params, ("params",), method, line, column)
         if self.schema and info.params_def and params is not _MISSING:
-            for issue in self._schemas[shape_version].check(info.params_def, params, ("params",)):
+            for issue in self._schemas[shape_version].check(msg.raw, "params"):
                 if issue.path not in seen:
                     self.report(line, column(issue.path), "schema", f"{method}: {issue.message}", -32602)
         if is_request:
@@ -409,7 +409,7 @@ class Validator:
         what = f"result of {method} (request on line {request_line})"
         if msg.kind == "error":
             if self.schema:
-                for issue in self._schemas[self.version].check("Error", document.get("error"), ("error",)):
+                for issue in self._schemas[self.version].check(msg.raw, "error"):
                     self.report(line, column(issue.path), "schema", f"error response to {method}: {issue.message}")
             return
         if method.startswith("_"):
@@ -427,7 +427,7 @@ class Validator:
             return
         seen = self._check(info.result, result, ("result",), what, line, column)
         if self.schema and info.result_def:
-            for issue in self._schemas[version].check(info.result_def, result, ("result",)):
+            for issue in self._schemas[version].check(msg.raw, "result", method):
                 if issue.path not in seen:
                     self.report(line, column(issue.path), "schema", f"{what}: {issue.message}", -32602)
 
@@ -474,7 +474,9 @@ def _parser() -> argparse.ArgumentParser:
         help="protocol version to check against (default: learned from the initialize response, else 1)",
     )
     parser.add_argument(
-        "--schema", action="store_true", help="also validate against the official ACP JSON schema (needs jsonschema)"
+        "--schema",
+        action="store_true",
+        help="also validate against the official ACP JSON schema (the pure-Python backend needs jsonschema-rs or jsonschema)",
     )
     parser.add_argument(
         "--unstable", action="store_true", help="accept the unstable ACP surface (and use the unstable schema)"

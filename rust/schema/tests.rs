@@ -1,0 +1,210 @@
+//! Tests of the schema checks against the shipped schemas (python/acp_fast/schema/).
+
+use super::*;
+
+fn schema(version: u8, unstable: bool) -> Schema {
+    let name = if unstable {
+        "schema.unstable.json"
+    } else {
+        "schema.json"
+    };
+    let path = format!(
+        "{}/python/acp_fast/schema/v{version}/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read(path).unwrap();
+    Schema::new(&text, version).unwrap()
+}
+
+fn problems(s: &Schema, frame: &str, method: Option<&str>) -> Vec<(String, String)> {
+    let mut tape = Tape::default();
+    s.validate(frame.as_bytes(), method, &mut tape)
+        .unwrap()
+        .into_iter()
+        .map(|p| (render(&p.path), p.message))
+        .collect()
+}
+
+#[test]
+fn every_shipped_schema_compiles() {
+    for version in [1, 2] {
+        for unstable in [false, true] {
+            let s = schema(version, unstable);
+            assert!(s.has_method("session/prompt"), "v{version}");
+        }
+    }
+}
+
+#[test]
+fn valid_messages_have_no_problems() {
+    let s = schema(1, false);
+    for frame in [
+        r#"{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"hi"}]}}"#,
+        r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"x"}}}}"#,
+        r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"t","title":"Read","kind":"read","status":"pending"}}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"bad"}}"#,
+        r#"{"jsonrpc":"2.0","method":"_x/y","params":[1]}"#,
+    ] {
+        assert_eq!(problems(&s, frame, None), Vec::<(String, String)>::new(), "{frame}");
+    }
+}
+
+#[test]
+fn problems_have_paths_and_say_what_was_expected() {
+    let s = schema(1, false);
+    let tool = |fields: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s","update":{{"sessionUpdate":"tool_call","toolCallId":"t",{fields}}}}}}}"#
+        )
+    };
+    assert_eq!(
+        problems(&s, &tool(r#""title":"x","status":"done""#), None),
+        [(
+            "params.update.status".to_owned(),
+            r#"expected "params.update.status" to be one of "pending", "in_progress", "completed", "failed", found string "done""#.to_owned()
+        )]
+    );
+    assert_eq!(
+        problems(&s, &tool(r#""kind":"read""#), None),
+        [(
+            "params.update.title".to_owned(),
+            r#"expected "params.update.title" (required by ToolCall), found none"#.to_owned()
+        )]
+    );
+    assert_eq!(
+        problems(&s, r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"nope"}}}"#, None),
+        [(
+            "params.update.sessionUpdate".to_owned(),
+            r#"expected "params.update.sessionUpdate" to be one of "user_message_chunk", "agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update", "plan", "available_commands_update", "current_mode_update", "config_option_update", "session_info_update", "usage_update", found string "nope""#.to_owned()
+        )]
+    );
+    assert_eq!(
+        problems(&s, r#"{"jsonrpc":"1.0","id":true,"method":"session/prompt"}"#, None),
+        [
+            (
+                "params".to_owned(),
+                r#"expected "params" (required by the request session/prompt), found none"#.to_owned()
+            ),
+            (
+                "jsonrpc".to_owned(),
+                r#"expected "jsonrpc" to be "2.0", found string "1.0""#.to_owned()
+            ),
+            (
+                "id".to_owned(),
+                r#"expected "id" to be string or integer or null, found true"#.to_owned()
+            ),
+        ]
+    );
+    assert_eq!(
+        problems(&s, r#"{"jsonrpc":"2.0","id":1,"method":"nope"}"#, None),
+        [(
+            "method".to_owned(),
+            r#"expected "method" to be a protocol v1 method or an extension method starting with "_", found string "nope""#.to_owned()
+        )]
+    );
+    assert_eq!(
+        problems(&s, r#"{"jsonrpc":"2.0","id":1,"result":{"stopReason":7}}"#, Some("session/prompt")),
+        [("result.stopReason".to_owned(), r#"expected "result.stopReason" to be one of "end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled", found number 7"#.to_owned())]
+    );
+    assert_eq!(
+        problems(&s, "[]", None)[0].1,
+        "expected the message to be an object (batches exist in protocol v2 only), found array"
+    );
+}
+
+#[test]
+fn v2_custom_values_need_an_underscore() {
+    let s = schema(2, false);
+    let tool = |kind: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s","update":{{"sessionUpdate":"tool_call_update","toolCallId":"t","messageId":null,"kind":"{kind}"}}}}}}"#
+        )
+    };
+    let mut tape = Tape::default();
+    let found = s.validate(tool("_mine").as_bytes(), None, &mut tape).unwrap();
+    assert!(found.is_empty(), "{found:?}");
+    let found = s.validate(tool("mine").as_bytes(), None, &mut tape).unwrap();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(
+        (render(&found[0].path), found[0].rule),
+        ("params.update.kind".to_owned(), CUSTOM_VALUE_PREFIX)
+    );
+}
+
+#[test]
+fn conversation_rules() {
+    let s = schema(1, false);
+    let mut conv = Conversation::new();
+    let mut tape = Tape::default();
+    let resp = r#"{"jsonrpc":"2.0","id":3,"result":{"stopReason":"end_turn"}}"#;
+    let found = conv.check(&s, resp.as_bytes(), Some("agent"), &mut tape).unwrap();
+    assert_eq!(found.iter().map(|p| p.rule).collect::<Vec<_>>(), [UNEXPECTED_RESPONSE]);
+    let req = r#"{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"s","prompt":[]}}"#;
+    assert!(conv
+        .check(&s, req.as_bytes(), Some("client"), &mut tape)
+        .unwrap()
+        .is_empty());
+    let bad = r#"{"jsonrpc":"2.0","id":3,"result":{"stopReason":1}}"#;
+    let found = conv.check(&s, bad.as_bytes(), Some("agent"), &mut tape).unwrap();
+    assert_eq!(render(&found[0].path), "result.stopReason");
+    let update = r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"t"}}}"#;
+    let found = conv.check(&s, update.as_bytes(), Some("agent"), &mut tape).unwrap();
+    assert_eq!(
+        (found.len(), found[0].rule, found[0].severity),
+        (1, TOOL_CALL_TITLE, Severity::Warning)
+    );
+    assert!(conv
+        .check(&s, update.as_bytes(), Some("agent"), &mut tape)
+        .unwrap()
+        .is_empty());
+}
+
+/// `cargo test --release --lib schema::tests::speed -- --ignored --nocapture` with a corpus of
+/// `method<TAB>where<TAB>frame` lines in $SCHEMA_CORPUS (a measuring aid, not a test).
+#[test]
+#[ignore]
+fn speed() {
+    let Ok(path) = std::env::var("SCHEMA_CORPUS") else {
+        return;
+    };
+    let version = if path.contains("v2") { 2 } else { 1 };
+    let s = schema(version, false);
+    let text = std::fs::read_to_string(path).unwrap();
+    let rows: Vec<(&str, &str)> = text
+        .lines()
+        .map(|l| {
+            let mut it = l.splitn(3, '\t');
+            let m = it.next().unwrap();
+            it.next();
+            (m, it.next().unwrap())
+        })
+        .collect();
+    let mut tape = Tape::default();
+    for _ in 0..5 {
+        let t = std::time::Instant::now();
+        let mut bad = 0;
+        for (m, f) in &rows {
+            let hint = if m.is_empty() { None } else { Some(*m) };
+            bad += s.validate(f.as_bytes(), hint, &mut tape).unwrap().len();
+        }
+        let e = t.elapsed().as_secs_f64();
+        let t = std::time::Instant::now();
+        for (_, f) in &rows {
+            tape.read(f.as_bytes()).unwrap();
+        }
+        let e2 = t.elapsed().as_secs_f64();
+        let t = std::time::Instant::now();
+        for (_, f) in &rows {
+            crate::scanner::validate(f.as_bytes()).unwrap();
+        }
+        let e3 = t.elapsed().as_secs_f64();
+        let n = rows.len() as f64;
+        println!(
+            "{:.0} msgs/s, {bad} problems; tape only {:.0}/s; scan only {:.0}/s",
+            n / e,
+            n / e2,
+            n / e3
+        );
+    }
+}

@@ -1,0 +1,487 @@
+"""Strict schema validation (issue 17): ``acp_fast.validate_schema`` and ``SchemaValidator``.
+
+The differential test judges a generated corpus — the frames of ``acp_fast.traffic`` and
+mutations of them (wrong types, missing required members, unknown enum values, extra members) —
+with the reference ``jsonschema`` package and with ``validate_schema`` on both backends (the
+fallback once per engine it can use: jsonschema-rs when installed, and jsonschema), and requires
+the same valid / invalid verdict on every message. The reference applies the rules of
+docs/API.md "Schema validation" (which definition a message is checked against) on its own, from
+``meta.json`` and the schema's ``$defs``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+import sys
+from functools import cache
+from importlib import resources
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import acp_fast
+from acp_fast import builders as B
+from acp_fast import traffic
+
+jsonschema = pytest.importorskip("jsonschema")
+
+# --------------------------------------------------------------------------------------------
+# The reference: jsonschema on an envelope built here from meta.json and $defs
+# --------------------------------------------------------------------------------------------
+
+
+def _read(version: int, name: str) -> Dict[str, Any]:
+    text = (resources.files("acp_fast") / "schema" / f"v{version}" / name).read_text(encoding="utf-8")
+    return json.loads(text)  # type: ignore[no-any-return]
+
+
+@cache
+def _protocol(version: int, unstable: bool) -> Tuple[Dict[str, Any], Dict[str, Tuple[str, str]], Dict[str, str]]:
+    """(schema, {method: (params def, "request" | "notification")}, {method: result def})."""
+    suffix = ".unstable.json" if unstable else ".json"
+    root = _read(version, "schema" + suffix)
+    meta = _read(version, "meta" + suffix)
+    listed = {m for table in ("agentMethods", "clientMethods", "protocolMethods") for m in meta[table].values()}
+    calls: Dict[str, Tuple[str, str]] = {}
+    results: Dict[str, str] = {}
+    for name, definition in root["$defs"].items():
+        method = definition.get("x-method")
+        if method not in listed:
+            continue
+        if name.endswith("Request"):
+            calls[method] = (name, "request")
+        elif name.endswith("Notification"):
+            calls[method] = (name, "notification")
+        elif name.endswith("Response"):
+            results[method] = name
+    assert set(calls) == listed, (version, unstable, listed - set(calls))
+    return root, calls, results
+
+
+@cache
+def _validator(version: int, unstable: bool, envelope: str) -> Any:
+    root = _protocol(version, unstable)[0]
+    return jsonschema.Draft202012Validator({**json.loads(envelope), "$defs": root["$defs"]})
+
+
+def _ref(name: str) -> Dict[str, str]:
+    return {"$ref": f"#/$defs/{name}"}
+
+
+def reference_valid(msg: Any, version: int, unstable: bool = False, method: Optional[str] = None) -> bool:
+    """The reference verdict on one message (or v2 batch)."""
+    if isinstance(msg, list) and version >= 2:
+        return bool(msg) and all(reference_valid(m, version, unstable, method) for m in msg)
+    if not isinstance(msg, dict):
+        return False
+    root, calls, results = _protocol(version, unstable)
+    props: Dict[str, Any] = {"jsonrpc": {"type": "string", "const": "2.0"}}
+    required = ["jsonrpc"]
+    if "method" in msg:
+        name = msg["method"]
+        props["method"] = {"type": "string"}
+        required.append("method")
+        if isinstance(name, str) and name in calls:
+            params, kind = calls[name]
+            props["params"] = _ref(params)
+            if kind == "request":
+                props["id"] = _ref("RequestId")
+                required.append("id")
+            else:
+                props["id"] = False
+            if not _validator(version, unstable, json.dumps(_ref(params))).is_valid({}):
+                required.append("params")
+        else:
+            if isinstance(name, str) and not name.startswith("_"):
+                return False  # neither a method of the protocol nor an extension
+            if "id" in msg:
+                props["id"] = _ref("RequestId")
+                required.append("id")
+    elif "result" in msg:
+        props["id"] = _ref("RequestId")
+        props["error"] = False
+        required += ["id", "result"]
+        if method is not None and method.startswith("_"):
+            pass
+        elif method is not None and method in results and calls.get(method, ("", ""))[1] == "request":
+            props["result"] = _ref(results[method])
+        else:
+            props["result"] = {"anyOf": [_ref(d) for d in sorted(set(results.values()), key=_def_order(root))]}
+    elif "error" in msg:
+        props["id"] = _ref("RequestId")
+        props["error"] = _ref("Error")
+        props["result"] = False
+        required += ["id", "error"]
+    else:
+        return False
+    envelope = {"type": "object", "required": required, "properties": props}
+    return bool(_validator(version, unstable, json.dumps(envelope, sort_keys=True)).is_valid(msg))
+
+
+def _def_order(root: Dict[str, Any]) -> Any:
+    order = {name: i for i, name in enumerate(root["$defs"])}
+    return lambda name: order[name]
+
+
+# --------------------------------------------------------------------------------------------
+# The corpus
+# --------------------------------------------------------------------------------------------
+
+
+def _corpus(profile: str, n: int, seed: int) -> List[Tuple[Any, Optional[str]]]:
+    """(message, method of the request a response answers) for the frames of a profile."""
+    pending: Dict[str, str] = {}
+    out: List[Tuple[Any, Optional[str]]] = []
+    for frame in traffic.frames(profile, n, seed=seed):
+        msg = json.loads(frame)
+        hint = None
+        if "method" in msg and "id" in msg:
+            pending[json.dumps(msg["id"])] = msg["method"]
+        elif "id" in msg:
+            hint = pending.pop(json.dumps(msg["id"]), None)
+        out.append((msg, hint))
+    return out
+
+
+CORPUS = {profile: _corpus(profile, 400, seed=7) for profile in ("mixed", "v2")}
+
+_WRONG = [7, -1, 1.5, "x", None, True, [], {}, [1], {"a": 1}]
+
+
+def _places(value: Any, path: Tuple[Any, ...] = ()) -> Iterator[Tuple[Any, ...]]:
+    """Every path in a value."""
+    yield path
+    if isinstance(value, dict):
+        for key, member in value.items():
+            yield from _places(member, path + (key,))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _places(item, path + (i,))
+
+
+def _get(value: Any, path: Tuple[Any, ...]) -> Any:
+    for part in path:
+        value = value[part]
+    return value
+
+
+def mutate(msg: Any, rng: random.Random) -> Any:
+    """One mutation of a message: a wrong type, a missing member, an unknown enum value or an
+    extra member, somewhere in it."""
+    msg = copy.deepcopy(msg)
+    places = list(_places(msg))
+    path = rng.choice(places)
+    kind = rng.choice(["wrong_type", "missing", "unknown_value", "extra"])
+    parent_path, last = path[:-1], (path[-1] if path else None)
+    if kind == "missing" and path and isinstance(_get(msg, parent_path), dict):
+        del _get(msg, parent_path)[last]
+    elif kind == "extra":
+        target = _get(msg, path)
+        if isinstance(target, dict):
+            target[rng.choice(["extra", "_meta", "title", "kind", "status", "x"])] = rng.choice(_WRONG)
+        elif path:
+            _set(msg, path, rng.choice(_WRONG))
+    elif kind == "unknown_value" and path and isinstance(_get(msg, path), str):
+        _set(msg, path, rng.choice(["bogus", "_custom", "", "2.0", "tool_call", "other", "completed"]))
+    elif path:
+        _set(msg, path, rng.choice(_WRONG))
+    else:
+        msg = rng.choice(_WRONG)
+    return msg
+
+
+def _set(msg: Any, path: Tuple[Any, ...], value: Any) -> None:
+    _get(msg, path[:-1])[path[-1]] = value
+
+
+# --------------------------------------------------------------------------------------------
+# The engines of the fallback
+# --------------------------------------------------------------------------------------------
+
+
+def _fallback_engines() -> List[str]:
+    try:
+        import jsonschema_rs  # noqa: F401
+    except ImportError:
+        return ["jsonschema"]
+    return ["jsonschema-rs", "jsonschema"]
+
+
+@pytest.fixture(params=["rust"] + [f"python-{e}" for e in _fallback_engines()])
+def strict(request: Any, monkeypatch: Any) -> Any:
+    """``validate_schema`` of one backend (and, for the fallback, one engine)."""
+    from conftest import get_backend
+
+    if request.param == "rust":
+        yield get_backend("rust")
+        return
+    module = get_backend("python")
+    from acp_fast._fallback import schema as fallback
+
+    if request.param == "python-jsonschema":
+        monkeypatch.setitem(sys.modules, "jsonschema_rs", None)  # the import then fails
+    fallback.engine_name.cache_clear()
+    fallback.schema.cache_clear()
+    yield module
+    fallback.engine_name.cache_clear()
+    fallback.schema.cache_clear()
+
+
+def _schema_verdict(problems: List[Any]) -> bool:
+    return not [p for p in problems if p.rule == "schema"]
+
+
+# --------------------------------------------------------------------------------------------
+# Tests
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("profile", ["mixed", "v2"])
+def test_generated_traffic_is_valid(strict, profile):
+    version = traffic.PROTOCOL_VERSIONS[profile]
+    for msg, hint in CORPUS[profile]:
+        assert reference_valid(msg, version, method=hint), msg
+        assert strict.validate_schema(msg, protocol_version=version, method=hint) == [], msg
+
+
+@pytest.mark.parametrize("profile", ["mixed", "v2"])
+def test_differential_mutations(strict, profile):
+    """Seeded mutations of every frame of the corpus: the reference and acp-fast agree."""
+    version = traffic.PROTOCOL_VERSIONS[profile]
+    rng = random.Random(17)
+    invalid = 0
+    for msg, hint in CORPUS[profile]:
+        for _ in range(3):
+            mutated = mutate(msg, rng)
+            expected = reference_valid(mutated, version, method=hint)
+            problems = strict.validate_schema(acp_fast.dumps(mutated), protocol_version=version, method=hint)
+            assert _schema_verdict(problems) == expected, (mutated, hint, problems)
+            invalid += not expected
+            for p in problems:
+                assert p.message.startswith("expected") and p.severity in ("error", "warning")
+                assert p.path == _render(p.location)
+    assert invalid > 300  # the mutations do break messages
+
+
+@settings(max_examples=150)
+@given(st.data())
+def test_differential_hypothesis(strict, data):
+    profile = data.draw(st.sampled_from(["mixed", "v2"]))
+    version = traffic.PROTOCOL_VERSIONS[profile]
+    msg, hint = data.draw(st.sampled_from(CORPUS[profile]))
+    for _ in range(data.draw(st.integers(1, 3))):
+        msg = mutate(msg, random.Random(data.draw(st.integers(0, 2**32))))
+    unstable = data.draw(st.booleans())
+    expected = reference_valid(msg, version, unstable, hint)
+    given = msg if isinstance(msg, (dict, list)) and data.draw(st.booleans()) else acp_fast.dumps(msg)
+    problems = strict.validate_schema(given, protocol_version=version, unstable=unstable, method=hint)
+    assert _schema_verdict(problems) == expected, (msg, hint, problems)
+
+
+def _render(location: Tuple[Any, ...]) -> str:
+    out = ""
+    for part in location:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part.isidentifier():
+            out += ("." if out else "") + part
+        else:
+            out += "[" + json.dumps(part, ensure_ascii=False) + "]"
+    return out
+
+
+def test_backends_give_the_same_problems(both_backends):
+    """The same problems (paths, words, order) from both backends on the mutated corpus."""
+    native, fallback = both_backends
+    rng = random.Random(3)
+    for profile in ("mixed", "v2"):
+        version = traffic.PROTOCOL_VERSIONS[profile]
+        for msg, hint in CORPUS[profile][:200]:
+            mutated = mutate(msg, rng)
+            frame = acp_fast.dumps(mutated)
+            a = native.validate_schema(frame, protocol_version=version, method=hint)
+            b = fallback.validate_schema(frame, protocol_version=version, method=hint)
+            assert a == b, mutated
+
+
+def test_problems_name_the_path_and_what_was_expected(backend):
+    frame = B.notification(
+        "session/update",
+        {"sessionId": "s", "update": {"sessionUpdate": "tool_call", "toolCallId": "t", "title": "x", "status": "done"}},
+    )
+    (problem,) = backend.validate_schema(frame)
+    assert problem == acp_fast.SchemaProblem(
+        "params.update.status",
+        'expected "params.update.status" to be one of "pending", "in_progress", "completed", "failed", '
+        'found string "done"',
+        "error",
+        "schema",
+        ("params", "update", "status"),
+    )
+    assert backend.validate_schema(frame + b"\n") == [problem]
+    assert backend.validate_schema(acp_fast.loads(frame)) == [problem]
+    assert backend.validate_schema(backend.decode(frame)) == [problem]
+
+
+def test_envelope_methods_and_responses(backend):
+    v = backend.validate_schema
+    assert [p.path for p in v(b'{"jsonrpc":"2.0","id":1,"method":"nope"}')] == ["method"]
+    assert v(b'{"jsonrpc":"2.0","id":1,"method":"_ext/x","params":[1]}') == []
+    assert [p.path for p in v(b'{"jsonrpc":"2.0","method":"session/cancel","id":1,"params":{"sessionId":"s"}}')] == [
+        "id"
+    ]
+    assert [p.path for p in v(b'{"jsonrpc":"2.0","id":1,"method":"session/prompt"}')] == ["params"]
+    ok = b'{"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}'
+    assert v(ok) == [] and v(ok, method="session/prompt") == []
+    assert [p.path for p in v(ok, method="initialize")] == ["result.protocolVersion"]
+    assert [p.path for p in v(b'{"jsonrpc":"2.0","id":1,"error":{"code":"x","message":"m"}}')] == ["error.code"]
+    assert [p.path for p in v(b'{"jsonrpc":"2.0","id":1}')] == [""]
+    assert (
+        v(b"[]")[0].message == "expected the message to be an object (batches exist in protocol v2 only), found array"
+    )
+    assert [p.path for p in v(b"[]", protocol_version=2)] == [""]
+    with pytest.raises(acp_fast.DecodeError):
+        v(b'{"jsonrpc":')
+    with pytest.raises(ValueError):
+        v(ok, protocol_version=3)
+
+
+def test_v2_custom_values_must_begin_with_an_underscore(backend):
+    def update(**fields: Any) -> bytes:
+        body = {"sessionUpdate": "tool_call_update", "toolCallId": "t", "messageId": None, **fields}
+        return B.notification("session/update", {"sessionId": "s", "update": body})
+
+    assert backend.validate_schema(update(kind="_mine", status="_queued"), protocol_version=2) == []
+    found = backend.validate_schema(update(kind="mine", status="queued"), protocol_version=2)
+    assert [(p.path, p.rule, p.severity) for p in found] == [
+        ("params.update.kind", "custom-value-prefix", "error"),
+        ("params.update.status", "custom-value-prefix", "error"),
+    ]
+    assert found[0].message.endswith('or a custom value beginning with "_", found string "mine"')
+    # v1 has no custom values: the schema itself refuses them
+    assert [p.rule for p in backend.validate_schema(update(kind="mine"), protocol_version=1)] == ["schema"]
+
+
+def test_schema_validator_follows_the_conversation(backend):
+    sv = backend.SchemaValidator(protocol_version=1)
+    assert (sv.protocol_version, sv.unstable) == (1, False)
+    answer = b'{"jsonrpc":"2.0","id":5,"result":{"stopReason":7}}'
+    # no request: the result is checked against every result definition (some take any object)
+    assert [p.rule for p in sv.validate(answer, sender="agent")] == ["unexpected-response"]
+    prompt = B.request(5, "session/prompt", {"sessionId": "s", "prompt": []})
+    assert sv.validate(prompt, sender="editor") == []
+    # now the answer is checked against PromptResponse
+    (problem,) = sv.validate(answer, sender="agent")
+    assert problem.path == "result.stopReason" and problem.rule == "schema"
+    first = B.notification(
+        "session/update", {"sessionId": "s", "update": {"sessionUpdate": "tool_call_update", "toolCallId": "t"}}
+    )
+    (warning,) = sv.validate(first, sender="agent")
+    assert (warning.path, warning.severity, warning.rule) == ("params.update.title", "warning", "tool-call-title")
+    assert sv.validate(first, sender="agent") == []
+
+
+def test_fallback_without_engines_names_the_extra(monkeypatch):
+    from acp_fast._fallback import schema as fallback
+
+    monkeypatch.setitem(sys.modules, "jsonschema_rs", None)
+    monkeypatch.setitem(sys.modules, "jsonschema", None)
+    fallback.engine_name.cache_clear()
+    try:
+        with pytest.raises(ImportError, match=r"acp-fast\[schema\]"):
+            fallback.validate_schema(b"{}")
+    finally:
+        fallback.engine_name.cache_clear()
+
+
+# --------------------------------------------------------------------------------------------
+# acp-fast proxy --strict-schema
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend_name", ["rust", "python"])
+def test_proxy_strict_schema(tmp_path, backend_name):
+    import os
+    import subprocess
+
+    if backend_name == "rust":
+        from conftest import require_native
+
+        require_native()
+    good = B.request(1, "session/prompt", {"sessionId": "s", "prompt": []})
+    bad = B.request(2, "session/prompt", {"sessionId": 5, "prompt": []})
+    agent_bad = B.notification("session/update", {"sessionId": "s", "update": {"sessionUpdate": "nope"}})
+    agent = tmp_path / "agent.py"
+    agent.write_text(
+        "import sys\n"
+        "for line in sys.stdin.buffer:\n"
+        "    sys.stdout.buffer.write(line)\n"
+        f"    sys.stdout.buffer.write({agent_bad!r})\n"
+        "    sys.stdout.buffer.flush()\n"
+    )
+    env = {**os.environ, "ACP_FAST_BACKEND": backend_name}
+    run = [sys.executable, "-m", "acp_fast.cli", "proxy"]
+    done = subprocess.run(
+        [*run, "--strict-schema", "--", sys.executable, str(agent)],
+        input=good + bad,
+        capture_output=True,
+        env=env,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines(keepends=True)
+    # the good request went to the agent (echoed back); the bad one was answered, never forwarded
+    assert lines.count(good) == 1 and bad not in lines
+    answers = [json.loads(line) for line in lines if b'"error"' in line]
+    assert [(a["id"], a["error"]["code"]) for a in answers] == [(2, -32602)]
+    assert answers[0]["error"]["message"].startswith('expected "params.sessionId" to be string, found number 5')
+    # the agent's invalid notification was diverted to stderr, not forwarded
+    assert agent_bad not in lines and agent_bad in done.stderr
+    lax = subprocess.run(
+        [*run, "--", sys.executable, str(agent)], input=good + bad, capture_output=True, env=env, timeout=60
+    )
+    assert lax.stdout.splitlines(keepends=True) == [good, agent_bad, bad, agent_bad]
+
+
+# --------------------------------------------------------------------------------------------
+# FrameDecoder(strict_schema=...)
+# --------------------------------------------------------------------------------------------
+
+
+def test_frame_decoder_strict_schema(backend):
+    prompt_bad = B.request(3, "session/prompt", {"sessionId": 5, "prompt": []})
+    stream = (
+        B.request(1, "initialize", {"protocolVersion": 2})
+        + B.response(1, {"protocolVersion": 2, "agentCapabilities": {}})
+        + B.notification(
+            "session/update",
+            {"sessionId": "s", "update": {"sessionUpdate": "tool_call_update", "toolCallId": "t", "kind": "mine"}},
+        )
+        + prompt_bad
+        + b'{"jsonrpc":"2.0","id":9,"result":{}}\n'
+        + b"not json\n"
+    )
+    plain = backend.FrameDecoder().feed(stream)
+    assert [type(r).__name__ for r in plain] == ["Message"] * 5 + ["DecodeError"]
+    strict = backend.FrameDecoder(strict_schema=True).feed(stream)
+    kinds = [(r.kind, r.code, r.line) if isinstance(r, acp_fast.DecodeError) else r.kind for r in strict]
+    assert kinds == [
+        "request",
+        "response",
+        ("schema", -32602, 3),  # v2 (from the initialize answer): custom kinds need "_"
+        ("schema", -32602, 4),
+        ("schema", -32602, 5),  # nothing asked for id 9
+        ("unexpected_character", -32700, 6),
+    ]
+    assert [p.rule for p in strict[2].problems] == ["custom-value-prefix"]
+    assert strict[3].raw == prompt_bad[:-1] and strict[3].problems[0].path == "params.sessionId"
+    assert str(strict[3]).startswith('expected "params.sessionId" to be string, found number 5')
+    # fixed at v1: the v2 custom kind is a schema error there
+    fixed = backend.FrameDecoder(strict_schema=1).feed(stream)
+    assert [p.rule for p in fixed[2].problems] == ["schema"]
+    with pytest.raises(ValueError):
+        backend.FrameDecoder(strict_schema=3)
