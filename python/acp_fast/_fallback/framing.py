@@ -11,7 +11,9 @@ own loop before it calls ``_buffer_tail``; ``_feed_exact`` (``keepends``) splits
 line may pass the limit or each line is asked for. A partial line is kept as a list of chunks so
 feeding one byte at a time stays linear. Memory is bounded by ``max_frame_bytes``: an oversized
 line is noticed as soon as more than that many bytes of it are buffered, and its bytes are
-dropped (only counted) until the next newline.
+dropped (only counted) until the next newline. The chunks go with their line, and CPython gives
+big blocks back to the OS when they are freed, so this has no counterpart of the Rust framer's
+``reuse`` (a buffer over 8 MiB dropped and the allocator told to return its memory).
 """
 
 from __future__ import annotations
