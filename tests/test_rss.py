@@ -69,4 +69,6 @@ def test_rss_comes_back_after_a_huge_frame(backend_id, reader, size_mb):
         # the 300 MB line is one frame_too_large error, the 40 MB one a notification
         assert kinds == ("frame_too_large" if size_mb == 300 else "notification")
     held = (int(after) - int(before)) / 2**20
-    assert held < 24, f"{held:.0f} MiB still held after the huge frame (peak {(int(peak) - int(before)) / 2**20:.0f} MiB)"
+    assert held < 24, (
+        f"{held:.0f} MiB still held after the huge frame (peak {(int(peak) - int(before)) / 2**20:.0f} MiB)"
+    )

@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import traffic
+from ..cli._streams import check_target
+from ..cli._usage import Parser, integer
 
 BACKENDS = {"rust": "acp_fast._native", "python": "acp_fast._fallback"}
 BOUNDS = (1_000, 10_000, 100_000)
@@ -47,16 +49,6 @@ def _bound(text: str) -> Optional[int]:
         raise argparse.ArgumentTypeError(f"expected a number of tool calls or 'none', found {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"a bound is at least 1, found {text!r}")
-    return value
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text.replace("_", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, found {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, found {text!r}")
     return value
 
 
@@ -167,9 +159,9 @@ def _check_release() -> Optional[str]:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m acp_fast.bench.eviction", description=__doc__.split("\n\n")[0])
+    p = Parser(prog="python -m acp_fast.bench.eviction", description=__doc__.split("\n\n")[0])
     p.add_argument(
-        "--tool-calls", type=_positive, default=100_000, metavar="N", help="tool calls per stream (default 100000)"
+        "--tool-calls", type=integer(1), default=100_000, metavar="N", help="tool calls per stream (default 100000)"
     )
     p.add_argument(
         "--bounds",
@@ -183,16 +175,20 @@ def parser() -> argparse.ArgumentParser:
         "--mixes", nargs="+", choices=traffic.TOOL_CALL_MIXES, default=list(traffic.TOOL_CALL_MIXES), metavar="MIX"
     )
     p.add_argument("--backends", nargs="+", choices=list(BACKENDS), default=list(BACKENDS), metavar="NAME")
-    p.add_argument("--repeat", type=_positive, default=5, help="timed passes per cell (default 5)")
+    p.add_argument("--repeat", type=integer(1), default=5, help="timed passes per cell (default 5)")
     p.add_argument("--changes", action="store_true", help="feed(changes=True) instead of changes=False")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=integer(), default=0)
     p.add_argument("--json", metavar="FILE", help="write the figures as JSON")
     p.add_argument("--no-progress", action="store_true", help="no progress on stderr")
     return p
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    args = parser().parse_args(argv)
+    p = parser()
+    args = p.parse_args(argv)
+    problem = check_target(args.json) if args.json else None
+    if problem is not None:
+        p.error(f"--json {args.json}: {problem}")
     if "rust" in args.backends:
         problem = _check_release()
         if problem:
