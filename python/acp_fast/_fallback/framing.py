@@ -24,7 +24,7 @@ from ..errors import DecodeError as PyDecodeError
 from .error import DecodeError, to_python
 from .scanner import to_bytes
 
-__all__ = ["DEFAULT_MAX_FRAME_BYTES", "MAX_FRAME_BYTES", "check_max_frame_bytes", "too_large", "Framer"]
+__all__ = ["DEFAULT_MAX_FRAME_BYTES", "MAX_FRAME_BYTES", "check_bool", "check_max_frame_bytes", "too_large", "Framer"]
 
 #: Default ``max_frame_bytes``: 64 MiB.
 DEFAULT_MAX_FRAME_BYTES = 64 * 1024 * 1024
@@ -45,6 +45,14 @@ def check_max_frame_bytes(value: Any) -> int:
         raise ValueError(f"max_frame_bytes must be between 1 and {MAX_FRAME_BYTES}, found {value}")
     checked: int = value
     return checked
+
+
+def check_bool(value: Any) -> None:
+    """A flag argument (``keepends=``, ``joined=``, ``changes=``) must be a bool: the native
+    binding's argument conversion (PyO3's), word for word."""
+    if type(value) is not bool:
+        what = "'None'" if value is None else f"'{type(value).__name__}' object"
+        raise TypeError(f"{what} is not an instance of 'bool'")
 
 
 def too_large(limit: int, line: int) -> PyDecodeError:
@@ -98,10 +106,10 @@ class Framer:
     # Typed by a comment so that the signature reads as the native one (tests/test_api.py).
     def __init__(self, *, max_frame_bytes=DEFAULT_MAX_FRAME_BYTES, keepends=False, joined=False):
         # type: (Optional[int], bool, bool) -> None
+        # The flags first: the native binding converts them before its body checks the limit.
+        check_bool(keepends)
+        check_bool(joined)
         self._max: int = check_max_frame_bytes(max_frame_bytes)
-        for name, flag in (("keepends", keepends), ("joined", joined)):
-            if type(flag) is not bool:
-                raise TypeError(f"{name} must be a bool, found {type(flag).__name__}")
         # The current partial line, in chunks, and its length.
         self._chunks: List[bytes] = []
         self._buffered = 0
