@@ -1,7 +1,7 @@
 # The usual tasks. `make test` is the command the README and CI run.
 PYTHON ?= python3
 
-.PHONY: install build test test-rust test-python test-aarch64 miri fuzz bench bench-rust ab lint format \
+.PHONY: install build test test-rust test-python test-aarch64 miri fuzz soak bench bench-rust ab lint format \
 	lint-format lint-ruff lint-mypy lint-stubtest lint-imports lint-rust
 
 install:  ## build the Rust core (release) and install the package with its test and lint extras
@@ -38,6 +38,13 @@ FUZZ_SECONDS ?= 300
 fuzz:  ## run both fuzz targets for FUZZ_SECONDS each (not part of CI)
 	cd fuzz && cargo +nightly fuzz run stream -- -max_total_time=$(FUZZ_SECONDS) -max_len=65536
 	cd fuzz && cargo +nightly fuzz run json -- -max_total_time=$(FUZZ_SECONDS) -max_len=4096
+
+# The proxy under load (benches/soak.py): SOAK_MB megabytes of mixed agent traffic with 1 % garbage
+# lines; every good frame checked byte-exact and in order on the editor side, every garbage line on
+# stderr, the proxy's RSS sampled and required flat. tests/test_soak.py runs 25 MB of it in CI.
+SOAK_MB ?= 1024
+soak:  ## relay SOAK_MB (1024) megabytes through acp-fast proxy and check every byte and the RSS (not part of CI)
+	$(PYTHON) benches/soak.py --mb $(SOAK_MB)
 
 bench:  ## pytest-benchmark suite (release build), then the Rust core benches
 	$(PYTHON) -m pytest benches --benchmark-enable --benchmark-only
