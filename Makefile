@@ -33,11 +33,16 @@ miri:  ## cargo test under Miri (nightly; not part of CI)
 	MIRIFLAGS="-Zmiri-disable-isolation" cargo +nightly miri test --lib
 
 # libFuzzer targets in fuzz/ (`cargo install cargo-fuzz`, nightly): `stream` (framer + parser +
-# state engine on any bytes in any pieces) and `json` (the validator against serde_json).
+# state engine on any bytes in any pieces), `json` (the validator against serde_json),
+# `checkpoint` (ToolCallStore.from_json on any bytes: no panic, what it accepts round-trips) and
+# `proxy_lines` (the framer's exact reading the proxy relays through: any bytes in any pieces
+# come back byte-exact, oversized lines reported, line numbers consistent).
 FUZZ_SECONDS ?= 300
-fuzz:  ## run both fuzz targets for FUZZ_SECONDS each (not part of CI)
+fuzz:  ## run every fuzz target for FUZZ_SECONDS each (not part of CI)
 	cd fuzz && cargo +nightly fuzz run stream -- -max_total_time=$(FUZZ_SECONDS) -max_len=65536
 	cd fuzz && cargo +nightly fuzz run json -- -max_total_time=$(FUZZ_SECONDS) -max_len=4096
+	cd fuzz && cargo +nightly fuzz run checkpoint -- -max_total_time=$(FUZZ_SECONDS) -max_len=16384 -dict=checkpoint.dict
+	cd fuzz && cargo +nightly fuzz run proxy_lines -- -max_total_time=$(FUZZ_SECONDS) -max_len=65536
 
 # The proxy under load (benches/soak.py): SOAK_MB megabytes of mixed agent traffic with 1 % garbage
 # lines; every good frame checked byte-exact and in order on the editor side, every garbage line on
