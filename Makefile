@@ -41,6 +41,8 @@ FUZZ_SECONDS ?= 300
 fuzz:  ## run every fuzz target for FUZZ_SECONDS each (not part of CI)
 	cd fuzz && cargo +nightly fuzz run stream -- -max_total_time=$(FUZZ_SECONDS) -max_len=65536
 	cd fuzz && cargo +nightly fuzz run json -- -max_total_time=$(FUZZ_SECONDS) -max_len=4096
+	mkdir -p fuzz/corpus/checkpoint  # a real checkpoint to start from (the package must be importable)
+	$(PYTHON) -c "import acp_fast; from acp_fast import traffic; s = acp_fast.ToolCallStore(); s.feed(traffic.generate('v2', 80, seed=1)); open('fuzz/corpus/checkpoint/seed-v2.json', 'wb').write(s.to_json())"
 	cd fuzz && cargo +nightly fuzz run checkpoint -- -max_total_time=$(FUZZ_SECONDS) -max_len=16384 -dict=checkpoint.dict
 	cd fuzz && cargo +nightly fuzz run proxy_lines -- -max_total_time=$(FUZZ_SECONDS) -max_len=65536
 
