@@ -1,7 +1,7 @@
 # The usual tasks. `make test` is the command the README and CI run.
 PYTHON ?= python3
 
-.PHONY: install build test test-rust test-python test-aarch64 miri fuzz bench bench-rust ab lint format \
+.PHONY: install build test test-rust test-python test-aarch64 miri fuzz soak bench bench-rust ab lint format \
 	lint-format lint-ruff lint-mypy lint-stubtest lint-imports lint-rust
 
 install:  ## build the Rust core (release) and install the package with its test and lint extras
@@ -33,11 +33,25 @@ miri:  ## cargo test under Miri (nightly; not part of CI)
 	MIRIFLAGS="-Zmiri-disable-isolation" cargo +nightly miri test --lib
 
 # libFuzzer targets in fuzz/ (`cargo install cargo-fuzz`, nightly): `stream` (framer + parser +
-# state engine on any bytes in any pieces) and `json` (the validator against serde_json).
+# state engine on any bytes in any pieces), `json` (the validator against serde_json),
+# `checkpoint` (ToolCallStore.from_json on any bytes: no panic, what it accepts round-trips) and
+# `proxy_lines` (the framer's exact reading the proxy relays through: any bytes in any pieces
+# come back byte-exact, oversized lines reported, line numbers consistent).
 FUZZ_SECONDS ?= 300
-fuzz:  ## run both fuzz targets for FUZZ_SECONDS each (not part of CI)
+fuzz:  ## run every fuzz target for FUZZ_SECONDS each (not part of CI)
 	cd fuzz && cargo +nightly fuzz run stream -- -max_total_time=$(FUZZ_SECONDS) -max_len=65536
 	cd fuzz && cargo +nightly fuzz run json -- -max_total_time=$(FUZZ_SECONDS) -max_len=4096
+	mkdir -p fuzz/corpus/checkpoint  # a real checkpoint to start from (the package must be importable)
+	$(PYTHON) -c "import acp_fast; from acp_fast import traffic; s = acp_fast.ToolCallStore(); s.feed(traffic.generate('v2', 80, seed=1)); open('fuzz/corpus/checkpoint/seed-v2.json', 'wb').write(s.to_json())"
+	cd fuzz && cargo +nightly fuzz run checkpoint -- -max_total_time=$(FUZZ_SECONDS) -max_len=16384 -dict=checkpoint.dict
+	cd fuzz && cargo +nightly fuzz run proxy_lines -- -max_total_time=$(FUZZ_SECONDS) -max_len=65536
+
+# The proxy under load (benches/soak.py): SOAK_MB megabytes of mixed agent traffic with 1 % garbage
+# lines; every good frame checked byte-exact and in order on the editor side, every garbage line on
+# stderr, the proxy's RSS sampled and required flat. tests/test_soak.py runs 25 MB of it in CI.
+SOAK_MB ?= 1024
+soak:  ## relay SOAK_MB (1024) megabytes through acp-fast proxy and check every byte and the RSS (not part of CI)
+	$(PYTHON) benches/soak.py --mb $(SOAK_MB)
 
 bench:  ## pytest-benchmark suite (release build), then the Rust core benches
 	$(PYTHON) -m pytest benches --benchmark-enable --benchmark-only

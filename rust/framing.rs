@@ -13,7 +13,9 @@
 //! with one `bytes.split` and returns the lines, which the caller (`Framer.feed`,
 //! `FrameDecoder.feed`, `ToolCallStore.feed`) walks in its own loop, where `feed` here calls
 //! `emit` line by line; `_feed_exact` splits only when it must. Its public `feed` / `finish` are
-//! those of the Python class (here `rust/python/framing.rs`).
+//! those of the Python class (here `rust/python/framing.rs`). A partial line's buffer over 8 MiB
+//! is dropped once its line is done and mimalloc told to return freed memory (`Framer::reuse`);
+//! the fallback's chunks go with their line and CPython returns big blocks itself.
 
 use crate::error::DecodeError;
 
@@ -138,6 +140,8 @@ pub struct Framer {
     skipping: bool,
     /// Bytes of the oversized line discarded so far (while `skipping`).
     dropped: u64,
+    /// A big buffer was released: give freed memory back at the next feed too (`reuse`).
+    release: bool,
 }
 
 #[inline(always)]
@@ -152,6 +156,11 @@ fn strip_cr(line: &[u8]) -> &[u8] {
         _ => line,
     }
 }
+
+/// The largest buffer of a partial line kept for the next one (`Framer::reuse`). A larger one is
+/// given back: the next line as long pays for fresh pages (about 0.2 ms per MB here) rather
+/// than the process holding, for good, memory the size of its longest line.
+const KEEP_CAPACITY: usize = 8 << 20;
 
 /// Bytes of complete lines checked for UTF-8 at once before they are parsed (small enough to
 /// stay in the L2 cache between the check and the parse).
@@ -178,6 +187,7 @@ impl Framer {
             line: 0,
             skipping: false,
             dropped: 0,
+            release: false,
         }
     }
 
@@ -229,6 +239,9 @@ impl Framer {
     }
 
     fn scan<S: Sink>(&mut self, mut data: &[u8], sink: &mut S) {
+        if self.release {
+            self.released();
+        }
         let max = self.max_frame_bytes;
         // Bytes of its `\n` that a complete line keeps.
         let ending = usize::from(S::EXACT);
@@ -250,7 +263,8 @@ impl Framer {
             self.line += 1;
             if self.partial.len() + nl > max {
                 let bytes = (self.partial.len() + nl + 1) as u64;
-                self.partial.clear();
+                let partial = std::mem::take(&mut self.partial);
+                self.reuse(partial);
                 if S::EXACT {
                     sink.dropped(self.line, bytes);
                 } else {
@@ -260,8 +274,7 @@ impl Framer {
                 self.partial.extend_from_slice(&data[..nl + ending]);
                 let partial = std::mem::take(&mut self.partial);
                 Self::complete(max, self.line, &partial, true, false, sink);
-                self.partial = partial;
-                self.partial.clear();
+                self.reuse(partial);
             }
             data = &data[nl + 1..];
         }
@@ -289,10 +302,40 @@ impl Framer {
         self.buffer_tail(&data[start..], sink);
     }
 
+    /// Done with the buffer of a partial line: keep it for the next one, unless it grew past
+    /// `KEEP_CAPACITY` (a line of several MB, or the start of an oversized one): then it goes, and
+    /// the allocator is asked to give its memory back to the OS now and again at the next feed
+    /// (by then the caller has dropped what it built from the line, a copy of it maybe).
+    #[inline]
+    fn reuse(&mut self, mut buffer: Vec<u8>) {
+        if buffer.capacity() > KEEP_CAPACITY {
+            self.give_back(buffer);
+        } else {
+            buffer.clear();
+            self.partial = buffer;
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn give_back(&mut self, buffer: Vec<u8>) {
+        drop(buffer);
+        self.release = true;
+        crate::release_freed_memory();
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn released(&mut self) {
+        self.release = false;
+        crate::release_freed_memory();
+    }
+
     fn buffer_tail<S: Sink>(&mut self, tail: &[u8], sink: &mut S) {
         if self.partial.len() + tail.len() > self.max_frame_bytes {
             self.dropped = (self.partial.len() + tail.len()) as u64;
-            self.partial = Vec::new();
+            let partial = std::mem::take(&mut self.partial);
+            self.reuse(partial);
             self.skipping = true;
             sink.too_large(self.line + 1);
         } else {
@@ -323,6 +366,7 @@ impl Framer {
         self.line += 1;
         let partial = std::mem::take(&mut self.partial);
         Self::complete(self.max_frame_bytes, self.line, &partial, false, false, sink);
+        self.reuse(partial);
     }
 }
 
@@ -474,6 +518,45 @@ mod tests {
         let bytes: Vec<&[u8]> = stream.chunks(1).collect();
         assert_eq!(run(&mut Framer::new(6), &bytes, true), expected);
     }
+    /// A partial line's buffer is kept for the next line up to `KEEP_CAPACITY`, and given back
+    /// past it: after a line that was too long, or a long good one, whatever the reading.
+    #[test]
+    fn big_partial_buffers_are_given_back() {
+        let piece = vec![b'x'; 1 << 20];
+        for (max, exact) in [
+            (DEFAULT_MAX_FRAME_BYTES, false),
+            (DEFAULT_MAX_FRAME_BYTES, true),
+            (12 << 20, false),
+        ] {
+            let mut f = Framer::new(max);
+            let mut lines = 0;
+            for _ in 0..20 {
+                if exact {
+                    f.feed_exact(&piece, |_| lines += 1);
+                } else {
+                    f.feed(&piece, |_| lines += 1);
+                }
+            }
+            assert!(f.partial.capacity() > KEEP_CAPACITY || max < 20 << 20);
+            let mut count = |p: &[u8]| {
+                if exact {
+                    f.feed_exact(p, |_| lines += 1);
+                } else {
+                    f.feed(p, |_| lines += 1);
+                }
+            };
+            count(b"\nab");
+            count(b"cd\n");
+            assert_eq!(lines, 2);
+            assert_eq!(f.buffered(), 0);
+            assert!(f.partial.capacity() <= KEEP_CAPACITY, "{}", f.partial.capacity());
+        }
+        let mut f = Framer::default();
+        f.feed(&piece, |_| ());
+        f.feed(b"\n", |_| ());
+        assert!(f.partial.capacity() >= 1 << 20, "a small buffer is kept");
+    }
+
     #[derive(Debug, PartialEq, Eq)]
     enum Exact {
         Line(u64, Vec<u8>),

@@ -20,6 +20,25 @@ mod python;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// Give the memory of freed blocks back to the OS now. mimalloc hands a freed segment (every
+/// block over 16 MiB has one of its own) back at its next arena operation at least 100 ms later,
+/// which a process in its steady state may never make: after one frame of hundreds of MB, RSS
+/// stayed hundreds of MB high. For after a big buffer is released (`framing`), never on a hot
+/// path: making every free return its segment at once (`MIMALLOC_ARENA_PURGE_MULT=0`) slowed
+/// feeds down 1.4-3 times.
+pub(crate) fn release_freed_memory() {
+    #[cfg(not(miri))]
+    {
+        extern "C" {
+            /// `void mi_collect(bool force)` of mimalloc (v2 and v3), linked in by `libmimalloc-sys`.
+            fn mi_collect(force: bool);
+        }
+        // SAFETY: a plain call into the allocator in use, which takes no pointer and may be made
+        // at any time from any thread.
+        unsafe { mi_collect(true) }
+    }
+}
+
 pub use decoder::{Decoded, FrameDecoder};
 pub use error::DecodeError;
 pub use framing::{Event, Framer, Piece};

@@ -40,7 +40,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from . import builders as B
 
-__all__ = ["PROFILES", "PROTOCOL_VERSIONS", "TARGET_FRAME_BYTES", "frames", "generate"]
+__all__ = ["PROFILES", "PROTOCOL_VERSIONS", "TARGET_FRAME_BYTES", "TOOL_CALL_MIXES", "frames", "generate", "tool_calls"]
 
 #: Average frame size (bytes, newline included) each profile aims at.
 TARGET_FRAME_BYTES: Dict[str, int] = {"mixed": 400, "large": 16 * 1024, "tiny": 150, "v2": 400}
@@ -66,6 +66,48 @@ def frames(profile: str, n_frames: int, seed: int = 0) -> List[bytes]:
 def generate(profile: str, n_frames: int, seed: int = 0) -> bytes:
     """``n_frames`` frames of ``profile`` as one NDJSON byte string."""
     return b"".join(frames(profile, n_frames, seed))
+
+
+#: The mixes of :func:`tool_calls`.
+TOOL_CALL_MIXES: Tuple[str, ...] = ("pending", "finished", "mixed")
+
+
+def tool_calls(n_tool_calls: int, mix: str = "mixed", seed: int = 0, sessions: int = 4) -> List[bytes]:
+    """Frames (protocol v1, about 200 B each) creating ``n_tool_calls`` tool calls over ``sessions``
+    sessions, for the ``max_tool_calls`` bound (DESIGN §7.8) rather than for parsing:
+
+    ``pending``   one ``tool_call`` per tool call, status pending (nothing ever finishes);
+    ``finished``  one ``tool_call`` per tool call, status completed;
+    ``mixed``     one ``tool_call`` per tool call, status pending, and after about half of them a
+                  ``tool_call_update`` that finishes (completed or failed) one of the 256 tool
+                  calls created last and not yet finished, chosen at random: tool calls finish out
+                  of creation order (under a bound below 256, some are evicted first and created
+                  again by their update).
+    """
+    if mix not in TOOL_CALL_MIXES:
+        raise ValueError(f"mix must be one of {list(TOOL_CALL_MIXES)}, found {mix!r}")
+    if not isinstance(n_tool_calls, int) or isinstance(n_tool_calls, bool) or n_tool_calls < 0:
+        raise ValueError(f"n_tool_calls must be a non-negative int, found {n_tool_calls!r}")
+    rng = random.Random(seed)
+    ids = _Ids(rng)
+    sids = [ids.session() for _ in range(max(1, sessions))]
+    recent: List[Tuple[str, str]] = []
+    out: List[bytes] = []
+    status = "completed" if mix == "finished" else "pending"
+    for _ in range(n_tool_calls):
+        sid, tcid = rng.choice(sids), ids.tool_call()
+        tool = rng.choice(_V1_TOOLS)
+        out.append(B.tool_call(sid, tcid, tool, kind=B.tool_kind(tool, _EXTRA_KINDS), status=status))
+        if mix != "mixed":
+            continue
+        recent.append((sid, tcid))
+        if len(recent) > 256:
+            del recent[0]
+        if rng.random() < 0.5:
+            done_sid, done_id = recent.pop(rng.randrange(len(recent)))
+            done = "completed" if rng.random() < 0.9 else "failed"
+            out.append(B.tool_call_update(done_sid, done_id, status=done))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

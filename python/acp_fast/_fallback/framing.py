@@ -11,7 +11,9 @@ own loop before it calls ``_buffer_tail``; ``_feed_exact`` (``keepends``) splits
 line may pass the limit or each line is asked for. A partial line is kept as a list of chunks so
 feeding one byte at a time stays linear. Memory is bounded by ``max_frame_bytes``: an oversized
 line is noticed as soon as more than that many bytes of it are buffered, and its bytes are
-dropped (only counted) until the next newline.
+dropped (only counted) until the next newline. The chunks go with their line, and CPython gives
+big blocks back to the OS when they are freed, so this has no counterpart of the Rust framer's
+``reuse`` (a buffer over 8 MiB dropped and the allocator told to return its memory).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from ..errors import DecodeError as PyDecodeError
 from .error import DecodeError, to_python
 from .scanner import to_bytes
 
-__all__ = ["DEFAULT_MAX_FRAME_BYTES", "MAX_FRAME_BYTES", "check_max_frame_bytes", "too_large", "Framer"]
+__all__ = ["DEFAULT_MAX_FRAME_BYTES", "MAX_FRAME_BYTES", "check_bool", "check_max_frame_bytes", "too_large", "Framer"]
 
 #: Default ``max_frame_bytes``: 64 MiB.
 DEFAULT_MAX_FRAME_BYTES = 64 * 1024 * 1024
@@ -43,6 +45,14 @@ def check_max_frame_bytes(value: Any) -> int:
         raise ValueError(f"max_frame_bytes must be between 1 and {MAX_FRAME_BYTES}, found {value}")
     checked: int = value
     return checked
+
+
+def check_bool(value: Any) -> None:
+    """A flag argument (``keepends=``, ``joined=``, ``changes=``) must be a bool: the native
+    binding's argument conversion (PyO3's), word for word."""
+    if type(value) is not bool:
+        what = "'None'" if value is None else f"'{type(value).__name__}' object"
+        raise TypeError(f"{what} is not an instance of 'bool'")
 
 
 def too_large(limit: int, line: int) -> PyDecodeError:
@@ -96,10 +106,10 @@ class Framer:
     # Typed by a comment so that the signature reads as the native one (tests/test_api.py).
     def __init__(self, *, max_frame_bytes=DEFAULT_MAX_FRAME_BYTES, keepends=False, joined=False):
         # type: (Optional[int], bool, bool) -> None
+        # The flags first: the native binding converts them before its body checks the limit.
+        check_bool(keepends)
+        check_bool(joined)
         self._max: int = check_max_frame_bytes(max_frame_bytes)
-        for name, flag in (("keepends", keepends), ("joined", joined)):
-            if type(flag) is not bool:
-                raise TypeError(f"{name} must be a bool, found {type(flag).__name__}")
         # The current partial line, in chunks, and its length.
         self._chunks: List[bytes] = []
         self._buffered = 0

@@ -31,6 +31,8 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 # `from .m import X as X`: re-exported, the names tests and benches use from this module.
 from .. import traffic
+from ..cli._streams import check_target
+from ..cli._usage import Parser, integer, number
 from . import contenders as C
 from .plot import _matplotlib, plot
 from .render import noise_lines as noise_lines
@@ -90,7 +92,7 @@ def _frames_spec(text: str) -> Tuple[Optional[str], int]:
 
 
 def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
+    ap = Parser(
         prog="acp-fast bench",
         description="Time each way of handling ACP traffic on this machine, on built-in seeded traffic.",
         epilog=(
@@ -124,7 +126,7 @@ def parser() -> argparse.ArgumentParser:
     )
     size = ap.add_argument_group("sizes")
     size.add_argument(
-        "--mb", type=float, default=C.DEFAULT_MB, help="corpus size per profile in MB (default %(default)g)"
+        "--mb", type=number(0), default=C.DEFAULT_MB, help="corpus size per profile in MB (default %(default)g)"
     )
     size.add_argument(
         "--frames",
@@ -134,24 +136,24 @@ def parser() -> argparse.ArgumentParser:
         metavar="[PROFILE=]N",
         help="frames per corpus instead of --mb: N for every profile, PROFILE=N for one (repeatable)",
     )
-    size.add_argument("--seed", type=int, default=0, help="traffic seed (default %(default)s)")
+    size.add_argument("--seed", type=integer(), default=0, help="traffic seed (default %(default)s)")
     size.add_argument(
         "--scaling-min",
-        type=int,
+        type=integer(1),
         metavar="N",
         default=1_000,
         help="shortest stream of the scaling task (default %(default)s)",
     )
     size.add_argument(
         "--scaling-max",
-        type=int,
+        type=integer(1),
         metavar="N",
         default=100_000,
         help="longest stream of the scaling task (default %(default)s; 1000000 for the full 1k-1M run)",
     )
     size.add_argument(
         "--memory-frames",
-        type=int,
+        type=integer(0),
         metavar="N",
         default=100_000,
         help="frames of the memory-per-tool-call probe of the state task (0 to skip; default %(default)s)",
@@ -159,35 +161,35 @@ def parser() -> argparse.ArgumentParser:
     timing = ap.add_argument_group("timing")
     timing.add_argument(
         "--budget",
-        type=float,
+        type=number(0),
         metavar="SECONDS",
         default=0.25,
         help="seconds of timed passes per contender and corpus (default %(default)g)",
     )
     timing.add_argument(
         "--min-runs",
-        type=int,
+        type=integer(1),
         metavar="N",
         default=3,
         help="timed passes per contender, at least (default %(default)s)",
     )
     timing.add_argument(
         "--max-runs",
-        type=int,
+        type=integer(1),
         metavar="N",
         default=40,
         help="timed passes per contender, at most (default %(default)s)",
     )
     timing.add_argument(
         "--pass-budget",
-        type=float,
+        type=number(0, finite=False),
         metavar="SECONDS",
         default=10.0,
         help="stop a contender whose one pass over a corpus is projected past this many seconds (default %(default)g)",
     )
     timing.add_argument(
         "--scaling-budget",
-        type=float,
+        type=number(0, finite=False),
         metavar="SECONDS",
         default=15.0,
         help="scaling: stop a contender whose next pass is projected past this many seconds (default %(default)g)",
@@ -207,21 +209,22 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = parser().parse_args(argv)
+    ap = parser()
+    args = ap.parse_args(argv)
     args.argv = argv
     args.tasks = _flatten(args.tasks, C.TASKS)
     args.profiles = _flatten(args.profiles, traffic.PROFILES)
     args.contenders = _flatten(args.contenders, C.CONTENDERS)
-    for name in ("budget", "pass_budget", "scaling_budget", "mb"):
-        if getattr(args, name) < 0:
-            print(f"acp-fast bench: --{name.replace('_', '-')} must not be negative", file=sys.stderr)
-            return 2
-    if args.min_runs < 1 or args.max_runs < args.min_runs:
+    if args.max_runs < args.min_runs:
         print("acp-fast bench: need 1 <= --min-runs <= --max-runs", file=sys.stderr)
         return 2
-    if args.scaling_min < 1 or args.scaling_max < args.scaling_min:
+    if args.scaling_max < args.scaling_min:
         print("acp-fast bench: need 1 <= --scaling-min <= --scaling-max", file=sys.stderr)
         return 2
+    for option, path in (("--json", args.json), ("--plot", args.plot)):
+        problem = check_target(path) if path else None
+        if problem is not None:
+            ap.error(f"{option} {path}: {problem}")
     if args.plot and _matplotlib() is None:
         print(
             "acp-fast bench: --plot needs matplotlib, which is not installed here.\n"

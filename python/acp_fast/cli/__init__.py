@@ -46,12 +46,16 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 0
     command, rest = args[0], args[1:]
     if command in ("version", "--version"):
+        if rest:
+            print(f"acp-fast version: error: takes no arguments, found {' '.join(rest)}", file=sys.stderr)
+            return 2
         import acp_fast
 
         print(f"acp-fast {acp_fast.__version__} ({acp_fast.BACKEND} backend)")
         return 0
     if command not in COMMANDS:
-        print(f"acp-fast: unknown command {command!r}\n\n{usage()}", end="", file=sys.stderr)
+        known = ", ".join(COMMANDS)
+        print(f"acp-fast: error: unknown command {command!r} (one of {known}; acp-fast --help)", file=sys.stderr)
         return 2
     module = importlib.import_module(COMMANDS[command][0])
     return int(module.main(rest) or 0)

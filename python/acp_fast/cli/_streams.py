@@ -4,6 +4,8 @@
 * :func:`open_input` / :func:`read_chunks` / :func:`sniff` — a file or stdin as byte chunks, and
   whether it holds a recording (it starts with the header ``{"acp-fast-recording":1,...}``) or a
   plain stream.
+* :func:`check_target` / :func:`check_output` / :func:`create_output` — output files, checked before
+  any work starts.
 * :func:`string_offset` — where a byte of a recorded text line is in its JSON string token.
 * :class:`Progress` — a progress line on stderr.
 
@@ -55,15 +57,26 @@ def _describe(path: str, error: OSError) -> str:
     return error.strerror or str(error)
 
 
+def check_target(path: str) -> Optional[str]:
+    """Why a file cannot be written at ``path`` (None when it can, as far as can be told before
+    writing): its folder must exist, and the path must not be a folder."""
+    if os.path.isdir(path):
+        return "is a directory"
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        return f"cannot be created: no folder {folder}"
+    return None
+
+
 def check_output(path: str, force: bool) -> Optional[str]:
     """Why ``path`` cannot be created as a private output file now (None when it can): its folder
     must exist, and nothing may stand at the path but a regular file, and that only with
     ``force``. For reports written at exit, checked at start so that a mistake is a usage error."""
     if os.path.islink(path):
         return "is a symbolic link (refused: it could point anywhere)"
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        return f"cannot be created: no folder {folder}"
+    problem = check_target(path)
+    if problem is not None:
+        return problem
     if os.path.lexists(path):
         if not force:
             return "already exists (use --force to overwrite it)"

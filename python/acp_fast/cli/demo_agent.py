@@ -27,7 +27,6 @@ SECONDS`` paces every frame of a turn (a ``session/cancel`` is noticed during th
 
 from __future__ import annotations
 
-import argparse
 import os
 import queue
 import sys
@@ -36,6 +35,8 @@ from typing import Any, BinaryIO, Dict, List, Optional
 
 import acp_fast
 from acp_fast import builders
+
+from ._usage import Parser, integer, number
 
 NAME = "acp-fast-demo-agent"
 
@@ -493,32 +494,26 @@ def _approved(answer: Any) -> tuple[bool, str]:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="acp-fast demo-agent",
         description="A small scripted ACP agent on stdin/stdout (NDJSON), for demos, tests and proxy benchmarks.",
     )
     parser.add_argument("--protocol", type=int, choices=(1, 2), default=1, help="protocol version to speak (default 1)")
     parser.add_argument(
         "--chunks",
-        type=int,
+        type=integer(1),
         default=4,
         metavar="N",
         help="message chunks and terminal output chunks per turn (default 4)",
     )
     parser.add_argument(
-        "--delay", type=float, default=0.0, metavar="SECONDS", help="pause before every frame of a turn (default 0)"
+        "--delay", type=number(0), default=0.0, metavar="SECONDS", help="pause before every frame of a turn (default 0)"
     )
     parser.add_argument("--no-permission", action="store_true", help="do not ask for permission (the edit is applied)")
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
-    if args.chunks < 1:
-        print("acp-fast demo-agent: --chunks must be >= 1", file=sys.stderr)
-        return 2
-    if args.delay < 0:
-        print("acp-fast demo-agent: --delay must be >= 0", file=sys.stderr)
-        return 2
     agent = DemoAgent(
         sys.stdin.buffer,
         sys.stdout.buffer,

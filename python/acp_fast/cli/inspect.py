@@ -22,7 +22,6 @@ and :func:`replay_file` the store with the counts and errors (:class:`Replay`).
 
 from __future__ import annotations
 
-import argparse
 import base64
 import binascii
 import os
@@ -37,6 +36,7 @@ import acp_fast
 
 from ..recording import RecordingError, parse_lines, record_limit
 from ._streams import Progress, chunks_of, open_input, read_chunks, sniff, string_offset
+from ._usage import Parser, integer
 
 DEFAULT_MAX_FRAME_BYTES = acp_fast.DEFAULT_MAX_FRAME_BYTES
 Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, Any]
@@ -463,7 +463,7 @@ def to_json(name: str, result: Replay) -> Dict[str, Any]:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="acp-fast inspect",
         description=(
             "Replay an `acp-fast proxy` recording or an ACP NDJSON stream through the state engine "
@@ -478,14 +478,21 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--session", metavar="ID", help="show only this session")
     parser.add_argument("--forwarded-only", action="store_true", help="skip recorded frames the proxy did not forward")
     parser.add_argument(
-        "--max-errors", type=int, default=20, metavar="N", help="list at most N errors (all are counted; default 20)"
+        "--max-errors",
+        type=integer(0),
+        default=20,
+        metavar="N",
+        help="list at most N errors (all are counted; default 20)",
     )
     parser.add_argument(
-        "--max-tool-calls", type=int, metavar="N", help="bound the store (oldest finished tool calls are dropped)"
+        "--max-tool-calls",
+        type=integer(1),
+        metavar="N",
+        help="bound the store (oldest finished tool calls are dropped)",
     )
     parser.add_argument(
         "--max-frame-bytes",
-        type=int,
+        type=integer(1, acp_fast.MAX_FRAME_BYTES),
         default=DEFAULT_MAX_FRAME_BYTES,
         metavar="N",
         help="longest frame (default 64 MiB)",
@@ -500,14 +507,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
-    if args.max_errors < 0 or (args.max_tool_calls is not None and args.max_tool_calls < 1):
-        print("acp-fast inspect: --max-errors must be >= 0 and --max-tool-calls >= 1", file=sys.stderr)
-        return 2
-    if not 1 <= args.max_frame_bytes <= acp_fast.MAX_FRAME_BYTES:
-        print(f"acp-fast inspect: --max-frame-bytes must be between 1 and {acp_fast.MAX_FRAME_BYTES}", file=sys.stderr)
-        return 2
     if args.file != "-" and not os.path.exists(args.file):
         print(f"acp-fast inspect: cannot read {args.file}: no such file", file=sys.stderr)
+        return 2
+    if os.path.isdir(args.file):
+        print(f"acp-fast inspect: cannot read {args.file}: is a directory", file=sys.stderr)
         return 2
     name = "<stdin>" if args.file == "-" else args.file
     size = None

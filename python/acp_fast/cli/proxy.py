@@ -50,6 +50,7 @@ import acp_fast
 from ..bridge import Bridge
 from ..recording import RecordWriter
 from ._streams import check_output, create_output, output_error
+from ._usage import Parser, integer
 
 __all__ = ["main", "Proxy", "Direction"]
 
@@ -596,22 +597,10 @@ def format_summary(info: Dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _count(text: str) -> int:
-    """``--max-tool-calls``: 0 (keep all) or a positive integer."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected 0 or a positive integer, found {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected 0 or a positive integer, found {value}")
-    return value
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if not 1 <= value <= acp_fast.MAX_FRAME_BYTES:
-        raise argparse.ArgumentTypeError(f"expected 1..{acp_fast.MAX_FRAME_BYTES}, found {value}")
-    return value
+#: ``--max-tool-calls``: 0 (keep all) or a positive integer.
+_count = integer(0)
+#: ``--max-frame-bytes``: 1 to ``MAX_FRAME_BYTES``.
+_positive = integer(1, acp_fast.MAX_FRAME_BYTES)
 
 
 def _bridge_versions(text: str) -> Tuple[int, int]:
@@ -623,7 +612,7 @@ def _bridge_versions(text: str) -> Tuple[int, int]:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="acp-fast proxy",
         usage="acp-fast proxy [options] -- AGENT COMMAND...",
         description="Relay an editor and an ACP agent byte-exact, tracking every session's state.",
@@ -697,13 +686,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     else:
         options, command = args, []
     p = parser()
-    ns = p.parse_args(options)
+    ns, extra = p.parse_known_args(options)
+    if extra and not command and not extra[0].startswith("-"):
+        p.error(f"expected the agent command after --, e.g. acp-fast proxy [options] -- {' '.join(extra)}")
+    if extra:
+        p.error(f"unrecognized arguments: {' '.join(extra)}")
     if not command:
         p.error("expected the agent command after --, e.g. acp-fast proxy -- acp-fast demo-agent")
     ns.command = command
     # Files that will hold the session's traffic: a mistake is a usage error now, not a lost report
     # at exit (they are created owner-only, never through a symbolic link; see create_output).
-    for option, path in (("--state-json", ns.state_json), ("--summary-json", ns.summary_json)):
+    outputs = (("--record", ns.record), ("--state-json", ns.state_json), ("--summary-json", ns.summary_json))
+    for option, path in outputs:
         if path:
             problem = check_output(path, ns.force)
             if problem is not None:

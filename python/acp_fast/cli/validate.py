@@ -34,6 +34,7 @@ import acp_fast
 from ..recording import RecordingError, parse_lines, record_limit
 from . import _shapes
 from ._streams import Progress, open_input, read_chunks, sniff, string_offset
+from ._usage import Parser, integer
 
 DEFAULT_MAX_FRAME_BYTES = acp_fast.DEFAULT_MAX_FRAME_BYTES
 KINDS = ("json", "jsonrpc", "acp", "schema", "protocol", "recording")
@@ -458,7 +459,7 @@ def _id_key(value: Any) -> Tuple[str, Any]:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="acp-fast validate",
         description=(
             "Check every line of an ACP NDJSON stream or of an `acp-fast proxy` recording: JSON, "
@@ -490,14 +491,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--max-frame-bytes",
-        type=int,
+        type=integer(1, acp_fast.MAX_FRAME_BYTES),
         default=DEFAULT_MAX_FRAME_BYTES,
         metavar="N",
         help="longest line accepted as a frame (default 64 MiB)",
     )
     parser.add_argument(
         "--max-problems",
-        type=int,
+        type=integer(0),
         default=200,
         metavar="N",
         help="print at most N problems (all are counted; 0: no limit; default 200)",
@@ -585,12 +586,6 @@ def main(argv: Optional[List[str]] = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: 0 for --help, 2 for usage errors
         return int(exc.code or 0)
-    if not 1 <= args.max_frame_bytes <= acp_fast.MAX_FRAME_BYTES:
-        print(f"acp-fast validate: --max-frame-bytes must be between 1 and {acp_fast.MAX_FRAME_BYTES}", file=sys.stderr)
-        return 2
-    if args.max_problems < 0:
-        print("acp-fast validate: --max-problems must be >= 0", file=sys.stderr)
-        return 2
     limit = args.max_problems or None
     out = sys.stdout
     if hasattr(out, "reconfigure"):

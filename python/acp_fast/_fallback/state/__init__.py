@@ -26,7 +26,7 @@ import orjson
 from ...errors import DecodeError as PyDecodeError
 from ..encoder import dumps
 from ..error import DecodeError, to_python
-from ..framing import _BLANK, _BLANK_START, DEFAULT_MAX_FRAME_BYTES, MAX_FRAME_BYTES, Framer, too_large
+from ..framing import _BLANK, _BLANK_START, DEFAULT_MAX_FRAME_BYTES, MAX_FRAME_BYTES, Framer, check_bool, too_large
 from ..message import Message, decode_frame, decode_value, message_or_none
 from ..scanner import _DIGITS_TO_ZERO, _LONG_DIGIT_RUN, _exact, array_items, parse_exact, skip_ws, to_bytes
 from . import checkpoint
@@ -62,13 +62,6 @@ UPDATES: Dict[str, UpdateFn] = {
     "plan_update": plan_update,
     "plan_removed": plan_removed,
 }
-
-
-def _check_changes(changes: Any) -> None:
-    """``changes=`` must be a bool: the native binding's argument conversion, word for word."""
-    if type(changes) is not bool:
-        what = "'None'" if changes is None else f"'{type(changes).__name__}' object"
-        raise TypeError(f"{what} is not an instance of 'bool'")
 
 
 def _check_source(source: Any) -> None:
@@ -142,7 +135,7 @@ class ToolCallStore:
     ) -> None:
         if protocol_version is not None and (type(protocol_version) is not int or protocol_version not in (1, 2)):
             raise ValueError(f"expected protocol_version to be 1, 2 or None, found {protocol_version!r}")
-        if max_tool_calls is not None and (type(max_tool_calls) is not int or max_tool_calls < 1):
+        if max_tool_calls is not None and (type(max_tool_calls) is not int or not 1 <= max_tool_calls < 2**63):
             raise ValueError(f"expected max_tool_calls to be a positive integer or None, found {max_tool_calls!r}")
         self._framer = Framer(max_frame_bytes=max_frame_bytes)
         self._fixed: Optional[int] = protocol_version
@@ -230,7 +223,7 @@ class ToolCallStore:
                 frame = _dumps(frame)
             elif isinstance(frame, dict):
                 frame = _dumps(frame)
-            elif isinstance(frame, (str, bytearray, memoryview)):
+            elif isinstance(frame, (bytes, str, bytearray, memoryview)):  # bytes: a subclass here
                 frame = to_bytes(frame, "apply")
                 if type(frame) is DecodeError:
                     raise to_python(frame, None)
@@ -320,7 +313,7 @@ class ToolCallStore:
         """Apply every line that ``data`` completes; returns the Changes and DecodeErrors in
         stream order (only the DecodeErrors with ``changes=False``). Framing, limits and line
         numbers are those of a FrameDecoder (DESIGN 6, 7.2); ``source`` as for ``apply``."""
-        _check_changes(changes)
+        check_bool(changes)
         _check_source(source)
         if type(data) is not bytes:
             data = to_bytes(data, "feed")
@@ -331,7 +324,7 @@ class ToolCallStore:
     def finish(self, *, changes: bool = True, source: Optional[str] = None) -> List[Any]:
         """Apply a final line that has no newline; returns its Changes / DecodeErrors (only the
         DecodeErrors with ``changes=False``)."""
-        _check_changes(changes)
+        check_bool(changes)
         _check_source(source)
         out: List[Any] = []
         for line, frame in self._framer._end():

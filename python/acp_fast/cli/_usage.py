@@ -1,0 +1,76 @@
+"""Usage errors of the ``acp-fast`` commands (private): one line on stderr, exit status 2, never
+a traceback.
+
+* :class:`Parser` — an ``argparse.ArgumentParser`` whose errors are the single line
+  ``PROG: error: MESSAGE`` (argparse would print its usage block first; ``PROG --help`` has it).
+* :func:`integer` / :func:`number` — ``type=`` converters for a whole number or a number in a
+  range; argparse puts the option in front of their message (``argument --chunks: expected an
+  integer of at least 1, found 0``).
+
+Paths are checked where they are used: inputs when opened (``cannot read FILE: ...``), output
+files with :func:`acp_fast.cli._streams.check_output` / :func:`~acp_fast.cli._streams.check_target`
+before any work starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from typing import Callable, NoReturn, Optional
+
+__all__ = ["Parser", "integer", "number"]
+
+
+class Parser(argparse.ArgumentParser):
+    """``argparse.ArgumentParser`` with one-line usage errors (status 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _expected(noun: str, low: Optional[float], high: Optional[float]) -> str:
+    """``expected an integer from 1 to 10``, ``expected 0 or a positive number``, ..."""
+    article = "an" if noun[0] in "aeiou" else "a"
+    lo, hi = (f"{v:g}" if isinstance(v, float) else str(v) for v in (low, high))
+    if low == 0 and high is None:
+        return f"expected 0 or a positive {noun}"
+    if low is not None and high is not None:
+        return f"expected {article} {noun} from {lo} to {hi}"
+    if low is not None:
+        return f"expected {article} {noun} of at least {lo}"
+    return f"expected {article} {noun}" if high is None else f"expected {article} {noun} of at most {hi}"
+
+
+def integer(low: Optional[int] = None, high: Optional[int] = None) -> Callable[[str], int]:
+    """A ``type=`` for a whole number (decimal, ``_`` allowed) from ``low`` to ``high``."""
+    expected = _expected("integer", low, high)
+
+    def convert(text: str) -> int:
+        try:
+            value = int(text, 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{expected}, found {text!r}") from None
+        if (low is not None and value < low) or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"{expected}, found {value}")
+        return value
+
+    return convert
+
+
+def number(low: Optional[float] = None, *, finite: bool = True) -> Callable[[str], float]:
+    """A ``type=`` for a number (``1.5``, ``2e3``) of at least ``low``; never NaN, and not infinite
+    unless ``finite`` is False."""
+    expected = _expected("number", low, None)
+    if not finite:
+        expected += " (or inf)"
+
+    def convert(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{expected}, found {text!r}") from None
+        if math.isnan(value) or (finite and math.isinf(value)) or (low is not None and value < low):
+            raise argparse.ArgumentTypeError(f"{expected}, found {text!r}")
+        return value
+
+    return convert
