@@ -157,10 +157,8 @@ fn strip_cr(line: &[u8]) -> &[u8] {
     }
 }
 
-/// The largest buffer of a partial line kept for the next one (`Framer::reuse`). A larger one is
-/// given back: the next line as long pays for fresh pages (about 0.2 ms per MB here) rather
-/// than the process holding, for good, memory the size of its longest line.
-const KEEP_CAPACITY: usize = 8 << 20;
+/// The largest buffer of a partial line kept for the next one (`Framer::reuse`).
+use crate::KEEP_CAPACITY;
 
 /// Bytes of complete lines checked for UTF-8 at once before they are parsed (small enough to
 /// stay in the L2 cache between the check and the parse).

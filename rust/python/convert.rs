@@ -177,7 +177,10 @@ pub fn build<'py>(
         keys: KEYS.lock(),
         values: VALUES.lock(),
     };
-    crate::scanner::Scanner::new(data).parse_document(&mut sink)
+    let value = crate::scanner::Scanner::new(data).parse_document(&mut sink);
+    crate::drop_buffer(sink.scratch);
+    crate::drop_buffer(sink.stack);
+    value
 }
 
 /// Build the value whose text is `data[start..end]` (a value already validated in a frame).
@@ -597,9 +600,10 @@ pub fn dumps_bytes<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>, newline: bool)
     if owned {
         if w.out.capacity() <= SPARE_MAX {
             // SAFETY: we still hold `busy`.
-            unsafe { *SPARE.buf.get() = w.out };
+            unsafe { *SPARE.buf.get() = std::mem::take(&mut w.out) };
         }
         SPARE.busy.store(false, Ordering::Release);
     }
+    crate::drop_buffer(w.out);
     bytes.map_err(|e| e.into_pyerr(py))
 }
