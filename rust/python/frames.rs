@@ -1,4 +1,8 @@
 //! `Message`, `FrameDecoder`, `decode` and `encode`: thin wrappers over `message` and `decoder`.
+//!
+//! `FrameDecoder` is `frozen`, its core decoder in an `Exclusive` that every method and getter
+//! locks: one object can be shared by threads (docs/API.md "Threads"; the reasons are at the top
+//! of `mod.rs`).
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -10,6 +14,7 @@ use super::convert::{build, build_span, dumps_bytes};
 use super::errors::{batch_type, decode_error, decode_error_object, Origin};
 use super::framing::max_frame_bytes_arg;
 use super::strcache::{token_str, CacheGuard, VALUES};
+use super::Exclusive;
 use crate::decoder::{Decoded, FrameDecoder};
 use crate::error::{DecodeError, JsonType, PARSE_ERROR};
 use crate::message::{parse_frame, strip_line_ending, Envelope, Frame, Kind, Span};
@@ -389,13 +394,14 @@ pub fn encode<'py>(py: Python<'py>, message: &Bound<'py, PyAny>) -> PyResult<Bou
 }
 
 /// Splits a byte stream into frames and decodes each one.
-#[pyclass(module = "acp_fast", name = "FrameDecoder")]
+#[pyclass(module = "acp_fast", name = "FrameDecoder", frozen)]
 pub struct PyFrameDecoder {
-    decoder: FrameDecoder,
+    decoder: Exclusive<FrameDecoder>,
 }
 
 impl PyFrameDecoder {
-    fn collect<'py>(&mut self, py: Python<'py>, source: Option<&Source<'py>>) -> PyResult<Bound<'py, PyList>> {
+    fn collect<'py>(&self, py: Python<'py>, source: Option<&Source<'py>>) -> PyResult<Bound<'py, PyList>> {
+        let mut decoder = self.decoder.lock(py)?;
         let _gc = super::GcPause::new(py);
         let out = PyList::empty(py);
         let mut failure: Option<PyErr> = None;
@@ -421,8 +427,8 @@ impl PyFrameDecoder {
             }
         };
         match source {
-            Some(src) => self.decoder.feed(src.bytes.as_bytes(), &mut on_line),
-            None => self.decoder.finish(&mut on_line),
+            Some(src) => decoder.feed(src.bytes.as_bytes(), &mut on_line),
+            None => decoder.finish(&mut on_line),
         }
         match failure {
             Some(e) => Err(e),
@@ -437,44 +443,45 @@ impl PyFrameDecoder {
     #[pyo3(signature = (*, max_frame_bytes = None), text_signature = "(*, max_frame_bytes=67108864)")]
     fn new(max_frame_bytes: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         Ok(Self {
-            decoder: FrameDecoder::new(max_frame_bytes_arg(max_frame_bytes)?),
+            decoder: Exclusive::new("FrameDecoder", FrameDecoder::new(max_frame_bytes_arg(max_frame_bytes)?)),
         })
     }
 
     /// Feed bytes; returns the results of every line completed by them, in order.
-    fn feed<'py>(&mut self, py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+    fn feed<'py>(&self, py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
         let source = source_of(data)?;
         self.collect(py, Some(&source))
     }
 
     /// End of input: decode a last line that has no newline.
-    fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+    fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         self.collect(py, None)
     }
 
     #[getter]
-    fn line(&self) -> u64 {
-        self.decoder.framer().line()
+    fn line(&self, py: Python<'_>) -> PyResult<u64> {
+        Ok(self.decoder.lock(py)?.framer().line())
     }
 
     #[getter]
-    fn buffered(&self) -> usize {
-        self.decoder.framer().buffered()
+    fn buffered(&self, py: Python<'_>) -> PyResult<usize> {
+        Ok(self.decoder.lock(py)?.framer().buffered())
     }
 
     #[getter]
-    fn max_frame_bytes(&self) -> usize {
-        self.decoder.framer().max_frame_bytes()
+    fn max_frame_bytes(&self, py: Python<'_>) -> PyResult<usize> {
+        Ok(self.decoder.lock(py)?.framer().max_frame_bytes())
     }
 
-    fn __repr__(&self) -> String {
-        let framer = self.decoder.framer();
-        format!(
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        let decoder = self.decoder.lock(py)?;
+        let framer = decoder.framer();
+        Ok(format!(
             "FrameDecoder(max_frame_bytes={}, line={}, buffered={})",
             framer.max_frame_bytes(),
             framer.line(),
             framer.buffered()
-        )
+        ))
     }
 }
 
