@@ -22,8 +22,9 @@ inside one of its own methods in the same thread raises the same RuntimeError.
 from __future__ import annotations
 
 import functools
+import inspect
 from threading import RLock
-from typing import Any, Callable, Concatenate, List, Optional, ParamSpec, Protocol, Tuple, TypeVar, Union
+from typing import Any, Callable, Concatenate, Dict, List, Optional, ParamSpec, Protocol, Tuple, TypeVar, Union, cast
 
 from ..errors import DecodeError as PyDecodeError
 from .error import DecodeError, to_python
@@ -85,6 +86,35 @@ _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
 
+#: The wrapper ``exclusive`` makes of a method: ``{params}`` are the method's own parameters and
+#: ``{args}`` pass each one on as it came. Written out for each method (as ``dataclasses`` writes
+#: ``__init__``): a generic ``(self, *args, **kwargs)`` wrapper cost twice as much per call.
+_LOCKED = """
+def locked({params}):
+    lock = self._lock
+    lock.acquire()
+    if self._busy:
+        lock.release()
+        raise RuntimeError(REENTRANT)
+    self._busy = True
+    try:
+        return method({args})
+    finally:
+        self._busy = False
+        lock.release()
+"""
+
+
+class _Default:
+    """A default value in the generated wrapper: written as the name it is bound to."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
 def exclusive(method: Callable[Concatenate[_S, _P], _R]) -> Callable[Concatenate[_S, _P], _R]:
     """``method`` run under its object's lock, one call at a time. ``_lock`` is a
     ``threading.RLock`` (a thread waits for it with the GIL released); its owner can take it
@@ -94,25 +124,29 @@ def exclusive(method: Callable[Concatenate[_S, _P], _R]) -> Callable[Concatenate
     ``rust/python/mod.rs``). Explicit ``acquire`` / ``release``: a ``with`` block costs twice as
     much per call."""
     name = method.__qualname__.partition(".")[0]
-
-    @functools.wraps(method)
-    def locked(self: _S, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
-        lock = self._lock
-        lock.acquire()
-        if self._busy:
-            lock.release()
-            raise RuntimeError(
-                f"re-entrant call: this {name} is already running a method in this thread "
-                "(the call came from a finalizer, signal handler or trace function inside it)"
-            )
-        self._busy = True
-        try:
-            return method(self, *args, **kwargs)
-        finally:
-            self._busy = False
-            lock.release()
-
-    return locked
+    namespace: Dict[str, Any] = {
+        "method": method,
+        "REENTRANT": f"re-entrant call: this {name} is already running a method in this thread "
+        "(the call came from a finalizer, signal handler or trace function inside it)",
+    }
+    params, args = [], []
+    for i, p in enumerate(inspect.signature(method).parameters.values()):
+        if p.default is not p.empty:
+            namespace[f"default_{i}"] = p.default
+            p = p.replace(default=_Default(f"default_{i}"))
+        params.append(p.replace(annotation=p.empty))
+        if p.kind is p.KEYWORD_ONLY:
+            args.append(f"{p.name}={p.name}")
+        elif p.kind is p.VAR_POSITIONAL:
+            args.append(f"*{p.name}")
+        elif p.kind is p.VAR_KEYWORD:
+            args.append(f"**{p.name}")
+        else:
+            args.append(p.name)
+    assert params[0].name == "self", method
+    signature = str(inspect.Signature(params))[1:-1]
+    exec(_LOCKED.format(params=signature, args=", ".join(args)), namespace)
+    return cast(Callable[Concatenate[_S, _P], _R], functools.wraps(method)(namespace["locked"]))
 
 
 # Blank lines hold only these (after the line ending is dropped).
