@@ -1,4 +1,8 @@
 //! `Message`, `FrameDecoder`, `decode` and `encode`: thin wrappers over `message` and `decoder`.
+//!
+//! `FrameDecoder` is `frozen`, its core decoder in an `Exclusive` that every method and getter
+//! locks: one object can be shared by threads (docs/API.md "Threads"; the reasons are at the top
+//! of `mod.rs`).
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -10,6 +14,7 @@ use super::convert::{build, build_span, dumps_bytes};
 use super::errors::{batch_type, decode_error, decode_error_object, Origin};
 use super::framing::max_frame_bytes_arg;
 use super::strcache::{token_str, CacheGuard, VALUES};
+use super::Exclusive;
 use crate::decoder::{Decoded, FrameDecoder};
 use crate::error::{DecodeError, JsonType, PARSE_ERROR};
 use crate::message::{parse_frame, strip_line_ending, Envelope, Frame, Kind, Span};
@@ -389,15 +394,35 @@ pub fn encode<'py>(py: Python<'py>, message: &Bound<'py, PyAny>) -> PyResult<Bou
 }
 
 /// Splits a byte stream into frames and decodes each one.
-#[pyclass(module = "acp_fast", name = "FrameDecoder")]
+#[pyclass(module = "acp_fast", name = "FrameDecoder", frozen)]
 pub struct PyFrameDecoder {
+    decoder: Exclusive<Decoding>,
+}
+
+/// What one lock guards: the decoder and, with `strict_schema`, the conversation its frames are
+/// checked in (checked in the order they were decoded).
+struct Decoding {
     decoder: FrameDecoder,
-    /// `strict_schema`: the conversation the frames are checked in.
     strict: Option<super::schema::Strict>,
 }
 
 impl PyFrameDecoder {
-    fn collect<'py>(&mut self, py: Python<'py>, source: Option<&Source<'py>>) -> PyResult<Bound<'py, PyList>> {
+    fn collect<'py>(&self, py: Python<'py>, source: Option<&Source<'py>>) -> PyResult<Bound<'py, PyList>> {
+        let mut state = self.decoder.lock(py)?;
+        let out = Self::collect_in(&mut state.decoder, py, source)?;
+        if let Some(strict) = &mut state.strict {
+            strict.apply(py, &out)?;
+        }
+        Ok(out)
+    }
+
+    /// `collect` with the decoder locked. A function of its own: written inline in `collect`,
+    /// the per-frame loop compiled some 10 ns per frame slower (benches/ab.py, tiny profile).
+    fn collect_in<'py>(
+        decoder: &mut FrameDecoder,
+        py: Python<'py>,
+        source: Option<&Source<'py>>,
+    ) -> PyResult<Bound<'py, PyList>> {
         let _gc = super::GcPause::new(py);
         let out = PyList::empty(py);
         let mut failure: Option<PyErr> = None;
@@ -423,8 +448,8 @@ impl PyFrameDecoder {
             }
         };
         match source {
-            Some(src) => self.decoder.feed(src.bytes.as_bytes(), &mut on_line),
-            None => self.decoder.finish(&mut on_line),
+            Some(src) => decoder.feed(src.bytes.as_bytes(), &mut on_line),
+            None => decoder.finish(&mut on_line),
         }
         match failure {
             Some(e) => Err(e),
@@ -442,53 +467,51 @@ impl PyFrameDecoder {
     )]
     fn new(max_frame_bytes: Option<&Bound<'_, PyAny>>, strict_schema: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         Ok(Self {
-            decoder: FrameDecoder::new(max_frame_bytes_arg(max_frame_bytes)?),
-            strict: super::schema::Strict::from_arg(strict_schema)?,
+            decoder: Exclusive::new(
+                "FrameDecoder",
+                Decoding {
+                    decoder: FrameDecoder::new(max_frame_bytes_arg(max_frame_bytes)?),
+                    strict: super::schema::Strict::from_arg(strict_schema)?,
+                },
+            ),
         })
     }
 
     /// Feed bytes; returns the results of every line completed by them, in order.
-    fn feed<'py>(&mut self, py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+    fn feed<'py>(&self, py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
         let source = source_of(data)?;
-        let out = self.collect(py, Some(&source))?;
-        if let Some(strict) = &mut self.strict {
-            strict.apply(py, &out)?;
-        }
-        Ok(out)
+        self.collect(py, Some(&source))
     }
 
     /// End of input: decode a last line that has no newline.
-    fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let out = self.collect(py, None)?;
-        if let Some(strict) = &mut self.strict {
-            strict.apply(py, &out)?;
-        }
-        Ok(out)
+    fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        self.collect(py, None)
     }
 
     #[getter]
-    fn line(&self) -> u64 {
-        self.decoder.framer().line()
+    fn line(&self, py: Python<'_>) -> PyResult<u64> {
+        Ok(self.decoder.lock(py)?.decoder.framer().line())
     }
 
     #[getter]
-    fn buffered(&self) -> usize {
-        self.decoder.framer().buffered()
+    fn buffered(&self, py: Python<'_>) -> PyResult<usize> {
+        Ok(self.decoder.lock(py)?.decoder.framer().buffered())
     }
 
     #[getter]
-    fn max_frame_bytes(&self) -> usize {
-        self.decoder.framer().max_frame_bytes()
+    fn max_frame_bytes(&self, py: Python<'_>) -> PyResult<usize> {
+        Ok(self.decoder.lock(py)?.decoder.framer().max_frame_bytes())
     }
 
-    fn __repr__(&self) -> String {
-        let framer = self.decoder.framer();
-        format!(
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        let state = self.decoder.lock(py)?;
+        let framer = state.decoder.framer();
+        Ok(format!(
             "FrameDecoder(max_frame_bytes={}, line={}, buffered={})",
             framer.max_frame_bytes(),
             framer.line(),
             framer.buffered()
-        )
+        ))
     }
 }
 

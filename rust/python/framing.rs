@@ -1,5 +1,9 @@
 //! `Framer` and the frame limits: thin wrappers over the core `framing` (mirror:
 //! `_fallback/framing.py`, whose `Framer` is this class and the core framer in one).
+//!
+//! `Framer` is `frozen`, its core framer in an `Exclusive` that every method and getter locks:
+//! one object can be shared by threads (docs/API.md "Threads"; the reasons are at the top of
+//! `mod.rs`).
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -8,6 +12,7 @@ use pyo3::IntoPyObjectExt;
 
 use super::errors::{decode_error_object, Origin};
 use super::frames::{concat_bytes, source_of, Source};
+use super::Exclusive;
 use crate::framing::{
     check_max_frame_bytes, max_frame_bytes_not_an_int, max_frame_bytes_out_of_range, too_large, Event, Framer, Piece,
     DEFAULT_MAX_FRAME_BYTES,
@@ -30,9 +35,9 @@ pub(crate) fn max_frame_bytes_arg(value: Option<&Bound<'_, PyAny>>) -> PyResult<
 }
 
 /// Splits a byte stream into lines (what `FrameDecoder` does before it parses them).
-#[pyclass(module = "acp_fast", name = "Framer")]
+#[pyclass(module = "acp_fast", name = "Framer", frozen)]
 pub struct PyFramer {
-    framer: Framer,
+    framer: Exclusive<Framer>,
     /// Lines as they were (`Framer::feed_exact`).
     keepends: bool,
     /// With `keepends`: the consecutive complete lines of one feed as one event.
@@ -80,13 +85,14 @@ impl Run {
 }
 
 impl PyFramer {
-    fn collect<'py>(&mut self, py: Python<'py>, source: Option<&Source<'py>>) -> PyResult<Bound<'py, PyList>> {
+    fn collect<'py>(&self, py: Python<'py>, source: Option<&Source<'py>>) -> PyResult<Bound<'py, PyList>> {
+        let mut framer = self.framer.lock(py)?;
         let _gc = super::GcPause::new(py);
         let out = PyList::empty(py);
         let mut failure: Option<PyErr> = None;
         let data = source.map(|s| s.bytes.as_bytes());
         if !self.keepends {
-            let max = self.framer.max_frame_bytes();
+            let max = framer.max_frame_bytes();
             let mut on_event = |event: Event<'_>| {
                 if failure.is_some() {
                     return;
@@ -100,8 +106,8 @@ impl PyFramer {
                 }
             };
             match data {
-                Some(d) => self.framer.feed(d, &mut on_event),
-                None => self.framer.finish(&mut on_event),
+                Some(d) => framer.feed(d, &mut on_event),
+                None => framer.finish(&mut on_event),
             }
         } else {
             let joined = self.joined;
@@ -133,8 +139,8 @@ impl PyFramer {
                 }
             };
             match data {
-                Some(d) => self.framer.feed_exact(d, &mut on_piece),
-                None => self.framer.finish_exact(&mut on_piece),
+                Some(d) => framer.feed_exact(d, &mut on_piece),
+                None => framer.finish_exact(&mut on_piece),
             }
             if let (Some(r), None) = (run, &failure) {
                 if let Err(e) = r.into_event(py, source).and_then(|obj| out.append(obj)) {
@@ -156,44 +162,45 @@ impl PyFramer {
            text_signature = "(*, max_frame_bytes=67108864, keepends=False, joined=False)")]
     fn new(max_frame_bytes: Option<&Bound<'_, PyAny>>, keepends: bool, joined: bool) -> PyResult<Self> {
         Ok(Self {
-            framer: Framer::new(max_frame_bytes_arg(max_frame_bytes)?),
+            framer: Exclusive::new("Framer", Framer::new(max_frame_bytes_arg(max_frame_bytes)?)),
             keepends: keepends || joined,
             joined,
         })
     }
 
     /// Feed bytes; returns the events of every line completed by them, in order.
-    fn feed<'py>(&mut self, py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+    fn feed<'py>(&self, py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
         let source = source_of(data)?;
         self.collect(py, Some(&source))
     }
 
     /// End of input: the event of a last line that has no newline.
-    fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+    fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         self.collect(py, None)
     }
 
     #[getter]
-    fn line(&self) -> u64 {
-        self.framer.line()
+    fn line(&self, py: Python<'_>) -> PyResult<u64> {
+        Ok(self.framer.lock(py)?.line())
     }
 
     #[getter]
-    fn buffered(&self) -> usize {
-        self.framer.buffered()
+    fn buffered(&self, py: Python<'_>) -> PyResult<usize> {
+        Ok(self.framer.lock(py)?.buffered())
     }
 
     #[getter]
-    fn max_frame_bytes(&self) -> usize {
-        self.framer.max_frame_bytes()
+    fn max_frame_bytes(&self, py: Python<'_>) -> PyResult<usize> {
+        Ok(self.framer.lock(py)?.max_frame_bytes())
     }
 
-    fn __repr__(&self) -> String {
-        format!(
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        let framer = self.framer.lock(py)?;
+        Ok(format!(
             "Framer(max_frame_bytes={}, line={}, buffered={})",
-            self.framer.max_frame_bytes(),
-            self.framer.line(),
-            self.framer.buffered()
-        )
+            framer.max_frame_bytes(),
+            framer.line(),
+            framer.buffered()
+        ))
     }
 }

@@ -1,5 +1,18 @@
 //! The PyO3 binding layer: `acp_fast._native`. Every function here takes Python arguments, calls
 //! the core, and maps errors; no protocol logic lives in this folder.
+//!
+//! Threads (docs/API.md "Threads"): the stateful classes (`FrameDecoder`, `Framer`,
+//! `ToolCallStore`) are `#[pyclass(frozen)]` and keep their state in an `Exclusive`, a per-object
+//! mutex that every method and getter takes for its whole run. A plain (non-frozen) pyclass
+//! lends `&mut self` through PyO3's borrow flag, which does not wait: a method that runs Python
+//! code (building a `Batch` or a `DecodeError`, a GC pass) lets the GIL switch, and another
+//! thread's call on the same object then failed with "Already borrowed". The mutex is taken with
+//! `MutexExt::lock_py_attached`: `try_lock` first (the single-threaded path: one atomic, no GIL
+//! traffic), else it detaches from the interpreter while it waits, so the holder, which may be
+//! waiting for the GIL, can go on. A call from the thread that holds the lock (a finalizer, a
+//! signal handler or a trace function run inside one of the object's methods) would wait for
+//! itself: it raises RuntimeError instead (the fallback raises the same, `_fallback/framing.py`
+//! `exclusive`). This locking does not rely on the GIL, so it holds on a free-threaded build too.
 
 mod convert;
 mod errors;
@@ -11,7 +24,13 @@ mod state;
 mod strcache;
 mod untracked;
 
+use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
+use pyo3::sync::MutexExt;
 
 /// The cyclic garbage collector held off while a `feed` builds its results.
 ///
@@ -43,6 +62,87 @@ impl Drop for GcPause {
             // SAFETY: created with the GIL held, and dropped in the same scope.
             unsafe { pyo3::ffi::PyGC_Enable() };
         }
+    }
+}
+
+/// The state of a stateful `#[pyclass(frozen)]` object behind its per-object lock (see the top of
+/// this file): `lock` gives the state to one call at a time.
+pub(crate) struct Exclusive<T> {
+    /// The Python class name, for the error of a re-entrant call.
+    class: &'static str,
+    state: Mutex<T>,
+    /// The thread that holds `state` (`thread_mark`), 0 when none. Only the holder stores its own
+    /// mark, and clears it before it unlocks, so a thread reads its own mark here only while it
+    /// holds the lock.
+    owner: AtomicUsize,
+}
+
+/// A number of the current thread that no other running thread has (the address of a
+/// thread-local), never 0.
+#[inline]
+fn thread_mark() -> usize {
+    thread_local!(static MARK: u8 = const { 0 });
+    MARK.with(|m| std::ptr::from_ref(m) as usize)
+}
+
+impl<T> Exclusive<T> {
+    pub(crate) fn new(class: &'static str, state: T) -> Self {
+        Self {
+            class,
+            state: Mutex::new(state),
+            owner: AtomicUsize::new(0),
+        }
+    }
+
+    /// The state, once no other call holds it (waiting detached from the interpreter); a call
+    /// from the thread that holds it raises RuntimeError. A panic in an earlier call (PyO3 turned
+    /// it into PanicException) does not lock the object for good: its state is taken as it is.
+    #[inline]
+    pub(crate) fn lock(&self, py: Python<'_>) -> PyResult<Locked<'_, T>> {
+        let me = thread_mark();
+        if self.owner.load(Ordering::Relaxed) == me {
+            return Err(reentrant(self.class));
+        }
+        let guard = self.state.lock_py_attached(py).unwrap_or_else(PoisonError::into_inner);
+        self.owner.store(me, Ordering::Relaxed);
+        Ok(Locked {
+            guard,
+            owner: &self.owner,
+        })
+    }
+}
+
+#[cold]
+fn reentrant(class: &str) -> PyErr {
+    PyRuntimeError::new_err(format!(
+        "re-entrant call: this {class} is already running a method in this thread \
+         (the call came from a finalizer, signal handler or trace function inside it)"
+    ))
+}
+
+/// The state of an `Exclusive` while a call holds it.
+pub(crate) struct Locked<'a, T> {
+    guard: MutexGuard<'a, T>,
+    owner: &'a AtomicUsize,
+}
+
+impl<T> Drop for Locked<'_, T> {
+    fn drop(&mut self) {
+        // Before `guard` unlocks (fields drop after this).
+        self.owner.store(0, Ordering::Relaxed);
+    }
+}
+
+impl<T> Deref for Locked<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.guard
+    }
+}
+
+impl<T> DerefMut for Locked<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.guard
     }
 }
 

@@ -1,6 +1,10 @@
 //! `ToolCallStore` and `Change` over the core `state::Store`: argument conversion, framing for
 //! `feed` / `finish`, error mapping, and the Python objects the API returns (records are built
 //! only when asked for: `get`, `tool_calls`, `snapshot`, `state`, ...). DESIGN §7.
+//!
+//! The methods are written on `StoreState`, what a `ToolCallStore` holds; the Python class is in
+//! `state/methods.rs`: its state behind a per-object lock, and `#[pymethods]` that take the lock
+//! and call the methods here (docs/API.md "Threads"; the reasons are at the top of `mod.rs`).
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -18,6 +22,9 @@ use crate::message::{parse_frame, parse_line_utf8, strip_line_ending, Captured, 
 use crate::state::{
     checkpoint, Action, Change, CheckpointError, IdKey, Ident, Outcome, Permission, Source, Store, Target, FORMAT,
 };
+
+mod methods;
+pub use methods::PyToolCallStore;
 
 /// The text of a session / tool-call id argument.
 fn key_arg<'a>(obj: &'a Bound<'_, PyAny>, what: &str) -> PyResult<&'a str> {
@@ -51,9 +58,8 @@ fn id_arg(obj: &Bound<'_, PyAny>) -> PyResult<IdKey> {
 // ---------------------------------------------------------------------------------------------
 // The store
 
-/// The state of every tool call, terminal, plan and permission request, per session.
-#[pyclass(module = "acp_fast", name = "ToolCallStore")]
-pub struct PyToolCallStore {
+/// What a `ToolCallStore` holds, behind its lock (`methods.rs`).
+struct StoreState {
     store: Store,
     framer: Framer,
     /// While `feed(..., changes=False)` runs: build no `Change` objects.
@@ -136,7 +142,7 @@ fn shifted(e: DecodeError, by: usize) -> DecodeError {
     DecodeError::new(e.code, e.kind, e.description.clone(), e.position.map(|p| p + by))
 }
 
-impl PyToolCallStore {
+impl StoreState {
     /// Apply every message of the frame `data` (no line ending). Single messages: `Ok(change)`
     /// or `Err(error)`; batches: one item per entry pushed to `out`.
     #[allow(clippy::too_many_arguments)]
@@ -309,11 +315,7 @@ fn max_arg(v: Option<&Bound<'_, PyAny>>) -> PyResult<Option<usize>> {
     )))
 }
 
-#[pymethods]
-impl PyToolCallStore {
-    #[new]
-    #[pyo3(signature = (protocol_version = None, *, max_tool_calls = None, max_frame_bytes = None),
-           text_signature = "(protocol_version=None, *, max_tool_calls=None, max_frame_bytes=67108864)")]
+impl StoreState {
     fn new(
         protocol_version: Option<&Bound<'_, PyAny>>,
         max_tool_calls: Option<&Bound<'_, PyAny>>,
@@ -331,7 +333,6 @@ impl PyToolCallStore {
 
     /// Apply one frame (a Message, a Batch, bytes/str, a dict or a list of dicts). Returns a
     /// Change or None (a list for a batch); raises DecodeError for a bad frame.
-    #[pyo3(signature = (frame, *, source = None))]
     fn apply<'py>(
         &mut self,
         py: Python<'py>,
@@ -428,7 +429,6 @@ impl PyToolCallStore {
 
     /// Feed stream bytes: the Changes and DecodeErrors of every line they complete, in order
     /// (with `changes=False`, only the DecodeErrors).
-    #[pyo3(signature = (data, *, changes = true, source = None))]
     fn feed<'py>(
         &mut self,
         py: Python<'py>,
@@ -445,7 +445,6 @@ impl PyToolCallStore {
     }
 
     /// End of input: apply a last line that has no newline.
-    #[pyo3(signature = (*, changes = true, source = None))]
     fn finish<'py>(
         &mut self,
         py: Python<'py>,
@@ -628,7 +627,6 @@ impl PyToolCallStore {
     }
 
     /// Rebuild a store from `to_json()` output (bytes or str, as `loads` takes them).
-    #[classmethod]
     fn from_json<'py>(cls: &Bound<'py, PyType>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         let py = cls.py();
         let owned;
@@ -653,36 +651,31 @@ impl PyToolCallStore {
         })?;
         let obj = Bound::new(
             py,
-            PyToolCallStore {
+            PyToolCallStore::from(StoreState {
                 store,
                 framer: Framer::new(DEFAULT_MAX_FRAME_BYTES),
                 quiet: false,
-            },
+            }),
         )?;
         Ok(obj.into_any())
     }
 
-    #[getter]
     fn protocol_version(&self) -> u8 {
         self.store.version()
     }
 
-    #[getter]
     fn negotiated_version(&self) -> Option<u8> {
         self.store.negotiated_version()
     }
 
-    #[getter]
     fn max_tool_calls(&self) -> Option<usize> {
         self.store.max_tool_calls()
     }
 
-    #[getter]
     fn evicted(&self) -> u64 {
         self.store.evicted()
     }
 
-    #[getter]
     fn line(&self) -> u64 {
         self.framer.line()
     }
@@ -700,7 +693,7 @@ impl PyToolCallStore {
     }
 }
 
-impl PyToolCallStore {
+impl StoreState {
     fn permission_list<'py>(
         &self,
         py: Python<'py>,

@@ -8,17 +8,21 @@ this class is both. Where Rust parses each line as the framer hands it over, thi
 feed's lines (``Framer._feed``) in one loop: orjson first, the ``Message`` built inline for a
 request, notification or response, and only a line orjson refuses takes the full per-line path
 (``Framer._complete``, then ``decode_frame``).
+
+Every public method and property runs under the decoder's lock (``framing.exclusive``; docs/API.md
+"Threads"), and reads the framer's state directly (its own properties would take its lock too).
 """
 
 from __future__ import annotations
 
+from threading import RLock
 from typing import Any, List, Union
 
 import orjson
 
 from ..batch import Batch
 from ..errors import DecodeError as PyDecodeError
-from .framing import DEFAULT_MAX_FRAME_BYTES, Framer, bytes_of, too_large
+from .framing import DEFAULT_MAX_FRAME_BYTES, Framer, bytes_of, exclusive, too_large
 from .message import (
     _I64_MAX,
     _I64_MIN,
@@ -49,7 +53,7 @@ class FrameDecoder:
     included), ``buffered`` the bytes held for the current partial line.
     """
 
-    __slots__ = ("_framer", "_strict")
+    __slots__ = ("_framer", "_strict", "_lock", "_busy")
 
     def __init__(  # type: ignore[no-untyped-def]  # signature = the native one
         self, *, max_frame_bytes=DEFAULT_MAX_FRAME_BYTES, strict_schema=False
@@ -60,25 +64,32 @@ class FrameDecoder:
             from .schema import Strict
 
             self._strict = Strict(strict_schema)
+        self._lock = RLock()
+        self._busy = False
 
     @property
+    @exclusive
     def max_frame_bytes(self) -> int:
-        return self._framer.max_frame_bytes
+        return self._framer._max
 
     @property
+    @exclusive
     def line(self) -> int:
         """Lines completed so far (blank and oversized lines included)."""
-        return self._framer.line
+        return self._framer._line
 
     @property
+    @exclusive
     def buffered(self) -> int:
         """Bytes held for the current partial line."""
-        return self._framer.buffered
+        return self._framer._buffered
 
+    @exclusive
     def __repr__(self) -> str:
         framer = self._framer
-        return f"FrameDecoder(max_frame_bytes={framer.max_frame_bytes}, line={framer.line}, buffered={framer.buffered})"
+        return f"FrameDecoder(max_frame_bytes={framer._max}, line={framer._line}, buffered={framer._buffered})"
 
+    @exclusive
     def feed(self, /, data):  # type: ignore[no-untyped-def]  # signature = the native one
         """Results of every line that ``data`` completes, in order."""
         if type(data) is not bytes:
@@ -169,6 +180,7 @@ class FrameDecoder:
             self._strict.apply(out)
         return out
 
+    @exclusive
     def finish(self, /):  # type: ignore[no-untyped-def]  # signature = the native one
         """The result of a final line that has no newline (``[]`` if there is none or it is
         blank); resets the partial line. The decoder may be fed again afterwards."""

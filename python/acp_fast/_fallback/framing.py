@@ -14,17 +14,33 @@ line is noticed as soon as more than that many bytes of it are buffered, and its
 dropped (only counted) until the next newline. The chunks go with their line, and CPython gives
 big blocks back to the OS when they are freed, so this has no counterpart of the Rust framer's
 ``reuse`` (a buffer over 8 MiB dropped and the allocator told to return its memory).
+
+Threads (docs/API.md "Threads"): ``exclusive`` below wraps every public method and property of
+``Framer``, ``FrameDecoder`` and ``ToolCallStore`` in a per-object lock, as the native classes
+(``Exclusive`` in ``rust/python/mod.rs``): one object can be shared by threads, and a call from
+inside one of its own methods in the same thread raises the same RuntimeError.
 """
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Tuple, Union
+import functools
+import inspect
+from threading import RLock
+from typing import Any, Callable, Concatenate, Dict, List, Optional, ParamSpec, Protocol, Tuple, TypeVar, Union, cast
 
 from ..errors import DecodeError as PyDecodeError
 from .error import DecodeError, to_python
 from .scanner import to_bytes
 
-__all__ = ["DEFAULT_MAX_FRAME_BYTES", "MAX_FRAME_BYTES", "check_bool", "check_max_frame_bytes", "too_large", "Framer"]
+__all__ = [
+    "DEFAULT_MAX_FRAME_BYTES",
+    "MAX_FRAME_BYTES",
+    "check_bool",
+    "check_max_frame_bytes",
+    "too_large",
+    "exclusive",
+    "Framer",
+]
 
 #: Default ``max_frame_bytes``: 64 MiB.
 DEFAULT_MAX_FRAME_BYTES = 64 * 1024 * 1024
@@ -76,6 +92,81 @@ def bytes_of(data: Any) -> bytes:
     return value
 
 
+class Exclusive(Protocol):
+    """An object whose methods are ``exclusive``: its lock, and whether one of them is running."""
+
+    _lock: Any
+    _busy: bool
+
+
+_S = TypeVar("_S", bound=Exclusive)
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+#: The wrapper ``exclusive`` makes of a method: ``{params}`` are the method's own parameters and
+#: ``{args}`` pass each one on as it came. Written out for each method (as ``dataclasses`` writes
+#: ``__init__``): a generic ``(self, *args, **kwargs)`` wrapper cost twice as much per call.
+_LOCKED = """
+def locked({params}):
+    lock = self._lock
+    lock.acquire()
+    if self._busy:
+        lock.release()
+        raise RuntimeError(REENTRANT)
+    self._busy = True
+    try:
+        return method({args})
+    finally:
+        self._busy = False
+        lock.release()
+"""
+
+
+class _Default:
+    """A default value in the generated wrapper: written as the name it is bound to."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+def exclusive(method: Callable[Concatenate[_S, _P], _R]) -> Callable[Concatenate[_S, _P], _R]:
+    """``method`` run under its object's lock, one call at a time. ``_lock`` is a
+    ``threading.RLock`` (a thread waits for it with the GIL released); its owner can take it
+    again, and then finds ``_busy`` set: a call from inside a method in the same thread (from a
+    finalizer, a signal handler or a trace function) would wait for itself under a plain lock,
+    and raises RuntimeError instead, with the native message (``reentrant`` in
+    ``rust/python/mod.rs``). Explicit ``acquire`` / ``release``: a ``with`` block costs twice as
+    much per call."""
+    name = method.__qualname__.partition(".")[0]
+    namespace: Dict[str, Any] = {
+        "method": method,
+        "REENTRANT": f"re-entrant call: this {name} is already running a method in this thread "
+        "(the call came from a finalizer, signal handler or trace function inside it)",
+    }
+    params, args = [], []
+    for i, p in enumerate(inspect.signature(method).parameters.values()):
+        if p.default is not p.empty:
+            namespace[f"default_{i}"] = p.default
+            p = p.replace(default=_Default(f"default_{i}"))
+        params.append(p.replace(annotation=p.empty))
+        if p.kind is p.KEYWORD_ONLY:
+            args.append(f"{p.name}={p.name}")
+        elif p.kind is p.VAR_POSITIONAL:
+            args.append(f"*{p.name}")
+        elif p.kind is p.VAR_KEYWORD:
+            args.append(f"**{p.name}")
+        else:
+            args.append(p.name)
+    assert params[0].name == "self", method
+    signature = str(inspect.Signature(params))[1:-1]
+    exec(_LOCKED.format(params=signature, args=", ".join(args)), namespace)
+    return cast(Callable[Concatenate[_S, _P], _R], functools.wraps(method)(namespace["locked"]))
+
+
 # Blank lines hold only these (after the line ending is dropped).
 _BLANK = b" \t\r"
 _BLANK_START = frozenset(_BLANK)
@@ -101,7 +192,18 @@ class Framer:
     consecutive complete lines of one feed as one ``(first line, data)`` event.
     """
 
-    __slots__ = ("_max", "_chunks", "_buffered", "_line", "_skipping", "_dropped", "_keepends", "_joined")
+    __slots__ = (
+        "_max",
+        "_chunks",
+        "_buffered",
+        "_line",
+        "_skipping",
+        "_dropped",
+        "_keepends",
+        "_joined",
+        "_lock",
+        "_busy",
+    )
 
     # Typed by a comment so that the signature reads as the native one (tests/test_api.py).
     def __init__(self, *, max_frame_bytes=DEFAULT_MAX_FRAME_BYTES, keepends=False, joined=False):
@@ -120,17 +222,22 @@ class Framer:
         self._dropped = 0
         self._keepends: bool = keepends or joined
         self._joined: bool = joined
+        self._lock = RLock()
+        self._busy = False
 
     @property
+    @exclusive
     def max_frame_bytes(self) -> int:
         return self._max
 
     @property
+    @exclusive
     def line(self) -> int:
         """Lines completed so far (blank and oversized lines included)."""
         return self._line
 
     @property
+    @exclusive
     def buffered(self) -> int:
         """Bytes held for the current partial line."""
         return self._buffered
@@ -151,6 +258,7 @@ class Framer:
             return None
         return data
 
+    @exclusive
     def feed(self, /, data):  # type: ignore[no-untyped-def]  # signature = the native one
         """The events of every line that ``data`` completes, in order."""
         if type(data) is not bytes:
@@ -268,6 +376,7 @@ class Framer:
         self._chunks.append(data)
         self._buffered = size
 
+    @exclusive
     def finish(self, /):  # type: ignore[no-untyped-def]  # signature = the native one
         """The events of a last line without a newline (``[]`` if there is none, or it is
         blank in the default reading); resets the partial line. The framer may be fed again."""
@@ -289,5 +398,6 @@ class Framer:
         found = self._complete(self._max, self._line, data)  # never over the limit: it was held
         return [] if found is None else [(self._line, found)]
 
+    @exclusive
     def __repr__(self) -> str:
         return f"Framer(max_frame_bytes={self._max}, line={self._line}, buffered={self._buffered})"

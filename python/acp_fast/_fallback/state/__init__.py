@@ -15,10 +15,14 @@ from ``ToolCallStore._dispatch`` and ``UPDATES`` below), ``evict`` (the ``max_to
 ``checkpoint`` (``to_json`` / ``from_json``). Differences on purpose: here the store is the Python
 class itself, with framing (``feed``, ``_feed_lines``) and the queries; Rust's core takes messages
 already parsed, and its binding (``rust/python/state.rs``) does framing and builds the objects.
+
+Every public method and property runs under the store's lock (``framing.exclusive``; docs/API.md
+"Threads"); ``from_json`` builds a new store and takes none.
 """
 
 from __future__ import annotations
 
+from threading import RLock
 from typing import Any, Callable, Dict, List, Optional, Tuple, cast
 
 import orjson
@@ -26,7 +30,16 @@ import orjson
 from ...errors import DecodeError as PyDecodeError
 from ..encoder import dumps
 from ..error import DecodeError, to_python
-from ..framing import _BLANK, _BLANK_START, DEFAULT_MAX_FRAME_BYTES, MAX_FRAME_BYTES, Framer, check_bool, too_large
+from ..framing import (
+    _BLANK,
+    _BLANK_START,
+    DEFAULT_MAX_FRAME_BYTES,
+    MAX_FRAME_BYTES,
+    Framer,
+    check_bool,
+    exclusive,
+    too_large,
+)
 from ..message import Message, decode_frame, decode_value, message_or_none
 from ..scanner import _DIGITS_TO_ZERO, _LONG_DIGIT_RUN, _exact, array_items, parse_exact, skip_ws, to_bytes
 from . import checkpoint
@@ -124,6 +137,8 @@ class ToolCallStore:
         "_created",
         "_framer",
         "_updates",
+        "_lock",
+        "_busy",
     )
 
     def __init__(
@@ -161,12 +176,18 @@ class ToolCallStore:
         self._finished: List[int] = []
         self._created: Dict[Tuple[str, str], List[Any]] = {}
         self._updates = UPDATES
+        self._lock = RLock()
+        self._busy = False
 
     # -- accessors ----------------------------------------------------------------------------
 
     @property
+    @exclusive
     def protocol_version(self) -> int:
         """The version in force: the fixed one, else the negotiated one, else 1."""
+        return self._version()
+
+    def _version(self) -> int:
         if self._fixed is not None:
             return self._fixed
         if self._negotiated is not None:
@@ -174,29 +195,35 @@ class ToolCallStore:
         return 1
 
     @property
+    @exclusive
     def negotiated_version(self) -> Optional[int]:
         """The version learned from an ``initialize`` response, or None."""
         return self._negotiated
 
     @property
+    @exclusive
     def max_tool_calls(self) -> Optional[int]:
         return self._max_tool_calls
 
     @property
+    @exclusive
     def evicted(self) -> int:
         """Tool calls dropped by the ``max_tool_calls`` bound."""
         return self._evicted
 
     @property
+    @exclusive
     def line(self) -> int:
         """Lines completed by ``feed`` / ``finish`` so far."""
         return self._framer.line
 
+    @exclusive
     def __len__(self) -> int:
         return self._tool_call_count
 
+    @exclusive
     def __repr__(self) -> str:
-        return f"ToolCallStore(protocol_version={self.protocol_version}, tool_calls={self._tool_call_count})"
+        return f"ToolCallStore(protocol_version={self._version()}, tool_calls={self._tool_call_count})"
 
     def _session(self, sid: str) -> Session:
         """The session ``sid``, created if needed."""
@@ -207,6 +234,7 @@ class ToolCallStore:
 
     # -- applying frames ----------------------------------------------------------------------
 
+    @exclusive
     def apply(self, frame: Any, *, source: Optional[str] = None) -> Any:
         """Apply one frame (Message, Batch / list, bytes, str, dict): a Change or None for one
         message, a list for a batch; raises DecodeError for a bad frame (the store unchanged)."""
@@ -309,6 +337,7 @@ class ToolCallStore:
                 out.append(to_python(state_error(bad, frame, start), frame, line=line, raw=frame[start:end]))
         return out
 
+    @exclusive
     def feed(self, data: Any, *, changes: bool = True, source: Optional[str] = None) -> List[Any]:
         """Apply every line that ``data`` completes; returns the Changes and DecodeErrors in
         stream order (only the DecodeErrors with ``changes=False``). Framing, limits and line
@@ -321,6 +350,7 @@ class ToolCallStore:
                 raise to_python(data, None)
         return _feed_lines(self, data, changes, source)
 
+    @exclusive
     def finish(self, *, changes: bool = True, source: Optional[str] = None) -> List[Any]:
         """Apply a final line that has no newline; returns its Changes / DecodeErrors (only the
         DecodeErrors with ``changes=False``)."""
@@ -391,6 +421,7 @@ class ToolCallStore:
 
     # -- queries ------------------------------------------------------------------------------
 
+    @exclusive
     def get(self, session_id: str, tool_call_id: str) -> Optional[Dict[str, Any]]:
         """The tool call as a fresh dict in ACP wire shape, or None."""
         tcid = _key(tool_call_id, "tool_call_id")
@@ -400,6 +431,7 @@ class ToolCallStore:
             return None
         return cast(Dict[str, Any], _fresh(tool_call_record(tcid, f)))
 
+    @exclusive
     def tool_calls(self, session_id: str) -> Dict[str, Any]:
         """``{toolCallId: record}`` of a session, in first-seen order."""
         s = self._sessions.get(_key(session_id, "session_id"))
@@ -407,6 +439,7 @@ class ToolCallStore:
             return {}
         return cast(Dict[str, Any], _fresh({tcid: tool_call_record(tcid, f) for tcid, f in s.tool_calls.items()}))
 
+    @exclusive
     def snapshot(self) -> Dict[str, Any]:
         """``{sessionId: {toolCallId: record}}`` of the sessions that hold tool calls."""
         return cast(
@@ -420,6 +453,7 @@ class ToolCallStore:
             ),
         )
 
+    @exclusive
     def terminal(self, session_id: str, terminal_id: str) -> Optional[Dict[str, Any]]:
         """The terminal (``output`` as bytes), or None."""
         tid = _key(terminal_id, "terminal_id")
@@ -429,6 +463,7 @@ class ToolCallStore:
             return None
         return cast(Dict[str, Any], _fresh(terminal_record(tid, term, bytes(term.output))))
 
+    @exclusive
     def terminals(self, session_id: str) -> Dict[str, Any]:
         """``{terminalId: record}`` of a session, in first-seen order."""
         s = self._sessions.get(_key(session_id, "session_id"))
@@ -437,6 +472,7 @@ class ToolCallStore:
         records = {tid: terminal_record(tid, t, bytes(t.output)) for tid, t in s.terminals.items()}
         return cast(Dict[str, Any], _fresh(records))
 
+    @exclusive
     def plans(self, session_id: str) -> Dict[str, Any]:
         """``{planId: record}`` of a session, in first-seen order."""
         s = self._sessions.get(_key(session_id, "session_id"))
@@ -444,6 +480,7 @@ class ToolCallStore:
             return {}
         return cast(Dict[str, Any], _fresh(s.plans))
 
+    @exclusive
     def permission(self, request_id: Any) -> Optional[Dict[str, Any]]:
         """The latest permission request with this id (``1`` and ``"1"`` differ): the pending one,
         else the last resolved one; None if there is none."""
@@ -468,10 +505,12 @@ class ToolCallStore:
                     return cast(Dict[str, Any], _fresh(entry[1]))
         return None
 
+    @exclusive
     def permissions(self, session_id: str) -> List[Dict[str, Any]]:
         """The permission requests of a session (pending and resolved), in request order."""
         return self._permission_list(session_id, False)
 
+    @exclusive
     def pending_permissions(self, session_id: str) -> List[Dict[str, Any]]:
         """The pending permission requests of a session, in request order."""
         return self._permission_list(session_id, True)
@@ -489,6 +528,7 @@ class ToolCallStore:
             ),
         )
 
+    @exclusive
     def cancel_responses(self, session_id: str) -> List[bytes]:
         """For each pending permission request of a session (request order), the frame a client
         must answer with after ``session/cancel``."""
@@ -496,10 +536,12 @@ class ToolCallStore:
 
     # -- checkpoints (checkpoint.py) ------------------------------------------------------------
 
+    @exclusive
     def state(self) -> Dict[str, Any]:
         """The whole store as a JSON-compatible dict (DESIGN 7.8); terminal output as base64."""
         return cast(Dict[str, Any], _fresh(checkpoint.state(self)))
 
+    @exclusive
     def to_json(self) -> bytes:
         """``dumps(state())``: a checkpoint for ``from_json``."""
         return checkpoint.to_json(self)

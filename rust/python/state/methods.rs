@@ -1,0 +1,177 @@
+//! `ToolCallStore`, the Python class: its `StoreState` (`state.rs`) behind a per-object lock
+//! (`Exclusive`, see the top of `mod.rs`), and its methods, each of which runs the `StoreState`
+//! method of the same name under the lock. A child module of `state`, so it sees `StoreState`'s
+//! private fields and methods.
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyType};
+
+use super::super::{Exclusive, Locked};
+use super::StoreState;
+
+/// The state of every tool call, terminal, plan and permission request, per session.
+#[pyclass(module = "acp_fast", name = "ToolCallStore", frozen)]
+pub struct PyToolCallStore {
+    state: Exclusive<StoreState>,
+}
+
+impl From<StoreState> for PyToolCallStore {
+    fn from(state: StoreState) -> Self {
+        Self {
+            state: Exclusive::new("ToolCallStore", state),
+        }
+    }
+}
+
+impl PyToolCallStore {
+    #[inline]
+    fn locked(&self, py: Python<'_>) -> PyResult<Locked<'_, StoreState>> {
+        self.state.lock(py)
+    }
+}
+
+/// The Python methods: each runs the `StoreState` method of the same name under the lock.
+#[pymethods]
+impl PyToolCallStore {
+    #[new]
+    #[pyo3(signature = (protocol_version = None, *, max_tool_calls = None, max_frame_bytes = None),
+           text_signature = "(protocol_version=None, *, max_tool_calls=None, max_frame_bytes=67108864)")]
+    fn new(
+        protocol_version: Option<&Bound<'_, PyAny>>,
+        max_tool_calls: Option<&Bound<'_, PyAny>>,
+        max_frame_bytes: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        StoreState::new(protocol_version, max_tool_calls, max_frame_bytes).map(Self::from)
+    }
+
+    #[pyo3(signature = (frame, *, source = None))]
+    fn apply<'py>(
+        &self,
+        py: Python<'py>,
+        frame: &Bound<'py, PyAny>,
+        source: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.locked(py)?.apply(py, frame, source)
+    }
+
+    #[pyo3(signature = (data, *, changes = true, source = None))]
+    fn feed<'py>(
+        &self,
+        py: Python<'py>,
+        data: &Bound<'py, PyAny>,
+        changes: bool,
+        source: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        self.locked(py)?.feed(py, data, changes, source)
+    }
+
+    #[pyo3(signature = (*, changes = true, source = None))]
+    fn finish<'py>(
+        &self,
+        py: Python<'py>,
+        changes: bool,
+        source: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        self.locked(py)?.finish(py, changes, source)
+    }
+
+    fn get<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: &Bound<'py, PyAny>,
+        tool_call_id: &Bound<'py, PyAny>,
+    ) -> PyResult<Option<Bound<'py, PyDict>>> {
+        self.locked(py)?.get(py, session_id, tool_call_id)
+    }
+
+    fn tool_calls<'py>(&self, py: Python<'py>, session_id: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
+        self.locked(py)?.tool_calls(py, session_id)
+    }
+
+    fn snapshot<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        self.locked(py)?.snapshot(py)
+    }
+
+    fn terminal<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: &Bound<'py, PyAny>,
+        terminal_id: &Bound<'py, PyAny>,
+    ) -> PyResult<Option<Bound<'py, PyDict>>> {
+        self.locked(py)?.terminal(py, session_id, terminal_id)
+    }
+
+    fn terminals<'py>(&self, py: Python<'py>, session_id: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
+        self.locked(py)?.terminals(py, session_id)
+    }
+
+    fn plans<'py>(&self, py: Python<'py>, session_id: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
+        self.locked(py)?.plans(py, session_id)
+    }
+
+    fn permission<'py>(&self, py: Python<'py>, request_id: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        self.locked(py)?.permission(py, request_id)
+    }
+
+    fn permissions<'py>(&self, py: Python<'py>, session_id: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+        self.locked(py)?.permissions(py, session_id)
+    }
+
+    fn pending_permissions<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        self.locked(py)?.pending_permissions(py, session_id)
+    }
+
+    fn cancel_responses<'py>(&self, py: Python<'py>, session_id: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+        self.locked(py)?.cancel_responses(py, session_id)
+    }
+
+    fn state<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        self.locked(py)?.state(py)
+    }
+
+    fn to_json<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        self.locked(py)?.to_json(py)
+    }
+
+    #[classmethod]
+    fn from_json<'py>(cls: &Bound<'py, PyType>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        StoreState::from_json(cls, data)
+    }
+
+    #[getter]
+    fn protocol_version(&self, py: Python<'_>) -> PyResult<u8> {
+        Ok(self.locked(py)?.protocol_version())
+    }
+
+    #[getter]
+    fn negotiated_version(&self, py: Python<'_>) -> PyResult<Option<u8>> {
+        Ok(self.locked(py)?.negotiated_version())
+    }
+
+    #[getter]
+    fn max_tool_calls(&self, py: Python<'_>) -> PyResult<Option<usize>> {
+        Ok(self.locked(py)?.max_tool_calls())
+    }
+
+    #[getter]
+    fn evicted(&self, py: Python<'_>) -> PyResult<u64> {
+        Ok(self.locked(py)?.evicted())
+    }
+
+    #[getter]
+    fn line(&self, py: Python<'_>) -> PyResult<u64> {
+        Ok(self.locked(py)?.line())
+    }
+
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        Ok(self.locked(py)?.__len__())
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(self.locked(py)?.__repr__())
+    }
+}
