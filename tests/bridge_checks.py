@@ -18,19 +18,41 @@ import acp_fast
 from acp_fast import traffic
 from acp_fast.bridge import REJECT_OPTION, Bridge, BridgeError, diff_text, terminal_text, v1_diff_to_v2
 from acp_fast.cli import _shapes
-from acp_fast.cli._schema_check import SchemaChecker
+from acp_fast.cli._schema_check import load_schema
 
 V1_KINDS = {"read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"}
 V1_STATUSES = {"pending", "in_progress", "completed", "failed"}
 V1_BLOCKS = {"text", "image", "audio", "resource_link", "resource"}
 V1_OPTION_KINDS = {"allow_once", "allow_always", "reject_once", "reject_always"}
 
-_CHECKERS: Dict[int, SchemaChecker] = {}
+
+class ReferenceChecker:
+    """The reference judge of what the bridge emits: the `jsonschema` package on one definition of
+    the official schema (independent of acp-fast's own validator)."""
+
+    def __init__(self, version: int) -> None:
+        import jsonschema
+
+        self._defs = load_schema(version)["$defs"]
+        self._validators: Dict[str, Any] = {}
+        self._cls = jsonschema.Draft202012Validator
+
+    def check(self, def_name: str, value: Any, path: Tuple[Any, ...]) -> List[str]:
+        """What is wrong with ``value`` (found at ``path``) as a ``def_name``: [] when valid."""
+        if def_name not in self._validators:
+            self._validators[def_name] = self._cls({"$ref": f"#/$defs/{def_name}", "$defs": self._defs})
+        return [
+            f"{'.'.join(map(str, path + tuple(e.absolute_path)))}: {e.message}"
+            for e in self._validators[def_name].iter_errors(value)
+        ]
 
 
-def checker(version: int) -> SchemaChecker:
+_CHECKERS: Dict[int, ReferenceChecker] = {}
+
+
+def checker(version: int) -> ReferenceChecker:
     if version not in _CHECKERS:
-        _CHECKERS[version] = SchemaChecker(version)
+        _CHECKERS[version] = ReferenceChecker(version)
     return _CHECKERS[version]
 
 
