@@ -317,9 +317,8 @@ impl Framer {
     #[cold]
     #[inline(never)]
     fn give_back(&mut self, buffer: Vec<u8>) {
-        drop(buffer);
         self.release = true;
-        crate::release_freed_memory();
+        crate::drop_buffer(buffer);
     }
 
     #[cold]
