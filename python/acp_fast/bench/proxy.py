@@ -35,6 +35,16 @@ import acp_fast
 from .. import traffic
 
 PROXY = [sys.executable, "-m", "acp_fast.cli", "proxy"]
+#: The proxy with one Python middleware that gives every message back (what the middleware API
+#: costs per frame: the same relay, each message decoded and passed through a Python call).
+NOOP_MIDDLEWARE = [
+    sys.executable,
+    "-c",
+    (
+        "import sys; from acp_fast.proxy import Proxy; "
+        "sys.exit(Proxy(sys.argv[2:], middleware=[lambda message, sender, ctx: message]).run())"
+    ),
+]
 
 
 def _progress(text: str) -> None:
@@ -71,14 +81,21 @@ def _read_all(cmd: List[str], env: Optional[Dict[str, str]] = None) -> Dict[str,
     return {"bytes": total, "frames": frames, "seconds": end - (first or end)}
 
 
-def throughput(corpus: Path, copies: int, repeat: int, proxy_args: Sequence[str] = ()) -> Dict[str, Any]:
+def throughput(
+    corpus: Path, copies: int, repeat: int, proxy_args: Sequence[str] = (), noop: bool = False
+) -> Dict[str, Any]:
+    """Direct and proxied runs, interleaved; with ``noop`` also through the proxy with a no-op
+    Python middleware (``"noop"``)."""
     agent = ["cat"] + [str(corpus)] * copies
-    direct, proxied = [], []
+    direct, proxied, with_noop = [], [], []
     for i in range(repeat):
         direct.append(_read_all(agent))
         proxied.append(_read_all([*PROXY, *proxy_args, "--", *agent]))
+        if noop:
+            with_noop.append(_read_all([*NOOP_MIDDLEWARE, "--", *agent]))
         _progress(f"  run {i + 1}/{repeat}: {proxied[-1]['bytes'] / proxied[-1]['seconds'] / 1e6:.0f} MB/s")
-    assert all(r["bytes"] == direct[0]["bytes"] for r in direct + proxied), "the proxy changed the byte count"
+    runs = direct + proxied + with_noop
+    assert all(r["bytes"] == direct[0]["bytes"] for r in runs), "the proxy changed the byte count"
 
     def summary(runs: List[Dict[str, float]]) -> Dict[str, float]:
         secs = [r["seconds"] for r in runs]
@@ -91,12 +108,19 @@ def throughput(corpus: Path, copies: int, repeat: int, proxy_args: Sequence[str]
             "frames_per_s": runs[0]["frames"] / med,
         }
 
-    return {
+    result = {
         "bytes": direct[0]["bytes"],
         "frames": direct[0]["frames"],
         "direct": summary(direct),
         "proxy": summary(proxied),
+        "ratio": summary(direct)["seconds_median"] / summary(proxied)["seconds_median"],
     }
+    if with_noop:
+        result["noop_middleware"] = summary(with_noop)
+        frames = direct[0]["frames"]
+        extra = summary(with_noop)["seconds_median"] - summary(proxied)["seconds_median"]
+        result["noop_middleware_us_per_frame"] = extra / frames * 1e6 if frames else 0.0
+    return result
 
 
 PACER = textwrap.dedent(
@@ -224,7 +248,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             size = path.stat().st_size
             copies = max(1, round(args.mb * 1e6 / size))
             _progress(f"throughput, {profile} profile: {copies} x {size / 1e6:.0f} MB")
-            results[f"throughput_{profile}"] = throughput(path, copies, args.repeat)
+            results[f"throughput_{profile}"] = throughput(path, copies, args.repeat, noop=profile == "mixed")
         _progress("latency")
         results["latency"] = latency(args.rate, args.latency_seconds)
         size = corpora["large"].stat().st_size
@@ -248,6 +272,13 @@ def report(r: Dict[str, Any]) -> str:
             f"| relay, {profile} ({t['bytes'] / 1e6:.0f} MB, {t['frames']} frames) | {d['mb_per_s']:.0f} MB/s, "
             f"{d['frames_per_s']:,.0f} frames/s | **{q['mb_per_s']:.0f} MB/s, {q['frames_per_s']:,.0f} frames/s** "
             f"(min–max {t['bytes'] / q['seconds_max'] / 1e6:.0f}–{t['bytes'] / q['seconds_min'] / 1e6:.0f} MB/s) | {target} |"
+        )
+    t = r["throughput_mixed"]
+    if "noop_middleware" in t:
+        n = t["noop_middleware"]
+        lines.append(
+            f"| relay, mixed, with a no-op Python middleware | | **{n['frames_per_s']:,.0f} frames/s: "
+            f"{t['noop_middleware_us_per_frame']:.2f} µs per frame more** | small |"
         )
     lat = r["latency"]
     lines.append(
