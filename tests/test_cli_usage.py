@@ -38,6 +38,8 @@ CASES: List[Tuple[str, Tuple[str, ...]]] = [
     ("proxy --protocol 3 -- true", ("--protocol", "3")),
     ("proxy --protocol one -- true", ("--protocol", "'one'")),
     ("proxy --agent-invalid explode -- true", ("--agent-invalid", "'explode'")),
+    ("proxy --agent-invalid fail=0 -- true", ("--agent-invalid", "'fail=0'")),
+    ("proxy --agent-invalid drop=2 -- true", ("--agent-invalid", "'drop=2'")),
     ("proxy --record {dir} -- true", ("--record", "{dir}", "is a directory")),
     ("proxy --record {nofolder} -- true", ("--record", "{nofolder}", "no folder")),
     ("proxy --state-json {dir} -- true", ("--state-json", "is a directory")),

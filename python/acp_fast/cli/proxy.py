@@ -15,7 +15,7 @@ from typing import Optional, Sequence, Tuple
 
 import acp_fast
 
-from ..proxy import DEFAULT_MAX_TOOL_CALLS, INVALID_POLICIES, Proxy
+from ..proxy import DEFAULT_MAX_TOOL_CALLS, INVALID_LINES_STATUS, INVALID_POLICIES, Proxy
 from ._streams import check_output, output_error
 from ._usage import Parser, integer
 
@@ -36,6 +36,16 @@ def _bridge_versions(text: str) -> Tuple[int, int]:
     return int(editor), int(agent)
 
 
+def _invalid_policy(text: str) -> Tuple[str, int]:
+    """``--agent-invalid``: divert, pass, drop, fail or fail=N (N a positive integer)."""
+    policy, eq, count = text.partition("=")
+    if policy in INVALID_POLICIES and not eq:
+        return policy, 1
+    if policy == "fail" and count.isdigit() and int(count) >= 1:
+        return policy, int(count)
+    raise argparse.ArgumentTypeError(f"expected divert, pass, drop, fail or fail=N (N >= 1), found {text!r}")
+
+
 def parser() -> argparse.ArgumentParser:
     p = Parser(
         prog="acp-fast proxy",
@@ -52,9 +62,11 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--agent-invalid",
-        choices=INVALID_POLICIES,
-        default="divert",
-        help="lines from the agent that are not JSON-RPC: divert to stderr (default), pass on, or drop",
+        type=_invalid_policy,
+        default=("divert", 1),
+        metavar="divert|pass|drop|fail[=N]",
+        help="lines from the agent that are not JSON-RPC: divert to stderr (default), pass on, drop, or "
+        f"divert and stop the session with status {INVALID_LINES_STATUS} at the Nth (default 1)",
     )
     p.add_argument(
         "--strict",
@@ -130,7 +142,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         proxy = Proxy(
             command,
             max_frame_bytes=ns.max_frame_bytes,
-            agent_invalid=ns.agent_invalid,
+            agent_invalid=ns.agent_invalid[0],
+            agent_invalid_limit=ns.agent_invalid[1],
             strict=ns.strict,
             strict_schema=ns.strict_schema,
             watch=ns.watch,

@@ -20,7 +20,7 @@ from ..bridge import Bridge
 from ..cli._streams import create_output, output_error
 from ..recording import RecordWriter
 from ._middleware import Chain, Context, Middleware, other_side
-from ._relay import Direction, Output, request_id
+from ._relay import INVALID_LINES_STATUS, Direction, Output, request_id
 
 __all__ = [
     "DEFAULT_MAX_TOOL_CALLS",
@@ -34,9 +34,7 @@ __all__ = [
 
 PIPE_SIZE = 1 << 20
 FORWARDED_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGWINCH")
-INVALID_POLICIES = ("divert", "pass", "drop")
-#: The exit status after ``agent_invalid="fail"`` stopped the session (EX_PROTOCOL of sysexits.h).
-INVALID_LINES_STATUS = 76
+INVALID_POLICIES = ("divert", "pass", "drop", "fail")
 # How long the proxy waits, after the agent exited, for the agent's stdout to reach end of file
 # (a grandchild may hold it open).
 DRAIN_AFTER_EXIT = 5.0

@@ -22,7 +22,10 @@ from ._middleware import Outcome
 if TYPE_CHECKING:  # pragma: no cover - typing only (the proxy imports this module)
     from ._proxy import Proxy
 
-__all__ = ["CHUNK", "NOT_JSON_RPC", "Direction", "Output", "all_invalid", "request_id"]
+#: The exit status after ``agent_invalid="fail"`` stopped the session (EX_PROTOCOL of sysexits.h).
+INVALID_LINES_STATUS = 76
+
+__all__ = ["CHUNK", "INVALID_LINES_STATUS", "NOT_JSON_RPC", "Direction", "Output", "all_invalid", "request_id"]
 
 CHUNK = 1 << 20
 # DecodeError codes of lines that are not JSON-RPC messages (JSON errors, framing errors, invalid
@@ -370,6 +373,8 @@ class Direction:
                 if proxy.recorder is not None:
                     is_json = (error is None or error.code != -32700) and bool(data.strip())
                     proxy.record(self.side, data, is_json, now, crlf, line_eol, action)
+                if proxy.stopping:
+                    break
                 continue
             if outcome.action is not None:
                 self.stats[outcome.action] += 1
@@ -426,6 +431,13 @@ class Direction:
                 return "dropped"
             self.stats["diverted"] += 1
             proxy.divert(data)
+            if policy == "fail" and self.stats["invalid"] >= proxy.agent_invalid_limit:
+                n = self.stats["invalid"]
+                proxy.stop(
+                    INVALID_LINES_STATUS,
+                    f"{where}: {error}; {n} line{'s' if n > 1 else ''} from the agent "
+                    f"{'were' if n > 1 else 'was'} not JSON-RPC (--agent-invalid fail={proxy.agent_invalid_limit})",
+                )
             return "diverted"
         if not (proxy.strict or (proxy.strict_schema and error.kind == "schema")):
             proxy.note(f"{where}: {error} (forwarded)")
