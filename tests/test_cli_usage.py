@@ -39,6 +39,8 @@ CASES: List[Tuple[str, Tuple[str, ...]]] = [
     ("proxy --protocol one -- true", ("--protocol", "'one'")),
     ("proxy --agent-invalid explode -- true", ("--agent-invalid", "'explode'")),
     ("proxy --agent-invalid fail=0 -- true", ("--agent-invalid", "'fail=0'")),
+    ("proxy --answer-cancelled-permissions -1 -- true", ("--answer-cancelled-permissions", "'-1'")),
+    ("proxy --answer-cancelled-permissions soon -- true", ("--answer-cancelled-permissions", "'soon'")),
     ("proxy --agent-invalid drop=2 -- true", ("--agent-invalid", "'drop=2'")),
     ("proxy --record {dir} -- true", ("--record", "{dir}", "is a directory")),
     ("proxy --record {nofolder} -- true", ("--record", "{nofolder}", "no folder")),

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import acp_fast
 
-from ..proxy import DEFAULT_MAX_TOOL_CALLS, INVALID_LINES_STATUS, INVALID_POLICIES, Proxy
+from ..proxy import DEFAULT_MAX_TOOL_CALLS, INVALID_LINES_STATUS, INVALID_POLICIES, Middleware, Proxy
+from ..proxy.cancel import DEFAULT_GRACE, CancelledPermissions
 from ._streams import check_output, output_error
 from ._usage import Parser, integer
 
@@ -34,6 +35,17 @@ def _bridge_versions(text: str) -> Tuple[int, int]:
     if editor not in ("1", "2") or agent not in ("1", "2"):
         raise argparse.ArgumentTypeError(f"expected EDITOR:AGENT, each 1 or 2 (e.g. 1:2), found {text!r}")
     return int(editor), int(agent)
+
+
+def _grace(text: str) -> float:
+    """``--answer-cancelled-permissions``: a grace period in seconds, 0 to 3600."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 3600:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds from 0 to 3600, found {text!r}")
+    return value
 
 
 def _invalid_policy(text: str) -> Tuple[str, int]:
@@ -78,6 +90,16 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also check every frame against the official ACP schema and protocol rules: invalid frames "
         "from the editor are answered with a JSON-RPC error, from the agent they follow --agent-invalid",
+    )
+    p.add_argument(
+        "--answer-cancelled-permissions",
+        type=_grace,
+        nargs="?",
+        const=DEFAULT_GRACE,
+        default=None,
+        metavar="SECONDS",
+        help="after the editor's session/cancel, answer the session's pending permission requests with "
+        f"'cancelled' when the editor has not within SECONDS (default {DEFAULT_GRACE:g})",
     )
     p.add_argument("--summary", action="store_true", help="print a summary to stderr when the agent exits")
     p.add_argument("--summary-json", metavar="FILE", help="write the summary as JSON to FILE")
@@ -138,9 +160,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             problem = check_output(path, ns.force)
             if problem is not None:
                 p.error(f"{option} {path}: {problem}")
+    middleware: List[Middleware] = []
+    if ns.answer_cancelled_permissions is not None:
+        middleware.append(CancelledPermissions(ns.answer_cancelled_permissions))
     try:
         proxy = Proxy(
             command,
+            middleware,
             max_frame_bytes=ns.max_frame_bytes,
             agent_invalid=ns.agent_invalid[0],
             agent_invalid_limit=ns.agent_invalid[1],

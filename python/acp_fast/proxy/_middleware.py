@@ -23,6 +23,7 @@ The middleware list is ordered from the editor to the agent: a frame from the ed
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from threading import get_ident
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Protocol, Sequence, Tuple, Union
@@ -88,6 +89,12 @@ class Context:
         requests, terminals and plans, as far as the frames delivered so far tell (the editor's
         view, in the editor's protocol version)."""
         return self._proxy.store
+
+    @property
+    def lock(self) -> threading.RLock:
+        """The proxy's lock, held while the relay changes the state and runs the middleware: held
+        (from another thread, e.g. a timer), the state does not change until it is released."""
+        return self._proxy.lock
 
     @property
     def protocol_version(self) -> int:

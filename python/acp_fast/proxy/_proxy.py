@@ -117,7 +117,7 @@ class Proxy:
             protocol, max_tool_calls=max_tool_calls or None, max_frame_bytes=max_frame_bytes
         )
         #: Held while the state is read or changed and while the middleware run.
-        self.lock = threading.RLock()
+        self.lock: threading.RLock = threading.RLock()
         self.stderr = Output(2)
         self.stdout = Output(1)
         self.record_lock = threading.Lock()
