@@ -129,6 +129,10 @@ impl PyToolCallStore {
         self.locked(py)?.cancel_responses(py, session_id)
     }
 
+    fn cancel_requests<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        self.locked(py)?.cancel_requests(py)
+    }
+
     fn state<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         self.locked(py)?.state(py)
     }
