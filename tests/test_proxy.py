@@ -439,3 +439,22 @@ def test_agent_invalid_fail_stops_the_session(tmp_path, env, limit):
     assert rec[-1]["event"] == "exit" and rec[-1]["status"] == 76
     assert [r.action for r in rec if isinstance(r, recording.Record)][-1] == "diverted"
     assert acp_fast.ToolCallStore.from_json((tmp_path / "st.json").read_bytes()) is not None
+
+
+def test_the_native_relay_runs_when_nothing_per_frame_needs_python(backend_id):
+    # The core's relay (rust/relay.rs) on the native backend, unless a per-frame Python feature is on.
+    code = (
+        "import acp_fast\n"
+        "from acp_fast.proxy import Proxy\n"
+        "def native(**options):\n"
+        "    p = Proxy(['true'], **options)\n"
+        "    return p.native_relay(p.directions[1]) is not None\n"
+        "print([native(), native(strict=True, agent_invalid='fail'), native(watch=True), native(strict_schema=True),"
+        " native(bridge=(1, 2)), (lambda p: p.native_relay(p.directions[1]) is not None)("
+        "Proxy(['true'], middleware=[lambda m, s, c: m]))])\n"
+    )
+    env = {**os.environ, "ACP_FAST_BACKEND": backend_id}
+    done = subprocess.run([PY, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    expected = [True, True, False, False, False, False] if backend_id == "rust" else [False] * 6
+    assert done.stdout.strip() == str(expected)

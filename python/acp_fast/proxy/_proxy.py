@@ -140,6 +140,19 @@ class Proxy:
         agent = Direction(self, "agent", -1, self.stdout)
         self.directions: Tuple[Direction, Direction] = (editor, agent)
 
+    def native_relay(self, direction: Direction) -> Optional[Any]:
+        """The core's relay (``_native._Relay``) for a direction, when the native backend is in use
+        and nothing per frame needs Python: no middleware, recording, ``--watch``, schema check or
+        bridge. None: the Python loop."""
+        if self.chain or self.recorder is not None or self.watch or self.strict_schema or self.bridge is not None:
+            return None
+        if os.environ.get("ACP_FAST_PROXY_RELAY") == "python":  # to compare the two loops (benches)
+            return None
+        relay_type = getattr(getattr(acp_fast, "_native", None), "_Relay", None)
+        if relay_type is None or acp_fast.BACKEND != "rust":
+            return None
+        return relay_type(self.store, direction.src, direction.source, self.max_frame_bytes)
+
     @property
     def middleware(self) -> List[Middleware]:
         return list(self.chain.middleware)

@@ -114,6 +114,10 @@ class Direction:
     # -- the loop ----------------------------------------------------------------------------
 
     def run(self) -> None:
+        relay = self.proxy.native_relay(self)
+        if relay is not None:
+            self.run_native(relay)
+            return
         try:
             read = os.read
             src = self.src
@@ -137,6 +141,55 @@ class Direction:
             raise
         finally:
             self.dst.close()  # end of input passed on: the agent's stdin, or the editor's stdout
+
+    def run_native(self, relay: Any) -> None:
+        """The loop in the core (``_native._Relay``, rust/relay.rs): each step reads a chunk,
+        tracks its lines and gives back the lines to forward, with the interpreter released;
+        what needs Python (lines that are not JSON-RPC, lines over the limit, bad state updates)
+        comes back as notices, handled here as in the Python loop."""
+        proxy = self.proxy
+        stats = self.stats
+        try:
+            while not proxy.stopping:
+                try:
+                    step = relay.pump()
+                except OSError as e:
+                    proxy.note(f"{self.side} stream read failed: {e}")
+                    break
+                if step is None:
+                    break
+                data, notices = step
+                if data and self.write(data):
+                    stats["bytes_out"] += len(data)
+                for notice in notices:
+                    self.notice(notice)
+                    if self.proxy.stopping:  # set by the notice (--agent-invalid fail)
+                        break
+        except BaseException as e:  # never die silently: report and close the direction
+            proxy.note(f"{self.side} relay stopped: {type(e).__name__}: {e}")
+            raise
+        finally:
+            stats["bytes_in"] = relay.bytes_in
+            stats["lines"] = relay.lines
+            self.dst.close()
+
+    def notice(self, notice: Tuple[Any, ...]) -> None:
+        """A notice of the native relay: a line over the limit, a bad state update (forwarded),
+        or a line that is not JSON-RPC (not forwarded unless its rule says so)."""
+        kind, line = notice[0], notice[1]
+        if kind == "too_large":
+            self.stats["lines"] -= 1  # counted by the relay (skipped() counts it again)
+            self.skipped(line, notice[2])
+        elif kind == "state_error":
+            self.stats["state_errors"] += 1
+            self.proxy.note(f"{self.side} line {line}: {notice[2]} (forwarded)")
+        else:
+            wire, error = notice[2], notice[3]
+            data = wire[:-1] if wire.endswith(b"\n") else wire
+            if data.endswith(b"\r"):
+                data = data[:-1]
+            if self.invalid(data, error, line) is None and self.write(wire):
+                self.stats["bytes_out"] += len(wire)
 
     def events(self, events: List[Any], eol: bool) -> None:
         """The framer's events: whole lines (ending in ``\\n`` when ``eol``, else the last line of
