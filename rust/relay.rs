@@ -69,6 +69,9 @@ pub struct Relay {
     stopped: bool,
     queued: VecDeque<Queued>,
     cap: Captured,
+    /// The part of the chunk being framed known to be valid UTF-8 (addresses; empty: none), so
+    /// that its lines are not checked again one by one (the framer's windowed check, as `feed`).
+    utf8: (usize, usize),
     /// The lines to forward, gathered by `process` (the caller writes and clears them).
     pub out: Vec<u8>,
     pub bytes_in: u64,
@@ -97,6 +100,7 @@ impl Relay {
             stopped: false,
             queued: VecDeque::new(),
             cap: Captured::new(),
+            utf8: (0, 0),
             out: Vec::with_capacity(CHUNK + 4096),
             bytes_in: 0,
             lines: 0,
@@ -152,6 +156,9 @@ impl Relay {
         let mut framer = std::mem::replace(&mut self.framer, Framer::new(1));
         let buf = std::mem::take(&mut self.buf);
         let (fresh, finish) = (self.fresh, self.eof && !self.finished);
+        if fresh > 0 {
+            self.utf8 = valid_lines(&buf[..fresh]);
+        }
         let mut on_piece = |piece: Piece<'_>| {
             if self.stopped {
                 self.queued.push_back(match piece {
@@ -170,6 +177,7 @@ impl Relay {
         };
         if fresh > 0 {
             framer.feed_exact(&buf[..fresh], &mut on_piece);
+            self.utf8 = (0, 0);
         } else if finish {
             framer.finish_exact(&mut on_piece);
         }
@@ -190,7 +198,9 @@ impl Relay {
             self.out.extend_from_slice(data);
             return;
         }
-        match parse_line_utf8(content, Some(&mut self.cap), false) {
+        let at = content.as_ptr() as usize;
+        let utf8 = self.utf8.0 <= at && at + content.len() <= self.utf8.1;
+        match parse_line_utf8(content, Some(&mut self.cap), utf8) {
             Ok(Frame::Single(env)) => {
                 if let Err(error) = store.apply_captured(content, &env, Some(&self.cap), self.source) {
                     let data = content.to_vec();
@@ -237,6 +247,21 @@ impl Relay {
             error,
         });
     }
+}
+
+/// The addresses of the whole lines of `chunk` that lie in it from their first byte (after its
+/// first newline, up to its last), when they are valid UTF-8 (a newline never splits a UTF-8
+/// sequence); `(0, 0)` when they are not, or there are none.
+fn valid_lines(chunk: &[u8]) -> (usize, usize) {
+    let (Some(first), Some(last)) = (memchr::memchr(b'\n', chunk), memchr::memrchr(b'\n', chunk)) else {
+        return (0, 0);
+    };
+    let lines = &chunk[first + 1..=last];
+    if first == last || crate::scanner::check_utf8(lines).is_err() {
+        return (0, 0);
+    }
+    let start = lines.as_ptr() as usize;
+    (start, start + lines.len())
 }
 
 /// An error of a batch entry (positions relative to the entry) at frame offsets.
