@@ -8,6 +8,8 @@ pub mod encoder;
 pub mod error;
 pub mod framing;
 pub mod message;
+#[cfg(unix)]
+pub mod relay;
 pub mod scanner;
 pub mod schema;
 pub mod state;

@@ -399,3 +399,62 @@ def test_watch_reports_tool_call_changes(env):
     assert done.returncode == 0 and done.stdout == data
     assert b"[s1] tool_call c1 created" in done.stderr
     assert b"[s1] tool_call c1 updated" in done.stderr
+
+
+@pytest.mark.parametrize("limit", [None, 3])
+def test_agent_invalid_fail_stops_the_session(tmp_path, env, limit):
+    good = frames(6)
+    agent = script(
+        tmp_path,
+        "junk",
+        f"""
+        good = {good!r}
+        for i, g in enumerate(good):
+            out(g)
+            out(b"junk %d\\n" % i)
+            time.sleep(0.01)
+        time.sleep(30)  # never reached: the proxy stops the agent
+    """,
+    )
+    policy = "fail" if limit is None else f"fail={limit}"
+    n = limit or 1
+    files = ["--record", str(tmp_path / "r.ndjson"), "--summary-json", str(tmp_path / "s.json")]
+    started = time.monotonic()
+    done = proxy(env, "--agent-invalid", policy, *files, "--state-json", str(tmp_path / "st.json"), agent=agent)
+    assert time.monotonic() - started < 20
+    assert done.returncode == 76, done.stderr
+    assert done.stdout == b"".join(good[:n])  # what came before the Nth line that is not JSON-RPC
+    for i in range(n):
+        assert b"junk %d\n" % i in done.stderr  # diverted, like divert
+    assert b"junk %d" % n not in done.stderr
+    plural = "lines from the agent were" if n > 1 else "line from the agent was"
+    message = done.stderr.decode().splitlines()[-1]
+    assert message.startswith(f"acp-fast proxy: agent line {2 * n}: expected a JSON value, found 'j'")
+    assert message.endswith(
+        f"; {n} {plural} not JSON-RPC (--agent-invalid fail={n}); stopping the session (exit status 76)"
+    )
+    summary = json.loads((tmp_path / "s.json").read_text())
+    assert summary["status"] == 76 and summary["agent_to_editor"]["invalid"] == n
+    rec = list(recording.read((tmp_path / "r.ndjson").read_bytes()))
+    assert rec[-1]["event"] == "exit" and rec[-1]["status"] == 76
+    assert [r.action for r in rec if isinstance(r, recording.Record)][-1] == "diverted"
+    assert acp_fast.ToolCallStore.from_json((tmp_path / "st.json").read_bytes()) is not None
+
+
+def test_the_native_relay_runs_when_nothing_per_frame_needs_python(backend_id):
+    # The core's relay (rust/relay.rs) on the native backend, unless a per-frame Python feature is on.
+    code = (
+        "import acp_fast\n"
+        "from acp_fast.proxy import Proxy\n"
+        "def native(**options):\n"
+        "    p = Proxy(['true'], **options)\n"
+        "    return p.native_relay(p.directions[1]) is not None\n"
+        "print([native(), native(strict=True, agent_invalid='fail'), native(watch=True), native(strict_schema=True),"
+        " native(bridge=(1, 2)), (lambda p: p.native_relay(p.directions[1]) is not None)("
+        "Proxy(['true'], middleware=[lambda m, s, c: m]))])\n"
+    )
+    env = {**os.environ, "ACP_FAST_BACKEND": backend_id}
+    done = subprocess.run([PY, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    expected = [True, True, False, False, False, False] if backend_id == "rust" else [False] * 6
+    assert done.stdout.strip() == str(expected)

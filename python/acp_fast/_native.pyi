@@ -267,6 +267,9 @@ class ToolCallStore:
         """The permission requests of a session (pending and resolved), in request order."""
     def pending_permissions(self, session_id: str) -> List[Dict[str, Any]]:
         """The pending permission requests of a session, in request order."""
+    def cancel_requests(self) -> List[Dict[str, Any]]:
+        """The ``$/cancel_request`` notifications seen (the last 1000), oldest first:
+        ``{"requestId": id, "source": "agent" | "client" | None}``."""
     def cancel_responses(self, session_id: str) -> List[bytes]:
         """The ``cancelled`` responses a client owes after ``session/cancel``, as frames."""
     def state(self) -> Dict[str, Any]:

@@ -10,7 +10,10 @@ A recording is NDJSON, one record per line (docs/CLI.md, "Recording format"):
   ``"frame":<the line, embedded verbatim>`` (the line is valid JSON), ``"text":"..."`` (valid
   UTF-8 but not JSON) or ``"base64":"..."`` (not UTF-8), and the flags, present only when not
   the default, are ``"crlf":true`` (the line ended in ``\\r\\n``), ``"eol":false`` (a last line
-  without a newline), ``"action":"diverted"|"dropped"|"answered"`` (not forwarded) and
+  without a newline), ``"action"`` (what the proxy did instead of forwarding the line as it came:
+  ``"diverted"``, ``"dropped"``, ``"answered"``, ``"replaced"`` by a middleware, or
+  ``"injected"``: a frame the proxy's middleware wrote to the other side on behalf of this side,
+  never read from it), ``"reason"`` (why a middleware dropped or replaced it) and
   ``"too_large":<bytes>`` (a line over the frame limit: no payload, never forwarded);
 * a footer: ``{"t":<unix seconds>,"event":"exit","status":<int>}``.
 
@@ -40,7 +43,11 @@ FORMAT_VERSION = 1
 #: How a recording starts (its header's first member).
 MAGIC = b'{"acp-fast-recording"'
 SIDES = ("editor", "agent")  # who sent a line
-ACTIONS = ("diverted", "dropped", "answered")  # what the proxy did instead of forwarding
+#: What the proxy did instead of forwarding a line as it came. Recordings written before the
+#: middleware (format 1 all the same) have only the first three; readers take both.
+ACTIONS = ("diverted", "dropped", "answered", "replaced", "injected")
+#: Actions of records that reached the other side (``injected``: written by the proxy).
+DELIVERED = (None, "injected")
 #: ``"from"`` of a record -> ``source=`` of :meth:`acp_fast.ToolCallStore.apply`.
 SOURCES = {"editor": "client", "agent": "agent"}
 
@@ -75,9 +82,15 @@ class Record:
     is_json: bool
     crlf: bool = False
     eol: bool = True
-    action: Optional[str] = None  # None (forwarded), "diverted", "dropped" or "answered"
+    action: Optional[str] = None  # None (forwarded) or one of ACTIONS
     too_large: Optional[int] = None
     line: int = 0  # the record's line number in the recording
+    reason: Optional[str] = None  # why a middleware dropped or replaced the line
+
+    @property
+    def forwarded(self) -> bool:
+        """Whether the frame reached the other side (as it came, or ``injected`` by the proxy)."""
+        return self.action in DELIVERED
 
     @property
     def source(self) -> str:
@@ -120,6 +133,7 @@ class RecordWriter:
         crlf: bool = False,
         eol: bool = True,
         action: Optional[str] = None,
+        reason: Optional[str] = None,
     ) -> None:
         """Record one line (``data`` without its line ending). ``is_json``: the line is one valid
         JSON document, so it can be embedded verbatim."""
@@ -139,6 +153,8 @@ class RecordWriter:
             parts.append(b',"eol":false')
         if action is not None:
             parts += [b',"action":"', action.encode(), b'"']
+        if reason is not None:
+            parts += [b',"reason":', orjson.dumps(reason)]
         parts.append(b"}\n")
         self._out.write(b"".join(parts))
 
@@ -220,7 +236,13 @@ class ParsedRecord(NamedTuple):
 
     @property
     def forwarded(self) -> bool:
-        return "action" not in self.value
+        """Whether the frame reached the other side (as it came, or ``injected`` by the proxy)."""
+        return self.value.get("action") in DELIVERED
+
+    @property
+    def injected(self) -> bool:
+        """A frame the proxy wrote on behalf of ``direction``, never read from it."""
+        return self.value.get("action") == "injected"
 
 
 def parse_lines(
@@ -382,7 +404,9 @@ def parse_record(line: bytes, number: int) -> ParsedRecord:
     if "eol" in value and value["eol"] is not False:
         raise RecordingError('expected "eol" to be false when present')
     if "action" in value and value["action"] not in ACTIONS:
-        raise RecordingError('expected "action" to be "diverted", "dropped" or "answered"')
+        raise RecordingError('expected "action" to be "diverted", "dropped", "answered", "replaced" or "injected"')
+    if "reason" in value and not isinstance(value["reason"], str):
+        raise RecordingError('expected "reason" to be a string when present')
     if "too_large" in value:
         return ParsedRecord(number, "line", value, direction, None, None, 0, line)
     payload = payloads[0]
@@ -422,17 +446,18 @@ def read(data: Union[bytes, IO[bytes]]) -> Iterator[Union[Record, Dict[str, Any]
             yield r.value
             continue
         v = r.value
-        t, side, crlf, eol, action = (
+        t, side, crlf, eol, action, reason = (
             float(v["t"]),
             str(r.direction),
             v.get("crlf", False),
             v.get("eol", True),
             v.get("action"),
+            v.get("reason"),
         )
         if r.payload is None:
-            yield Record(t, side, b"", False, crlf, eol, action, v["too_large"], number)
+            yield Record(t, side, b"", False, crlf, eol, action, v["too_large"], number, reason)
         else:
-            yield Record(t, side, r.data or b"", r.payload == "frame", crlf, eol, action, None, number)
+            yield Record(t, side, r.data or b"", r.payload == "frame", crlf, eol, action, None, number, reason)
 
 
 def _chunks(stream: IO[bytes]) -> Iterator[bytes]:
@@ -444,11 +469,12 @@ def _chunks(stream: IO[bytes]) -> Iterator[bytes]:
 
 
 def extract(data: Union[bytes, IO[bytes]], side: str) -> bytes:
-    """The bytes ``side`` (``"editor"`` or ``"agent"``) sent, as they were on the wire."""
+    """The bytes ``side`` (``"editor"`` or ``"agent"``) sent, as they were on the wire (frames the
+    proxy injected on its behalf are not among them)."""
     if side not in SIDES:
         raise ValueError(f"side must be 'editor' or 'agent', found {side!r}")
     out: List[bytes] = []
     for record in read(data):
-        if isinstance(record, Record) and record.side == side:
+        if isinstance(record, Record) and record.side == side and record.action != "injected":
             out.append(record.wire)
     return b"".join(out)

@@ -19,6 +19,8 @@ mod errors;
 mod frames;
 mod framing;
 mod records;
+#[cfg(unix)]
+mod relay;
 mod schema;
 mod state;
 mod strcache;
@@ -112,6 +114,20 @@ impl<T> Exclusive<T> {
     }
 }
 
+impl<T> Exclusive<T> {
+    /// `lock` from a thread detached from the interpreter (no `Python` token: the relay, in
+    /// `relay.rs`): waits for the lock. The holder never waits for this thread, which holds
+    /// neither the GIL nor another object's lock.
+    pub(crate) fn lock_detached(&self) -> Locked<'_, T> {
+        let guard = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        self.owner.store(thread_mark(), Ordering::Relaxed);
+        Locked {
+            guard,
+            owner: &self.owner,
+        }
+    }
+}
+
 #[cold]
 fn reentrant(class: &str) -> PyErr {
     PyRuntimeError::new_err(format!(
@@ -165,6 +181,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<framing::PyFramer>()?;
     m.add_class::<state::PyToolCallStore>()?;
     m.add_class::<records::PyChange>()?;
+    #[cfg(unix)] // internal to acp_fast.proxy: an attribute, not in __all__
+    m.setattr("_Relay", m.py().get_type::<relay::PyRelay>())?;
     schema::register(m)?;
     // Before any Message exists (see `untracked`).
     untracked::install::<frames::PyMessage>(m.py());

@@ -74,6 +74,7 @@ fn target_str<'py>(py: Python<'py>, t: Target) -> &'py Bound<'py, PyString> {
         Target::Permission => intern!(py, "permission"),
         Target::Session => intern!(py, "session"),
         Target::Protocol => intern!(py, "protocol"),
+        Target::Request => intern!(py, "request"),
     }
 }
 
@@ -609,7 +610,23 @@ impl StoreState {
             order.append(&sids[p.session])?;
         }
         d.set_item("permissionOrder", order)?;
+        if self.store.cancel_requests().next().is_some() {
+            d.set_item("cancelRequests", self.cancel_requests(py)?)?;
+        }
         Ok(d)
+    }
+
+    /// The `$/cancel_request` notifications seen (the last 1000), oldest first:
+    /// `{"requestId": id, "source": "agent" | "client" | None}`.
+    fn cancel_requests<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let list = PyList::empty(py);
+        for c in self.store.cancel_requests() {
+            let d = PyDict::new(py);
+            d.set_item("requestId", id_object(py, &c.id)?)?;
+            d.set_item("source", c.source.name())?;
+            list.append(d)?;
+        }
+        Ok(list)
     }
 
     /// `dumps(state())`.

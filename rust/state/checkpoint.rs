@@ -20,8 +20,8 @@ use crate::scanner::{check_utf8, parse_i64, parse_u64, Scanner, Skip};
 use super::evict::Tracked;
 use super::read::base64_decode;
 use super::records::{
-    key, members_at, permission_record, terminal_record, tool_call_record, write_value, IdKey, Outcome, Permission,
-    Raw, Session, Terminal, Text, ToolCall, TERMINAL_FIELDS, TOOL_CALL_FIELDS,
+    key, members_at, permission_record, terminal_record, tool_call_record, write_value, CancelRequest, IdKey, Outcome,
+    Permission, Raw, Session, Source, Terminal, Text, ToolCall, TERMINAL_FIELDS, TOOL_CALL_FIELDS,
 };
 use super::Store;
 
@@ -228,7 +228,23 @@ pub fn to_json(store: &Store) -> Result<Vec<u8>, TooDeep> {
         }
         write_str(&mut out, store.session_id(p.session));
     }
-    out.extend_from_slice(b"]}");
+    out.push(b']');
+    // Present only when the store has seen a `$/cancel_request` (older checkpoints lack it).
+    for (i, c) in store.cancel_requests().enumerate() {
+        out.extend_from_slice(if i == 0 { b",\"cancelRequests\":[" } else { b"," });
+        out.extend_from_slice(b"{\"requestId\":");
+        c.id.write(&mut out);
+        out.extend_from_slice(b",\"source\":");
+        match c.source.name() {
+            Some(name) => write_str(&mut out, name.as_bytes()),
+            None => out.extend_from_slice(b"null"),
+        }
+        out.push(b'}');
+        if i + 1 == store.cancel_requests.len() {
+            out.push(b']');
+        }
+    }
+    out.push(b'}');
     Ok(out)
 }
 
@@ -347,6 +363,19 @@ impl Reader<'_> {
         }
         let s = self.sc.scan_string().ok()?;
         Some(super::read::text_of(self.sc.data, s))
+    }
+
+    /// A request id (a string, an integer or null).
+    fn id(&mut self, at: usize, path: &str) -> Result<IdKey, CheckpointError> {
+        match self.ty(at) {
+            JsonType::Null => Ok(IdKey::Null),
+            JsonType::String => Ok(IdKey::Str(self.text(at).unwrap_or_default())),
+            JsonType::Number if self.int(at).is_some() => match parse_i64(&self.raw(at)?) {
+                Some(v) => Ok(IdKey::Int(v)),
+                None => Err(self.fail(at, path, "a string, an integer or null")),
+            },
+            _ => Err(self.fail(at, path, "a string, an integer or null")),
+        }
     }
 
     /// The JSON text of the value at `at`.
@@ -515,10 +544,36 @@ pub fn from_json(data: &[u8]) -> Result<Store, CheckpointError> {
         }
         store.permissions.push(Some(p));
     }
+    if let Some(at) = find_opt(&state, "cancelRequests") {
+        read_cancel_requests(&mut r, &mut store, at)?;
+    }
     if store.max_tool_calls.is_some() {
         store.compact();
     }
     Ok(store)
+}
+
+/// `state.cancelRequests` (optional): `[{"requestId": id, "source": "agent" | "client" | null}]`.
+fn read_cancel_requests(r: &mut Reader<'_>, store: &mut Store, at: usize) -> Result<(), CheckpointError> {
+    r.require(at, JsonType::Array, "state.cancelRequests", "an array")?;
+    for (i, at) in r.items(at)?.into_iter().enumerate() {
+        let rp = format!("state.cancelRequests.{i}");
+        let record = r.object(at, &rp)?;
+        let at = find(&record, "requestId", &rp)?;
+        let id = r.id(at, &format!("{rp}.requestId"))?;
+        let at = find(&record, "source", &rp)?;
+        let source = match (r.ty(at), r.text(at).as_deref()) {
+            (JsonType::Null, _) => Source::Unknown,
+            (_, Some(b"agent")) => Source::Agent,
+            (_, Some(b"client")) => Source::Client,
+            _ => return Err(r.fail(at, &format!("{rp}.source"), "\"agent\", \"client\" or null")),
+        };
+        if store.cancel_requests.len() == super::permission::MAX_CANCEL_REQUESTS {
+            store.cancel_requests.pop_front();
+        }
+        store.cancel_requests.push_back(CancelRequest { id, source });
+    }
+    Ok(())
 }
 
 #[cold]
@@ -632,15 +687,7 @@ fn read_permissions(
         let rp = format!("{path}.{i}");
         let record = r.object(at, &rp)?;
         let at = find(&record, "id", &rp)?;
-        let id = match r.ty(at) {
-            JsonType::Null => IdKey::Null,
-            JsonType::String => IdKey::Str(r.text(at).unwrap_or_default()),
-            JsonType::Number if r.int(at).is_some() => match parse_i64(&r.raw(at)?) {
-                Some(v) => IdKey::Int(v),
-                None => return Err(r.fail(at, &format!("{rp}.id"), "a string, an integer or null")),
-            },
-            _ => return Err(r.fail(at, &format!("{rp}.id"), "a string, an integer or null")),
-        };
+        let id = r.id(at, &format!("{rp}.id"))?;
         let at = find(&record, "sessionId", &rp)?;
         if r.text(at).as_deref() != Some(sid) {
             return Err(CheckpointError::Mismatch {

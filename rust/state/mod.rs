@@ -17,7 +17,7 @@
 //! `feed` and the queries.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 
 use hashbrown::HashMap;
 
@@ -37,8 +37,8 @@ mod tool_call;
 pub use checkpoint::{from_json, to_json, CheckpointError, TooDeep, FORMAT};
 pub use read::{base64_decode, base64_encode};
 pub use records::{
-    Action, Change, IdKey, Ident, OrderedMap, Outcome, Permission, Raw, Session, Source, Target, Terminal, Text,
-    ToolCall, TC_AFTER_LOCATIONS, TERMINAL_FIELDS, TOOL_CALL_FIELDS,
+    Action, CancelRequest, Change, IdKey, Ident, OrderedMap, Outcome, Permission, Raw, Session, Source, Target,
+    Terminal, Text, ToolCall, TC_AFTER_LOCATIONS, TERMINAL_FIELDS, TOOL_CALL_FIELDS,
 };
 
 use read::{from_captured, key_bytes, require_session, str_is, walk, Member};
@@ -52,6 +52,8 @@ pub struct Store {
     permissions: Vec<Option<Permission>>,
     /// Pending requests by id → index in `permissions`.
     pending: HashMap<IdKey, usize>,
+    /// The last `MAX_CANCEL_REQUESTS` `$/cancel_request` notifications, oldest first.
+    cancel_requests: VecDeque<CancelRequest>,
     tool_call_count: usize,
     evicted: u64,
     /// With a bound (`evict.rs`): each tool call by creation number (`None`: evicted), the
@@ -107,6 +109,7 @@ impl Store {
             sessions: OrderedMap::default(),
             permissions: Vec::new(),
             pending: HashMap::default(),
+            cancel_requests: VecDeque::new(),
             tool_call_count: 0,
             evicted: 0,
             order: Vec::new(),
@@ -170,6 +173,11 @@ impl Store {
             return self.permissions[i].as_ref();
         }
         self.permissions.iter().rev().flatten().find(|p| p.id == *id)
+    }
+
+    /// The `$/cancel_request` notifications seen (the last `MAX_CANCEL_REQUESTS`), oldest first.
+    pub fn cancel_requests(&self) -> impl Iterator<Item = &CancelRequest> {
+        self.cancel_requests.iter()
     }
 
     /// The record a permission change refers to.
@@ -240,6 +248,8 @@ impl Store {
                         Action::Cancelled,
                         None,
                     )))
+                } else if str_is(data, method, b"$/cancel_request") {
+                    self.cancel_request(data, env, source)
                 } else {
                     Ok(None)
                 }

@@ -1,7 +1,8 @@
 //! Permission requests and responses (DESIGN §7.5), and the protocol version a response teaches
 //! (§7.1): `permission_request` (a `session/request_permission` request: its tool call applied as
 //! a `tool_call_update`, the request recorded) and `response` (resolves a pending request, or
-//! sets the negotiated version); `cancel_responses`, what a client answers after `session/cancel`.
+//! sets the negotiated version); `cancel_responses`, what a client answers after `session/cancel`;
+//! `cancel_request`, a `$/cancel_request` notification (the request it cancels, who sent it).
 //!
 //! Mirror: `python/acp_fast/_fallback/state/permission.py`. Differences on purpose: here a record
 //! is a `Permission` holding its session's slot and the JSON text of `options` / `response`; the
@@ -12,9 +13,12 @@ use crate::message::{Envelope, Kind, Span};
 use crate::scanner::parse_i64;
 
 use super::read::{array_items, bad, find_member, find_members, raw, require_session, str_is, text_of};
-use super::records::{Action, Change, IdKey, Ident, Outcome, Permission, Source, Target};
+use super::records::{Action, CancelRequest, Change, IdKey, Ident, Outcome, Permission, Source, Target};
 use super::tool_call::TcOp;
 use super::Store;
+
+/// How many `$/cancel_request` notifications a store keeps (the oldest go first).
+pub const MAX_CANCEL_REQUESTS: usize = 1000;
 
 // The update functions here stay out of line (`#[inline(never)]`), so that `Store::apply`, the
 // path of every frame, stays small.
@@ -156,6 +160,39 @@ impl Store {
                 frame
             })
             .collect()
+    }
+
+    /// A `$/cancel_request` notification: `params.requestId` (a string, an integer or null) and
+    /// its sender are kept (the last `MAX_CANCEL_REQUESTS`); the change names the request, and
+    /// its session and tool call when it is a pending permission request.
+    #[inline(never)]
+    pub(super) fn cancel_request(
+        &mut self,
+        data: &[u8],
+        env: &Envelope,
+        source: Source,
+    ) -> Result<Option<Change>, DecodeError> {
+        let Some(params) = env.params.filter(|p| p.ty == JsonType::Object) else {
+            return Ok(None);
+        };
+        let [id] = find_members(data, params, [b"requestId"]);
+        let id = match id {
+            Some(v) if v.ty == JsonType::String || v.ty == JsonType::Null => v,
+            Some(v) if v.ty == JsonType::Number && parse_i64(&data[v.range()]).is_some() => v,
+            other => {
+                let what = "a string, an integer or null";
+                return Err(bad(data, "invalid_request_id", "params.requestId", what, other, params));
+            }
+        };
+        let key = IdKey::of(data, id);
+        let permission = self.pending.get(&key).copied();
+        if self.cancel_requests.len() == MAX_CANCEL_REQUESTS {
+            self.cancel_requests.pop_front();
+        }
+        self.cancel_requests.push_back(CancelRequest { id: key, source });
+        let mut change = Change::new(None, Target::Request, Ident::Id(id), Action::Cancelled, None);
+        change.permission = permission;
+        Ok(Some(change))
     }
 }
 

@@ -360,6 +360,8 @@ pub enum Target {
     Permission,
     Session,
     Protocol,
+    /// A `$/cancel_request` notification (the request it names).
+    Request,
 }
 
 impl Target {
@@ -371,6 +373,7 @@ impl Target {
             Target::Permission => "permission",
             Target::Session => "session",
             Target::Protocol => "protocol",
+            Target::Request => "request",
         }
     }
 }
@@ -456,6 +459,24 @@ pub enum Source {
     Unknown,
     Agent,
     Client,
+}
+
+impl Source {
+    /// `"agent"`, `"client"`, or None (unknown): as the API and checkpoints name it.
+    pub fn name(self) -> Option<&'static str> {
+        match self {
+            Source::Unknown => None,
+            Source::Agent => Some("agent"),
+            Source::Client => Some("client"),
+        }
+    }
+}
+
+/// A `$/cancel_request` notification: the id of the request it cancels, and who sent it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CancelRequest {
+    pub id: IdKey,
+    pub source: Source,
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -9,6 +9,10 @@ Three measurements, each against the same pipeline without the proxy, in the sam
 * **latency**: a pacer agent writes one ~400 B frame every 100 µs (10,000 frames/s), each with
   its send time (CLOCK_MONOTONIC, shared by all processes) inside; this process stamps each
   frame on arrival. Added latency = the proxied percentile minus the direct percentile.
+* **the proxy's two loops and a no-op middleware**: each throughput and latency run also goes
+  through the proxy's Python loop (``ACP_FAST_PROXY_RELAY=python``: the relay before the core's
+  loop, rust/relay.rs), and the mixed profile through a no-op Python middleware (its cost per
+  frame is the difference with the proxy as it runs).
 * **memory**: peak RSS of the proxy (its ``--summary-json``) relaying about 1 GB of the
   large-output corpus, beside the peak for one pass of it: flat memory means the two are close.
 
@@ -35,6 +39,18 @@ import acp_fast
 from .. import traffic
 
 PROXY = [sys.executable, "-m", "acp_fast.cli", "proxy"]
+#: The proxy with one Python middleware that gives every message back (what the middleware API
+#: costs per frame: the same relay, each message decoded and passed through a Python call).
+#: The proxy's environment with its Python loop instead of the core's relay (to compare).
+PYTHON_LOOP = dict(os.environ, ACP_FAST_PROXY_RELAY="python")
+NOOP_MIDDLEWARE = [
+    sys.executable,
+    "-c",
+    (
+        "import sys; from acp_fast.proxy import Proxy; "
+        "sys.exit(Proxy(sys.argv[2:], middleware=[lambda message, sender, ctx: message]).run())"
+    ),
+]
 
 
 def _progress(text: str) -> None:
@@ -71,14 +87,23 @@ def _read_all(cmd: List[str], env: Optional[Dict[str, str]] = None) -> Dict[str,
     return {"bytes": total, "frames": frames, "seconds": end - (first or end)}
 
 
-def throughput(corpus: Path, copies: int, repeat: int, proxy_args: Sequence[str] = ()) -> Dict[str, Any]:
+def throughput(
+    corpus: Path, copies: int, repeat: int, proxy_args: Sequence[str] = (), noop: bool = False
+) -> Dict[str, Any]:
+    """Direct and proxied runs, interleaved: the proxy as it runs (the core's relay on the native
+    backend), the proxy with its Python loop (``python_loop``: what it was before the core's
+    relay, ``ACP_FAST_PROXY_RELAY=python``), and with ``noop`` through a no-op Python middleware."""
     agent = ["cat"] + [str(corpus)] * copies
-    direct, proxied = [], []
+    direct, proxied, python_loop, with_noop = [], [], [], []
     for i in range(repeat):
         direct.append(_read_all(agent))
         proxied.append(_read_all([*PROXY, *proxy_args, "--", *agent]))
+        python_loop.append(_read_all([*PROXY, *proxy_args, "--", *agent], env=PYTHON_LOOP))
+        if noop:
+            with_noop.append(_read_all([*NOOP_MIDDLEWARE, "--", *agent]))
         _progress(f"  run {i + 1}/{repeat}: {proxied[-1]['bytes'] / proxied[-1]['seconds'] / 1e6:.0f} MB/s")
-    assert all(r["bytes"] == direct[0]["bytes"] for r in direct + proxied), "the proxy changed the byte count"
+    runs = direct + proxied + python_loop + with_noop
+    assert all(r["bytes"] == direct[0]["bytes"] for r in runs), "the proxy changed the byte count"
 
     def summary(runs: List[Dict[str, float]]) -> Dict[str, float]:
         secs = [r["seconds"] for r in runs]
@@ -91,12 +116,21 @@ def throughput(corpus: Path, copies: int, repeat: int, proxy_args: Sequence[str]
             "frames_per_s": runs[0]["frames"] / med,
         }
 
-    return {
+    result = {
         "bytes": direct[0]["bytes"],
         "frames": direct[0]["frames"],
         "direct": summary(direct),
         "proxy": summary(proxied),
+        "ratio": summary(direct)["seconds_median"] / summary(proxied)["seconds_median"],
+        "python_loop": summary(python_loop),
+        "python_loop_ratio": summary(direct)["seconds_median"] / summary(python_loop)["seconds_median"],
     }
+    if with_noop:
+        result["noop_middleware"] = summary(with_noop)
+        frames = direct[0]["frames"]
+        extra = summary(with_noop)["seconds_median"] - summary(proxied)["seconds_median"]
+        result["noop_middleware_us_per_frame"] = extra / frames * 1e6 if frames else 0.0
+    return result
 
 
 PACER = textwrap.dedent(
@@ -119,8 +153,10 @@ PACER = textwrap.dedent(
 )
 
 
-def _latencies(cmd: List[str]) -> List[float]:
-    p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
+def _latencies(cmd: List[str], env: Optional[Dict[str, str]] = None) -> List[float]:
+    p = subprocess.Popen(
+        cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0, env=env
+    )
     assert p.stdout is not None and p.stderr is not None  # both are PIPE
     fd = p.stdout.fileno()
     now = time.monotonic_ns
@@ -157,10 +193,12 @@ def latency(rate: float, seconds: float, size: int = 400) -> Dict[str, Any]:
         direct = _latencies(pacer)
         _progress(f"  through the proxy: {rate:.0f} frames/s for {seconds:.0f} s")
         proxied = _latencies([*PROXY, "--", *pacer])
+        _progress(f"  through the proxy's Python loop: {rate:.0f} frames/s for {seconds:.0f} s")
+        python_loop = _latencies([*PROXY, "--", *pacer], env=PYTHON_LOOP)
     finally:
         os.unlink(f.name)
     stats: Dict[str, Any] = {}
-    for name, values in (("direct", direct), ("proxy", proxied)):
+    for name, values in (("direct", direct), ("proxy", proxied), ("python_loop", python_loop)):
         stats[name] = {
             "frames": len(values),
             "median_us": statistics.median(values),
@@ -169,6 +207,7 @@ def latency(rate: float, seconds: float, size: int = 400) -> Dict[str, Any]:
         }
     stats["added_median_us"] = stats["proxy"]["median_us"] - stats["direct"]["median_us"]
     stats["added_p99_us"] = stats["proxy"]["p99_us"] - stats["direct"]["p99_us"]
+    stats["python_loop_added_median_us"] = stats["python_loop"]["median_us"] - stats["direct"]["median_us"]
     stats["rate"] = rate
     return stats
 
@@ -224,7 +263,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             size = path.stat().st_size
             copies = max(1, round(args.mb * 1e6 / size))
             _progress(f"throughput, {profile} profile: {copies} x {size / 1e6:.0f} MB")
-            results[f"throughput_{profile}"] = throughput(path, copies, args.repeat)
+            results[f"throughput_{profile}"] = throughput(path, copies, args.repeat, noop=profile == "mixed")
         _progress("latency")
         results["latency"] = latency(args.rate, args.latency_seconds)
         size = corpora["large"].stat().st_size
@@ -247,13 +286,23 @@ def report(r: Dict[str, Any]) -> str:
         lines.append(
             f"| relay, {profile} ({t['bytes'] / 1e6:.0f} MB, {t['frames']} frames) | {d['mb_per_s']:.0f} MB/s, "
             f"{d['frames_per_s']:,.0f} frames/s | **{q['mb_per_s']:.0f} MB/s, {q['frames_per_s']:,.0f} frames/s** "
-            f"(min–max {t['bytes'] / q['seconds_max'] / 1e6:.0f}–{t['bytes'] / q['seconds_min'] / 1e6:.0f} MB/s) | {target} |"
+            f"(min–max {t['bytes'] / q['seconds_max'] / 1e6:.0f}–{t['bytes'] / q['seconds_min'] / 1e6:.0f} MB/s): "
+            f"**{t['ratio']:.0%} of the direct pipe** (Python loop: {t['python_loop']['mb_per_s']:.0f} MB/s, "
+            f"{t['python_loop_ratio']:.0%}) | {target} |"
+        )
+    t = r["throughput_mixed"]
+    if "noop_middleware" in t:
+        n = t["noop_middleware"]
+        lines.append(
+            f"| relay, mixed, with a no-op Python middleware | | **{n['frames_per_s']:,.0f} frames/s: "
+            f"{t['noop_middleware_us_per_frame']:.2f} µs per frame more** | small |"
         )
     lat = r["latency"]
     lines.append(
         f"| latency at {lat['rate']:,.0f} frames/s: median / p99 | {lat['direct']['median_us']:.0f} / {lat['direct']['p99_us']:.0f} µs | "
         f"{lat['proxy']['median_us']:.0f} / {lat['proxy']['p99_us']:.0f} µs: **added {lat['added_median_us']:.0f} / "
-        f"{lat['added_p99_us']:.0f} µs** | added ≤ 50 / ≤ 500 µs |"
+        f"{lat['added_p99_us']:.0f} µs** (Python loop: added {lat['python_loop_added_median_us']:.0f} µs median) "
+        "| added ≤ 50 / ≤ 500 µs |"
     )
     m = r["memory"]
     lines.append(

@@ -28,6 +28,13 @@ impl PyToolCallStore {
     fn locked(&self, py: Python<'_>) -> PyResult<Locked<'_, StoreState>> {
         self.state.lock(py)
     }
+
+    /// Run `f` on the core store under this object's lock, from a thread detached from the
+    /// interpreter (the proxy's relay, `rust/python/relay.rs`).
+    pub(crate) fn with_store_detached<R>(&self, f: impl FnOnce(&mut crate::state::Store) -> R) -> R {
+        let mut state = self.state.lock_detached();
+        f(&mut state.store)
+    }
 }
 
 /// The Python methods: each runs the `StoreState` method of the same name under the lock.
@@ -127,6 +134,10 @@ impl PyToolCallStore {
 
     fn cancel_responses<'py>(&self, py: Python<'py>, session_id: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
         self.locked(py)?.cancel_responses(py, session_id)
+    }
+
+    fn cancel_requests<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        self.locked(py)?.cancel_requests(py)
     }
 
     fn state<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {

@@ -22,8 +22,9 @@ Every public method and property runs under the store's lock (``framing.exclusiv
 
 from __future__ import annotations
 
+from collections import deque
 from threading import RLock
-from typing import Any, Callable, Dict, List, Optional, Tuple, cast
+from typing import Any, Callable, Deque, Dict, List, Optional, Tuple, cast
 
 import orjson
 
@@ -43,7 +44,7 @@ from ..framing import (
 from ..message import Message, decode_frame, decode_value, message_or_none
 from ..scanner import _DIGITS_TO_ZERO, _LONG_DIGIT_RUN, _exact, array_items, parse_exact, skip_ws, to_bytes
 from . import checkpoint
-from .permission import cancel_responses, permission_request, response
+from .permission import cancel_request, cancel_responses, permission_request, response
 from .plan import plan, plan_removed, plan_update
 from .read import BAD_SID, Bad, exactly, state_error
 from .records import Change, Session, terminal_record, tool_call_record
@@ -128,6 +129,7 @@ class ToolCallStore:
         "_sessions",
         "_permissions",
         "_pending",
+        "_cancel_requests",
         "_tool_call_count",
         "_evicted",
         "_order",
@@ -164,6 +166,8 @@ class ToolCallStore:
         # request replaced by a later one with its id); pending ones by id -> index.
         self._permissions: List[Optional[List[Any]]] = []
         self._pending: Dict[Any, int] = {}
+        # The last MAX_CANCEL_REQUESTS $/cancel_request notifications as (request id, source).
+        self._cancel_requests: Deque[Tuple[Any, Any]] = deque()
         self._tool_call_count = 0
         self._evicted = 0
         # With a bound (evict.py): (session, id) of each tool call by creation number (None:
@@ -410,6 +414,13 @@ class ToolCallStore:
                 if sid is None:
                     raise BAD_SID
                 return Change(sid, "session", None, "cancelled", None)
+            if method == "$/cancel_request":
+                params = value.get("params")
+                if type(params) is not dict:
+                    return None
+                if frame is not None:
+                    value = exactly(frame, value)
+                return cancel_request(self, value["params"], source)
             return None
         if kind == "request":
             if m._method == "session/request_permission" and type(value.get("params")) is dict:
@@ -527,6 +538,12 @@ class ToolCallStore:
                 ]
             ),
         )
+
+    @exclusive
+    def cancel_requests(self) -> List[Dict[str, Any]]:
+        """The ``$/cancel_request`` notifications seen (the last 1000), oldest first:
+        ``{"requestId": id, "source": "agent" | "client" | None}``."""
+        return checkpoint.cancel_request_list(self)
 
     @exclusive
     def cancel_responses(self, session_id: str) -> List[bytes]:

@@ -21,6 +21,7 @@ from ..error import DecodeError, to_python
 from ..scanner import MAX_DEPTH as _FRAME_DEPTH
 from ..scanner import loads, parse_document, to_bytes
 from .evict import compact
+from .permission import MAX_CANCEL_REQUESTS
 from .read import b64decode
 from .records import (
     MISSING,
@@ -99,7 +100,7 @@ def state(store: ToolCallStore) -> Dict[str, Any]:
             "plans": dict(s.plans),
             "permissions": per_session[sid],
         }
-    return {
+    doc = {
         "format": FORMAT,
         "protocolVersion": store._fixed,
         "negotiatedVersion": store._negotiated,
@@ -108,6 +109,14 @@ def state(store: ToolCallStore) -> Dict[str, Any]:
         "sessions": sessions,
         "permissionOrder": [e[0] for e in store._permissions if e is not None],
     }
+    if store._cancel_requests:  # present only when the store has seen a $/cancel_request
+        doc["cancelRequests"] = cancel_request_list(store)
+    return doc
+
+
+def cancel_request_list(store: ToolCallStore) -> List[Dict[str, Any]]:
+    """``state.cancelRequests``: ``[{"requestId": id, "source": "agent" | "client" | None}]``."""
+    return [{"requestId": rid, "source": source} for rid, source in store._cancel_requests]
 
 
 def to_json(store: ToolCallStore) -> bytes:
@@ -245,9 +254,29 @@ def from_json(cls: Type[ToolCallStore], data: Any) -> ToolCallStore:
                 perms[old] = None
             pending[ident] = len(perms)
         perms.append(entry)
+    if "cancelRequests" in doc:
+        _read_cancel_requests(store, doc["cancelRequests"])
     if store._max_tool_calls is not None:
         compact(store)
     return store
+
+
+def _read_cancel_requests(store: ToolCallStore, items: Any) -> None:
+    """``state.cancelRequests`` (optional): ``[{"requestId": id, "source": "agent" | "client" | null}]``."""
+    if type(items) is not list:
+        raise _fail("state.cancelRequests", "an array", items)
+    for i, item in enumerate(items):
+        rp = f"state.cancelRequests.{i}"
+        _object(item, rp)
+        rid = _find(item, "requestId", rp)
+        if rid is not None and type(rid) is not str and not (type(rid) is int and -(2**63) <= rid < 2**63):
+            raise _fail(f"{rp}.requestId", "a string, an integer or null", rid)
+        source = _find(item, "source", rp)
+        if source not in (None, "agent", "client"):
+            raise _fail(f"{rp}.source", '"agent", "client" or null', source)
+        if len(store._cancel_requests) == MAX_CANCEL_REQUESTS:
+            store._cancel_requests.popleft()
+        store._cancel_requests.append((rid, source))
 
 
 def _restore_tool_calls(store: ToolCallStore, sid: str, s: Session, session: Dict[str, Any], sp: str) -> None:

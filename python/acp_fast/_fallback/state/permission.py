@@ -1,7 +1,8 @@
 """Permission requests and responses (DESIGN 7.5), and the protocol version a response teaches
 (7.1): ``permission_request`` (a ``session/request_permission`` request: its tool call applied as
 a ``tool_call_update``, the request recorded) and ``response`` (resolves a pending request, or
-sets the negotiated version); ``cancel_responses``, what a client answers after ``session/cancel``.
+sets the negotiated version); ``cancel_responses``, what a client answers after ``session/cancel``;
+``cancel_request``, a ``$/cancel_request`` notification (the request it cancels, who sent it).
 
 Mirror of ``rust/state/permission.rs``. Differences on purpose: here a record is ``[session id,
 record dict]``, the dict in materialized key order and rebuilt when the request is resolved; Rust
@@ -20,7 +21,10 @@ from .tool_call import check_tool_call, commit_tool_call
 if TYPE_CHECKING:
     from . import ToolCallStore
 
-__all__ = ["cancel_responses", "permission_request", "response"]
+__all__ = ["MAX_CANCEL_REQUESTS", "cancel_request", "cancel_responses", "permission_request", "response"]
+
+#: How many ``$/cancel_request`` notifications a store keeps (the oldest go first).
+MAX_CANCEL_REQUESTS = 1000
 
 _ALLOW = frozenset(("allow_once", "allow_always"))
 _CANCEL_HEAD = b'{"jsonrpc":"2.0","id":'
@@ -154,3 +158,21 @@ def cancel_responses(store: ToolCallStore, sid: str) -> List[bytes]:
         for e in store._permissions
         if e is not None and e[0] == sid and e[1]["outcome"] == "pending"
     ]
+
+
+def cancel_request(store: ToolCallStore, params: Dict[str, Any], source: Any) -> Change:
+    """A ``$/cancel_request`` notification: ``params.requestId`` (a string, an integer or null) and
+    its sender are kept (the last ``MAX_CANCEL_REQUESTS``); the change names the request, and its
+    session and tool call when it is a pending permission request."""
+    rid = params.get("requestId", MISSING)
+    if not (rid is None or type(rid) is str or (type(rid) is int and -(2**63) <= rid < 2**63)):
+        raise Bad("invalid_request_id", ("params", "requestId"), "a string, an integer or null")
+    requests = store._cancel_requests
+    if len(requests) == MAX_CANCEL_REQUESTS:
+        requests.popleft()
+    requests.append((rid, source))
+    index = store._pending.get(rid, MISSING)
+    if index is MISSING:
+        return Change(None, "request", rid, "cancelled", None)
+    sid, record = store._permissions[index]
+    return Change(sid, "request", rid, "cancelled", record.get("toolCallId"))

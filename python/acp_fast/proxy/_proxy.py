@@ -1,0 +1,459 @@
+"""The proxy: starts the agent, relays both directions (``_relay``), runs the middleware
+(``_middleware``), writes the reports at exit. docs/PROXY.md describes what it guarantees."""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import IO, Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
+
+import orjson
+
+import acp_fast
+
+from ..bridge import Bridge
+from ..cli._streams import create_output, output_error
+from ..recording import RecordWriter
+from ._middleware import Chain, Context, Middleware, other_side
+from ._relay import INVALID_LINES_STATUS, Direction, Output, request_id
+
+__all__ = [
+    "DEFAULT_MAX_TOOL_CALLS",
+    "DRAIN_AFTER_EXIT",
+    "FORWARDED_SIGNALS",
+    "INVALID_LINES_STATUS",
+    "INVALID_POLICIES",
+    "Proxy",
+    "format_summary",
+]
+
+PIPE_SIZE = 1 << 20
+FORWARDED_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGWINCH")
+INVALID_POLICIES = ("divert", "pass", "drop", "fail")
+# How long the proxy waits, after the agent exited, for the agent's stdout to reach end of file
+# (a grandchild may hold it open).
+DRAIN_AFTER_EXIT = 5.0
+# How long a stopped agent gets between SIGTERM and SIGKILL.
+STOP_GRACE = 2.0
+# Memory stays flat over long sessions: finished tool calls beyond this many are dropped from the
+# proxy's state (they were forwarded; only the proxy's view of them goes).
+DEFAULT_MAX_TOOL_CALLS = 1000
+
+
+def _grow_pipe(fd: int) -> None:
+    """Ask for 1 MiB pipe buffers (fewer, larger reads and writes); ignored where not a pipe."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(fd, 1031, PIPE_SIZE)  # F_SETPIPE_SZ
+    except OSError:
+        pass
+
+
+class Proxy:
+    """A byte-exact stdio proxy between an editor (this process's stdin and stdout) and the agent
+    it starts (``agent_command``), keeping every session's state (:attr:`store`) and running
+    ``middleware`` on every message (the :class:`acp_fast.proxy.Middleware` protocol).
+
+        >>> proxy = Proxy(["my-agent", "--stdio"], middleware=[AutoApprove({"read"})])  # doctest: +SKIP
+        >>> sys.exit(proxy.run())  # doctest: +SKIP
+
+    The options are those of ``acp-fast proxy`` (docs/CLI.md), by the same names: ``record``,
+    ``state_json`` and ``summary_json`` are file paths (created owner-only; an existing file is
+    refused unless ``force``); ``agent_invalid`` is ``"divert"``, ``"pass"``, ``"drop"`` or
+    ``"fail"`` (with ``agent_invalid_limit`` lines, default 1); ``bridge`` is ``(editor,
+    agent)`` protocol versions. :meth:`run` returns the exit status."""
+
+    def __init__(
+        self,
+        agent_command: Sequence[str],
+        middleware: Sequence[Middleware] = (),
+        *,
+        max_frame_bytes: int = acp_fast.DEFAULT_MAX_FRAME_BYTES,
+        agent_invalid: str = "divert",
+        agent_invalid_limit: int = 1,
+        strict: bool = False,
+        strict_schema: bool = False,
+        watch: bool = False,
+        quiet: bool = False,
+        protocol: Optional[int] = None,
+        bridge: Optional[Tuple[int, int]] = None,
+        max_tool_calls: Optional[int] = DEFAULT_MAX_TOOL_CALLS,
+        record: Optional[str] = None,
+        state_json: Optional[str] = None,
+        summary: bool = False,
+        summary_json: Optional[str] = None,
+        force: bool = False,
+    ) -> None:
+        if not agent_command:
+            raise ValueError("expected an agent command")
+        if agent_invalid not in INVALID_POLICIES:
+            raise ValueError(
+                f"expected agent_invalid to be one of {', '.join(INVALID_POLICIES)}, found {agent_invalid!r}"
+            )
+        if agent_invalid_limit < 1:
+            raise ValueError(f"expected agent_invalid_limit to be at least 1, found {agent_invalid_limit}")
+        self.command: List[str] = list(agent_command)
+        self.max_frame_bytes = max_frame_bytes
+        self.agent_invalid = agent_invalid
+        self.agent_invalid_limit = agent_invalid_limit
+        self.strict = strict
+        self.strict_schema = strict_schema
+        self._schema_validators: Dict[int, Any] = {}
+        self.watch = watch
+        self.quiet = quiet
+        self.record_path = record
+        self.state_json = state_json
+        self.summary_stderr = summary
+        self.summary_json = summary_json
+        self.force = force
+        #: The state of every session, as the editor sees it (docs/PROXY.md).
+        self.store = acp_fast.ToolCallStore(
+            protocol, max_tool_calls=max_tool_calls or None, max_frame_bytes=max_frame_bytes
+        )
+        #: Held while the state is read or changed and while the middleware run.
+        self.lock: threading.RLock = threading.RLock()
+        self.stderr = Output(2)
+        self.stdout = Output(1)
+        self.record_lock = threading.Lock()
+        self.recorder: Optional[RecordWriter] = None
+        self._record_file: Optional[IO[bytes]] = None
+        if record:
+            self._record_file = create_output(record, force)  # closed in _finish
+            self.recorder = RecordWriter(self._record_file, self.command, acp_fast.__version__)
+        self.agent: Optional[subprocess.Popen[bytes]] = None
+        self.agent_stdin: Optional[Output] = None
+        self.started = time.time()
+        self._lost_reported: Set[str] = set()
+        self.bridge = None if bridge is None else Bridge(editor=bridge[0], agent=bridge[1])
+        self.bridge_lock = threading.Lock()
+        self.chain = Chain(self, middleware)
+        #: Set when the session is being stopped (``agent_invalid="fail"``): the relays stop.
+        self.stopping = False
+        self._stop_status: Optional[int] = None
+        editor = Direction(self, "editor", 0, Output(-1))
+        agent = Direction(self, "agent", -1, self.stdout)
+        self.directions: Tuple[Direction, Direction] = (editor, agent)
+
+    def native_relay(self, direction: Direction) -> Optional[Any]:
+        """The core's relay (``_native._Relay``) for a direction, when the native backend is in use
+        and nothing per frame needs Python: no middleware, recording, ``--watch``, schema check or
+        bridge. None: the Python loop."""
+        if self.chain or self.recorder is not None or self.watch or self.strict_schema or self.bridge is not None:
+            return None
+        if os.environ.get("ACP_FAST_PROXY_RELAY") == "python":  # to compare the two loops (benches)
+            return None
+        relay_type = getattr(getattr(acp_fast, "_native", None), "_Relay", None)
+        if relay_type is None or acp_fast.BACKEND != "rust":
+            return None
+        return relay_type(self.store, direction.src, direction.source, self.max_frame_bytes)
+
+    @property
+    def middleware(self) -> List[Middleware]:
+        return list(self.chain.middleware)
+
+    def context(self, middleware: Middleware) -> Context:
+        """The :class:`Context` of one of the proxy's middleware (to inject frames from outside)."""
+        for m, ctx in zip(self.chain.middleware, self.chain.contexts):
+            if m is middleware:
+                return ctx
+        raise ValueError("not one of this proxy's middleware")
+
+    # -- messages to the user --------------------------------------------------------------
+
+    def note(self, text: str) -> None:
+        if not self.quiet:
+            self.stderr.write(f"acp-fast proxy: {text}\n".encode("utf-8", "replace"))
+
+    def divert(self, data: bytes) -> None:
+        self.stderr.write(data + b"\n")
+
+    def lost(self, side: str) -> None:
+        if side in self._lost_reported:
+            return
+        self._lost_reported.add(side)
+        other = other_side(side)
+        self.note(f"the {other} stopped reading; {side} output from now on is discarded")
+        if side == "agent":
+            # The editor is gone: tell the agent (end of its input) and let it finish.
+            self.close_agent_stdin()
+
+    def show_change(self, change: Any) -> None:
+        sid, target, ident, action, tcid = change
+        if target in ("tool_call", "permission", "terminal", "plan"):
+            self.note(f"[{sid}] {target} {ident} {action}")
+
+    # -- recording ---------------------------------------------------------------------------
+
+    def record(
+        self,
+        side: str,
+        data: bytes,
+        is_json: bool,
+        t: float,
+        crlf: bool,
+        eol: bool,
+        action: Optional[str],
+        reason: Optional[str] = None,
+    ) -> None:
+        recorder = self.recorder
+        assert recorder is not None  # called only while recording
+        with self.record_lock:
+            recorder.line(side, data, is_json, t, crlf=crlf, eol=eol, action=action, reason=reason)
+
+    def record_too_large(self, side: str, length: int) -> None:
+        recorder = self.recorder
+        assert recorder is not None  # called only while recording
+        with self.record_lock:
+            recorder.too_large(side, length, time.time())
+
+    # -- frames the middleware injected --------------------------------------------------------
+
+    def deliver(self, to: str, frames: List[bytes], now: float) -> None:
+        """Frames injected by the middleware, going to ``to``: tracked and recorded (``"from"``
+        the other side, action ``injected``), then written."""
+        sender = other_side(to)
+        direction = self.directions[0 if sender == "editor" else 1]
+        for frame in frames:
+            direction.track(frame, 0)
+            direction.stats["injected"] += 1
+            if self.recorder is not None:
+                self.record(sender, frame[:-1], True, now, False, True, "injected")
+        data = b"".join(frames)
+        if direction.write(data):
+            direction.stats["bytes_out"] += len(data)
+
+    def send(self, ctx: Optional[Context], message: acp_fast.Message, to: str) -> None:
+        """A frame injected outside a middleware call (another thread, a timer): through the
+        middleware after ``ctx``'s on the way to ``to``, then delivered."""
+        with self.lock:
+            outcome = self.chain.deliveries(ctx, message, to)
+        now = time.time()
+        if outcome.delivered:
+            self.deliver(to, [w for w, _ in outcome.delivered if w is not None], now)
+        if outcome.back:
+            self.deliver(other_side(to), outcome.back, now)
+
+    # -- --bridge ------------------------------------------------------------------------------
+
+    def bridged(self, side: str, data: bytes) -> bytes:
+        """Whole lines from ``side``, converted for the other side (docs/BRIDGE.md); a line the
+        bridge cannot read is left as it is (the usual rules for invalid lines apply to it)."""
+        assert self.bridge is not None
+        convert = self.bridge.from_agent if side == "agent" else self.bridge.from_editor
+        out: List[bytes] = []
+        with self.bridge_lock:
+            for line in data.split(b"\n")[:-1] if data.endswith(b"\n") else data.split(b"\n"):
+                if not line.strip():
+                    out.append(line + b"\n")
+                    continue
+                try:
+                    out += convert(line + b"\n")
+                except acp_fast.DecodeError:
+                    out.append(line + b"\n")
+        return b"".join(out)
+
+    # -- strict mode -------------------------------------------------------------------------
+
+    def schema_validator(self) -> Any:
+        """The :class:`acp_fast.SchemaValidator` of the protocol version in force (call with the
+        lock held)."""
+        version = self.store.protocol_version
+        validator = self._schema_validators.get(version)
+        if validator is None:
+            validator = acp_fast.SchemaValidator(protocol_version=version)
+            self._schema_validators[version] = validator
+        return validator
+
+    def answer_editor(self, data: bytes, error: Any) -> None:
+        response = {
+            "jsonrpc": "2.0",
+            "id": request_id(data),
+            "error": {
+                "code": error.code,
+                "message": str(error),
+                "data": {"line": error.line, "position": error.position},
+            },
+        }
+        self.stdout.write(orjson.dumps(response) + b"\n")
+
+    # -- running -----------------------------------------------------------------------------
+
+    def close_agent_stdin(self) -> None:
+        if self.agent_stdin is not None:
+            self.agent_stdin.close()
+
+    def stop(self, status: int, why: str) -> None:
+        """Stop the session: the relays stop, the agent is terminated (SIGTERM, SIGKILL after
+        ``STOP_GRACE`` seconds) and the proxy exits with ``status`` (reports still written)."""
+        if self.stopping:
+            return
+        self.stopping = True
+        self._stop_status = status
+        self.stderr.write(f"acp-fast proxy: {why}; stopping the session (exit status {status})\n".encode())
+        self.close_agent_stdin()
+        agent = self.agent
+        if agent is not None and agent.poll() is None:
+            try:
+                agent.terminate()
+            except ProcessLookupError:  # pragma: no cover - raced with its exit
+                pass
+
+            def kill() -> None:
+                if agent.poll() is None:
+                    agent.kill()
+
+            timer = threading.Timer(STOP_GRACE, kill)
+            timer.daemon = True
+            timer.start()
+
+    def run(self) -> int:
+        """Start the agent, relay until it exits, write the reports; the exit status."""
+        try:
+            # The agent gets its own process group: a terminal's Ctrl-C reaches it once, through
+            # the proxy's forwarding, not twice.
+            group: Dict[str, Any] = {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_fn": os.setpgrp}
+            self.agent = subprocess.Popen(
+                self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None, bufsize=0, **group
+            )
+        except OSError as e:
+            print(f"acp-fast proxy: cannot start the agent {self.command[0]!r}: {e}", file=sys.stderr)
+            if self._record_file is not None:
+                self._record_file.close()
+            return 127 if isinstance(e, FileNotFoundError) else 126
+        assert self.agent.stdin is not None and self.agent.stdout is not None
+        agent_in = os.dup(self.agent.stdin.fileno())
+        agent_out = os.dup(self.agent.stdout.fileno())
+        self.agent.stdin.close()
+        self.agent.stdout.close()
+        for fd in (0, 1, agent_in, agent_out):
+            _grow_pipe(fd)
+        self.agent_stdin = Output(agent_in)
+        self._forward_signals()
+        editor, agent = self.directions
+        editor.dst = self.agent_stdin
+        agent.src = agent_out
+        to_agent = threading.Thread(target=editor.run, name="editor->agent", daemon=True)
+        to_editor = threading.Thread(target=agent.run, name="agent->editor", daemon=True)
+        to_agent.start()
+        to_editor.start()
+        status = self.agent.wait()
+        to_editor.join(DRAIN_AFTER_EXIT)
+        if to_editor.is_alive() and not self.stopping:
+            self.note(f"the agent exited but its stdout stayed open for {DRAIN_AFTER_EXIT:.0f} s; stopping")
+        code = status if status >= 0 else 128 - status
+        if self._stop_status is not None:
+            code = self._stop_status
+        self._finish(code)
+        return code
+
+    def _forward_signals(self) -> None:
+        def forward(signum: int, frame: Any) -> None:
+            if self.agent is not None and self.agent.poll() is None:
+                try:
+                    self.agent.send_signal(signum)
+                except ProcessLookupError:  # pragma: no cover - raced with its exit
+                    pass
+
+        if threading.current_thread() is not threading.main_thread():
+            return  # signal handlers can only be set from the main thread
+        for name in FORWARDED_SIGNALS:
+            sig = getattr(signal, name, None)
+            if sig is not None:
+                signal.signal(sig, forward)
+
+    def summary(self, status: int) -> Dict[str, Any]:
+        statuses: Dict[str, int] = {}
+        with self.lock:
+            snapshot = self.store.snapshot()
+            permissions: Dict[str, int] = {}
+            for sid in snapshot:
+                for p in self.store.permissions(sid):
+                    permissions[p["outcome"]] = permissions.get(p["outcome"], 0) + 1
+        for calls in snapshot.values():
+            for record in calls.values():
+                found = record.get("status")
+                key = found if isinstance(found, str) else "none"
+                statuses[key] = statuses.get(key, 0) + 1
+        editor, agent = self.directions
+        return {
+            "status": status,
+            "seconds": round(time.time() - self.started, 3),
+            "editor_to_agent": dict(editor.stats),
+            "agent_to_editor": dict(agent.stats),
+            "sessions": len(snapshot),
+            "tool_calls": sum(statuses.values()),
+            "tool_calls_by_status": dict(sorted(statuses.items())),
+            "permissions_by_outcome": dict(sorted(permissions.items())),
+            "evicted_tool_calls": self.store.evicted,
+            "peak_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+        }
+
+    def _finish(self, status: int) -> None:
+        """The exit reports. Each is written on its own: one that fails is reported in one line on
+        stderr and neither skips the others nor changes the proxy's exit status (the agent's)."""
+        if self.recorder is not None:
+            with self.record_lock:
+                self._report("--record", self.record_path or "", lambda: self._close_recording(status))
+        if self.state_json:
+            path = self.state_json
+            self._report("--state-json", path, lambda: self._write_file(path, self._state()))
+        if self.summary_stderr or self.summary_json:
+            info = self.summary(status)
+            if self.summary_json:
+                data = orjson.dumps(info, option=orjson.OPT_INDENT_2) + b"\n"
+                path = self.summary_json
+                self._report("--summary-json", path, lambda: self._write_file(path, data))
+            if self.summary_stderr:
+                self.stderr.write(format_summary(info).encode())
+
+    def _report(self, option: str, path: str, write: Callable[[], None]) -> None:
+        try:
+            write()
+        except OSError as e:
+            self.stderr.write(f"acp-fast proxy: {option} {output_error(path, e)}\n".encode("utf-8", "replace"))
+        except Exception as e:  # noqa: BLE001 - any failure of one report must leave the others
+            self.stderr.write(f"acp-fast proxy: {option} {path}: not written: {e}\n".encode("utf-8", "replace"))
+
+    def _close_recording(self, status: int) -> None:
+        assert self.recorder is not None and self._record_file is not None
+        try:
+            self.recorder.exit(status)
+        finally:
+            self._record_file.close()
+
+    def _state(self) -> bytes:
+        with self.lock:
+            return bytes(self.store.to_json())
+
+    def _write_file(self, path: str, data: bytes) -> None:
+        with create_output(path, self.force) as f:
+            f.write(data)
+
+
+def format_summary(info: Dict[str, Any]) -> str:
+    lines = [f"acp-fast proxy: agent exited with status {info['status']} after {info['seconds']:.1f} s"]
+    for key, label in (("editor_to_agent", "editor → agent"), ("agent_to_editor", "agent → editor")):
+        s = info[key]
+        extra = ", ".join(
+            f"{s[k]} {k.replace('_', ' ')}"
+            for k in ("invalid", "diverted", "dropped", "answered", "too_large", "state_errors", "replaced", "injected")
+            if s.get(k)
+        )
+        lines.append(
+            f"  {label}: {s['lines']} lines, {s['bytes_in']} bytes read, {s['bytes_out']} forwarded"
+            + (f" ({extra})" if extra else "")
+        )
+    by_status = ", ".join(f"{n} {k}" for k, n in info["tool_calls_by_status"].items()) or "none"
+    lines.append(f"  sessions: {info['sessions']}; tool calls: {info['tool_calls']} ({by_status})")
+    if info["permissions_by_outcome"]:
+        lines.append(
+            "  permission requests: " + ", ".join(f"{n} {k}" for k, n in info["permissions_by_outcome"].items())
+        )
+    lines.append(f"  peak RSS: {info['peak_rss_kib'] / 1024:.1f} MiB")
+    return "\n".join(lines) + "\n"

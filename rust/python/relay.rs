@@ -1,0 +1,111 @@
+//! `_native._Relay`: the core relay (`crate::relay`) of one direction of `acp_fast.proxy`, run
+//! with the interpreter released. `pump()` does one step: read a chunk from the side's file
+//! descriptor, apply its lines to the proxy's `ToolCallStore` and gather the lines to forward,
+//! all detached from the interpreter; then it gives back the bytes to write and the notices.
+//!
+//! The store is shared by both directions and by Python: each step takes the store's own lock
+//! (`PyToolCallStore::with_store_detached`, the `Exclusive` every method takes) without the GIL,
+//! so a Python call on the store waits for the step (detached, see `mod.rs`) and the step waits
+//! for a Python call; neither waits for the GIL while holding the lock. The bytes are written by
+//! the caller (its writer's lock keeps lines from two writers whole).
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList};
+use pyo3::IntoPyObjectExt;
+
+use super::errors::{decode_error_object, Origin};
+use super::state::PyToolCallStore;
+use super::Exclusive;
+use crate::relay::{Notice, Relay};
+use crate::state::Source;
+
+/// One direction's relay (internal to `acp_fast.proxy`).
+#[pyclass(module = "acp_fast._native", name = "_Relay", frozen)]
+pub struct PyRelay {
+    relay: Exclusive<Relay>,
+    store: Py<PyToolCallStore>,
+    fd: i32,
+}
+
+#[pymethods]
+impl PyRelay {
+    /// `_Relay(store, fd, source, max_frame_bytes)`: the lines read from `fd`, sent by `source`
+    /// (`"agent"` or `"client"`), tracked in `store`.
+    #[new]
+    fn new(
+        store: Bound<'_, PyToolCallStore>,
+        fd: i32,
+        source: &str,
+        max_frame_bytes: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let source = match source {
+            "agent" => Source::Agent,
+            "client" => Source::Client,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "expected source to be 'agent' or 'client', found {other:?}"
+                )))
+            }
+        };
+        let max = super::framing::max_frame_bytes_arg(max_frame_bytes)?;
+        Ok(Self {
+            relay: Exclusive::new("_Relay", Relay::new(max, source)),
+            store: store.unbind(),
+            fd,
+        })
+    }
+
+    /// One step: `(data, notices)`, or None at the end of the input once all is processed.
+    /// `data` are the lines to forward; each notice is `("too_large", line, bytes)`,
+    /// `("state_error", line, DecodeError)` or `("invalid", line, wire, DecodeError)` (the step
+    /// stopped before that line). A read error raises OSError.
+    fn pump<'py>(&self, py: Python<'py>) -> PyResult<Option<(Bound<'py, PyBytes>, Bound<'py, PyList>)>> {
+        let mut guard = self.relay.lock(py)?;
+        let relay: &mut Relay = &mut guard;
+        if relay.done() {
+            return Ok(None);
+        }
+        let store: &PyToolCallStore = self.store.get();
+        let fd = self.fd;
+        let notices = py.detach(|| -> std::io::Result<Vec<Notice>> {
+            if relay.wants_input() {
+                relay.read(fd)?;
+            }
+            let mut notices = Vec::new();
+            store.with_store_detached(|s| relay.process(s, &mut notices));
+            Ok(notices)
+        })?;
+        let data = PyBytes::new(py, &relay.out);
+        relay.out.clear();
+        let list = PyList::empty(py);
+        for notice in notices {
+            let item = match notice {
+                Notice::TooLarge { line, bytes } => ("too_large", line, bytes).into_bound_py_any(py)?,
+                Notice::StateError { line, data, error } => {
+                    let e = decode_error_object(py, &error, Origin::Stream { line }, Some(&data))?;
+                    ("state_error", line, e).into_bound_py_any(py)?
+                }
+                Notice::Invalid { line, wire, error } => {
+                    let content = crate::message::strip_line_ending(&wire);
+                    let e = decode_error_object(py, &error, Origin::Stream { line }, Some(content))?;
+                    ("invalid", line, PyBytes::new(py, &wire), e).into_bound_py_any(py)?
+                }
+            };
+            list.append(item)?;
+        }
+        Ok(Some((data, list)))
+    }
+
+    /// Bytes read so far.
+    #[getter]
+    fn bytes_in(&self, py: Python<'_>) -> PyResult<u64> {
+        Ok(self.relay.lock(py)?.bytes_in)
+    }
+
+    /// Lines seen so far (blank ones and those over the limit included).
+    #[getter]
+    fn lines(&self, py: Python<'_>) -> PyResult<u64> {
+        Ok(self.relay.lock(py)?.lines)
+    }
+}

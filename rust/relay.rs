@@ -1,0 +1,349 @@
+//! The proxy's relay loop in the core (no PyO3): read a side's bytes from a file descriptor,
+//! cut them into lines (`framing`, the exact reading), parse each line and apply it to the state
+//! engine (`state::Store`), and gather the lines to forward, byte-exact, in order. The binding
+//! (`rust/python/relay.rs`) runs it with the interpreter released; `acp_fast.proxy` uses it when
+//! nothing per frame needs Python (no middleware, no recording, no `--watch`, no schema check,
+//! no bridge). Docs: docs/PROXY.md, "Performance".
+//!
+//! A step is `read` (one chunk into a buffer reused from step to step), then `process` (under
+//! the store's lock): the lines of the chunk are applied and appended to `out`; what the caller
+//! must know comes back as `Notice`s. A line that is not JSON-RPC stops the step just before it
+//! (`Notice::Invalid`): what to do with it (divert, pass, drop, answer, fail) is the caller's,
+//! and the next `process` goes on after it, from the lines kept meanwhile (`queued`).
+//!
+//! Mirror: none (the fallback keeps the Python loop of `acp_fast.proxy`, `_relay.py`, whose
+//! `tracked_block` this does per line, with the same verdicts: blank lines forwarded, a batch
+//! with one valid message a frame, a bad state update (−32602) forwarded and reported).
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::{self, Read};
+use std::mem::ManuallyDrop;
+use std::os::fd::{FromRawFd, RawFd};
+
+use crate::error::DecodeError;
+use crate::framing::{Framer, Piece};
+use crate::message::{parse_line_utf8, strip_line_ending, Captured, Frame};
+use crate::state::{Source, Store};
+
+/// Bytes read from a side at a time (and the pipe buffers the proxy asks for).
+pub const CHUNK: usize = 1 << 20;
+
+/// What the relay tells its caller, in stream order.
+#[derive(Debug)]
+pub enum Notice {
+    /// Line `line`, `bytes` long (line ending included), was over the limit: skipped.
+    TooLarge { line: u64, bytes: u64 },
+    /// A frame the state engine refused (a bad state update, −32602): forwarded all the same.
+    /// `data` is the line without its line ending.
+    StateError {
+        line: u64,
+        data: Vec<u8>,
+        error: DecodeError,
+    },
+    /// Line `line` is not JSON-RPC: not forwarded; the step stopped before it. `wire` is the line
+    /// as read (line ending included, none for a last line without one).
+    Invalid {
+        line: u64,
+        wire: Vec<u8>,
+        error: DecodeError,
+    },
+}
+
+/// A line cut but not applied yet (after a step stopped at an invalid line).
+enum Queued {
+    Line(u64, Vec<u8>),
+    TooLarge(u64, u64),
+}
+
+/// One direction of the relay: the framer, the buffers, and the counts.
+pub struct Relay {
+    source: Source,
+    framer: Framer,
+    buf: Vec<u8>,
+    /// Bytes of `buf` read and not yet framed.
+    fresh: usize,
+    eof: bool,
+    finished: bool,
+    /// Set when a step stopped at an invalid line: later lines of the chunk go to `queued`.
+    stopped: bool,
+    queued: VecDeque<Queued>,
+    cap: Captured,
+    /// The part of the chunk being framed known to be valid UTF-8 (addresses; empty: none), so
+    /// that its lines are not checked again one by one (the framer's windowed check, as `feed`).
+    utf8: (usize, usize),
+    /// The lines to forward, gathered by `process` (the caller writes and clears them).
+    pub out: Vec<u8>,
+    pub bytes_in: u64,
+    pub lines: u64,
+}
+
+fn is_blank(line: &[u8]) -> bool {
+    line.iter().all(|&b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
+}
+
+/// JSON errors and invalid JSON-RPC: the line is not a JSON-RPC message.
+fn not_json_rpc(e: &DecodeError) -> bool {
+    e.code == -32700 || e.code == -32600
+}
+
+impl Relay {
+    /// A relay for the lines of one side (`source`: who sends them, for the state engine).
+    pub fn new(max_frame_bytes: usize, source: Source) -> Self {
+        Self {
+            source,
+            framer: Framer::new(max_frame_bytes),
+            buf: vec![0; CHUNK],
+            fresh: 0,
+            eof: false,
+            finished: false,
+            stopped: false,
+            queued: VecDeque::new(),
+            cap: Captured::new(),
+            utf8: (0, 0),
+            out: Vec::with_capacity(CHUNK + 4096),
+            bytes_in: 0,
+            lines: 0,
+        }
+    }
+
+    /// Whether a `read` is needed before the next `process` (nothing is waiting).
+    pub fn wants_input(&self) -> bool {
+        self.queued.is_empty() && self.fresh == 0 && !self.eof
+    }
+
+    /// Whether everything was read and processed.
+    pub fn done(&self) -> bool {
+        self.finished && self.queued.is_empty()
+    }
+
+    /// Read one chunk from `fd` (retrying on EINTR); end of file is remembered.
+    pub fn read(&mut self, fd: RawFd) -> io::Result<()> {
+        // SAFETY: the caller owns `fd` and keeps it open during the call; ManuallyDrop never
+        // closes it.
+        let mut file = ManuallyDrop::new(unsafe { File::from_raw_fd(fd) });
+        loop {
+            match file.read(&mut self.buf) {
+                Ok(n) => {
+                    self.fresh = n;
+                    self.bytes_in += n as u64;
+                    self.eof = n == 0;
+                    return Ok(());
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Apply what was read (and what waits from an earlier step) to `store`, gathering the lines
+    /// to forward in `out` and what the caller must know in `notices`; stops after a
+    /// `Notice::Invalid`.
+    pub fn process(&mut self, store: &mut Store, notices: &mut Vec<Notice>) {
+        self.stopped = false;
+        while let Some(item) = self.queued.pop_front() {
+            match item {
+                Queued::Line(line, data) => self.line(store, line, &data, notices),
+                Queued::TooLarge(line, bytes) => {
+                    self.lines += 1;
+                    notices.push(Notice::TooLarge { line, bytes });
+                }
+            }
+            if self.stopped {
+                return;
+            }
+        }
+        let mut framer = std::mem::replace(&mut self.framer, Framer::new(1));
+        let buf = std::mem::take(&mut self.buf);
+        let (fresh, finish) = (self.fresh, self.eof && !self.finished);
+        if fresh > 0 {
+            self.utf8 = valid_lines(&buf[..fresh]);
+        }
+        let mut on_piece = |piece: Piece<'_>| {
+            if self.stopped {
+                self.queued.push_back(match piece {
+                    Piece::Line { line, data } => Queued::Line(line, data.to_vec()),
+                    Piece::TooLarge { line, bytes } => Queued::TooLarge(line, bytes),
+                });
+                return;
+            }
+            match piece {
+                Piece::Line { line, data } => self.line(store, line, data, notices),
+                Piece::TooLarge { line, bytes } => {
+                    self.lines += 1;
+                    notices.push(Notice::TooLarge { line, bytes });
+                }
+            }
+        };
+        if fresh > 0 {
+            framer.feed_exact(&buf[..fresh], &mut on_piece);
+            self.utf8 = (0, 0);
+        } else if finish {
+            framer.finish_exact(&mut on_piece);
+        }
+        self.buf = buf;
+        self.framer = framer;
+        if fresh > 0 {
+            self.fresh = 0;
+        } else if finish {
+            self.finished = true;
+        }
+    }
+
+    /// One line as read (`data` with its line ending): applied and forwarded, or a notice.
+    fn line(&mut self, store: &mut Store, line: u64, data: &[u8], notices: &mut Vec<Notice>) {
+        let content = strip_line_ending(data);
+        if is_blank(content) {
+            self.lines += 1;
+            self.out.extend_from_slice(data);
+            return;
+        }
+        let at = content.as_ptr() as usize;
+        let utf8 = self.utf8.0 <= at && at + content.len() <= self.utf8.1;
+        match parse_line_utf8(content, Some(&mut self.cap), utf8) {
+            Ok(Frame::Single(env)) => {
+                if let Err(error) = store.apply_captured(content, &env, Some(&self.cap), self.source) {
+                    let data = content.to_vec();
+                    notices.push(Notice::StateError { line, data, error });
+                }
+            }
+            Ok(Frame::Batch(entries)) => {
+                if let Some(first) = entries.iter().find_map(|e| e.result.as_ref().err()) {
+                    if entries.iter().all(|e| e.result.is_err()) {
+                        let error = shifted(first, entries[0].start);
+                        return self.invalid(line, data, error, notices);
+                    }
+                }
+                for entry in &entries {
+                    if let Ok(env) = &entry.result {
+                        if let Err(error) = store.apply(&content[entry.start..entry.end], env, self.source) {
+                            let error = shifted(&error, entry.start);
+                            notices.push(Notice::StateError {
+                                line,
+                                data: content.to_vec(),
+                                error,
+                            });
+                        }
+                    }
+                }
+            }
+            Err(error) if not_json_rpc(&error) => return self.invalid(line, data, error, notices),
+            Err(error) => notices.push(Notice::StateError {
+                line,
+                data: content.to_vec(),
+                error,
+            }),
+        }
+        self.lines += 1;
+        self.out.extend_from_slice(data);
+    }
+
+    fn invalid(&mut self, line: u64, data: &[u8], error: DecodeError, notices: &mut Vec<Notice>) {
+        self.lines += 1;
+        self.stopped = true;
+        notices.push(Notice::Invalid {
+            line,
+            wire: data.to_vec(),
+            error,
+        });
+    }
+}
+
+/// The addresses of the whole lines of `chunk` that lie in it from their first byte (after its
+/// first newline, up to its last), when they are valid UTF-8 (a newline never splits a UTF-8
+/// sequence); `(0, 0)` when they are not, or there are none.
+fn valid_lines(chunk: &[u8]) -> (usize, usize) {
+    let (Some(first), Some(last)) = (memchr::memchr(b'\n', chunk), memchr::memrchr(b'\n', chunk)) else {
+        return (0, 0);
+    };
+    let lines = &chunk[first + 1..=last];
+    if first == last || crate::scanner::check_utf8(lines).is_err() {
+        return (0, 0);
+    }
+    let start = lines.as_ptr() as usize;
+    (start, start + lines.len())
+}
+
+/// An error of a batch entry (positions relative to the entry) at frame offsets.
+fn shifted(e: &DecodeError, by: usize) -> DecodeError {
+    DecodeError::new(e.code, e.kind, e.description.clone(), e.position.map(|p| p + by))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(relay: &mut Relay, store: &mut Store, input: &[u8]) -> (Vec<u8>, Vec<Notice>) {
+        let mut all = Vec::new();
+        relay.buf[..input.len()].copy_from_slice(input);
+        relay.fresh = input.len();
+        let mut out = Vec::new();
+        loop {
+            let mut notices = Vec::new();
+            relay.process(store, &mut notices);
+            out.append(&mut relay.out);
+            let stop = notices.is_empty() && relay.queued.is_empty();
+            all.extend(notices);
+            if stop {
+                if relay.eof {
+                    break;
+                }
+                relay.eof = true;
+            }
+        }
+        (out, all)
+    }
+
+    #[test]
+    fn lines_are_forwarded_and_tracked_invalid_ones_stop_a_step() {
+        let mut store = Store::new(None, None);
+        let mut relay = Relay::new(1000, Source::Agent);
+        let call = br#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"c","title":"t"}}}"#;
+        let bad_update = br#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call"}}}"#;
+        let mut input = Vec::new();
+        input.extend_from_slice(call);
+        input.extend_from_slice(b"\r\n  \nnot json\n");
+        input.extend_from_slice(bad_update);
+        input.extend_from_slice(b"\n[1,2]\n[{\"jsonrpc\":\"2.0\",\"method\":\"m\"},1]\n");
+        input.extend_from_slice(&[b'x'; 1200]);
+        input.extend_from_slice(b"\nlast");
+        let (out, notices) = run(&mut relay, &mut store, &input);
+        let mut expected = Vec::new();
+        expected.extend_from_slice(call);
+        expected.extend_from_slice(b"\r\n  \n");
+        expected.extend_from_slice(bad_update);
+        expected.extend_from_slice(b"\n[{\"jsonrpc\":\"2.0\",\"method\":\"m\"},1]\n");
+        assert_eq!(String::from_utf8_lossy(&out), String::from_utf8_lossy(&expected));
+        let kinds: Vec<(u64, &str)> = notices
+            .iter()
+            .map(|n| match n {
+                Notice::TooLarge { line, .. } => (*line, "too_large"),
+                Notice::StateError { line, .. } => (*line, "state"),
+                Notice::Invalid { line, .. } => (*line, "invalid"),
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                (3, "invalid"),
+                (4, "state"),
+                (5, "invalid"),
+                (7, "too_large"),
+                (8, "invalid")
+            ]
+        );
+        match &notices[0] {
+            Notice::Invalid { wire, error, .. } => {
+                assert_eq!(wire, b"not json\n");
+                assert_eq!(error.code, -32700);
+            }
+            other => panic!("{other:?}"),
+        }
+        match &notices[4] {
+            Notice::Invalid { wire, .. } => assert_eq!(wire, b"last"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(relay.lines, 8);
+        assert!(store.session(b"s").unwrap().tool_calls.get(b"c".as_slice()).is_some());
+    }
+}
