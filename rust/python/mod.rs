@@ -1,6 +1,7 @@
 //! The PyO3 binding layer: `acp_fast._native`. Every function here takes Python arguments, calls
 //! the core, and maps errors; no protocol logic lives in this folder.
 
+mod arrow;
 mod convert;
 mod errors;
 mod frames;
@@ -64,6 +65,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<framing::PyFramer>()?;
     m.add_class::<state::PyToolCallStore>()?;
     m.add_class::<records::PyChange>()?;
+    arrow::register(m)?;
     // Before any Message exists (see `untracked`).
     untracked::install::<frames::PyMessage>(m.py());
     Ok(())
