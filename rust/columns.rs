@@ -261,9 +261,10 @@ impl Rows {
         self.cut();
     }
 
-    /// A line of the stream, as the framer cut it.
+    /// A line of the stream, as the framer cut it (a `\r` it left is stripped, as `decode` does).
     #[inline]
     fn frame(&mut self, line: u64, data: &[u8], utf8: bool) {
+        let data = strip_line_ending(data);
         let frame = parse_line_utf8(data, Some(&mut self.cap), utf8);
         self.push_parsed(line, data, &frame);
     }

@@ -7,6 +7,7 @@ byte; only the speed differs.
 
 from __future__ import annotations
 
+from .columns import FrameColumns
 from .decoder import FrameDecoder
 from .encoder import dumps
 from .framing import DEFAULT_MAX_FRAME_BYTES, MAX_FRAME_BYTES, Framer
@@ -41,4 +42,5 @@ __all__ = [
     "MAX_FRAME_BYTES",
     "ToolCallStore",
     "Change",
+    "FrameColumns",
 ]
