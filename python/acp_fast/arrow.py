@@ -17,7 +17,6 @@ from __future__ import annotations
 import glob
 import os
 from dataclasses import dataclass
-from types import ModuleType
 from typing import IO, TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 import acp_fast
@@ -77,13 +76,16 @@ TIME_COLUMNS = ("first_time", "last_time", "permission_time", "permission_resolv
 
 CHUNK_BYTES = 16 << 20
 Data = Union[bytes, bytearray, memoryview, str, "os.PathLike[str]"]
+PathArg = Union[str, "os.PathLike[str]"]
+Paths = Union[PathArg, Iterable[PathArg]]
 # The backend's API, typed here (the fallback's is untyped: its signatures are the native ones).
 _FrameColumns: Callable[..., Any] = acp_fast._backend.FrameColumns
 #: ``"client"`` / ``"agent"`` (the state engine's ``source``) -> ``side`` (a recording's ``from``).
 SIDE_OF = {source: side for side, source in SOURCES.items()}
+NO_SOURCE = "a recording says who sent each line: expected source=None for a recording"
 
 
-def require_pyarrow() -> ModuleType:
+def require_pyarrow() -> Any:
     """The ``pyarrow`` module, or ImportError saying what to install."""
     try:
         import pyarrow
@@ -122,25 +124,31 @@ def _read(stream: IO[bytes], start: int = 0, end: Optional[int] = None) -> Itera
         yield chunk
 
 
-def _open(data: Data) -> _Input:
+Wrap = Callable[[Iterable[bytes]], Iterator[bytes]]
+
+
+def _open(data: Data, wrap: Optional[Wrap] = None) -> _Input:
+    """``data`` as chunks (``wrap``: a progress display's ``wrap``)."""
     if isinstance(data, (bytes, bytearray, memoryview)):
         data = bytes(data)
-        return _Input(is_recording(data[:64]), iter([data]))
+        chunks: Iterator[bytes] = iter([data])
+        return _Input(is_recording(data[:64]), wrap(chunks) if wrap else chunks)
     if isinstance(data, (str, os.PathLike)):
         stream = open(os.fspath(data), "rb")  # noqa: SIM115 - closed by _Input.close
         head = stream.read(64)
-        return _Input(is_recording(head), _read(stream), stream)
+        chunks = _read(stream)
+        return _Input(is_recording(head), wrap(chunks) if wrap else chunks, stream)
     raise TypeError(f"expected bytes or a path, found {type(data).__name__}")
 
 
-def expand(paths: Union[Data, Iterable[Data]]) -> List[str]:
+def expand(paths: Paths) -> List[str]:
     """Files named by ``paths``: each a file, a directory (its files, recursively, sorted; hidden
     ones skipped) or a glob pattern (``**`` included). FileNotFoundError for a name or pattern
     that gives no file."""
-    items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)  # type: ignore[arg-type]  # bytes paths are not supported
+    items: List[PathArg] = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     out: List[str] = []
     for item in items:
-        name = os.fspath(item)  # type: ignore[arg-type]  # see above
+        name = os.fspath(item)
         if not isinstance(name, str):
             raise TypeError(f"expected a path, found {type(item).__name__}")
         if os.path.isdir(name):
@@ -190,7 +198,9 @@ def frames_schema(*, recording: bool = False, side: bool = False, file: bool = F
     return schema
 
 
-def frames(data: Data, *, source: Optional[str] = None, max_frame_bytes: int = acp_fast.DEFAULT_MAX_FRAME_BYTES) -> pa.Table:
+def frames(
+    data: Data, *, source: Optional[str] = None, max_frame_bytes: int = acp_fast.DEFAULT_MAX_FRAME_BYTES
+) -> pa.Table:
     """One row per line of ``data``, an NDJSON stream or a proxy recording (its bytes, or a path;
     a ``str`` is a path): the columns of ``FRAME_COLUMNS``, null where a field is absent.
 
@@ -200,13 +210,17 @@ def frames(data: Data, *, source: Optional[str] = None, max_frame_bytes: int = a
     in the recording, with ``time`` (unix seconds) and ``side`` (``"editor"`` or ``"agent"``); a
     malformed record is an ``invalid`` row with the error ``invalid_record``. Lines over
     ``max_frame_bytes`` (at most 1 GiB here) are ``invalid`` rows with ``frame_too_large``."""
+    return _frames(data, source, max_frame_bytes)
+
+
+def _frames(data: Data, source: Optional[str], max_frame_bytes: int, wrap: Optional[Wrap] = None) -> Any:
     pa = require_pyarrow()
     _check_source(source)
-    inp = _open(data)
+    inp = _open(data, wrap)
     try:
         if inp.recording:
             if source is not None:
-                raise ValueError("a recording says who sent each line: expected source=None for a recording")
+                raise ValueError(NO_SOURCE)
             return _recording_frames(pa, inp.chunks, max_frame_bytes)
         cols = _FrameColumns(max_frame_bytes=max_frame_bytes)
         for chunk in inp.chunks:
@@ -245,7 +259,12 @@ def _recording_frames(pa: Any, chunks: Iterable[bytes], max_frame_bytes: int) ->
 
 
 def range_frames(
-    path: str, start: int, end: Optional[int], first_line: int, *, max_frame_bytes: int = acp_fast.DEFAULT_MAX_FRAME_BYTES
+    path: str,
+    start: int,
+    end: Optional[int],
+    first_line: int,
+    *,
+    max_frame_bytes: int = acp_fast.DEFAULT_MAX_FRAME_BYTES,
 ) -> pa.Table:
     """:func:`frames` of the lines of a plain stream's file that start in ``[start, end)`` (both
     just after a newline, or the ends of the file), ``first_line`` lines coming before them."""
@@ -414,15 +433,19 @@ def tool_calls(data: Data, *, source: Optional[str] = None) -> pa.Table:
     ``acp-fast inspect`` does (the editor's frames as ``source="client"``). ``source`` is the
     state engine's for a plain stream (who sent it). Lines that do not decode or apply are
     skipped."""
+    return _tool_calls(data, source)
+
+
+def _tool_calls(data: Data, source: Optional[str], wrap: Optional[Wrap] = None) -> Any:
     pa = require_pyarrow()
     _check_source(source)
     store = acp_fast.ToolCallStore()
     tracker = _Tracker()
-    inp = _open(data)
+    inp = _open(data, wrap)
     try:
         if inp.recording:
             if source is not None:
-                raise ValueError("a recording says who sent each line: expected source=None for a recording")
+                raise ValueError(NO_SOURCE)
             for number, record in parse_lines(inp.chunks, record_limit(acp_fast.DEFAULT_MAX_FRAME_BYTES)):
                 if record is None or isinstance(record, RecordingError) or record.kind != "line":
                     continue
@@ -433,10 +456,10 @@ def tool_calls(data: Data, *, source: Optional[str] = None) -> pa.Table:
             for chunk in inp.chunks:
                 for item in decoder.feed(chunk):
                     if not isinstance(item, acp_fast.DecodeError):
-                        tracker.apply(store, item, item.line, None, source)
+                        tracker.apply(store, item, item.line or 0, None, source)
             for item in decoder.finish():
                 if not isinstance(item, acp_fast.DecodeError):
-                    tracker.apply(store, item, item.line, None, source)
+                    tracker.apply(store, item, item.line or 0, None, source)
     finally:
         inp.close()
     return tracker.table(pa, store, inp.recording)
@@ -475,22 +498,24 @@ def conform(table: pa.Table, file: str, schema: pa.Schema) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=schema)
 
 
-def file_table(path: str, table: str, schema: pa.Schema, *, label: Optional[str] = None) -> pa.Table:
-    """One file's :func:`frames` or :func:`tool_calls`, in ``schema`` (see :func:`conform`)."""
-    build = frames if table == "frames" else tool_calls
-    return conform(build(path), path if label is None else label, schema)
+def file_table(path: str, table: str, schema: pa.Schema, *, wrap: Optional[Wrap] = None) -> pa.Table:
+    """One file's :func:`frames` or :func:`tool_calls`, in ``schema`` (see :func:`conform`);
+    ``wrap`` sees the file's chunks as they are read (a progress display)."""
+    if table == "frames":
+        result = _frames(path, None, acp_fast.DEFAULT_MAX_FRAME_BYTES, wrap)
+    else:
+        result = _tool_calls(path, None, wrap)
+    return conform(result, path, schema)
 
 
-def iter_files(
-    paths: Union[Data, Iterable[Data]], table: str = "frames"
-) -> Tuple[List[str], pa.Schema, Iterator[pa.Table]]:
+def iter_files(paths: Paths, table: str = "frames") -> Tuple[List[str], pa.Schema, Iterator[pa.Table]]:
     """(files, schema, a table per file): what :func:`read_frames` and ``acp-fast export`` read."""
     files = expand(paths)
     schema = schema_of(table, any(is_recording_file(p) for p in files))
     return files, schema, (file_table(p, table, schema) for p in files)
 
 
-def read_frames(paths: Union[Data, Iterable[Data]]) -> pa.Table:
+def read_frames(paths: Paths) -> pa.Table:
     """:func:`frames` of every file of ``paths`` (files, directories, globs; see :func:`expand`),
     in order, as one table with a ``file`` column first. When some files are recordings, the
     rows of plain streams have null ``time`` and ``side``."""
@@ -499,7 +524,7 @@ def read_frames(paths: Union[Data, Iterable[Data]]) -> pa.Table:
     return pa.concat_tables(list(tables)) if _files else schema.empty_table()
 
 
-def read_tool_calls(paths: Union[Data, Iterable[Data]]) -> pa.Table:
+def read_tool_calls(paths: Paths) -> pa.Table:
     """:func:`tool_calls` of every file of ``paths``, one file at a time (a session is one
     connection: its frames are in one file), as one table with a ``file`` column first."""
     pa = require_pyarrow()

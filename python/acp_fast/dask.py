@@ -15,7 +15,7 @@ The columns are Arrow-backed (``pandas.ArrowDtype``): no Python object per row. 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, List, Optional, Union
+from typing import TYPE_CHECKING, Any, List, Optional, cast
 
 import acp_fast
 
@@ -61,7 +61,7 @@ def _tool_calls_part(path: str, schema: Any) -> Any:
 
 
 def read_frames(
-    paths: Union[arrow.Data, Iterable[arrow.Data]],
+    paths: arrow.Paths,
     *,
     blocksize: Optional[int] = None,
     max_frame_bytes: int = acp_fast.DEFAULT_MAX_FRAME_BYTES,
@@ -70,7 +70,7 @@ def read_frames(
     directories, globs), with a ``file`` column first: the rows of
     :func:`acp_fast.arrow.read_frames`, in the same order. ``blocksize`` (bytes) splits plain
     streams into partitions of about that size; None (the default) gives one per file."""
-    dask, dd, _pd = _modules()
+    dask, dataframe, _pd = _modules()
     files = arrow.expand(paths)
     recordings = [arrow.is_recording_file(p) for p in files]
     schema = arrow.schema_of("frames", any(recordings))
@@ -85,19 +85,19 @@ def read_frames(
             parts.append(dask.delayed(_frames_part)(path, start, end, schema, max_frame_bytes, *counts[:i]))
     meta = _pandas(schema.empty_table())
     if not parts:
-        return dd.from_pandas(meta, npartitions=1)
-    return dd.from_delayed(parts, meta=meta, verify_meta=False)
+        return cast("dd.DataFrame", dataframe.from_pandas(meta, npartitions=1))
+    return cast("dd.DataFrame", dataframe.from_delayed(parts, meta=meta, verify_meta=False))
 
 
-def read_tool_calls(paths: Union[arrow.Data, Iterable[arrow.Data]]) -> dd.DataFrame:
+def read_tool_calls(paths: arrow.Paths) -> dd.DataFrame:
     """A Dask DataFrame of :func:`acp_fast.arrow.tool_calls` of every file of ``paths``, one
     partition per file (a file holds whole sessions), with a ``file`` column first: the rows of
     :func:`acp_fast.arrow.read_tool_calls`, in the same order."""
-    dask, dd, _pd = _modules()
+    dask, dataframe, _pd = _modules()
     files = arrow.expand(paths)
     schema = arrow.schema_of("tool_calls", any(arrow.is_recording_file(p) for p in files))
     meta = _pandas(schema.empty_table())
     if not files:
-        return dd.from_pandas(meta, npartitions=1)
+        return cast("dd.DataFrame", dataframe.from_pandas(meta, npartitions=1))
     parts = [dask.delayed(_tool_calls_part)(path, schema) for path in files]
-    return dd.from_delayed(parts, meta=meta, verify_meta=False)
+    return cast("dd.DataFrame", dataframe.from_delayed(parts, meta=meta, verify_meta=False))

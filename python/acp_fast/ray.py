@@ -14,7 +14,7 @@ and ``line`` / ``first_line`` for a stable order). Needs ``pip install 'acp-fast
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, cast
 
 import acp_fast
 
@@ -60,7 +60,7 @@ def _tool_calls_block(batch: Dict[str, Any], schema: Any) -> Any:
 
 
 def read_frames(
-    paths: Union[arrow.Data, Iterable[arrow.Data]],
+    paths: arrow.Paths,
     *,
     blocksize: Optional[int] = None,
     max_frame_bytes: int = acp_fast.DEFAULT_MAX_FRAME_BYTES,
@@ -69,11 +69,11 @@ def read_frames(
     directories, globs), with a ``file`` column first: the rows of
     :func:`acp_fast.arrow.read_frames`. ``blocksize`` (bytes) splits plain streams into blocks of
     about that size; None (the default) gives one per file. Call after ``ray.init``."""
-    ray = _ray()
+    rt = _ray()
     files = arrow.expand(paths)
     recordings = [arrow.is_recording_file(p) for p in files]
     schema = arrow.schema_of("frames", any(recordings))
-    count = ray.remote(arrow.count_lines)
+    count = rt.remote(arrow.count_lines)
     tasks: List[Dict[str, Any]] = []
     pending: List[Any] = []
     for path, recording in zip(files, recordings):
@@ -81,27 +81,31 @@ def read_frames(
         refs = [count.remote(path, start, end) for start, end in ranges[:-1]]
         pending.append((path, ranges, refs))
     for path, ranges, refs in pending:
-        counts = ray.get(refs) if refs else []
+        counts = rt.get(refs) if refs else []
         first = 0
         for i, (start, end) in enumerate(ranges):
             tasks.append({"path": path, "start": start, "end": -1 if end is None else end, "first_line": first})
             if i < len(counts):
                 first += counts[i]
-    ds = ray.data.from_items(tasks, override_num_blocks=max(1, len(tasks)))
-    return ds.map_batches(
-        _frames_block,
-        batch_size=1,
-        batch_format="numpy",
-        fn_kwargs={"schema": schema, "max_frame_bytes": max_frame_bytes},
+    ds = rt.data.from_items(tasks, override_num_blocks=max(1, len(tasks)))
+    return cast(
+        "ray.data.Dataset",
+        ds.map_batches(
+            _frames_block,
+            batch_size=1,
+            batch_format="numpy",
+            fn_kwargs={"schema": schema, "max_frame_bytes": max_frame_bytes},
+        ),
     )
 
 
-def read_tool_calls(paths: Union[arrow.Data, Iterable[arrow.Data]]) -> ray.data.Dataset:
+def read_tool_calls(paths: arrow.Paths) -> ray.data.Dataset:
     """A Ray Dataset of :func:`acp_fast.arrow.tool_calls` of every file of ``paths``, one block
     per file (a file holds whole sessions), with a ``file`` column first: the rows of
     :func:`acp_fast.arrow.read_tool_calls`. Call after ``ray.init``."""
-    ray = _ray()
+    rt = _ray()
     files = arrow.expand(paths)
     schema = arrow.schema_of("tool_calls", any(arrow.is_recording_file(p) for p in files))
-    ds = ray.data.from_items([{"path": p} for p in files], override_num_blocks=max(1, len(files)))
-    return ds.map_batches(_tool_calls_block, batch_size=1, batch_format="numpy", fn_kwargs={"schema": schema})
+    ds = rt.data.from_items([{"path": p} for p in files], override_num_blocks=max(1, len(files)))
+    tables = ds.map_batches(_tool_calls_block, batch_size=1, batch_format="numpy", fn_kwargs={"schema": schema})
+    return cast("ray.data.Dataset", tables)

@@ -105,7 +105,7 @@ pub struct PyFrameColumns {
 #[pymethods]
 impl PyFrameColumns {
     #[new]
-    #[pyo3(signature = (*, first_line = 0, max_frame_bytes = None))]
+    #[pyo3(signature = (*, first_line = 0, max_frame_bytes = None), text_signature = "(*, first_line=0, max_frame_bytes=67108864)")]
     fn new(first_line: u64, max_frame_bytes: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         let max = max_frame_bytes_arg(max_frame_bytes)?;
         if max > MAX_LINE_BYTES {

@@ -86,7 +86,9 @@ class _Rows:
                 _status(frame),
                 None,
             )
-        for name, value in zip(("kind", "method", "id", "session_id", "update_kind", "tool_call_id", "status", "error"), row):
+        for name, value in zip(
+            ("kind", "method", "id", "session_id", "update_kind", "tool_call_id", "status", "error"), row
+        ):
             b[name].append(value)
         b["bytes"].append(len(data))
         b["raw"].append(data)
@@ -150,7 +152,7 @@ class FrameColumns:
             raise ValueError(
                 f"max_frame_bytes of FrameColumns must be at most {MAX_LINE_BYTES}, found {framer.max_frame_bytes}"
             )
-        self._framer = framer
+        self._framer: Any = framer
         self._first = first_line
         self._rows = _Rows()
 
