@@ -80,6 +80,8 @@ PathArg = Union[str, "os.PathLike[str]"]
 Paths = Union[PathArg, Iterable[PathArg]]
 # The backend's API, typed here (the fallback's is untyped: its signatures are the native ones).
 _FrameColumns: Callable[..., Any] = acp_fast._backend.FrameColumns
+_FrameDecoder: Callable[..., Any] = acp_fast.FrameDecoder
+_ToolCallStore: Callable[..., Any] = acp_fast.ToolCallStore
 #: ``"client"`` / ``"agent"`` (the state engine's ``source``) -> ``side`` (a recording's ``from``).
 SIDE_OF = {source: side for side, source in SOURCES.items()}
 NO_SOURCE = "a recording says who sent each line: expected source=None for a recording"
@@ -338,7 +340,7 @@ class _Tracker:
         except acp_fast.DecodeError:
             return
         for change in result if isinstance(result, list) else (result,):
-            if not isinstance(change, acp_fast.Change):
+            if change is None or isinstance(change, acp_fast.DecodeError):
                 continue
             if change.target == "tool_call":
                 self._touch((change.session_id, change.id), line, t)
@@ -375,7 +377,9 @@ class _Tracker:
                     "last_line": seen[2],
                     "updates": seen[4],
                     "content_items": len(content) if isinstance(content, list) else 0,
-                    "content_bytes": len(acp_fast.dumps(content)) if content is not None else 0,
+                    "content_bytes": sum(len(acp_fast.dumps(item)) for item in content)
+                    if isinstance(content, list)
+                    else 0,
                     "permission_outcome": None if outcome is None else outcome.get("outcome"),
                     "permission_approved": None if outcome is None else outcome.get("approved"),
                     "permission_line": perm[1],
@@ -425,8 +429,8 @@ def tool_calls(data: Data, *, source: Optional[str] = None) -> pa.Table:
     (sessions, then tool calls, first seen first): ``kind``, ``title`` and ``status`` of the final
     state (a value that is not a string as its JSON text), ``first_line`` / ``last_line`` (the
     frames that created it and last changed it, a permission request carrying it included),
-    ``updates`` (those frames), ``content_items`` and ``content_bytes`` (the content's JSON
-    length), and its last permission request: ``permission_outcome`` (``pending``,
+    ``updates`` (those frames), ``content_items`` and ``content_bytes`` (the JSON length of the
+    items, added up), and its last permission request: ``permission_outcome`` (``pending``,
     ``selected``, ...), ``permission_approved``, ``permission_line``,
     ``permission_resolved_line``. A recording adds the times of those lines (``first_time``,
     ``last_time``, ``permission_time``, ``permission_resolved_time``) and is replayed as
@@ -439,7 +443,7 @@ def tool_calls(data: Data, *, source: Optional[str] = None) -> pa.Table:
 def _tool_calls(data: Data, source: Optional[str], wrap: Optional[Wrap] = None) -> Any:
     pa = require_pyarrow()
     _check_source(source)
-    store = acp_fast.ToolCallStore()
+    store = _ToolCallStore()
     tracker = _Tracker()
     inp = _open(data, wrap)
     try:
@@ -452,7 +456,7 @@ def _tool_calls(data: Data, source: Optional[str], wrap: Optional[Wrap] = None) 
                 if record.data is not None:
                     tracker.apply(store, record.data, number, float(record.value["t"]), record.source)
         else:
-            decoder = acp_fast.FrameDecoder()
+            decoder = _FrameDecoder()
             for chunk in inp.chunks:
                 for item in decoder.feed(chunk):
                     if not isinstance(item, acp_fast.DecodeError):
