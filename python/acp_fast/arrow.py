@@ -74,7 +74,9 @@ TOOL_CALL_COLUMNS = (
 )
 TIME_COLUMNS = ("first_time", "last_time", "permission_time", "permission_resolved_time")
 
-CHUNK_BYTES = 16 << 20
+# Files are read in pieces this large: most in one piece, so the Rust builder reserves its `raw`
+# column once (smaller pieces make it grow by doubling, copying it each time).
+CHUNK_BYTES = 256 << 20
 Data = Union[bytes, bytearray, memoryview, str, "os.PathLike[str]"]
 PathArg = Union[str, "os.PathLike[str]"]
 Paths = Union[PathArg, Iterable[PathArg]]
