@@ -1,4 +1,4 @@
-//! Columnar frames (docs/API.md "Columnar frames"): one row per line of a stream, built straight
+//! Columnar frames (docs/ANALYTICS.md, "The tables"): one row per line of a stream, built straight
 //! into Arrow's memory layout (offsets, values and validity bitmaps) from the framer's lines and
 //! the envelope's spans, with no object per frame. The binding (`rust/python/arrow.rs`) hands the
 //! buffers to Arrow without a copy.

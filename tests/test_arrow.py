@@ -1,4 +1,4 @@
-"""Columnar frames and tool calls (acp_fast.arrow; docs/API.md "Columnar frames", docs/ANALYTICS.md).
+"""Columnar frames and tool calls (acp_fast.arrow; docs/ANALYTICS.md).
 
 frames() is checked row by row and column by column against decoding each line with the
 backend's ``decode``; tool_calls() against the final state of a ``ToolCallStore`` fed the same

@@ -296,8 +296,8 @@ class _ArrowStream(Protocol):
 
 @final
 class FrameColumns:
-    """Rows of frames built in Arrow's layout, one per line (``acp_fast.arrow.frames``; docs/API.md
-    "Columnar frames"): ``feed`` a stream's bytes (rows numbered from ``first_line + 1``, as
+    """Rows of frames built in Arrow's layout, one per line (``acp_fast.arrow.frames``;
+    docs/ANALYTICS.md): ``feed`` a stream's bytes (rows numbered from ``first_line + 1``, as
     :class:`FrameDecoder` numbers lines), or give lines one by one (``line``, ``too_large``,
     ``invalid``); ``finish`` returns the rows."""
 

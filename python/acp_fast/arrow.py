@@ -1,4 +1,4 @@
-"""Recorded ACP traffic as Arrow tables (docs/ANALYTICS.md; docs/API.md "Columnar frames").
+"""Recorded ACP traffic as Arrow tables (docs/ANALYTICS.md).
 
 * :func:`frames` — one row per line of an NDJSON stream or a proxy recording, built by the
   backend's ``FrameColumns`` (in Rust: straight into Arrow buffers, no Python object per frame,

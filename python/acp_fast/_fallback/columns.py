@@ -1,4 +1,4 @@
-"""Columnar frames (docs/API.md "Columnar frames"): one row per line of a stream, the columns of
+"""Columnar frames (docs/ANALYTICS.md, "The tables"): one row per line of a stream, the columns of
 ``COLUMNS`` (see ``acp_fast.arrow``), built as a ``pyarrow.Table``.
 
 Mirror of ``rust/columns.rs`` and of its binding (``FrameColumns`` in ``rust/python/arrow.rs``):
