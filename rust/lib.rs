@@ -3,6 +3,7 @@
 //! The core modules below know nothing about Python; the PyO3 binding layer (`python`) is compiled
 //! only with the `python` feature, so `cargo test` runs without libpython.
 
+pub mod columns;
 pub mod decoder;
 pub mod encoder;
 pub mod error;

@@ -3,7 +3,7 @@ exposes the same names with the same signatures). ``acp_fast/__init__.py`` impor
 names from here for type checkers, whichever backend runs; ``make lint`` checks this file against
 the built module with stubtest."""
 
-from typing import Any, Dict, Final, Iterator, List, Optional, Tuple, TypeAlias, Union, final
+from typing import Any, Dict, Final, Iterator, List, Optional, Protocol, Tuple, TypeAlias, Union, final
 
 from .batch import Batch
 from .errors import DecodeError
@@ -26,6 +26,7 @@ __all__ = [
     "Change",
     "validate_schema",
     "SchemaValidator",
+    "FrameColumns",
 ]
 
 BACKEND: Final[str]
@@ -332,3 +333,28 @@ class SchemaValidator:
     @property
     def unstable(self) -> bool:
         """Whether the unstable surface is accepted."""
+class _ArrowStream(Protocol):
+    """What :meth:`FrameColumns.finish` returns: an Arrow stream of record batches (the Arrow
+    PyCapsule interface; ``pyarrow.RecordBatchReader.from_stream`` reads it)."""
+
+    def __arrow_c_stream__(self, requested_schema: object = None) -> object: ...
+
+@final
+class FrameColumns:
+    """Rows of frames built in Arrow's layout, one per line (``acp_fast.arrow.frames``;
+    docs/ANALYTICS.md): ``feed`` a stream's bytes (rows numbered from ``first_line + 1``, as
+    :class:`FrameDecoder` numbers lines), or give lines one by one (``line``, ``too_large``,
+    ``invalid``); ``finish`` returns the rows."""
+
+    def __new__(cls, *, first_line: int = 0, max_frame_bytes: Optional[int] = 67108864) -> FrameColumns:
+        """An empty table; ``max_frame_bytes`` as for :class:`Framer`, at most 1 GiB."""
+    def feed(self, data: _Buffer) -> None:
+        """Feed bytes of the stream: a row for every line they complete."""
+    def line(self, number: int, data: _Buffer) -> None:
+        """One line (line ending optional, as ``decode`` takes it), numbered ``number``."""
+    def too_large(self, number: int, length: Optional[int] = None) -> None:
+        """A line over the limit, numbered ``number``, of ``length`` bytes when known."""
+    def invalid(self, number: int, error: str, raw: Optional[bytes] = None) -> None:
+        """An invalid row numbered ``number`` with the error kind ``error`` (and the line's bytes)."""
+    def finish(self) -> _ArrowStream:
+        """End of input (a last line without a newline becomes a row): the rows as an Arrow stream."""

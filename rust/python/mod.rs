@@ -14,6 +14,7 @@
 //! itself: it raises RuntimeError instead (the fallback raises the same, `_fallback/framing.py`
 //! `exclusive`). This locking does not rely on the GIL, so it holds on a free-threaded build too.
 
+mod arrow;
 mod convert;
 mod errors;
 mod frames;
@@ -184,6 +185,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     #[cfg(unix)] // internal to acp_fast.proxy: an attribute, not in __all__
     m.setattr("_Relay", m.py().get_type::<relay::PyRelay>())?;
     schema::register(m)?;
+    arrow::register(m)?;
     // Before any Message exists (see `untracked`).
     untracked::install::<frames::PyMessage>(m.py());
     Ok(())

@@ -7,6 +7,7 @@ byte; only the speed differs.
 
 from __future__ import annotations
 
+from .columns import FrameColumns
 from .decoder import FrameDecoder
 from .encoder import dumps
 from .framing import DEFAULT_MAX_FRAME_BYTES, MAX_FRAME_BYTES, Framer
@@ -44,4 +45,5 @@ __all__ = [
     "Change",
     "validate_schema",
     "SchemaValidator",
+    "FrameColumns",
 ]

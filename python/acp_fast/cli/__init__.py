@@ -25,6 +25,7 @@ COMMANDS: Dict[str, Tuple[str, str]] = {
         "acp_fast.cli.inspect",
         "replay a stream or recording through the state engine and show the final state",
     ),
+    "export": ("acp_fast.cli.export", "write streams and recordings to Parquet: frames or tool calls (needs pyarrow)"),
     "demo-agent": ("acp_fast.cli.demo_agent", "a small scripted ACP agent on stdio, for demos and tests"),
     "version": ("", "print the version and the backend in use"),
 }

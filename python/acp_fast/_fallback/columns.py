@@ -1,0 +1,190 @@
+"""Columnar frames (docs/ANALYTICS.md, "The tables"): one row per line of a stream, the columns of
+``COLUMNS`` (see ``acp_fast.arrow``), built as a ``pyarrow.Table``.
+
+Mirror of ``rust/columns.rs`` and of its binding (``FrameColumns`` in ``rust/python/arrow.rs``):
+this class is both. Differences on purpose: Rust fills Arrow buffers from the envelope's spans;
+this decodes each line with ``decode`` and fills Python lists, which pyarrow turns into a table
+(``finish`` returns the ``pyarrow.Table``, whose ``__arrow_c_stream__`` the native stream has
+too). pyarrow is imported only by ``finish``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+from ..batch import Batch
+from ..errors import DecodeError
+from .encoder import dumps
+from .framing import DEFAULT_MAX_FRAME_BYTES, Framer
+from .message import decode
+
+__all__ = ["FrameColumns"]
+
+#: The columns of a row, in order.
+COLUMNS = (
+    "line",
+    "kind",
+    "method",
+    "id",
+    "session_id",
+    "update_kind",
+    "tool_call_id",
+    "status",
+    "bytes",
+    "error",
+    "raw",
+)
+#: A batch is closed once its ``raw`` values reach this many bytes.
+BATCH_BYTES = 1 << 30
+#: The largest ``max_frame_bytes`` of a ``FrameColumns``.
+MAX_LINE_BYTES = 1 << 30
+
+
+def schema() -> Any:
+    """The schema of ``COLUMNS``: ``line`` and ``kind`` always set, the others nullable."""
+    import pyarrow as pa
+
+    types = [pa.int64(), pa.string(), *[pa.string()] * 6, pa.int64(), pa.string(), pa.binary()]
+    return pa.schema([pa.field(name, ty, nullable=i >= 2) for i, (name, ty) in enumerate(zip(COLUMNS, types))])
+
+
+def _status(message: Any) -> Optional[str]:
+    """``params.update.status`` when it is a string."""
+    params = message.params
+    update = params.get("update") if type(params) is dict else None
+    status = update.get("status") if type(update) is dict else None
+    return status if type(status) is str else None
+
+
+class _Rows:
+    """Rows being built: the open batch (one list per column) and the closed ones."""
+
+    __slots__ = ("_batch", "_done", "_raw_bytes")
+
+    def __init__(self) -> None:
+        self._batch: Dict[str, List[Any]] = {name: [] for name in COLUMNS}
+        self._done: List[Dict[str, List[Any]]] = []
+        self._raw_bytes = 0
+
+    def push_parsed(self, line: int, data: bytes, frame: Any) -> None:
+        """One row for a line (``data`` without its line ending) and what it decoded to."""
+        b = self._batch
+        b["line"].append(line)
+        if isinstance(frame, DecodeError):
+            row: tuple[Any, ...] = ("invalid", None, None, None, None, None, None, frame.kind)
+        elif isinstance(frame, Batch):
+            row = ("batch", None, None, None, None, None, None, None)
+        else:
+            ident = None if frame.kind == "notification" else dumps(frame.id).decode()
+            row = (
+                frame.kind,
+                frame.method,
+                ident,
+                frame.session_id,
+                frame.update_kind,
+                frame.tool_call_id,
+                _status(frame),
+                None,
+            )
+        for name, value in zip(
+            ("kind", "method", "id", "session_id", "update_kind", "tool_call_id", "status", "error"), row
+        ):
+            b[name].append(value)
+        b["bytes"].append(len(data))
+        b["raw"].append(data)
+        self._raw_bytes += len(data)
+        self._cut()
+
+    def frame(self, line: int, data: bytes) -> None:
+        """A line of the stream, as the framer cut it."""
+        self.line(line, data)
+
+    def line(self, line: int, data: bytes) -> None:
+        """A line as ``decode`` reads it: its line ending (if any) stripped, then decoded."""
+        if data.endswith(b"\n"):
+            data = data[:-1]
+        if data.endswith(b"\r"):
+            data = data[:-1]
+        try:
+            frame: Any = decode(data)
+        except DecodeError as exc:
+            frame = exc
+        self.push_parsed(line, data, frame)
+
+    def too_large(self, line: int, length: Optional[int]) -> None:
+        """A line longer than the limit: ``frame_too_large``, its length when known, no bytes."""
+        self.invalid(line, "frame_too_large", length, None)
+
+    def invalid(self, line: int, error: str, length: Optional[int], raw: Optional[bytes]) -> None:
+        """An invalid row with the error kind ``error`` (and the line's bytes when kept)."""
+        b = self._batch
+        b["line"].append(line)
+        for name, value in zip(COLUMNS[1:], ("invalid", None, None, None, None, None, None, length, error, raw)):
+            b[name].append(value)
+        self._raw_bytes += len(raw or b"")
+        self._cut()
+
+    def _cut(self) -> None:
+        if self._raw_bytes >= BATCH_BYTES:
+            self._done.append(self._batch)
+            self._batch = {name: [] for name in COLUMNS}
+            self._raw_bytes = 0
+
+    def take(self) -> List[Dict[str, List[Any]]]:
+        out, self._done = self._done, []
+        if self._batch["line"] or not out:
+            out.append(self._batch)
+        self._batch = {name: [] for name in COLUMNS}
+        self._raw_bytes = 0
+        return out
+
+
+class FrameColumns:
+    """Rows of frames: ``feed`` a stream's bytes (rows numbered from ``first_line + 1``), or give
+    lines one by one (``line``, ``too_large``, ``invalid``); ``finish`` returns the rows as a
+    ``pyarrow.Table``."""
+
+    __slots__ = ("_first", "_framer", "_rows")
+
+    def __init__(self, *, first_line: int = 0, max_frame_bytes: Optional[int] = DEFAULT_MAX_FRAME_BYTES) -> None:
+        framer = Framer(max_frame_bytes=max_frame_bytes)
+        if framer.max_frame_bytes > MAX_LINE_BYTES:
+            raise ValueError(
+                f"max_frame_bytes of FrameColumns must be at most {MAX_LINE_BYTES}, found {framer.max_frame_bytes}"
+            )
+        self._framer: Any = framer
+        self._first = first_line
+        self._rows = _Rows()
+
+    def _events(self, events: List[Any]) -> None:
+        first, rows = self._first, self._rows
+        for event in events:
+            if isinstance(event, DecodeError):  # frame_too_large, as soon as the line passed the limit
+                rows.too_large(first + (event.line or 0), None)
+            else:
+                rows.frame(first + event[0], event[1])
+
+    def feed(self, data: Any) -> None:
+        """Feed bytes of the stream: a row for every line they complete."""
+        self._events(self._framer.feed(data))
+
+    def line(self, number: int, data: Any) -> None:
+        """One line (line ending optional, as ``decode`` takes it), numbered ``number``."""
+        self._rows.line(number, bytes(data) if not isinstance(data, str) else data.encode())
+
+    def too_large(self, number: int, length: Optional[int] = None) -> None:
+        """A line over the limit, numbered ``number``, of ``length`` bytes when known."""
+        self._rows.too_large(number, length)
+
+    def invalid(self, number: int, error: str, raw: Optional[bytes] = None) -> None:
+        """An invalid row numbered ``number`` with the error kind ``error`` (and the line's bytes)."""
+        self._rows.invalid(number, error, None if raw is None else len(raw), raw)
+
+    def finish(self) -> Any:
+        """End of input: the rows as a ``pyarrow.Table``."""
+        import pyarrow as pa
+
+        self._events(self._framer.finish())
+        sch = schema()
+        batches = [pa.record_batch([batch[name] for name in COLUMNS], schema=sch) for batch in self._rows.take()]
+        return pa.Table.from_batches(batches, schema=sch)

@@ -1,0 +1,538 @@
+"""Recorded ACP traffic as Arrow tables (docs/ANALYTICS.md).
+
+* :func:`frames` — one row per line of an NDJSON stream or a proxy recording, built by the
+  backend's ``FrameColumns`` (in Rust: straight into Arrow buffers, no Python object per frame,
+  handed over through the Arrow PyCapsule interface).
+* :func:`tool_calls` — one row per tool call, from a replay through :class:`acp_fast.ToolCallStore`.
+* :func:`read_frames` / :func:`read_tool_calls` — many files (paths, globs, directories) as one
+  table with a ``file`` column; ``acp_fast.dask`` and ``acp_fast.ray`` read the same rows on a
+  cluster, and ``acp-fast export`` writes them to Parquet.
+
+pyarrow is imported only when one of these runs; without it they raise ImportError naming
+``pip install 'acp-fast[arrow]'``.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from dataclasses import dataclass
+from typing import IO, TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union
+
+import acp_fast
+
+from ._fallback.columns import schema as _frame_schema
+from ._fallback.state import _check_source
+from .recording import SOURCES, RecordingError, is_recording, parse_lines, record_limit
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = [
+    "FRAME_COLUMNS",
+    "TOOL_CALL_COLUMNS",
+    "INSTALL",
+    "frames",
+    "tool_calls",
+    "read_frames",
+    "read_tool_calls",
+    "expand",
+]
+
+#: What to install for this module.
+INSTALL = "pip install 'acp-fast[arrow]'"
+#: The columns of :func:`frames` (a recording adds ``time`` and ``side``; ``source=`` adds ``side``).
+FRAME_COLUMNS = (
+    "line",
+    "kind",
+    "method",
+    "id",
+    "session_id",
+    "update_kind",
+    "tool_call_id",
+    "status",
+    "bytes",
+    "error",
+    "raw",
+)
+#: The columns of :func:`tool_calls` (a recording adds the ``*_time`` columns of ``TIME_COLUMNS``).
+TOOL_CALL_COLUMNS = (
+    "session_id",
+    "tool_call_id",
+    "kind",
+    "title",
+    "status",
+    "first_line",
+    "last_line",
+    "updates",
+    "content_items",
+    "content_bytes",
+    "permission_outcome",
+    "permission_approved",
+    "permission_line",
+    "permission_resolved_line",
+)
+TIME_COLUMNS = ("first_time", "last_time", "permission_time", "permission_resolved_time")
+
+# Files are read in pieces this large: most in one piece, so the Rust builder reserves its `raw`
+# column once (smaller pieces make it grow by doubling, copying it each time).
+CHUNK_BYTES = 256 << 20
+Data = Union[bytes, bytearray, memoryview, str, "os.PathLike[str]"]
+PathArg = Union[str, "os.PathLike[str]"]
+Paths = Union[PathArg, Iterable[PathArg]]
+# The backend's API, typed here (the fallback's is untyped: its signatures are the native ones).
+_FrameColumns: Callable[..., Any] = acp_fast._backend.FrameColumns
+_FrameDecoder: Callable[..., Any] = acp_fast.FrameDecoder
+_ToolCallStore: Callable[..., Any] = acp_fast.ToolCallStore
+#: ``"client"`` / ``"agent"`` (the state engine's ``source``) -> ``side`` (a recording's ``from``).
+SIDE_OF = {source: side for side, source in SOURCES.items()}
+NO_SOURCE = "a recording says who sent each line: expected source=None for a recording"
+
+
+def require_pyarrow() -> Any:
+    """The ``pyarrow`` module, or ImportError saying what to install."""
+    try:
+        import pyarrow
+    except ImportError as exc:
+        raise ImportError(f"acp_fast.arrow needs pyarrow, which is not installed: {INSTALL}") from exc
+    return pyarrow
+
+
+# ---------------------------------------------------------------------------------------------
+# Input
+
+
+@dataclass
+class _Input:
+    """A stream or recording as byte chunks."""
+
+    recording: bool
+    chunks: Iterator[bytes]
+    stream: Optional[IO[bytes]] = None
+
+    def close(self) -> None:
+        if self.stream is not None:
+            self.stream.close()
+
+
+def _read(stream: IO[bytes], start: int = 0, end: Optional[int] = None) -> Iterator[bytes]:
+    """Chunks of ``stream`` from ``start`` to ``end`` (EOF when None)."""
+    stream.seek(start)
+    left = None if end is None else end - start
+    while left is None or left > 0:
+        chunk = stream.read(CHUNK_BYTES if left is None else min(CHUNK_BYTES, left))
+        if not chunk:
+            return
+        if left is not None:
+            left -= len(chunk)
+        yield chunk
+
+
+Wrap = Callable[[Iterable[bytes]], Iterator[bytes]]
+
+
+def _open(data: Data, wrap: Optional[Wrap] = None) -> _Input:
+    """``data`` as chunks (``wrap``: a progress display's ``wrap``)."""
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        data = bytes(data)
+        chunks: Iterator[bytes] = iter([data])
+        return _Input(is_recording(data[:64]), wrap(chunks) if wrap else chunks)
+    if isinstance(data, (str, os.PathLike)):
+        stream = open(os.fspath(data), "rb")  # noqa: SIM115 - closed by _Input.close
+        head = stream.read(64)
+        chunks = _read(stream)
+        return _Input(is_recording(head), wrap(chunks) if wrap else chunks, stream)
+    raise TypeError(f"expected bytes or a path, found {type(data).__name__}")
+
+
+def expand(paths: Paths) -> List[str]:
+    """Files named by ``paths``: each a file, a directory (its files, recursively, sorted; hidden
+    ones skipped) or a glob pattern (``**`` included). FileNotFoundError for a name or pattern
+    that gives no file."""
+    items: List[PathArg] = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    out: List[str] = []
+    for item in items:
+        name = os.fspath(item)
+        if not isinstance(name, str):
+            raise TypeError(f"expected a path, found {type(item).__name__}")
+        if os.path.isdir(name):
+            found = []
+            for root, dirs, files in os.walk(name):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                found += [os.path.join(root, f) for f in sorted(files) if not f.startswith(".")]
+        elif glob.has_magic(name):
+            found = sorted(p for p in glob.glob(name, recursive=True) if os.path.isfile(p))
+        else:
+            found = [name] if os.path.exists(name) else []
+        if not found:
+            raise FileNotFoundError(f"{name}: no such file")
+        out += found
+    return out
+
+
+def is_recording_file(path: str) -> bool:
+    """Whether the file ``path`` holds a recording (it starts with the recording header)."""
+    with open(path, "rb") as f:
+        return is_recording(f.read(64))
+
+
+# ---------------------------------------------------------------------------------------------
+# Frames
+
+
+def _table(pa: Any, result: Any) -> Any:
+    """A ``FrameColumns.finish()`` result as a ``pyarrow.Table`` (the native one is read through
+    its ``__arrow_c_stream__``, without a copy)."""
+    if isinstance(result, pa.Table):
+        return result
+    return pa.RecordBatchReader.from_stream(result).read_all()
+
+
+def frames_schema(*, recording: bool = False, side: bool = False, file: bool = False) -> pa.Schema:
+    """The schema of :func:`frames` (``recording``: with ``time`` and ``side``; ``side``: with
+    ``side``; ``file``: with ``file`` first, as :func:`read_frames` gives)."""
+    pa = require_pyarrow()
+    schema = _frame_schema()
+    if recording:
+        schema = schema.append(pa.field("time", pa.float64())).append(pa.field("side", pa.string()))
+    elif side:
+        schema = schema.append(pa.field("side", pa.string()))
+    if file:
+        schema = schema.insert(0, pa.field("file", pa.string(), nullable=False))
+    return schema
+
+
+def frames(
+    data: Data, *, source: Optional[str] = None, max_frame_bytes: int = acp_fast.DEFAULT_MAX_FRAME_BYTES
+) -> pa.Table:
+    """One row per line of ``data``, an NDJSON stream or a proxy recording (its bytes, or a path;
+    a ``str`` is a path): the columns of ``FRAME_COLUMNS``, null where a field is absent.
+
+    A plain stream gives a row per non-blank line, numbered as :class:`acp_fast.FrameDecoder`
+    numbers them; ``source`` (``"agent"`` or ``"client"``: who sent it) adds a ``side`` column
+    (``"agent"`` or ``"editor"``). A recording gives a row per recorded line, numbered by its line
+    in the recording, with ``time`` (unix seconds) and ``side`` (``"editor"`` or ``"agent"``); a
+    malformed record is an ``invalid`` row with the error ``invalid_record``. Lines over
+    ``max_frame_bytes`` (at most 1 GiB here) are ``invalid`` rows with ``frame_too_large``."""
+    return _frames(data, source, max_frame_bytes)
+
+
+def _frames(data: Data, source: Optional[str], max_frame_bytes: int, wrap: Optional[Wrap] = None) -> Any:
+    pa = require_pyarrow()
+    _check_source(source)
+    inp = _open(data, wrap)
+    try:
+        if inp.recording:
+            if source is not None:
+                raise ValueError(NO_SOURCE)
+            return _recording_frames(pa, inp.chunks, max_frame_bytes)
+        cols = _FrameColumns(max_frame_bytes=max_frame_bytes)
+        for chunk in inp.chunks:
+            cols.feed(chunk)
+        table = _table(pa, cols.finish())
+    finally:
+        inp.close()
+    if source is not None:
+        table = table.append_column(pa.field("side", pa.string()), pa.repeat(pa.scalar(SIDE_OF[source]), len(table)))
+    return table
+
+
+def _recording_frames(pa: Any, chunks: Iterable[bytes], max_frame_bytes: int) -> Any:
+    cols = _FrameColumns(max_frame_bytes=max_frame_bytes)
+    times: List[Optional[float]] = []
+    sides: List[Optional[str]] = []
+    for number, record in parse_lines(chunks, record_limit(max_frame_bytes)):
+        if record is None:
+            continue
+        if isinstance(record, RecordingError):
+            cols.invalid(number, "invalid_record")
+            times.append(None)
+            sides.append(None)
+            continue
+        if record.kind != "line":
+            continue
+        if record.payload is None:
+            cols.too_large(number, record.value["too_large"])
+        else:
+            cols.line(number, record.data)
+        times.append(float(record.value["t"]))
+        sides.append(record.direction)
+    table = _table(pa, cols.finish())
+    table = table.append_column(pa.field("time", pa.float64()), pa.array(times, pa.float64()))
+    return table.append_column(pa.field("side", pa.string()), pa.array(sides, pa.string()))
+
+
+def range_frames(
+    path: str,
+    start: int,
+    end: Optional[int],
+    first_line: int,
+    *,
+    max_frame_bytes: int = acp_fast.DEFAULT_MAX_FRAME_BYTES,
+) -> pa.Table:
+    """:func:`frames` of the lines of a plain stream's file that start in ``[start, end)`` (both
+    just after a newline, or the ends of the file), ``first_line`` lines coming before them."""
+    pa = require_pyarrow()
+    cols = _FrameColumns(first_line=first_line, max_frame_bytes=max_frame_bytes)
+    with open(path, "rb") as stream:
+        for chunk in _read(stream, start, end):
+            cols.feed(chunk)
+    return _table(pa, cols.finish())
+
+
+def byte_ranges(path: str, blocksize: Optional[int]) -> List[Tuple[int, Optional[int]]]:
+    """``[start, end)`` ranges of about ``blocksize`` bytes covering the file, each cut just after
+    a newline (one range, ``(0, None)``, when ``blocksize`` is None)."""
+    if blocksize is None:
+        return [(0, None)]
+    if blocksize < 1:
+        raise ValueError(f"blocksize must be a positive number of bytes, found {blocksize}")
+    size = os.path.getsize(path)
+    cuts = [0]
+    with open(path, "rb") as stream:
+        at = blocksize
+        while at < size:
+            stream.seek(at - 1)
+            while True:  # the cut: just after the next newline at or after at - 1
+                piece = stream.read(1 << 16)
+                if not piece:
+                    at = size
+                    break
+                nl = piece.find(b"\n")
+                if nl >= 0:
+                    at = stream.tell() - len(piece) + nl + 1
+                    break
+            if at < size:
+                cuts.append(at)
+            at += blocksize
+    return [(start, end) for start, end in zip(cuts, [*cuts[1:], None])]
+
+
+def count_lines(path: str, start: int, end: Optional[int]) -> int:
+    """Newlines in ``[start, end)`` of the file: the lines a range holds, blank ones included."""
+    with open(path, "rb") as stream:
+        return sum(chunk.count(b"\n") for chunk in _read(stream, start, end))
+
+
+# ---------------------------------------------------------------------------------------------
+# Tool calls
+
+
+class _Tracker:
+    """Where each tool call was touched while the store replayed the stream."""
+
+    def __init__(self) -> None:
+        # (session, tool call) -> [first line, first time, last line, last time, frames]
+        self.seen: Dict[Tuple[Any, Any], List[Any]] = {}
+        # (session, tool call) -> [request id, line, time, resolved line, resolved time]
+        self.permission: Dict[Tuple[Any, Any], List[Any]] = {}
+
+    def _touch(self, key: Tuple[Any, Any], line: int, t: Optional[float]) -> None:
+        seen = self.seen.get(key)
+        if seen is None:
+            self.seen[key] = [line, t, line, t, 1]
+        else:
+            seen[2] = line
+            seen[3] = t
+            seen[4] += 1
+
+    def apply(self, store: Any, frame: Any, line: int, t: Optional[float], source: Optional[str]) -> None:
+        try:
+            result = store.apply(frame, source=source)
+        except acp_fast.DecodeError:
+            return
+        for change in result if isinstance(result, list) else (result,):
+            if change is None or isinstance(change, acp_fast.DecodeError):
+                continue
+            if change.target == "tool_call":
+                self._touch((change.session_id, change.id), line, t)
+            elif change.target == "permission" and change.tool_call_id is not None:
+                key = (change.session_id, change.tool_call_id)
+                if change.action == "requested":
+                    self._touch(key, line, t)
+                    self.permission[key] = [change.id, line, t, None, None]
+                else:
+                    p = self.permission.get(key)
+                    if p is not None and type(p[0]) is type(change.id) and p[0] == change.id:
+                        p[3], p[4] = line, t
+
+    def table(self, pa: Any, store: Any, times: bool) -> Any:
+        columns: Dict[str, List[Any]] = {name: [] for name in TOOL_CALL_COLUMNS + (TIME_COLUMNS if times else ())}
+        snapshot = store.snapshot()
+        for sid, calls in snapshot.items():
+            outcomes = {}
+            for p in store.permissions(sid):
+                if "toolCallId" in p:
+                    outcomes[p["toolCallId"]] = p
+            for tcid, record in calls.items():
+                seen = self.seen.get((sid, tcid), [None] * 5)
+                perm = self.permission.get((sid, tcid), [None] * 5)
+                outcome = outcomes.get(tcid)
+                content = record.get("content")
+                row = {
+                    "session_id": sid,
+                    "tool_call_id": tcid,
+                    "kind": _text(record.get("kind")),
+                    "title": _text(record.get("title")),
+                    "status": _text(record.get("status")),
+                    "first_line": seen[0],
+                    "last_line": seen[2],
+                    "updates": seen[4],
+                    "content_items": len(content) if isinstance(content, list) else 0,
+                    "content_bytes": sum(len(acp_fast.dumps(item)) for item in content)
+                    if isinstance(content, list)
+                    else 0,
+                    "permission_outcome": None if outcome is None else outcome.get("outcome"),
+                    "permission_approved": None if outcome is None else outcome.get("approved"),
+                    "permission_line": perm[1],
+                    "permission_resolved_line": perm[3],
+                    "first_time": seen[1],
+                    "last_time": seen[3],
+                    "permission_time": perm[2],
+                    "permission_resolved_time": perm[4],
+                }
+                for name, values in columns.items():
+                    values.append(row[name])
+        return pa.table(columns, schema=tool_calls_schema(recording=times))
+
+
+def _text(value: Any) -> Optional[str]:
+    """A record's field as text: a string as it is, any other value as its JSON, None if absent."""
+    if value is None or isinstance(value, str):
+        return value
+    return acp_fast.dumps(value).decode()
+
+
+def tool_calls_schema(*, recording: bool = False, file: bool = False) -> pa.Schema:
+    """The schema of :func:`tool_calls` (``recording``: with the ``*_time`` columns; ``file``:
+    with ``file`` first)."""
+    pa = require_pyarrow()
+    types = {"updates": pa.int64(), "content_items": pa.int64(), "content_bytes": pa.int64()}
+    fields = []
+    for name in TOOL_CALL_COLUMNS + (TIME_COLUMNS if recording else ()):
+        if name.endswith("_line") or name in types:
+            ty = pa.int64()
+        elif name.endswith("_time"):
+            ty = pa.float64()
+        elif name == "permission_approved":
+            ty = pa.bool_()
+        else:
+            ty = pa.string()
+        fields.append(pa.field(name, ty, nullable=name not in ("session_id", "tool_call_id")))
+    schema = pa.schema(fields)
+    if file:
+        schema = schema.insert(0, pa.field("file", pa.string(), nullable=False))
+    return schema
+
+
+def tool_calls(data: Data, *, source: Optional[str] = None) -> pa.Table:
+    """One row per tool call of ``data`` (an NDJSON stream or a recording, as for :func:`frames`),
+    replayed through a new :class:`acp_fast.ToolCallStore` in stream order, in the store's order
+    (sessions, then tool calls, first seen first): ``kind``, ``title`` and ``status`` of the final
+    state (a value that is not a string as its JSON text), ``first_line`` / ``last_line`` (the
+    frames that created it and last changed it, a permission request carrying it included),
+    ``updates`` (those frames), ``content_items`` and ``content_bytes`` (the JSON length of the
+    items, added up), and its last permission request: ``permission_outcome`` (``pending``,
+    ``selected``, ...), ``permission_approved``, ``permission_line``,
+    ``permission_resolved_line``. A recording adds the times of those lines (``first_time``,
+    ``last_time``, ``permission_time``, ``permission_resolved_time``) and is replayed as
+    ``acp-fast inspect`` does (the editor's frames as ``source="client"``). ``source`` is the
+    state engine's for a plain stream (who sent it). Lines that do not decode or apply are
+    skipped."""
+    return _tool_calls(data, source)
+
+
+def _tool_calls(data: Data, source: Optional[str], wrap: Optional[Wrap] = None) -> Any:
+    pa = require_pyarrow()
+    _check_source(source)
+    store = _ToolCallStore()
+    tracker = _Tracker()
+    inp = _open(data, wrap)
+    try:
+        if inp.recording:
+            if source is not None:
+                raise ValueError(NO_SOURCE)
+            for number, record in parse_lines(inp.chunks, record_limit(acp_fast.DEFAULT_MAX_FRAME_BYTES)):
+                if record is None or isinstance(record, RecordingError) or record.kind != "line":
+                    continue
+                if record.data is not None:
+                    tracker.apply(store, record.data, number, float(record.value["t"]), record.source)
+        else:
+            decoder = _FrameDecoder()
+            for chunk in inp.chunks:
+                for item in decoder.feed(chunk):
+                    if not isinstance(item, acp_fast.DecodeError):
+                        tracker.apply(store, item, item.line or 0, None, source)
+            for item in decoder.finish():
+                if not isinstance(item, acp_fast.DecodeError):
+                    tracker.apply(store, item, item.line or 0, None, source)
+    finally:
+        inp.close()
+    return tracker.table(pa, store, inp.recording)
+
+
+# ---------------------------------------------------------------------------------------------
+# Many files
+
+
+TABLES = ("frames", "tool_calls")
+
+
+def schema_of(table: str, recording: bool) -> pa.Schema:
+    """The schema of :func:`read_frames` / :func:`read_tool_calls` (``table``) of files of which
+    some are recordings (``recording``) or none: ``file``, then the table's columns."""
+    if table == "frames":
+        return frames_schema(recording=recording, file=True)
+    if table == "tool_calls":
+        return tool_calls_schema(recording=recording, file=True)
+    raise ValueError(f"table must be one of {list(TABLES)}, found {table!r}")
+
+
+def conform(table: pa.Table, file: str, schema: pa.Schema) -> pa.Table:
+    """``table`` of the file ``file`` in ``schema``: the ``file`` column first, and null columns
+    for those it lacks (``time`` and ``side`` of a plain stream among recordings)."""
+    pa = require_pyarrow()
+    n = len(table)
+    columns = []
+    for field in schema:
+        if field.name == "file":
+            columns.append(pa.repeat(pa.scalar(file), n))
+        elif field.name in table.column_names:
+            columns.append(table.column(field.name))
+        else:
+            columns.append(pa.nulls(n, field.type))
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def file_table(path: str, table: str, schema: pa.Schema, *, wrap: Optional[Wrap] = None) -> pa.Table:
+    """One file's :func:`frames` or :func:`tool_calls`, in ``schema`` (see :func:`conform`);
+    ``wrap`` sees the file's chunks as they are read (a progress display)."""
+    if table == "frames":
+        result = _frames(path, None, acp_fast.DEFAULT_MAX_FRAME_BYTES, wrap)
+    else:
+        result = _tool_calls(path, None, wrap)
+    return conform(result, path, schema)
+
+
+def iter_files(paths: Paths, table: str = "frames") -> Tuple[List[str], pa.Schema, Iterator[pa.Table]]:
+    """(files, schema, a table per file): what :func:`read_frames` and ``acp-fast export`` read."""
+    files = expand(paths)
+    schema = schema_of(table, any(is_recording_file(p) for p in files))
+    return files, schema, (file_table(p, table, schema) for p in files)
+
+
+def read_frames(paths: Paths) -> pa.Table:
+    """:func:`frames` of every file of ``paths`` (files, directories, globs; see :func:`expand`),
+    in order, as one table with a ``file`` column first. When some files are recordings, the
+    rows of plain streams have null ``time`` and ``side``."""
+    pa = require_pyarrow()
+    _files, schema, tables = iter_files(paths, "frames")
+    return pa.concat_tables(list(tables)) if _files else schema.empty_table()
+
+
+def read_tool_calls(paths: Paths) -> pa.Table:
+    """:func:`tool_calls` of every file of ``paths``, one file at a time (a session is one
+    connection: its frames are in one file), as one table with a ``file`` column first."""
+    pa = require_pyarrow()
+    _files, schema, tables = iter_files(paths, "tool_calls")
+    return pa.concat_tables(list(tables)) if _files else schema.empty_table()

@@ -1,0 +1,116 @@
+"""``acp-fast export FILES... --to OUT.parquet``: NDJSON streams and proxy recordings as one
+Parquet file, a table of frames (one row per line) or of tool calls (one row per tool call).
+
+The rows are those of :func:`acp_fast.arrow.read_frames` / :func:`~acp_fast.arrow.read_tool_calls`
+(a ``file`` column first; when some inputs are recordings, ``time`` and ``side`` are null for the
+plain streams), written one file at a time with pyarrow (``pip install 'acp-fast[arrow]'``).
+FILES may be files, directories (their files, recursively) and glob patterns. A summary goes to
+stderr, with a progress bar when stderr is a terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from typing import Any, List, Optional
+
+from ._streams import Progress, check_output, create_output, output_error
+
+COMPRESSIONS = ("zstd", "snappy", "gzip", "lz4", "none")
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="acp-fast export",
+        description=(
+            "Write NDJSON streams and `acp-fast proxy` recordings to one Parquet file: the frames "
+            "(one row per line) or the tool calls (one row per tool call). Needs pyarrow: "
+            "pip install 'acp-fast[arrow]'."
+        ),
+    )
+    parser.add_argument("files", nargs="+", metavar="FILE", help="a stream or recording, a directory, or a glob")
+    parser.add_argument("--to", required=True, metavar="OUT.parquet", help="the Parquet file to write")
+    parser.add_argument(
+        "--table", choices=("frames", "tool_calls"), default="frames", help="what a row is (default frames)"
+    )
+    parser.add_argument(
+        "--compression", choices=COMPRESSIONS, default="zstd", help="Parquet compression (default zstd)"
+    )
+    parser.add_argument("--force", action="store_true", help="overwrite OUT.parquet if it exists")
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--progress", dest="progress", action="store_true", default=None, help="show progress on stderr")
+    group.add_argument("--no-progress", dest="progress", action="store_false", help="never show progress")
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+
+    from .. import arrow
+
+    try:
+        arrow.require_pyarrow()
+        import pyarrow.parquet as pq
+    except ImportError:
+        print(f"acp-fast export: needs pyarrow, which is not installed: {arrow.INSTALL}", file=sys.stderr)
+        return 2
+    try:
+        files = arrow.expand(args.files)
+    except FileNotFoundError as exc:
+        print(f"acp-fast export: cannot read {exc}", file=sys.stderr)
+        return 2
+    problem = check_output(args.to, args.force)
+    if problem is not None:
+        print(f"acp-fast export: {args.to} {problem}", file=sys.stderr)
+        return 2
+    try:
+        sizes = [os.path.getsize(p) for p in files]
+        schema = arrow.schema_of(args.table, any(arrow.is_recording_file(p) for p in files))
+    except OSError as exc:
+        print(f"acp-fast export: cannot read {exc.filename}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+
+    progress = Progress("export", sum(sizes), enabled=Progress.wanted(args.progress))
+    start = time.monotonic()
+    rows = invalid = 0
+    try:
+        out = create_output(args.to, args.force)
+    except OSError as exc:
+        print(f"acp-fast export: {output_error(args.to, exc)}", file=sys.stderr)
+        return 1
+    try:
+        with out, pq.ParquetWriter(out, schema, compression=args.compression) as writer:
+            for path in files:
+                table = arrow.file_table(path, args.table, schema, wrap=progress.wrap)
+                writer.write_table(table)
+                rows += len(table)
+                if args.table == "frames":
+                    invalid += _invalid(table)
+    except OSError as exc:
+        progress.close()
+        print(f"acp-fast export: {exc.filename or args.to}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    progress.close()
+    seconds = time.monotonic() - start
+    mib = sum(sizes) / (1 << 20)
+    written = os.path.getsize(args.to) / (1 << 20)
+    what = f"{rows} frames ({invalid} invalid)" if args.table == "frames" else f"{rows} tool calls"
+    noun = "file" if len(files) == 1 else "files"
+    print(
+        f"acp-fast export: {len(files)} {noun}, {mib:.1f} MiB -> {args.to} ({written:.1f} MiB): "
+        f"{what} in {seconds:.2f} s ({mib / max(seconds, 1e-9):.0f} MiB/s)",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _invalid(table: Any) -> int:
+    """Rows of kind ``invalid`` in a frames table (counted by pyarrow, not row by row)."""
+    import pyarrow.compute as pc
+
+    return int(pc.sum(pc.equal(table.column("kind"), "invalid")).as_py() or 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,103 @@
+"""Recorded ACP traffic as Dask DataFrames (docs/ANALYTICS.md): the rows of
+:func:`acp_fast.arrow.read_frames` / :func:`~acp_fast.arrow.read_tool_calls`, read by the workers.
+
+* :func:`read_frames` — one partition per file, or with ``blocksize`` one per byte range of a
+  plain stream, cut just after a newline. A range's line numbers need the lines before it: a
+  first pass of tasks counts the newlines of each range (at memory speed), and each range's
+  parse task takes the counts of the ranges before it. A recording is one partition (its header
+  says how to read the records that follow).
+* :func:`read_tool_calls` — one partition per file, never split: the state engine replays a
+  session's frames in order, and a session is one connection, so its frames are in one file.
+
+The columns are Arrow-backed (``pandas.ArrowDtype``): no Python object per row. Needs
+``pip install 'acp-fast[dask]'``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, List, Optional, cast
+
+import acp_fast
+
+from . import arrow
+
+if TYPE_CHECKING:
+    import dask.dataframe as dd
+
+__all__ = ["INSTALL", "read_frames", "read_tool_calls"]
+
+INSTALL = "pip install 'acp-fast[dask]'"
+
+
+def _modules() -> Any:
+    arrow.require_pyarrow()
+    try:
+        import dask
+        import dask.dataframe
+        import pandas
+    except ImportError as exc:
+        raise ImportError(f"acp_fast.dask needs dask[dataframe], which is not installed: {INSTALL}") from exc
+    return dask, dask.dataframe, pandas
+
+
+def _pandas(table: Any) -> Any:
+    import pandas as pd
+
+    return table.to_pandas(types_mapper=pd.ArrowDtype)
+
+
+def _frames_part(path: str, start: int, end: Optional[int], schema: Any, max_frame_bytes: int, *before: int) -> Any:
+    """A partition of frames: the lines of ``path`` in ``[start, end)``, ``sum(before)`` lines
+    before them (a recording: the whole file)."""
+    if start == 0 and end is None:
+        table = arrow.frames(path, max_frame_bytes=max_frame_bytes)
+    else:
+        table = arrow.range_frames(path, start, end, sum(before), max_frame_bytes=max_frame_bytes)
+    return _pandas(arrow.conform(table, path, schema))
+
+
+def _tool_calls_part(path: str, schema: Any) -> Any:
+    return _pandas(arrow.file_table(path, "tool_calls", schema))
+
+
+def read_frames(
+    paths: arrow.Paths,
+    *,
+    blocksize: Optional[int] = None,
+    max_frame_bytes: int = acp_fast.DEFAULT_MAX_FRAME_BYTES,
+) -> dd.DataFrame:
+    """A Dask DataFrame of :func:`acp_fast.arrow.frames` of every file of ``paths`` (files,
+    directories, globs), with a ``file`` column first: the rows of
+    :func:`acp_fast.arrow.read_frames`, in the same order. ``blocksize`` (bytes) splits plain
+    streams into partitions of about that size; None (the default) gives one per file."""
+    dask, dataframe, _pd = _modules()
+    files = arrow.expand(paths)
+    recordings = [arrow.is_recording_file(p) for p in files]
+    schema = arrow.schema_of("frames", any(recordings))
+    parts = []
+    for path, recording in zip(files, recordings):
+        ranges = [(0, None)] if recording else arrow.byte_ranges(path, blocksize)
+        if len(ranges) == 1:
+            parts.append(dask.delayed(_frames_part)(path, 0, None, schema, max_frame_bytes))
+            continue
+        counts: List[Any] = [dask.delayed(arrow.count_lines)(path, start, end) for start, end in ranges[:-1]]
+        for i, (start, end) in enumerate(ranges):
+            parts.append(dask.delayed(_frames_part)(path, start, end, schema, max_frame_bytes, *counts[:i]))
+    meta = _pandas(schema.empty_table())
+    if not parts:
+        return cast("dd.DataFrame", dataframe.from_pandas(meta, npartitions=1))
+    return cast("dd.DataFrame", dataframe.from_delayed(parts, meta=meta, verify_meta=False))
+
+
+def read_tool_calls(paths: arrow.Paths) -> dd.DataFrame:
+    """A Dask DataFrame of :func:`acp_fast.arrow.tool_calls` of every file of ``paths``, one
+    partition per file (a file holds whole sessions), with a ``file`` column first: the rows of
+    :func:`acp_fast.arrow.read_tool_calls`, in the same order."""
+    dask, dataframe, _pd = _modules()
+    files = arrow.expand(paths)
+    schema = arrow.schema_of("tool_calls", any(arrow.is_recording_file(p) for p in files))
+    meta = _pandas(schema.empty_table())
+    if not files:
+        return cast("dd.DataFrame", dataframe.from_pandas(meta, npartitions=1))
+    parts = [dask.delayed(_tool_calls_part)(path, schema) for path in files]
+    return cast("dd.DataFrame", dataframe.from_delayed(parts, meta=meta, verify_meta=False))

@@ -1,0 +1,111 @@
+"""Recorded ACP traffic as Ray Datasets (docs/ANALYTICS.md): the rows of
+:func:`acp_fast.arrow.read_frames` / :func:`~acp_fast.arrow.read_tool_calls`, read by Ray tasks.
+
+* :func:`read_frames` — one block per file, or with ``blocksize`` one per byte range of a plain
+  stream, cut just after a newline. The line numbers of a range need the lines before it: Ray
+  tasks first count the newlines of each range, then each range is parsed knowing its first
+  line. A recording is one block.
+* :func:`read_tool_calls` — one block per file, never split (a session's frames are in one file,
+  and the state engine replays them in order).
+
+Blocks are ``pyarrow`` tables. The order of rows across blocks is Ray Data's (sort by ``file``
+and ``line`` / ``first_line`` for a stable order). Needs ``pip install 'acp-fast[ray]'``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, cast
+
+import acp_fast
+
+from . import arrow
+
+if TYPE_CHECKING:
+    import ray.data
+
+__all__ = ["INSTALL", "read_frames", "read_tool_calls"]
+
+INSTALL = "pip install 'acp-fast[ray]'"
+
+
+def _ray() -> Any:
+    arrow.require_pyarrow()
+    try:
+        import ray
+        import ray.data
+    except ImportError as exc:
+        raise ImportError(f"acp_fast.ray needs ray[data], which is not installed: {INSTALL}") from exc
+    return ray
+
+
+def _frames_block(batch: Dict[str, Any], schema: Any, max_frame_bytes: int) -> Any:
+    """The frames of one task (a row of ``path``, ``start``, ``end``, ``first_line``)."""
+    pa = arrow.require_pyarrow()
+    tables = []
+    for path, start, end, first in zip(batch["path"], batch["start"], batch["end"], batch["first_line"]):
+        path, start, first = str(path), int(start), int(first)
+        stop = None if end is None or int(end) < 0 else int(end)
+        if start == 0 and stop is None:
+            table = arrow.frames(path, max_frame_bytes=max_frame_bytes)
+        else:
+            table = arrow.range_frames(path, start, stop, first, max_frame_bytes=max_frame_bytes)
+        tables.append(arrow.conform(table, path, schema))
+    return pa.concat_tables(tables) if tables else schema.empty_table()
+
+
+def _tool_calls_block(batch: Dict[str, Any], schema: Any) -> Any:
+    pa = arrow.require_pyarrow()
+    tables = [arrow.file_table(str(path), "tool_calls", schema) for path in batch["path"]]
+    return pa.concat_tables(tables) if tables else schema.empty_table()
+
+
+def read_frames(
+    paths: arrow.Paths,
+    *,
+    blocksize: Optional[int] = None,
+    max_frame_bytes: int = acp_fast.DEFAULT_MAX_FRAME_BYTES,
+) -> ray.data.Dataset:
+    """A Ray Dataset of :func:`acp_fast.arrow.frames` of every file of ``paths`` (files,
+    directories, globs), with a ``file`` column first: the rows of
+    :func:`acp_fast.arrow.read_frames`. ``blocksize`` (bytes) splits plain streams into blocks of
+    about that size; None (the default) gives one per file. Call after ``ray.init``."""
+    rt = _ray()
+    files = arrow.expand(paths)
+    recordings = [arrow.is_recording_file(p) for p in files]
+    schema = arrow.schema_of("frames", any(recordings))
+    count = rt.remote(arrow.count_lines)
+    tasks: List[Dict[str, Any]] = []
+    pending: List[Any] = []
+    for path, recording in zip(files, recordings):
+        ranges = [(0, None)] if recording else arrow.byte_ranges(path, blocksize)
+        refs = [count.remote(path, start, end) for start, end in ranges[:-1]]
+        pending.append((path, ranges, refs))
+    for path, ranges, refs in pending:
+        counts = rt.get(refs) if refs else []
+        first = 0
+        for i, (start, end) in enumerate(ranges):
+            tasks.append({"path": path, "start": start, "end": -1 if end is None else end, "first_line": first})
+            if i < len(counts):
+                first += counts[i]
+    ds = rt.data.from_items(tasks, override_num_blocks=max(1, len(tasks)))
+    return cast(
+        "ray.data.Dataset",
+        ds.map_batches(
+            _frames_block,
+            batch_size=1,
+            batch_format="numpy",
+            fn_kwargs={"schema": schema, "max_frame_bytes": max_frame_bytes},
+        ),
+    )
+
+
+def read_tool_calls(paths: arrow.Paths) -> ray.data.Dataset:
+    """A Ray Dataset of :func:`acp_fast.arrow.tool_calls` of every file of ``paths``, one block
+    per file (a file holds whole sessions), with a ``file`` column first: the rows of
+    :func:`acp_fast.arrow.read_tool_calls`. Call after ``ray.init``."""
+    rt = _ray()
+    files = arrow.expand(paths)
+    schema = arrow.schema_of("tool_calls", any(arrow.is_recording_file(p) for p in files))
+    ds = rt.data.from_items([{"path": p} for p in files], override_num_blocks=max(1, len(files)))
+    tables = ds.map_batches(_tool_calls_block, batch_size=1, batch_format="numpy", fn_kwargs={"schema": schema})
+    return cast("ray.data.Dataset", tables)

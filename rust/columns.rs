@@ -1,0 +1,383 @@
+//! Columnar frames (docs/ANALYTICS.md, "The tables"): one row per line of a stream, built straight
+//! into Arrow's memory layout (offsets, values and validity bitmaps) from the framer's lines and
+//! the envelope's spans, with no object per frame. The binding (`rust/python/arrow.rs`) hands the
+//! buffers to Arrow without a copy.
+//!
+//! A row: `line`, `kind` (`request`, `notification`, `response`, `error`, `batch` for a batch
+//! array, `invalid`), `method`, `id` (the id's JSON text as `dumps` writes it), `session_id`,
+//! `update_kind`, `tool_call_id`, `status` (`params.update.status` when a string), `bytes` (the
+//! line's length without its line ending), `error` (the `DecodeError` kind of an invalid line)
+//! and `raw` (the line's bytes). Absent fields are null. Rows are cut into batches of at most
+//! about `BATCH_BYTES` of `raw`, so that 32-bit offsets always suffice.
+//!
+//! Mirror: `_fallback/columns.py`. Differences on purpose: the fallback fills Python lists from
+//! `decode` and builds the table with pyarrow; this fills the buffers from `parse_line` spans.
+
+use crate::error::DecodeError;
+use crate::framing::{Event, Framer};
+use crate::message::{parse_frame, parse_line_utf8, strip_line_ending, Captured, Frame, Span};
+use crate::scanner::{parse_i64, string_equals, unescape_into, Str};
+
+/// The columns of a row, in order.
+pub const COLUMNS: [&str; 11] = [
+    "line",
+    "kind",
+    "method",
+    "id",
+    "session_id",
+    "update_kind",
+    "tool_call_id",
+    "status",
+    "bytes",
+    "error",
+    "raw",
+];
+
+/// A batch is closed once its `raw` values reach this many bytes.
+pub const BATCH_BYTES: usize = 1 << 30;
+
+/// The largest `max_frame_bytes` of a `FrameColumns`: a batch then stays under 2 GiB, the reach
+/// of 32-bit offsets.
+pub const MAX_LINE_BYTES: usize = 1 << 30;
+
+/// A validity bitmap (bit set: a value; least significant bit first).
+#[derive(Debug, Default, Clone)]
+pub struct Validity {
+    pub bits: Vec<u8>,
+    pub len: usize,
+    pub nulls: usize,
+}
+
+impl Validity {
+    #[inline(always)]
+    fn push(&mut self, valid: bool) {
+        if self.len % 8 == 0 {
+            self.bits.push(0);
+        }
+        if valid {
+            self.bits[self.len / 8] |= 1 << (self.len % 8);
+        } else {
+            self.nulls += 1;
+        }
+        self.len += 1;
+    }
+}
+
+/// A column of nullable strings or bytes: `offsets` (one more than rows, from 0), `values`.
+#[derive(Debug, Clone)]
+pub struct VarColumn {
+    pub offsets: Vec<i32>,
+    pub values: Vec<u8>,
+    pub validity: Validity,
+}
+
+impl Default for VarColumn {
+    fn default() -> Self {
+        Self {
+            offsets: vec![0],
+            values: Vec::new(),
+            validity: Validity::default(),
+        }
+    }
+}
+
+impl VarColumn {
+    #[inline(always)]
+    fn close(&mut self, valid: bool) {
+        // At most BATCH_BYTES + MAX_LINE_BYTES (checked by the callers' limits): fits in an i32.
+        self.offsets.push(self.values.len() as i32);
+        self.validity.push(valid);
+    }
+
+    #[inline(always)]
+    fn push(&mut self, value: &[u8]) {
+        self.values.extend_from_slice(value);
+        self.close(true);
+    }
+
+    #[inline(always)]
+    fn push_null(&mut self) {
+        self.close(false);
+    }
+
+    /// The text of a string token of `data`, unescaped.
+    #[inline(always)]
+    fn push_str(&mut self, data: &[u8], s: Str) {
+        if s.escaped {
+            unescape_into(data, s, &mut self.values);
+        } else {
+            self.values.extend_from_slice(&data[s.start..s.end]);
+        }
+        self.close(true);
+    }
+
+    /// A string span's text, or null.
+    #[inline(always)]
+    fn push_span(&mut self, data: &[u8], span: Option<Span>) {
+        match span.and_then(|s| s.str()) {
+            Some(s) => self.push_str(data, s),
+            None => self.push_null(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The rows of one batch, column by column (`COLUMNS`).
+#[derive(Debug, Default, Clone)]
+pub struct Batch {
+    pub line: Vec<i64>,
+    pub kind: VarColumn,
+    pub method: VarColumn,
+    pub id: VarColumn,
+    pub session_id: VarColumn,
+    pub update_kind: VarColumn,
+    pub tool_call_id: VarColumn,
+    pub status: VarColumn,
+    pub bytes: Vec<i64>,
+    pub bytes_validity: Validity,
+    pub error: VarColumn,
+    pub raw: VarColumn,
+}
+
+impl Batch {
+    pub fn len(&self) -> usize {
+        self.line.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.line.is_empty()
+    }
+
+    /// The routing columns of a row that is not one message: all null.
+    #[inline(always)]
+    fn no_message(&mut self) {
+        for c in [
+            &mut self.method,
+            &mut self.id,
+            &mut self.session_id,
+            &mut self.update_kind,
+            &mut self.tool_call_id,
+            &mut self.status,
+        ] {
+            c.push_null();
+        }
+    }
+
+    #[inline(always)]
+    fn push_bytes(&mut self, bytes: Option<u64>) {
+        self.bytes.push(bytes.unwrap_or(0) as i64);
+        self.bytes_validity.push(bytes.is_some());
+    }
+}
+
+/// `dumps` of an id: a string re-escaped only when its token has escapes (a token without
+/// escapes is already what `dumps` writes), an integer as its canonical digits, `null`.
+fn write_id(data: &[u8], span: Span, out: &mut Vec<u8>, scratch: &mut Vec<u8>) {
+    let text = &data[span.range()];
+    match span.str() {
+        Some(s) if s.escaped => {
+            scratch.clear();
+            unescape_into(data, s, scratch);
+            crate::encoder::write_str(out, scratch);
+        }
+        None if span.is_int => match parse_i64(text) {
+            Some(n) => out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes()),
+            None => out.extend_from_slice(text),
+        },
+        _ => out.extend_from_slice(text),
+    }
+}
+
+/// `params.update.status` when it is a string (the last duplicate, as everywhere).
+fn status_of(data: &[u8], cap: &Captured) -> Option<Str> {
+    let (_, value, _) = cap.members.iter().rev().find(|(key, _, _)| {
+        if key.escaped {
+            string_equals(data, *key, b"status")
+        } else {
+            &data[key.start..key.end] == b"status"
+        }
+    })?;
+    value.str()
+}
+
+/// Rows being built: the open batch and the closed ones.
+#[derive(Debug, Default)]
+pub struct Rows {
+    batch: Batch,
+    done: Vec<Batch>,
+    cap: Captured,
+    scratch: Vec<u8>,
+}
+
+impl Rows {
+    /// One row for a line (`data` without its line ending) and what it parsed to.
+    fn push_parsed(&mut self, line: u64, data: &[u8], frame: &Result<Frame, DecodeError>) {
+        let b = &mut self.batch;
+        b.line.push(line as i64);
+        match frame {
+            Ok(Frame::Single(env)) => {
+                b.kind.push(env.kind.as_str().as_bytes());
+                b.method.push_span(data, env.method);
+                match env.id {
+                    Some(span) => {
+                        write_id(data, span, &mut b.id.values, &mut self.scratch);
+                        b.id.close(true);
+                    }
+                    None => b.id.push_null(),
+                }
+                b.session_id.push_span(data, env.session_id);
+                b.update_kind.push_span(data, env.update_kind);
+                b.tool_call_id.push_span(data, env.tool_call_id);
+                let status = match env.update {
+                    Some(u) if u.ty == crate::error::JsonType::Object => status_of(data, &self.cap),
+                    _ => None,
+                };
+                match status {
+                    Some(s) => b.status.push_str(data, s),
+                    None => b.status.push_null(),
+                }
+                b.error.push_null();
+            }
+            Ok(Frame::Batch(_)) => {
+                b.kind.push(b"batch");
+                b.no_message();
+                b.error.push_null();
+            }
+            Err(e) => {
+                b.kind.push(b"invalid");
+                b.no_message();
+                b.error.push(e.kind.as_bytes());
+            }
+        }
+        b.push_bytes(Some(data.len() as u64));
+        b.raw.push(data);
+        self.cut();
+    }
+
+    /// A line of the stream, as the framer cut it (a `\r` it left is stripped, as `decode` does).
+    #[inline]
+    fn frame(&mut self, line: u64, data: &[u8], utf8: bool) {
+        let data = strip_line_ending(data);
+        let frame = parse_line_utf8(data, Some(&mut self.cap), utf8);
+        self.push_parsed(line, data, &frame);
+    }
+
+    /// A line as `decode` reads it: its line ending (if any) stripped, then parsed.
+    pub fn line(&mut self, line: u64, data: &[u8]) {
+        let data = strip_line_ending(data);
+        // `parse_frame` refuses a newline, else parses as the framer's lines are (with capture).
+        let frame = if memchr::memchr(b'\n', data).is_some() {
+            parse_frame(data)
+        } else {
+            parse_line_utf8(data, Some(&mut self.cap), false)
+        };
+        self.push_parsed(line, data, &frame);
+    }
+
+    /// A line longer than the limit: `frame_too_large`, its length when known, no bytes.
+    pub fn too_large(&mut self, line: u64, bytes: Option<u64>) {
+        self.invalid(line, "frame_too_large", bytes, None);
+    }
+
+    /// An invalid row with the error kind `error` (and the line's bytes when kept).
+    pub fn invalid(&mut self, line: u64, error: &str, bytes: Option<u64>, raw: Option<&[u8]>) {
+        let b = &mut self.batch;
+        b.line.push(line as i64);
+        b.kind.push(b"invalid");
+        b.no_message();
+        b.error.push(error.as_bytes());
+        b.push_bytes(bytes);
+        match raw {
+            Some(raw) => b.raw.push(raw),
+            None => b.raw.push_null(),
+        }
+        self.cut();
+    }
+
+    /// Close the batch when its `raw` is full.
+    #[inline(always)]
+    fn cut(&mut self) {
+        if self.batch.raw.values.len() >= BATCH_BYTES {
+            self.done.push(std::mem::take(&mut self.batch));
+        }
+    }
+
+    /// Every batch so far (the open one included when not empty); the rows start afresh.
+    pub fn take(&mut self) -> Vec<Batch> {
+        let mut out = std::mem::take(&mut self.done);
+        if !self.batch.is_empty() || out.is_empty() {
+            out.push(std::mem::take(&mut self.batch));
+        }
+        out
+    }
+}
+
+/// Rows of a stream fed in pieces (the framer's lines, numbered from `first_line + 1`), or of
+/// lines given one by one (`line`, `too_large`, `invalid`: a recording's records).
+#[derive(Debug)]
+pub struct FrameColumns {
+    framer: Framer,
+    first_line: u64,
+    rows: Rows,
+}
+
+impl FrameColumns {
+    /// `max_frame_bytes` as checked by `framing::check_max_frame_bytes`, at most `MAX_LINE_BYTES`.
+    pub fn new(first_line: u64, max_frame_bytes: usize) -> Self {
+        Self {
+            framer: Framer::new(max_frame_bytes.min(MAX_LINE_BYTES)),
+            first_line,
+            rows: Rows::default(),
+        }
+    }
+
+    fn event(rows: &mut Rows, first: u64, event: Event<'_>) {
+        match event {
+            Event::Frame { line, data, utf8 } => rows.frame(first + line, data, utf8),
+            Event::TooLarge { line } => rows.too_large(first + line, None),
+        }
+    }
+
+    /// Feed bytes of the stream: a row for every line they complete.
+    pub fn feed(&mut self, data: &[u8]) {
+        // The lines' bytes are at most the data's: one allocation for `raw` instead of doublings.
+        let raw = &mut self.rows.batch.raw.values;
+        raw.reserve(data.len().min(BATCH_BYTES.saturating_sub(raw.len())));
+        let (rows, first) = (&mut self.rows, self.first_line);
+        self.framer.feed(data, |event| Self::event(rows, first, event));
+    }
+
+    /// One line given whole (as `decode` takes it), numbered `line`.
+    pub fn line(&mut self, line: u64, data: &[u8]) {
+        self.rows.line(line, data);
+    }
+
+    /// A line over the limit, numbered `line`, of `bytes` bytes when known.
+    pub fn too_large(&mut self, line: u64, bytes: Option<u64>) {
+        self.rows.too_large(line, bytes);
+    }
+
+    /// An invalid row numbered `line` with the error kind `error`.
+    pub fn invalid(&mut self, line: u64, error: &str, raw: Option<&[u8]>) {
+        let bytes = raw.map(|r| r.len() as u64);
+        self.rows.invalid(line, error, bytes, raw);
+    }
+
+    /// End of input (a last line without a newline becomes a row); every batch, in order (one,
+    /// empty, when there are no rows).
+    pub fn finish(&mut self) -> Vec<Batch> {
+        let (rows, first) = (&mut self.rows, self.first_line);
+        self.framer.finish(|event| Self::event(rows, first, event));
+        self.rows.take()
+    }
+}
+
+#[cfg(test)]
+mod tests;

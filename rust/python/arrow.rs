@@ -1,0 +1,190 @@
+//! `FrameColumns`: the core's columnar frames (`crate::columns`) as Arrow record batches, handed
+//! to Python through the Arrow PyCapsule interface (`__arrow_c_stream__`), so that pyarrow,
+//! Polars or DuckDB take the buffers without a copy. Mirror: `_fallback/columns.py`, whose
+//! `finish` returns a `pyarrow.Table` (which has the same method).
+
+use std::sync::Arc;
+
+use arrow_array::ffi_stream::FFI_ArrowArrayStream;
+use arrow_array::{ArrayRef, BinaryArray, Int64Array, RecordBatch, RecordBatchIterator, StringArray};
+use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyCapsule;
+
+use super::frames::source_of;
+use super::framing::max_frame_bytes_arg;
+use crate::columns::{Batch, FrameColumns, Validity, VarColumn, COLUMNS, MAX_LINE_BYTES};
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyFrameColumns>()
+}
+
+/// The schema of `COLUMNS`: `line` and `kind` always set, the others nullable.
+fn schema() -> SchemaRef {
+    let types = [
+        DataType::Int64,
+        DataType::Utf8,
+        DataType::Utf8,
+        DataType::Utf8,
+        DataType::Utf8,
+        DataType::Utf8,
+        DataType::Utf8,
+        DataType::Utf8,
+        DataType::Int64,
+        DataType::Utf8,
+        DataType::Binary,
+    ];
+    let fields: Vec<Field> = COLUMNS
+        .iter()
+        .zip(types)
+        .enumerate()
+        .map(|(i, (name, ty))| Field::new(*name, ty, i >= 2))
+        .collect();
+    Arc::new(Schema::new(fields))
+}
+
+fn nulls(v: Validity) -> Option<NullBuffer> {
+    (v.nulls > 0).then(|| NullBuffer::new(BooleanBuffer::new(Buffer::from_vec(v.bits), 0, v.len)))
+}
+
+fn offsets(c: &mut VarColumn) -> (OffsetBuffer<i32>, Buffer, Option<NullBuffer>) {
+    let c = std::mem::take(c);
+    (
+        OffsetBuffer::new(ScalarBuffer::from(c.offsets)),
+        Buffer::from_vec(c.values),
+        nulls(c.validity),
+    )
+}
+
+fn utf8(c: &mut VarColumn) -> ArrayRef {
+    let (offsets, values, nulls) = offsets(c);
+    if cfg!(debug_assertions) {
+        return Arc::new(StringArray::new(offsets, values, nulls));
+    }
+    // SAFETY: the offsets are checked by `OffsetBuffer::new` and lie within `values` (each one is
+    // the length of `values` when a row was closed); every value is UTF-8: decoded JSON strings
+    // of a line checked to be UTF-8, ids written by the encoder, ASCII names.
+    Arc::new(unsafe { StringArray::new_unchecked(offsets, values, nulls) })
+}
+
+fn binary(c: &mut VarColumn) -> ArrayRef {
+    let (offsets, values, nulls) = offsets(c);
+    Arc::new(BinaryArray::new(offsets, values, nulls))
+}
+
+fn record_batch(schema: &SchemaRef, mut b: Batch) -> PyResult<RecordBatch> {
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(Int64Array::new(ScalarBuffer::from(std::mem::take(&mut b.line)), None)),
+        utf8(&mut b.kind),
+        utf8(&mut b.method),
+        utf8(&mut b.id),
+        utf8(&mut b.session_id),
+        utf8(&mut b.update_kind),
+        utf8(&mut b.tool_call_id),
+        utf8(&mut b.status),
+        Arc::new(Int64Array::new(
+            ScalarBuffer::from(std::mem::take(&mut b.bytes)),
+            nulls(std::mem::take(&mut b.bytes_validity)),
+        )),
+        utf8(&mut b.error),
+        binary(&mut b.raw),
+    ];
+    RecordBatch::try_new(Arc::clone(schema), columns).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// Rows of frames built in Arrow's layout: `feed` a stream's bytes (rows numbered from
+/// `first_line + 1`), or give lines one by one (`line`, `too_large`, `invalid`); `finish` returns
+/// the batches as an Arrow stream.
+#[pyclass(module = "acp_fast", name = "FrameColumns")]
+pub struct PyFrameColumns {
+    inner: FrameColumns,
+}
+
+#[pymethods]
+impl PyFrameColumns {
+    #[new]
+    #[pyo3(signature = (*, first_line = 0, max_frame_bytes = None), text_signature = "(*, first_line=0, max_frame_bytes=67108864)")]
+    fn new(first_line: u64, max_frame_bytes: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        let max = max_frame_bytes_arg(max_frame_bytes)?;
+        if max > MAX_LINE_BYTES {
+            return Err(PyValueError::new_err(format!(
+                "max_frame_bytes of FrameColumns must be at most {MAX_LINE_BYTES}, found {max}"
+            )));
+        }
+        Ok(Self {
+            inner: FrameColumns::new(first_line, max),
+        })
+    }
+
+    /// Feed bytes of the stream: a row for every line they complete.
+    fn feed(&mut self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
+        let source = source_of(data)?;
+        let bytes = source.bytes.as_bytes();
+        let inner = &mut self.inner;
+        py.detach(|| inner.feed(bytes));
+        Ok(())
+    }
+
+    /// One line (line ending optional, as `decode` takes it), numbered `number`.
+    fn line(&mut self, number: u64, data: &Bound<'_, PyAny>) -> PyResult<()> {
+        let source = source_of(data)?;
+        self.inner.line(number, source.bytes.as_bytes());
+        Ok(())
+    }
+
+    /// A line over the limit, numbered `number`, of `length` bytes when known.
+    #[pyo3(signature = (number, length = None))]
+    fn too_large(&mut self, number: u64, length: Option<u64>) {
+        self.inner.too_large(number, length);
+    }
+
+    /// An invalid row numbered `number` with the error kind `error` (and the line's bytes).
+    #[pyo3(signature = (number, error, raw = None))]
+    fn invalid(&mut self, number: u64, error: &str, raw: Option<&[u8]>) {
+        self.inner.invalid(number, error, raw);
+    }
+
+    /// End of input: the rows as an Arrow stream (`__arrow_c_stream__`).
+    fn finish(&mut self, py: Python<'_>) -> PyResult<PyFrameStream> {
+        let inner = &mut self.inner;
+        let batches = py.detach(|| inner.finish());
+        let schema = schema();
+        let batches = batches
+            .into_iter()
+            .map(|b| record_batch(&schema, b))
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok(PyFrameStream { schema, batches })
+    }
+}
+
+/// Record batches of frames, read through the Arrow PyCapsule interface.
+#[pyclass(module = "acp_fast", name = "FrameStream", frozen)]
+pub struct PyFrameStream {
+    schema: SchemaRef,
+    batches: Vec<RecordBatch>,
+}
+
+#[pymethods]
+impl PyFrameStream {
+    /// A PyCapsule holding an `ArrowArrayStream` of the batches (`requested_schema` is not
+    /// honoured: the consumer gets the schema as it is).
+    #[pyo3(signature = (requested_schema = None))]
+    fn __arrow_c_stream__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let _ = requested_schema;
+        let batches: Vec<RecordBatch> = self.batches.clone();
+        let reader = RecordBatchIterator::new(batches.into_iter().map(Ok), Arc::clone(&self.schema));
+        let stream = FFI_ArrowArrayStream::new(Box::new(reader));
+        PyCapsule::new_with_value(py, stream, c"arrow_array_stream")
+    }
+
+    /// The number of rows.
+    fn __len__(&self) -> usize {
+        self.batches.iter().map(RecordBatch::num_rows).sum()
+    }
+}
