@@ -392,9 +392,15 @@ def test_export_summary_and_errors(tmp_path: Path, capsys: pytest.CaptureFixture
     assert cli_main(["export", str(src), "--to", str(out)]) == 0
     err = capsys.readouterr().err
     assert "1 file" in err and "101 frames (1 invalid)" in err and str(out) in err
-    assert cli_main(["export", str(tmp_path / "missing"), "--to", str(tmp_path / "x.parquet")]) == 2
-    assert "no such file" in capsys.readouterr().err
-    assert cli_main(["export", str(src), "--to", str(tmp_path / "no" / "x.parquet")]) == 2
+    for argv, expected in (
+        (["export", str(tmp_path / "missing"), "--to", str(tmp_path / "x.parquet")], "no such file"),
+        (["export", str(src), "--to", str(tmp_path / "no" / "x.parquet")], "no folder"),
+    ):
+        with pytest.raises(SystemExit) as exit:  # a usage error: one line, status 2
+            cli_main(argv)
+        assert exit.value.code == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and expected in err.lower(), err
 
 
 def _run(code: str) -> subprocess.CompletedProcess[str]:

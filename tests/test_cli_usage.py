@@ -127,6 +127,17 @@ CASES: List[Tuple[str, Tuple[str, ...]]] = [
     ("bench --plot {dir}", ("--plot", "is a directory")),
     ("bench --bogus", ("unrecognized arguments: --bogus",)),
     ("bench extra", ("unrecognized arguments: extra",)),
+    # export
+    ("export", ("FILE", "--to")),
+    ("export {file}", ("--to",)),
+    ("export {missing} --to {nofolder}", ("cannot read", "{missing}")),
+    ("export {file} --to {nofolder}", ("{nofolder}", "no folder")),
+    ("export {file} --to {dir}", ("{dir}", "is a directory")),
+    ("export {file} --to {file}", ("{file}", "--force")),
+    ("export {file} --to {dir}/x.parquet --table rows", ("--table", "'rows'")),
+    ("export {file} --to {dir}/x.parquet --compression zip", ("--compression", "'zip'")),
+    ("export {file} --to {dir}/x.parquet --progress --no-progress", ("--no-progress", "--progress")),
+    ("export {file} --to {dir}/x.parquet --bogus", ("unrecognized arguments: --bogus",)),
     # the others
     ("version extra", ("takes no arguments", "extra")),
     ("nosuchcommand", ("unknown command 'nosuchcommand'", "acp-fast --help")),
@@ -150,6 +161,7 @@ def places(tmp_path: Path) -> dict:
 @pytest.fixture
 def nothing_runs(monkeypatch):
     """Every command's work after its argument checks fails the test instead of running."""
+    import acp_fast.arrow as arrow
     import acp_fast.bench.report as bench
     import acp_fast.cli.demo_agent as demo_agent
     import acp_fast.cli.inspect as inspect
@@ -164,6 +176,7 @@ def nothing_runs(monkeypatch):
     monkeypatch.setattr(inspect, "replay_file", refuse)
     monkeypatch.setattr(demo_agent, "DemoAgent", refuse)
     monkeypatch.setattr(bench, "execute", refuse)
+    monkeypatch.setattr(arrow, "file_table", refuse)
 
 
 def _argv(text: str, places: dict) -> List[str]:

@@ -10,19 +10,19 @@ stderr, with a progress bar when stderr is a terminal.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
 from typing import Any, List, Optional
 
 from ._streams import Progress, check_output, create_output, output_error
+from ._usage import Parser
 
 COMPRESSIONS = ("zstd", "snappy", "gzip", "lz4", "none")
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="acp-fast export",
         description=(
             "Write NDJSON streams and `acp-fast proxy` recordings to one Parquet file: the frames "
@@ -42,10 +42,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--progress", dest="progress", action="store_true", default=None, help="show progress on stderr")
     group.add_argument("--no-progress", dest="progress", action="store_false", help="never show progress")
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0)
+    args = parser.parse_args(argv)
 
     from .. import arrow
 
@@ -53,17 +50,14 @@ def main(argv: Optional[List[str]] = None) -> int:
         arrow.require_pyarrow()
         import pyarrow.parquet as pq
     except ImportError:
-        print(f"acp-fast export: needs pyarrow, which is not installed: {arrow.INSTALL}", file=sys.stderr)
-        return 2
+        parser.error(f"needs pyarrow, which is not installed: {arrow.INSTALL}")
     try:
         files = arrow.expand(args.files)
     except FileNotFoundError as exc:
-        print(f"acp-fast export: cannot read {exc}", file=sys.stderr)
-        return 2
+        parser.error(f"cannot read {exc}")
     problem = check_output(args.to, args.force)
     if problem is not None:
-        print(f"acp-fast export: {args.to} {problem}", file=sys.stderr)
-        return 2
+        parser.error(f"{args.to} {problem}")
     try:
         sizes = [os.path.getsize(p) for p in files]
         schema = arrow.schema_of(args.table, any(arrow.is_recording_file(p) for p in files))
