@@ -377,7 +377,9 @@ def test_many_files_and_parquet(on_backend: Any, tmp_path: Path) -> None:
     out = tmp_path / "frames.parquet"
     assert cli_main(["export", str(tmp_path / "d"), str(tmp_path / "*.ndjson"), "--to", str(out), "--no-progress"]) == 0
     assert pq.read_table(out).equals(table)
-    assert cli_main(["export", str(tmp_path / "d"), "--to", str(out), "--no-progress"]) == 2  # exists
+    with pytest.raises(SystemExit) as exit:  # OUT exists: a usage error without --force
+        cli_main(["export", str(tmp_path / "d"), "--to", str(out), "--no-progress"])
+    assert exit.value.code == 2
     calls = tmp_path / "calls.parquet"
     assert cli_main(["export", str(tmp_path / "d"), "--to", str(calls), "--table", "tool_calls", "--force"]) == 0
     assert pq.read_table(calls).equals(arrow.read_tool_calls(tmp_path / "d"))
