@@ -212,6 +212,12 @@ def _update_tracker(handler: Any) -> Any:
     usual. When the router is the SDK client's but the fast path cannot be taken, a warning says
     why, once per reason."""
     if type(handler) is not MessageRouter:
+        if type(handler).__module__ == "acp.experimental.v2.client":
+            warn_once(
+                "tracker:v2",
+                "acp-fast: the session/update fast path is for v1 clients; an experimental v2 client's updates "
+                "go through the SDK's router (acp-fast still frames, parses and dispatches them)",
+            )
         return None  # not a v1 client: nothing to speed up here
     route = handler._notifications.get("session/update")
     if route is None or route.func is None:
