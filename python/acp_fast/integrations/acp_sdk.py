@@ -310,29 +310,33 @@ class FastConnection(SdkConnection):
         validate_update = _validate_update
         strict_get = self._strict_update.get
         hot = tracker is not None and validate_update is not None
+        observers = self._observers  # the SDK's list: add_observer appends to it
         message_type = self._message_type
         copy_context = contextvars.copy_context
-        driver = None
+        driver = send = None
         while queue:
             item = queue.popleft()
             session_id = None
             try:
                 if tracker is not None and type(item) is message_type and item.method == "session/update":
                     # The client's hot path (see _update_handler): the handler coroutine itself.
+                    # update_kind: params.update.sessionUpdate when a str, so params is an object
+                    # holding sessionId (a str: session_id) and update, and nothing else if its
+                    # length is 2.
+                    kind = item.update_kind
+                    session_id = item.session_id
                     params = item.params
                     if (
                         hot
-                        and type(params) is dict
+                        and kind is not None
+                        and session_id is not None
                         and len(params) == 2
-                        and type(params.get("sessionId")) is str
-                        and "update" in params
-                        and not self._observers
+                        and not observers
                         and item.kind == "notification"
                     ):
-                        session_id = params["sessionId"]
                         update = params["update"]
                         try:
-                            update = strict_get(item.update_kind, validate_update)(update)
+                            update = strict_get(kind, validate_update)(update)
                         except ValidationError:
                             try:
                                 update = validate_update(update)  # the SDK's lenient validator
@@ -345,6 +349,7 @@ class FastConnection(SdkConnection):
                     elif item.kind == "notification":
                         session_id, coro = self._update_handler(item)
                     else:
+                        session_id = None
                         coro = start(item)
                 else:
                     coro = start(item)
@@ -352,9 +357,10 @@ class FastConnection(SdkConnection):
                     continue
                 if driver is None:
                     driver = _driver()
-                    driver.send(None)
+                    send = driver.send
+                    send(None)
                 ctx = copy_context()
-                first = ctx.run(driver.send, coro)
+                first = ctx.run(send, coro)
                 if first is _DONE:
                     continue
             except StopIteration:  # pragma: no cover - the driver never returns
