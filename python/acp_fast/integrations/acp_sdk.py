@@ -313,7 +313,8 @@ class FastConnection(SdkConnection):
         observers = self._observers  # the SDK's list: add_observer appends to it
         message_type = self._message_type
         copy_context = contextvars.copy_context
-        driver = send = None
+        driver: Any = None
+        send: Any = None
         while queue:
             item = queue.popleft()
             session_id = None
