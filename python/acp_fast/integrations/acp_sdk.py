@@ -16,7 +16,8 @@ What changes (docs/SDK.md has the details and the figures):
   (``max_frame_bytes``, 64 MiB by default) instead of ``StreamReader.readuntil`` with no bound;
 * JSON is parsed and written by the native core (``acp_fast.loads`` / ``dumps``);
 * a batch array is handled as JSON-RPC 2.0 says (its entries are dispatched in array order, and
-  the replies to its requests go back as one array) instead of killing the receive loop;
+  the replies to its requests go back as one array) instead of killing the receive loop (SDK
+  0.12) or being skipped (1.0);
 * a bad line (not JSON, not JSON-RPC, too long) is answered with a JSON-RPC error (``id: null``)
   instead of being dropped silently; the stream goes on;
 * frames are dispatched in wire order by one dispatcher: each handler starts as soon as its frame
@@ -26,11 +27,16 @@ What changes (docs/SDK.md has the details and the figures):
 What the handlers receive does not change: the SDK's own router, pydantic models, request and
 notification coroutines, error mapping and telemetry spans are used as they are.
 
-The SDK release this module is written and tested against is pinned by the ``sdk`` extra
-(:data:`acp_fast.integrations.SDK_VERSION`).
+With an SDK that cancels incoming requests on ``$/cancel_request`` (1.0), requests go through
+the SDK's own ``_process_message``, so they are tracked and cancelled as without acp-fast.
+
+The SDK releases supported are those of the ``sdk`` extra
+(:data:`acp_fast.integrations.SDK_REQUIREMENT`); what the installed one has is found by looking
+at it, and a fast path it does not allow is turned off with a warning (once per reason).
 
 Its parts: the byte transport in ``_sdk_transport.py``, the eager-dispatch machinery in
-``_sdk_dispatch.py``, the ``session/update`` fast path's validators in ``_sdk_validation.py``.
+``_sdk_dispatch.py``, the ``session/update`` fast path's validators in ``_sdk_validation.py``,
+what is found in the installed SDK and the modules patched in ``_sdk_support.py``.
 """
 
 from __future__ import annotations
