@@ -1,8 +1,10 @@
 """Helpers shared by the ``test_sdk_*.py`` files (the integration of the official ACP Python SDK,
-``acp_fast.integrations.acp_sdk``, against the real SDK: agent-client-protocol 0.12.1, pinned by
-the ``sdk`` / ``test`` extras): an SDK client that records its handler calls, and the in-process
-harness (one SDK connection on one end of a socket pair, raw bytes on the other). Puts
-``tests/sdk_peers`` on ``sys.path`` and re-exports its ``scenario`` module.
+``acp_fast.integrations.acp_sdk``, against the real SDK: whichever supported release is installed,
+CI running them on agent-client-protocol 0.12.1 and on the newest 1.0 pre-release): an SDK client
+that records its handler calls, the in-process harness (one SDK connection on one end of a socket
+pair, raw bytes on the other) and models built directly (the helpers such as ``acp.text_block``
+are gone in SDK 1.0). Puts ``tests/sdk_peers`` on ``sys.path`` and re-exports its ``scenario``
+module.
 """
 
 from __future__ import annotations
@@ -153,6 +155,16 @@ async def until(predicate: Any, timeout: float = 5.0) -> None:
         if loop.time() > deadline:
             raise AssertionError("condition not reached")
         await asyncio.sleep(0.005)
+
+
+def text_block(text: str) -> Any:
+    """What ``acp.text_block(text)`` gave in SDK 0.12."""
+    return S.TextContentBlock(type="text", text=text)
+
+
+def agent_message(text: str) -> Any:
+    """What ``acp.update_agent_message_text(text)`` gave in SDK 0.12."""
+    return S.AgentMessageChunk(session_update="agent_message_chunk", content=text_block(text))
 
 
 def texts(client: RecordingClient) -> List[str]:

@@ -1,5 +1,6 @@
 """``acp_fast.integrations.session_state.SessionAccumulator`` against the SDK's own
-``acp.contrib.session_state.SessionAccumulator`` (agent-client-protocol 0.12.1).
+``acp.contrib.session_state.SessionAccumulator`` (whichever supported SDK release is installed;
+the SDK's own tests below are those of 0.12.1).
 
 * the SDK's own tests of its accumulator pass on ours;
 * on the same v1 streams (acp-fast's seeded traffic, the SDK's golden updates), ours gives the

@@ -26,11 +26,13 @@ import acp.stdio  # noqa: E402
 from acp_fast.integrations import acp_sdk  # noqa: E402
 from sdk_helpers import (  # noqa: E402
     RecordingClient,
+    agent_message,
     agent_side,
     client_side,
     run,
     scenario,
     socket_pair,
+    text_block,
     until,
     update_frame,
 )
@@ -159,7 +161,7 @@ def test_prompt_returns_after_the_updates_still_running(backend: Any, fast: bool
 
     async def main() -> List[str]:
         async with client_side(Client(), fast=fast, backend=backend) as (conn, peer):
-            prompt = asyncio.ensure_future(conn.prompt(session_id="s1", prompt=[acp.text_block("hi")]))
+            prompt = asyncio.ensure_future(conn.prompt(session_id="s1", prompt=[text_block("hi")]))
             request = await peer.line()
             slow, fast_update = update_frame(0), update_frame(1)
             slow["params"]["update"]["content"]["text"] = "slow"
@@ -233,7 +235,7 @@ def test_observers_see_the_same_events(backend: Any, direction: str) -> None:
                     {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": scenario.golden("initialize_request")}
                 )
                 await peer.line()
-                await conn.session_update("s1", acp.update_agent_message_text("hi"))
+                await conn.session_update("s1", agent_message("hi"))
                 await peer.line()
         await asyncio.sleep(0.05)
         return events

@@ -22,7 +22,7 @@ import acp.connection  # noqa: E402
 import acp.core  # noqa: E402
 import acp.stdio  # noqa: E402
 
-from acp_fast.integrations import SDK_VERSION, acp_sdk  # noqa: E402
+from acp_fast.integrations import SDK_REQUIREMENT, SDK_TESTED_VERSIONS, SDK_VERSION, acp_sdk  # noqa: E402
 from sdk_helpers import (  # noqa: E402
     TESTS,
     RecordingClient,
@@ -37,12 +37,22 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 # The SDK version, the optional dependency
 
 
-def test_sdk_version_is_the_pinned_one() -> None:
+def test_sdk_version_is_a_supported_one() -> None:
     from importlib.metadata import version
 
-    assert version("agent-client-protocol") == SDK_VERSION == "0.12.1"
+    from packaging.requirements import Requirement
+
+    requirement = Requirement(SDK_REQUIREMENT)
+    assert requirement.name == "agent-client-protocol"
+    installed = version("agent-client-protocol")
+    assert requirement.specifier.contains(installed, prereleases=True)
+    assert SDK_VERSION == SDK_TESTED_VERSIONS[0] == "0.12.1"
+    assert all(requirement.specifier.contains(v, prereleases=True) for v in SDK_TESTED_VERSIONS)
     pyproject = (TESTS.parent / "pyproject.toml").read_text(encoding="utf-8")
-    assert f'sdk = ["agent-client-protocol=={SDK_VERSION}"]' in pyproject
+    assert f'sdk = ["{SDK_REQUIREMENT}"]' in pyproject
+    for extra in ("test", "bench"):
+        line = next(line for line in pyproject.splitlines() if line.startswith(f"{extra} = ["))
+        assert f'"{SDK_REQUIREMENT}"' in line
 
 
 def test_without_the_sdk_acp_fast_imports_and_the_integration_names_the_extra() -> None:
@@ -71,7 +81,7 @@ def test_without_the_sdk_acp_fast_imports_and_the_integration_names_the_extra() 
     assert [line.split(" | ")[0] for line in lines] == ["acp_sdk", "session_state", "models"]
     for line in lines:
         assert "pip install 'acp-fast[sdk]'" in line
-        assert "agent-client-protocol==0.12.1" in line
+        assert "agent-client-protocol>=0.12.1,<2" in line
 
 
 # ---------------------------------------------------------------------------------------------

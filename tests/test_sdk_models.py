@@ -104,18 +104,39 @@ def test_the_update_fast_path_validates_exactly_as_the_sdk() -> None:
         assert got.model_dump(exclude_unset=True) == expected.model_dump(exclude_unset=True)
 
 
+def _lenient_modules() -> List[Any]:
+    """The SDK modules whose generated field validators call its lenient-deserialization helpers
+    (``acp.schema``; in SDK 1.0 also ``acp._schema_base``, for ``_meta``)."""
+    import importlib
+
+    modules = [S]
+    try:
+        modules.append(importlib.import_module("acp._schema_base"))
+    except ImportError:  # SDK 0.12: the base model lives in acp.schema
+        pass
+    return modules
+
+
+#: The helper that gives an invalid field its default: ``salvage_on_error`` in SDK 0.12,
+#: ``use_default_on_error`` in 1.0.
+DEFAULT_ON_ERROR = next(name for name in ("use_default_on_error", "salvage_on_error") if hasattr(S, name))
+
+
 def _wrapper_calls(monkeypatch: Any) -> List[str]:
-    """Counts the calls of the SDK's lenient-deserialization helpers (looked up in ``acp.schema``
-    by its generated field validators at call time)."""
+    """Counts the calls of the SDK's lenient-deserialization helpers (looked up in the globals of
+    the modules defining its generated field validators at call time)."""
     calls: List[str] = []
-    for name in ("salvage_on_error", "skip_invalid_items"):
-        original = getattr(S, name)
+    for module in _lenient_modules():
+        for name in (DEFAULT_ON_ERROR, "skip_invalid_items"):
+            original = getattr(module, name, None)
+            if original is None:
+                continue
 
-        def counting(*args: Any, _name: str = name, _original: Any = original) -> Any:
-            calls.append(_name)
-            return _original(*args)
+            def counting(*args: Any, _name: str = name, _original: Any = original) -> Any:
+                calls.append(_name)
+                return _original(*args)
 
-        monkeypatch.setattr(S, name, counting)
+            monkeypatch.setattr(module, name, counting)
     return calls
 
 
@@ -160,10 +181,16 @@ def test_the_strict_update_validators_give_the_sdk_models() -> None:
     traffic and every golden one it gives the same model, type and fields set as the SDK, without
     calling the wrappers; on updates the SDK repairs it fails (and the hot path falls back to the
     SDK's validator)."""
+    import typing
+
+    from acp.interfaces import Client
+
     strict = acp_sdk._update_validators()
     field = S.SessionNotification.model_fields["update"]
     tags = [member.model_fields["session_update"].annotation.__args__[0] for member in field.annotation.__args__]
-    assert sorted(strict) == sorted(tags) and len(tags) == 13
+    # as many update types as the SDK's Client.session_update takes (13 in SDK 0.12, 16 in 1.0)
+    accepted = typing.get_args(typing.get_type_hints(Client.session_update)["update"])
+    assert sorted(strict) == sorted(set(tags)) and len(tags) == len(accepted) >= 13
     unusual = [  # accepted as they are by the SDK too: field names, unknown fields, lax numbers
         {"sessionUpdate": "tool_call", "tool_call_id": "t", "title": "x", "raw_input": {"a": [1, 2.5, None]}},
         {
@@ -206,7 +233,7 @@ def test_the_strict_update_validators_skip_the_wrappers_and_leave_the_sdk_as_it_
     strict["tool_call"](update)
     assert calls == []
     acp_sdk._validate_update(update)
-    assert "salvage_on_error" in calls and "skip_invalid_items" in calls
+    assert DEFAULT_ON_ERROR in calls and "skip_invalid_items" in calls
     # building them marked the SDK's classes incomplete for a moment only
     incomplete = [
         name

@@ -16,11 +16,16 @@ See docs/SDK.md.
 
 from __future__ import annotations
 
-#: The SDK release the integrations are written and tested against (the ``sdk`` extra pins it).
-SDK_VERSION = "0.12.1"
+#: The SDK releases the integrations support: the requirement of the ``sdk`` extra.
+SDK_REQUIREMENT = "agent-client-protocol>=0.12.1,<2"
+#: The releases the tests run against (CI runs them on each): the oldest supported and the newest
+#: 1.0 pre-release. Releases in between are found out by what they have, not by their number.
+SDK_TESTED_VERSIONS = ("0.12.1", "1.0.0rc3")
+#: The oldest SDK release supported (the floor of :data:`SDK_REQUIREMENT`).
+SDK_VERSION = SDK_TESTED_VERSIONS[0]
 SDK_EXTRA = "acp-fast[sdk]"
 
-__all__ = ["SDK_EXTRA", "SDK_VERSION", "require_sdk"]
+__all__ = ["SDK_EXTRA", "SDK_REQUIREMENT", "SDK_TESTED_VERSIONS", "SDK_VERSION", "require_sdk"]
 
 
 def require_sdk(module: str) -> None:
@@ -31,5 +36,5 @@ def require_sdk(module: str) -> None:
     except ImportError as exc:
         raise ImportError(
             f"{module} needs the official ACP Python SDK (import name 'acp', PyPI "
-            f"'agent-client-protocol=={SDK_VERSION}'); install it with: pip install '{SDK_EXTRA}'"
+            f"'{SDK_REQUIREMENT}'); install it with: pip install '{SDK_EXTRA}'"
         ) from exc

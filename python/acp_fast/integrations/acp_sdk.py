@@ -16,7 +16,8 @@ What changes (docs/SDK.md has the details and the figures):
   (``max_frame_bytes``, 64 MiB by default) instead of ``StreamReader.readuntil`` with no bound;
 * JSON is parsed and written by the native core (``acp_fast.loads`` / ``dumps``);
 * a batch array is handled as JSON-RPC 2.0 says (its entries are dispatched in array order, and
-  the replies to its requests go back as one array) instead of killing the receive loop;
+  the replies to its requests go back as one array) instead of killing the receive loop (SDK
+  0.12) or being skipped (1.0);
 * a bad line (not JSON, not JSON-RPC, too long) is answered with a JSON-RPC error (``id: null``)
   instead of being dropped silently; the stream goes on;
 * frames are dispatched in wire order by one dispatcher: each handler starts as soon as its frame
@@ -26,11 +27,16 @@ What changes (docs/SDK.md has the details and the figures):
 What the handlers receive does not change: the SDK's own router, pydantic models, request and
 notification coroutines, error mapping and telemetry spans are used as they are.
 
-The SDK release this module is written and tested against is pinned by the ``sdk`` extra
-(:data:`acp_fast.integrations.SDK_VERSION`).
+With an SDK that cancels incoming requests on ``$/cancel_request`` (1.0), requests go through
+the SDK's own ``_process_message``, so they are tracked and cancelled as without acp-fast.
+
+The SDK releases supported are those of the ``sdk`` extra
+(:data:`acp_fast.integrations.SDK_REQUIREMENT`); what the installed one has is found by looking
+at it, and a fast path it does not allow is turned off with a warning (once per reason).
 
 Its parts: the byte transport in ``_sdk_transport.py``, the eager-dispatch machinery in
-``_sdk_dispatch.py``, the ``session/update`` fast path's validators in ``_sdk_validation.py``.
+``_sdk_dispatch.py``, the ``session/update`` fast path's validators in ``_sdk_validation.py``,
+what is found in the installed SDK and the modules patched in ``_sdk_support.py``.
 """
 
 from __future__ import annotations
@@ -43,16 +49,15 @@ import copy
 import inspect
 import logging
 import types
-from typing import Any, Awaitable, Callable, Deque, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Awaitable, Callable, Deque, Dict, Iterator, List, Optional
 
 from . import require_sdk
 
 require_sdk("acp_fast.integrations.acp_sdk")
 
 import acp.agent.connection as _sdk_agent_connection  # noqa: E402
-import acp.client.connection as _sdk_client_connection  # noqa: E402
 import acp.core as _sdk_core  # noqa: E402
-import acp.stdio as _sdk_stdio  # noqa: E402
+import acp.stdio  # noqa: E402, F401  (one of the modules install() patches)
 from acp.connection import Connection as SdkConnection  # noqa: E402
 from acp.connection import StreamDirection, StreamEvent  # noqa: E402
 from acp.exceptions import RequestError  # noqa: E402
@@ -63,6 +68,7 @@ from acp_fast.batch import Batch  # noqa: E402
 from acp_fast.errors import DecodeError  # noqa: E402
 
 from ._sdk_dispatch import _DONE, _EOF, _await, _BatchReply, _driver, _Entry, _Resume  # noqa: E402
+from ._sdk_support import CANCEL_REQUEST_METHOD, MIRROR_REQUESTS, Patches, check_mirror  # noqa: E402
 from ._sdk_transport import _StreamTransport  # noqa: E402
 from ._sdk_validation import (  # noqa: E402
     _update_tracker,
@@ -87,10 +93,8 @@ logger = logging.getLogger(__name__)
 #: Default longest frame accepted (bytes, line ending excluded): acp-fast's decoder default.
 DEFAULT_MAX_FRAME_BYTES = acp_fast.DEFAULT_MAX_FRAME_BYTES
 
-# The SDK modules that construct ``Connection`` objects from byte streams; install() points their
-# ``Connection`` name at FastConnection (typed Any: none of them re-exports that name).
-_PATCHED_MODULES: Tuple[Any, ...] = (_sdk_client_connection, _sdk_agent_connection, _sdk_stdio, _sdk_core)
-_ORIGINALS = {module: module.Connection for module in _PATCHED_MODULES}
+# The SDK modules that construct ``Connection`` objects from byte streams (_sdk_support.py).
+_patches = Patches()
 _UNSET: Any = object()
 _CoroutineType = types.CoroutineType
 
@@ -125,23 +129,21 @@ def install(*, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES, reply_errors: boo
     """
     global _options
     _check_max_frame_bytes(max_frame_bytes)
+    check_mirror()
     _options = _Options(max_frame_bytes, bool(reply_errors), backend)
-    for module in _PATCHED_MODULES:
-        module.Connection = FastConnection
+    _patches.apply(FastConnection)
 
 
 def uninstall() -> None:
     """Undo :func:`install`: connections created afterwards are the SDK's own again."""
     global _options
     _options = _Options()
-    for module, original in _ORIGINALS.items():
-        module.Connection = original
+    _patches.apply(None)
 
 
 def is_installed() -> bool:
     """True while :func:`install` is in force."""
-    # Connection: the name install() patches there (imported by that module, not re-exported).
-    return _sdk_client_connection.Connection is FastConnection  # type: ignore[attr-defined]
+    return _patches.target is FastConnection
 
 
 @contextlib.contextmanager
@@ -150,13 +152,12 @@ def installed(
 ) -> Iterator[None]:
     """:func:`install` for the duration of a ``with`` block, then the previous state again."""
     global _options
-    saved = ({module: module.Connection for module in _PATCHED_MODULES}, _options)
+    saved = (_patches.target, _options)
     install(max_frame_bytes=max_frame_bytes, reply_errors=reply_errors, backend=backend)
     try:
         yield
     finally:
-        for module, value in saved[0].items():
-            module.Connection = value
+        _patches.apply(saved[0])
         _options = saved[1]
 
 
@@ -245,6 +246,7 @@ class FastConnection(SdkConnection):
         self._reply_errors = bool(reply_errors)
         self._queue: Deque[Any] = collections.deque()
         self._dispatching = False
+        self._as_sdk = False  # in _dispatch_as_sdk
         self._drained: Optional[asyncio.Future[None]] = None
         # The SDK client's update tracker, when this connection may use the fast path for
         # session/update (see _update_tracker).
@@ -314,29 +316,34 @@ class FastConnection(SdkConnection):
         validate_update = _validate_update
         strict_get = self._strict_update.get
         hot = tracker is not None and validate_update is not None
+        observers = self._observers  # the SDK's list: add_observer appends to it
         message_type = self._message_type
         copy_context = contextvars.copy_context
-        driver = None
+        driver: Any = None
+        send: Any = None
         while queue:
             item = queue.popleft()
             session_id = None
             try:
                 if tracker is not None and type(item) is message_type and item.method == "session/update":
                     # The client's hot path (see _update_handler): the handler coroutine itself.
+                    # update_kind: params.update.sessionUpdate when a str, so params is an object
+                    # holding sessionId (a str: session_id) and update, and nothing else if its
+                    # length is 2.
+                    kind = item.update_kind
+                    session_id = item.session_id
                     params = item.params
                     if (
                         hot
-                        and type(params) is dict
+                        and kind is not None
+                        and session_id is not None
                         and len(params) == 2
-                        and type(params.get("sessionId")) is str
-                        and "update" in params
-                        and not self._observers
+                        and not observers
                         and item.kind == "notification"
                     ):
-                        session_id = params["sessionId"]
                         update = params["update"]
                         try:
-                            update = strict_get(item.update_kind, validate_update)(update)
+                            update = strict_get(kind, validate_update)(update)
                         except ValidationError:
                             try:
                                 update = validate_update(update)  # the SDK's lenient validator
@@ -349,6 +356,7 @@ class FastConnection(SdkConnection):
                     elif item.kind == "notification":
                         session_id, coro = self._update_handler(item)
                     else:
+                        session_id = None
                         coro = start(item)
                 else:
                     coro = start(item)
@@ -356,9 +364,10 @@ class FastConnection(SdkConnection):
                     continue
                 if driver is None:
                     driver = _driver()
-                    driver.send(None)
+                    send = driver.send
+                    send(None)
                 ctx = copy_context()
-                first = ctx.run(driver.send, coro)
+                first = ctx.run(send, coro)
                 if first is _DONE:
                     continue
             except StopIteration:  # pragma: no cover - the driver never returns
@@ -448,8 +457,18 @@ class FastConnection(SdkConnection):
             if self._observers:
                 self._emit(StreamDirection.INCOMING, item.to_dict())
             if kind == "notification":
+                if MIRROR_REQUESTS and item.method == CANCEL_REQUEST_METHOD:
+                    self._process_message(item.to_dict())  # the SDK cancels the request's task
+                    return None
                 return self._run_notification({"method": item.method, "params": item.params})
             if kind == "request":
+                if MIRROR_REQUESTS:
+                    # The SDK's own dispatch: the handler in a task of its own, tracked so that
+                    # $/cancel_request can cancel it (even before it starts), and a task that
+                    # sends its response. The frames read with it follow as the SDK takes them.
+                    self._process_message(item.to_dict())
+                    self._dispatch_as_sdk()
+                    return None
                 return self._run_request(
                     {"jsonrpc": "2.0", "id": item.id, "method": item.method, "params": item.params}
                 )
@@ -477,6 +496,7 @@ class FastConnection(SdkConnection):
     def _start_entry(self, entry: _Entry) -> Any:
         item, reply = entry.item, entry.reply
         coro = None
+        mirrored = False
         if isinstance(item, DecodeError):
             error = self._bad_frame(item)
             if error is not None:
@@ -485,25 +505,70 @@ class FastConnection(SdkConnection):
             if self._observers:
                 self._emit(StreamDirection.INCOMING, item.to_dict())
             reply.expected += 1
-            coro = self._run_batched_request(
-                {"jsonrpc": "2.0", "id": item.id, "method": item.method, "params": item.params}, reply
-            )
+            message = {"jsonrpc": "2.0", "id": item.id, "method": item.method, "params": item.params}
+            if MIRROR_REQUESTS:  # as _process_message does for a request on a line of its own
+                handler = self._tasks.create(self._execute_request(message), name="acp.Connection.request")
+                self._track_incoming(message["id"], handler)  # type: ignore[attr-defined]  # SDK 1.0 (MIRROR_REQUESTS)
+                self._tasks.create(self._run_batched_request(message, reply, handler), name="acp.Connection.response")
+                mirrored = True
+            else:
+                coro = self._run_batched_request(message, reply)
         else:
             coro = self._start(item)
         if entry.last:
             reply.sealed = True
             reply.flush_if_done()
+        if mirrored:
+            self._dispatch_as_sdk()
         return coro
 
-    async def _run_batched_request(self, message: Dict[str, Any], reply: _BatchReply) -> None:
+    async def _run_batched_request(
+        self, message: Dict[str, Any], reply: _BatchReply, handler: Optional[asyncio.Task[Any]] = None
+    ) -> None:
+        """The reply to one request of a batch, added to the batch's reply. ``handler``: the task
+        already running ``_execute_request`` (when the SDK cancels requests), whose cancellation
+        gives the SDK's "request cancelled" error, as in its ``_run_request``."""
         try:
-            payload = await self._execute_request(message)
+            if handler is None:
+                payload = await self._execute_request(message)
+            else:
+                await asyncio.wait({handler})
+                if handler.cancelled():
+                    error = RequestError.request_cancelled().to_error_obj()  # type: ignore[attr-defined]
+                    payload = {"jsonrpc": "2.0", "id": message["id"], "error": error}
+                else:
+                    payload = handler.result()
         except BaseException:
             reply.expected -= 1
             reply.flush_if_done()
             raise
         reply.expected -= 1
         reply.add(payload)
+
+    def _dispatch_as_sdk(self) -> None:
+        """Take the rest of the queue as the SDK's receive loop takes the messages of a read: each
+        through ``_process_message`` (a task per handler, created now, started in order;
+        ``$/cancel_request`` and responses handled at once), batches and bad lines as
+        :meth:`_start` does, their coroutines in tasks. Used once a request has been given a task
+        of its own, so that nothing read after it starts before it, and a ``$/cancel_request``
+        read with it cancels it before it starts, as in the SDK."""
+        if self._as_sdk:  # already draining (a request in a batch): that loop goes on
+            return
+        self._as_sdk = True
+        queue, message_type = self._queue, self._message_type
+        try:
+            while queue:
+                item = queue.popleft()
+                if type(item) is message_type:
+                    if self._observers:
+                        self._emit(StreamDirection.INCOMING, item.to_dict())
+                    self._process_message(item.to_dict())
+                    continue
+                coro = self._start(item)
+                if coro is not None:
+                    self._tasks.create(coro, name="acp.Connection.notification")
+        finally:
+            self._as_sdk = False
 
     def _bad_frame(self, error: DecodeError) -> Optional[Dict[str, Any]]:
         """Log a bad frame; fail the request it answers, if any; the error reply it deserves."""
