@@ -18,6 +18,7 @@ from __future__ import annotations
 
 #: The SDK release the integrations are written and tested against (the ``sdk`` extra pins it).
 SDK_VERSION = "0.12.1"
+#: The extra that installs it: ``pip install 'acp-fast[sdk]'``.
 SDK_EXTRA = "acp-fast[sdk]"
 
 __all__ = ["SDK_EXTRA", "SDK_VERSION", "require_sdk"]
