@@ -17,7 +17,7 @@ PYTHON ?= $(shell if [ -x $(VENV)/bin/python ]; then echo $(VENV)/bin/python; el
 ENV_EXTRAS ?= test,bench,lint
 
 .PHONY: install build env test test-rust test-python test-aarch64 miri fuzz soak bench bench-suite bench-rust ab \
-	lint format lint-format lint-ruff lint-mypy lint-stubtest lint-imports lint-rust build-tools wheels wheel-test docs docs-tools docs-serve clean-venv
+	lint format lint-format lint-ruff lint-mypy lint-stubtest lint-imports lint-rust env-setup build-tools wheels wheel-test docs docs-tools docs-serve clean-venv
 
 install:  ## build the Rust core (release) and install the package with its test and lint extras
 	$(PYTHON) -m pip install -e '.[test,lint]'
@@ -46,7 +46,7 @@ if missing:
 endef
 export ENV_CHECK
 
-env:  ## make sure $(PYTHON) can run the tests and the bench; else create $(VENV) and install into it
+env-setup:
 	@if $(PYTHON) -c "$$ENV_CHECK" >/dev/null 2>&1; then \
 		echo "make env: using $(PYTHON)"; \
 	elif [ "$(origin PYTHON)" = "command line" ] || [ "$(origin PYTHON)" = "environment" ]; then \
@@ -56,16 +56,16 @@ env:  ## make sure $(PYTHON) can run the tests and the bench; else create $(VENV
 		[ -x $(VENV)/bin/python ] || python3 -m venv $(VENV) || { echo "make env: python3 -m venv failed (on Debian/Ubuntu: apt install python3-venv)"; exit 1; }; \
 		$(VENV)/bin/python -m pip install --quiet --upgrade pip && \
 		$(VENV)/bin/python -m pip install --quiet 'maturin>=1.9.4,<2' && \
-		$(VENV)/bin/python -m pip install --quiet -e '.[$(ENV_EXTRAS)]' && \
+		$(VENV)/bin/python -m pip install --quiet -e '.[$(ENV_EXTRAS)]' && touch $(VENV)/.built && \
 		$(VENV)/bin/python -c "$$ENV_CHECK" && echo "make env: $(VENV) is ready"; \
 	fi
-	@if [ -n "$$(find rust build.rs Cargo.toml -newer "$$($(PYTHON) -c 'import acp_fast._native as n; print(n.__file__)')" -type f 2>/dev/null | head -1)" ]; then \
-		if [ "$(PYTHON)" = "$(VENV)/bin/python" ]; then \
-			echo "make env: the Rust sources changed since the native module was built: rebuilding it"; \
-			$(VENV)/bin/python -m pip install --quiet -e . --no-deps --no-build-isolation; \
-		else \
-			echo "make env: warning: the native module is older than the Rust sources (rebuild it: make build)"; \
-		fi; \
+
+# A separate target so that $(PYTHON) is read again once env-setup may have created $(VENV).
+env: env-setup  ## make sure $(PYTHON) can run the tests and the bench; else create $(VENV) and install into it
+	@if [ "$(PYTHON)" = "$(VENV)/bin/python" ] && [ -f $(VENV)/.built ] && \
+		[ -n "$$(find rust build.rs Cargo.toml -newer $(VENV)/.built -type f 2>/dev/null | head -1)" ]; then \
+		echo "make env: the Rust sources changed since $(VENV)'s native module was built: rebuilding it"; \
+		$(VENV)/bin/python -m pip install --quiet -e . --no-deps --no-build-isolation && touch $(VENV)/.built; \
 	fi
 
 clean-venv:  ## remove $(VENV)

@@ -133,9 +133,7 @@ def probe(contender: C.Contender, corpus: C.Corpus, prefixes: Dict[int, C.Corpus
             largest = 4 * n > total  # no larger prefix to probe
             found.projected = S.project(found.points, total)
             if linear() > budget or (largest and found.projected > budget):
-                confirm(1)
-                if largest and linear() <= budget:
-                    confirm(2)  # the growth between the last two sizes decides
+                confirm(2 if largest else 1)  # at the largest size, the growth of the last two may decide
                 found.projected = S.project(found.points, total)
                 if linear() > budget and not (largest and found.projected > linear()):
                     found.projected, found.linear, found.stop = linear(), True, True
