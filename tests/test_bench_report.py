@@ -124,3 +124,15 @@ def test_the_verdict_follows_the_cpu_share_and_the_spread_of_passes():
     spread = _run({"rust": [1.0, 1.5, 1.6], "json": [1.0, 1.4, 1.6]}, cpu=59.0, elapsed=60.0, loads=[])
     assert noise.machine_load(spread)["verdict"] == "busy"  # every result varied
     assert noise.machine_load(spread)["load_average"] is None
+
+
+def test_the_speed_table_fits_even_when_every_contender_is_stopped():
+    run = Run(args=argparse.Namespace(argv=[]), environment={"cpus": 2})
+    stopped = "stopped: one pass over 13,333 frames projected at 5.2 s or more, over --pass-budget 1.5 s"
+    for task in ("materialize", "passthrough"):
+        run.rows.append(Row(task, "large", "rust", "x", True, 10, 1000, times=[1e-5, 1e-5, 1e-5]))
+        for cid in ("python", "json", "orjson", "msgspec", "sdk"):
+            run.rows.append(Row(task, "large", cid, "x", True, 10, 1000, stopped=stopped))
+    text = summary.summary(run)
+    assert max(len(line) for line in text.splitlines()) <= summary.WIDTH
+    assert "stop (1)" in text and "(6) acp-fast (fallback), passthrough · large: stopped" in text.replace("\n  ", " ")

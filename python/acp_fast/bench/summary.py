@@ -55,15 +55,16 @@ def _ratio(value: Optional[float]) -> str:
     return f"{value:.2f}×"
 
 
-def _mark(row: Row, notes: List[str]) -> str:
-    """The cell of a row that was not timed, or timed and wrong: a word and a note number."""
+def _mark(row: Row, notes: List[str], short: bool = False) -> str:
+    """The cell of a row that was not timed, or timed and wrong: a word and a note number
+    (``short``: a shorter word, for a table that would not fit otherwise)."""
     if row.problem is not None:
         text, word = f"{row.label}, {row.task} · {row.profile}: WRONG RESULT: {row.problem}", "WRONG"
     elif row.stopped is not None:
-        text, word = f"{row.label}, {row.task} · {row.profile}: {row.stopped}", "stopped"
+        text, word = f"{row.label}, {row.task} · {row.profile}: {row.stopped}", "stop" if short else "stopped"
     else:
         reason = row.skip or "not run"
-        text, word = f"{row.label} on {row.profile}: skipped, {reason}", "skipped"
+        text, word = f"{row.label} on {row.profile}: skipped, {reason}", "skip" if short else "skipped"
     return f"{word} ({_note(notes, text)})"
 
 
@@ -82,29 +83,31 @@ def speed_lines(run: Run, notes: List[str]) -> List[str]:
     if not cells:
         return []
     present = [cid for cid in C.CONTENDERS if any(r.contender == cid for r in run.rows)]
-    rows = []
-    for task, profile in cells:
-        rust = run.find(task, profile, "rust")
-        first = per_frame(rust.median / rust.frames) if rust is not None and rust.timed else "–"
-        out = [f"{task} · {profile}", first]
-        for cid in present:
-            row = run.find(task, profile, cid)
-            if row is None:
-                out.append("–")
-            elif not row.timed or row.problem is not None:
-                out.append(_mark(row, notes))
-            else:
-                out.append(_ratio(run.ratio(row, "json")))
-        rows.append(out)
+    headers = ["task · profile", "Rust/frame", *(SHORT[c] for c in present)]
+    table: List[str] = []
+    for short in (False, True):
+        rows = []
+        for task, profile in cells:
+            rust = run.find(task, profile, "rust")
+            first = per_frame(rust.median / rust.frames) if rust is not None and rust.timed else "–"
+            out = [f"{task} · {profile}", first]
+            for cid in present:
+                row = run.find(task, profile, cid)
+                if row is None:
+                    out.append("–")
+                elif not row.timed or row.problem is not None:
+                    out.append(_mark(row, notes, short))
+                else:
+                    out.append(_ratio(run.ratio(row, "json")))
+            rows.append(out)
+        table = columns(headers, rows, [False, True] + [True] * len(present))
+        if max(map(len, table)) <= WIDTH:
+            break
     legend = "; ".join(f"{SHORT[c]} = {C.CONTENDER_LABELS[c]}" for c in present if SHORT[c] != C.CONTENDER_LABELS[c])
     return [
         "Speed against stdlib json (× faster, medians of the same run; higher is better):",
         "",
-        *columns(
-            ["task · profile", "Rust/frame", *(SHORT[c] for c in present)],
-            rows,
-            [False, True] + [True] * len(present),
-        ),
+        *table,
         *(_wrap(f"({legend}; Rust/frame: median time per frame of acp-fast's Rust backend.)") if legend else []),
         "",
     ]
