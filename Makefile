@@ -229,7 +229,7 @@ import pathlib, shutil, acp_fast, acp_fast._native
 from importlib.metadata import metadata
 here = pathlib.Path.cwd().resolve()
 where = pathlib.Path(acp_fast.__file__).resolve()
-assert here not in where.parents and "site-packages" in where.parts, where
+assert here / "python" not in where.parents and "site-packages" in where.parts, where
 assert acp_fast.BACKEND == "rust" and acp_fast._native.build_profile == "release"
 assert shutil.which("cargo") is None, shutil.which("cargo")
 meta = metadata("acp-fast")
