@@ -3,7 +3,7 @@
 #
 # Which Python runs the tasks: PYTHON=... on the command line (or in the environment) wins.
 # Otherwise the project's virtual environment $(VENV) (default .venv) when it exists, else python3.
-# `make bench`, `make test` and `make docs` first run `make env`: when that Python does not
+# `make bench` and `make test` first run `make env`: when that Python does not
 # import this checkout's acp_fast with its native module and the test and bench extras, it
 # creates $(VENV) (`python3 -m venv`) and installs the package into it, editable, with those
 # extras (the Rust core is built in release mode), so that they work where the system Python
@@ -11,6 +11,8 @@
 # installed into a Python this Makefile did not create: with the package already installed in
 # python3 (CI's .ci/run, or `pip install -e '.[test,lint]'` by hand) the tasks simply use it, and
 # a PYTHON given on the command line that lacks something is an error, not an install.
+# (`make wheels` and `make docs` keep their tools in environments of their own, .venv-build and
+# .venv-docs, and do not need the package installed.)
 VENV ?= .venv
 PYTHON ?= $(shell if [ -x $(VENV)/bin/python ]; then echo $(VENV)/bin/python; else echo python3; fi)
 # The extras `make env` installs into $(VENV).
