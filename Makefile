@@ -1,8 +1,25 @@
-# The usual tasks. `make test` is the command the README and CI run.
-PYTHON ?= python3
+# The usual tasks. `make bench` (the main job) and `make test` (what CI runs) are the quickstart:
+# each one installs what it needs first.
+#
+# Which Python runs the tasks: PYTHON=... on the command line (or in the environment) wins.
+# Otherwise the project's virtual environment $(VENV) (default .venv) when it exists, else python3.
+# `make bench` and `make test` first run `make env`: when that Python does not
+# import this checkout's acp_fast with its native module and the test and bench extras, it
+# creates $(VENV) (`python3 -m venv`) and installs the package into it, editable, with those
+# extras (the Rust core is built in release mode), so that they work where the system Python
+# refuses pip installs; a second run finds everything and installs nothing. Nothing is ever
+# installed into a Python this Makefile did not create: with the package already installed in
+# python3 (CI's .ci/run, or `pip install -e '.[test,lint]'` by hand) the tasks simply use it, and
+# a PYTHON given on the command line that lacks something is an error, not an install.
+# (`make wheels` and `make docs` keep their tools in environments of their own, .venv-build and
+# .venv-docs, and do not need the package installed.)
+VENV ?= .venv
+PYTHON ?= $(shell if [ -x $(VENV)/bin/python ]; then echo $(VENV)/bin/python; else echo python3; fi)
+# The extras `make env` installs into $(VENV).
+ENV_EXTRAS ?= test,bench,lint
 
-.PHONY: install build test test-rust test-python test-aarch64 miri fuzz soak bench bench-rust ab lint format \
-	lint-format lint-ruff lint-mypy lint-stubtest lint-imports lint-rust
+.PHONY: install build env test test-rust test-python test-aarch64 miri fuzz soak bench bench-suite bench-rust ab \
+	lint format lint-format lint-ruff lint-mypy lint-stubtest lint-imports lint-rust env-setup build-tools wheels wheel-test docs docs-tools docs-serve clean-venv
 
 install:  ## build the Rust core (release) and install the package with its test and lint extras
 	$(PYTHON) -m pip install -e '.[test,lint]'
@@ -10,7 +27,54 @@ install:  ## build the Rust core (release) and install the package with its test
 build:  ## rebuild the native module in place after a Rust change
 	$(PYTHON) -m pip install -e . --no-deps --no-build-isolation
 
-test: test-rust test-python  ## everything CI runs
+# What `make env` checks: this checkout's package with its native module, and the modules of the
+# test and bench extras. Exit status 1 (and a line saying what is missing) when something is.
+define ENV_CHECK
+import importlib, pathlib, sys
+missing = []
+for name in ("acp_fast", "acp_fast._native", "pytest", "hypothesis", "jsonschema", "jsonschema_rs", "msgspec", "acp"):
+    try:
+        importlib.import_module(name)
+    except ImportError as exc:
+        missing.append(f"{name} ({exc})")
+if not missing:
+    import acp_fast
+    here = pathlib.Path.cwd().resolve()
+    if here not in pathlib.Path(acp_fast.__file__).resolve().parents:
+        missing.append(f"this checkout's acp_fast (it imports {acp_fast.__file__})")
+if missing:
+    print(f"{sys.executable} lacks: " + "; ".join(missing))
+    sys.exit(1)
+endef
+export ENV_CHECK
+
+env-setup:
+	@if $(PYTHON) -c "$$ENV_CHECK" >/dev/null 2>&1; then \
+		echo "make env: using $(PYTHON)"; \
+	elif [ "$(origin PYTHON)" = "command line" ] || [ "$(origin PYTHON)" = "environment" ]; then \
+		$(PYTHON) -c "$$ENV_CHECK"; echo "make env: PYTHON=$(PYTHON) cannot run the tasks (see above); install into it yourself, or leave PYTHON unset to use $(VENV)"; exit 1; \
+	else \
+		echo "make env: setting up $(VENV) (editable install with the $(ENV_EXTRAS) extras; builds the Rust core, a few minutes the first time)"; \
+		[ -x $(VENV)/bin/python ] || python3 -m venv $(VENV) || { echo "make env: python3 -m venv failed (on Debian/Ubuntu: apt install python3-venv)"; exit 1; }; \
+		$(VENV)/bin/python -m pip install --quiet --upgrade pip && \
+		$(VENV)/bin/python -m pip install --quiet 'maturin>=1.9.4,<2' && \
+		$(VENV)/bin/python -m pip install --quiet -e '.[$(ENV_EXTRAS)]' && touch $(VENV)/.built && \
+		$(VENV)/bin/python -c "$$ENV_CHECK" && echo "make env: $(VENV) is ready"; \
+	fi
+
+# A separate target so that $(PYTHON) is read again once env-setup may have created $(VENV).
+env: env-setup  ## make sure $(PYTHON) can run the tests and the bench; else create $(VENV) and install into it
+	@if [ "$(PYTHON)" = "$(VENV)/bin/python" ] && [ -f $(VENV)/.built ] && \
+		[ -n "$$(find rust build.rs Cargo.toml -newer $(VENV)/.built -type f 2>/dev/null | head -1)" ]; then \
+		echo "make env: the Rust sources changed since $(VENV)'s native module was built: rebuilding it"; \
+		$(VENV)/bin/python -m pip install --quiet -e . --no-deps --no-build-isolation && touch $(VENV)/.built; \
+	fi
+
+clean-venv:  ## remove $(VENV)
+	rm -rf $(VENV)
+
+test: env  ## everything CI runs: cargo test and the whole pytest suite (installs what it needs first)
+	$(MAKE) --no-print-directory test-rust test-python
 
 test-rust:
 	cargo test
@@ -53,7 +117,11 @@ SOAK_MB ?= 1024
 soak:  ## relay SOAK_MB (1024) megabytes through acp-fast proxy and check every byte and the RSS (not part of CI)
 	$(PYTHON) benches/soak.py --mb $(SOAK_MB)
 
-bench:  ## pytest-benchmark suite (release build), then the Rust core benches
+BENCH_ARGS ?=
+bench: env  ## the main job: acp-fast bench (about 40 s on a quiet 2-core machine; BENCH_ARGS="--detail" etc.)
+	$(PYTHON) -m acp_fast.cli bench $(BENCH_ARGS)
+
+bench-suite:  ## pytest-benchmark suite (release build), then the Rust core benches
 	$(PYTHON) -m pytest benches --benchmark-enable --benchmark-only
 	$(MAKE) bench-rust
 
@@ -69,7 +137,7 @@ ab:  ## A/B of two native builds in one process: make ab OLD=/tmp/old.so NEW=/tm
 # The Python tools check this checkout's package (PYTHONPATH=python), whatever else is installed.
 # `make -k lint` runs every check even when one fails. Configuration: pyproject.toml ([tool.ruff],
 # [tool.mypy]) and Cargo.toml ([lints]).
-PY_PATHS = python tests benches .ci
+PY_PATHS = python tests benches .ci $(wildcard docs/*.py)
 CHECK_ENV = PYTHONPATH=$(CURDIR)/python
 
 lint: lint-format lint-ruff lint-mypy lint-stubtest lint-imports lint-rust  ## every static check
@@ -98,3 +166,103 @@ lint-rust:  ## rustfmt, clippy with the [lints] of Cargo.toml as errors, the cor
 format:  ## apply rustfmt and ruff format
 	cargo fmt
 	$(PYTHON) -m ruff format $(PY_PATHS)
+
+# Wheels a user can install without Rust (docs/RELEASING.md). maturin builds them with zig as the
+# linker against glibc 2.17 (manylinux2014 = manylinux_2_17: Ubuntu 20.04, Debian 11, RHEL 8 and
+# older), for each CPython of WHEEL_PYTHONS found on this machine (python3.X on PATH, or pyenv's
+# versions); `maturin sdist` adds the source distribution (with the tests). maturin checks the
+# wheels' symbols against the manylinux policy, and `auditwheel show` prints what each one is
+# consistent with. The tools live in their own virtual environment, $(BUILD_VENV).
+BUILD_VENV ?= .venv-build
+WHEEL_PYTHONS ?= 3.10 3.11 3.12 3.13
+MANYLINUX ?= manylinux2014
+DIST ?= dist
+
+define FIND_PYTHONS
+for v in $(WHEEL_PYTHONS); do
+  found=""
+  if python$$v -c "import sys" >/dev/null 2>&1; then found=$$(python$$v -c "import sys; print(sys.executable)"); fi
+  if [ -z "$$found" ]; then
+    for p in $${PYENV_ROOT:-$$HOME/.pyenv}/versions/$$v.*/bin/python$$v; do [ -x "$$p" ] && found="$$p"; done
+  fi
+  if [ -n "$$found" ]; then echo "$$found"; else echo "make wheels: no CPython $$v here: no wheel for it" >&2; fi
+done
+endef
+export FIND_PYTHONS
+
+build-tools:  ## maturin (with zig) and auditwheel in $(BUILD_VENV)
+	@$(BUILD_VENV)/bin/python -c "import maturin, ziglang, auditwheel" >/dev/null 2>&1 || { \
+		echo "make build-tools: setting up $(BUILD_VENV) (maturin, ziglang, auditwheel)"; \
+		python3 -m venv $(BUILD_VENV) && \
+		$(BUILD_VENV)/bin/python -m pip install --quiet 'maturin[zig]>=1.9.4,<2' 'auditwheel>=6'; }
+
+wheels: build-tools  ## manylinux2014 wheels for CPython 3.10-3.13 and the sdist, in $(DIST)/
+	rm -rf $(DIST)
+	@pythons="$$(sh -c "$$FIND_PYTHONS")"; [ -n "$$pythons" ] || { echo "make wheels: no CPython found"; exit 1; }; \
+		echo "$(BUILD_VENV)/bin/maturin build --release --zig --compatibility $(MANYLINUX) --out $(DIST) -i" $$pythons; \
+		PATH="$(CURDIR)/$(BUILD_VENV)/bin:$$PATH" $(BUILD_VENV)/bin/maturin build --release --zig --compatibility $(MANYLINUX) \
+			--out $(DIST) -i $$pythons
+	$(BUILD_VENV)/bin/maturin sdist --out $(DIST)
+	@for wheel in $(DIST)/*.whl; do \
+		$(BUILD_VENV)/bin/auditwheel show "$$wheel" | tr '\n' ' ' | grep -q '"manylinux_2_17_x86_64"' \
+			|| { $(BUILD_VENV)/bin/auditwheel show "$$wheel"; echo "make wheels: $$wheel is not manylinux_2_17"; exit 1; }; \
+		echo "auditwheel: $$wheel is consistent with manylinux_2_17_x86_64"; \
+	done
+	@ls -l $(DIST)
+
+# The wheel for the running CPython only, installed into a fresh virtual environment (no
+# system site-packages, no cargo on PATH) with the test extra, and the whole suite run against
+# it (not against the source tree). CI runs this after `make test`.
+WHEEL_VENV ?= .venv-wheel
+wheel-test: build-tools  ## build the wheel for python3, install it in a clean venv without cargo, run the suite on it
+	rm -rf $(DIST)/wheel-test $(WHEEL_VENV)
+	PATH="$(CURDIR)/$(BUILD_VENV)/bin:$$PATH" $(BUILD_VENV)/bin/maturin build --release --zig --compatibility $(MANYLINUX) \
+		--out $(DIST)/wheel-test -i "$$(python3 -c 'import sys; print(sys.executable)')"
+	python3 -m venv $(WHEEL_VENV)
+	$(WHEEL_VENV)/bin/python -m pip install --quiet "$$(ls $(DIST)/wheel-test/*.whl)[test]"
+	env -u PYTHONPATH PATH="$(CURDIR)/$(WHEEL_VENV)/bin:/usr/local/bin:/usr/bin:/bin" $(WHEEL_VENV)/bin/python -c "$$WHEEL_CHECK"
+	env -u PYTHONPATH PATH="$(CURDIR)/$(WHEEL_VENV)/bin:/usr/local/bin:/usr/bin:/bin" \
+		$(WHEEL_VENV)/bin/python -m pytest -p no:cacheprovider tests
+
+# The suite must test the wheel: the package from the clean environment's site-packages, with
+# its compiled core and the metadata maturin wrote, and no Rust toolchain in reach.
+define WHEEL_CHECK
+import pathlib, shutil, acp_fast, acp_fast._native
+from importlib.metadata import metadata
+here = pathlib.Path.cwd().resolve()
+where = pathlib.Path(acp_fast.__file__).resolve()
+assert here / "python" not in where.parents and "site-packages" in where.parts, where
+assert acp_fast.BACKEND == "rust" and acp_fast._native.build_profile == "release"
+assert shutil.which("cargo") is None, shutil.which("cargo")
+meta = metadata("acp-fast")
+assert meta["Version"] == acp_fast.__version__ and meta["License-Expression"] == "MIT OR Apache-2.0", dict(meta)
+print(f"wheel-test: acp-fast {acp_fast.__version__} from {where.parent}, no cargo on PATH")
+endef
+export WHEEL_CHECK
+
+# The documentation site (mkdocs.yml): the README's tour, the guides of docs/ and the API reference
+# generated from the docstrings, into site/. --strict makes every warning an error, among them a
+# public name without a docstring (docs/hooks.py) and a broken link. mkdocs reads the sources
+# (python/) without importing them, so the tools live in their own environment, $(DOCS_VENV),
+# with the requirements of the `docs` extra of pyproject.toml.
+DOCS_VENV ?= .venv-docs
+
+define EXTRA_REQUIREMENTS
+import re, sys
+text = open("pyproject.toml", encoding="utf-8").read()
+line = re.search(r"^" + sys.argv[1] + r" = \[(.*)\]$$", text, re.M).group(1)
+print("\n".join(re.findall(r'"([^"]+)"', line)))
+endef
+export EXTRA_REQUIREMENTS
+
+docs-tools:  ## mkdocs and mkdocstrings (the `docs` extra) in $(DOCS_VENV)
+	@$(DOCS_VENV)/bin/python -c "import mkdocs, mkdocstrings, griffe" >/dev/null 2>&1 || { \
+		echo "make docs-tools: setting up $(DOCS_VENV) (the docs extra)"; \
+		python3 -m venv $(DOCS_VENV) && python3 -c "$$EXTRA_REQUIREMENTS" docs > $(DOCS_VENV)/requirements.txt && \
+		$(DOCS_VENV)/bin/python -m pip install --quiet -r $(DOCS_VENV)/requirements.txt; }
+
+docs: docs-tools  ## build the documentation site into site/, warnings as errors
+	$(DOCS_VENV)/bin/mkdocs build --strict
+
+docs-serve: docs-tools  ## serve the documentation site on http://127.0.0.1:8000 while editing
+	$(DOCS_VENV)/bin/mkdocs serve

@@ -66,12 +66,33 @@ else:
     validate_schema = _backend.validate_schema
     SchemaValidator = _backend.SchemaValidator
 
-try:
-    from importlib.metadata import version as _version
 
-    __version__ = _version("acp-fast")
-except Exception:  # noqa: BLE001  # pragma: no cover - running from a source tree without metadata
-    __version__ = "0.0.0"
+def _find_version() -> str:
+    """The version, single-sourced from ``Cargo.toml``: read there when this package runs from a
+    source checkout (an editable install's metadata may be older than the file), else from the
+    installed distribution's metadata, which maturin writes from ``Cargo.toml`` at build time."""
+    from pathlib import Path
+
+    cargo = Path(__file__).resolve().parents[2] / "Cargo.toml"
+    try:
+        text = cargo.read_text(encoding="utf-8")
+    except OSError:
+        text = ""
+    if text.startswith("[package]") and 'name = "acp-fast"' in text:
+        for line in text.splitlines()[1:]:
+            if line.startswith("["):
+                break
+            if line.startswith("version = "):
+                return line.split('"')[1]
+    try:
+        from importlib.metadata import version
+
+        return version("acp-fast")
+    except Exception:  # noqa: BLE001  # pragma: no cover - neither a checkout nor an installed distribution
+        return "0.0.0+unknown"
+
+
+__version__: str = _find_version()
 
 __all__ = [
     "BACKEND",

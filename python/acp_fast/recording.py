@@ -39,6 +39,7 @@ from .cli._offsets import members
 
 __all__ = ["FORMAT_VERSION", "Record", "RecordingError", "RecordWriter", "read", "extract", "is_recording"]
 
+#: The recording format this module writes and reads (the header's ``acp-fast-recording``).
 FORMAT_VERSION = 1
 #: How a recording starts (its header's first member).
 MAGIC = b'{"acp-fast-recording"'
@@ -159,12 +160,15 @@ class RecordWriter:
         self._out.write(b"".join(parts))
 
     def too_large(self, side: str, length: int, t: float) -> None:
+        """Record a line of ``length`` bytes from ``side`` that was over the frame limit (no payload)."""
         self._out.write(b'{"t":%.6f,"from":"%s","too_large":%d}\n' % (t, side.encode(), length))
 
     def exit(self, status: int) -> None:
+        """Write the footer: the agent's exit ``status``."""
         self._out.write(orjson.dumps({"t": round(time.time(), 6), "event": "exit", "status": status}) + b"\n")
 
     def flush(self) -> None:
+        """Flush the underlying file."""
         self._out.flush()
 
 

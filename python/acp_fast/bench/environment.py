@@ -6,6 +6,7 @@ import datetime
 import os
 import platform
 import subprocess
+import time
 from pathlib import Path
 from typing import Any, Dict, Optional
 
@@ -71,3 +72,21 @@ def environment(backends: Dict[str, Any]) -> Dict[str, Any]:
             name: _version(name) for name in ("orjson", "msgspec", "agent-client-protocol", "pydantic", "matplotlib")
         },
     }
+
+
+def load_average() -> Optional[float]:
+    """The 1-minute load average (runnable processes), or None where the system has none."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):  # pragma: no cover - Windows
+        return None
+
+
+def cpu_seconds() -> float:
+    """CPU seconds (user + system) used so far by this process and the children it waited for."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - Windows
+        return time.process_time()
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime

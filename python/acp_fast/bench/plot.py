@@ -58,7 +58,7 @@ def plot(run: Run, path: str) -> None:
                 row = run.find(task, profile, cid)
                 if row is not None and row.stopped is not None:
                     y = i + (k - (len(present) - 1) / 2) * height
-                    ax.text(1.0, y, " stopped (too slow)", color=colors[cid], fontsize="x-small", va="center")
+                    ax.text(1.0, y, " stopped (over --pass-budget)", color=colors[cid], fontsize="x-small", va="center")
         ax.set_yticks(range(len(cells)))
         ax.set_yticklabels([f"{t} · {p}" for t, p in cells])
         ax.invert_yaxis()

@@ -3,10 +3,11 @@ and the machine-readable JSON."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 from . import contenders as C
-from .results import SCALING_PROFILE, Row, Run
+from .noise import NOISY_SPREAD, load_sentences, machine_load, noisy_rows
+from .results import SCALING_MIN_TIME, SCALING_PROFILE, SCALING_REPEAT_BELOW, Row, Run
 from .targets import targets
 
 #: What the memory probe measures, per contender (state.memory_per_tool_call).
@@ -78,6 +79,7 @@ def header_lines(run: Run) -> List[str]:
         + (f"`{env['commit']}`" if env["commit"] else "not a source checkout"),
         f"- Libraries: {lib_text}",
         f"- Date: {env['date']}; total run time {run.elapsed:.0f} s",
+        f"- {' '.join(load_sentences(run))}",
         f"- Command: `acp-fast bench{(' ' + ' '.join(run.args.argv)) if run.args.argv else ''}`",
     ]
     if run.corpora:
@@ -203,7 +205,8 @@ def scaling_lines(run: Run) -> List[str]:
         f"## scaling — {C.TASK_TITLES['scaling']}",
         (
             f"{SCALING_PROFILE} traffic (seed {run.args.seed}), time per frame of one pass over the first N frames "
-            "(one untimed warm-up pass at each size, then the median of at least 3 passes and of up to 100 until they take 0.2 s; 1 pass for passes over 2 s; garbage collector on, as in a long-running client); "
+            f"(one untimed warm-up pass at each size, then the fastest of at least 3 passes and of up to 100 until they take {SCALING_MIN_TIME:g} s; "
+            f"1 pass for passes over {SCALING_REPEAT_BELOW:g} s, 2 before a stop; garbage collector on, as in a long-running client); "
             f"exponent = least-squares slope of log(time) vs log(N), 1.0 = linear; a contender whose next pass is "
             f"projected past {run.args.scaling_budget:g} s is stopped."
         ),
@@ -223,22 +226,6 @@ def target_lines(run: Run) -> List[str]:
         *table(["target", "measured", "met?"], rows, [False, False, False]),
         "",
     ]
-
-
-#: A result whose median pass is this much slower than its fastest pass varied too much to trust.
-NOISY_SPREAD = 1.25
-
-
-def noisy_rows(run: Run) -> List[Tuple[Row, float]]:
-    """Timed results (3 passes or more) whose median is over ``NOISY_SPREAD`` × their fastest
-    pass, with that ratio, the worst first."""
-    out = []
-    for row in run.rows:
-        if len(row.times) >= 3:
-            spread = row.median / min(row.times)
-            if spread > NOISY_SPREAD:
-                out.append((row, spread))
-    return sorted(out, key=lambda item: -item[1])
 
 
 def noise_lines(run: Run, most: int = 8) -> List[str]:
@@ -276,8 +263,9 @@ def noise_lines(run: Run, most: int = 8) -> List[str]:
     ]
 
 
-def render(run: Run) -> str:
-    lines = header_lines(run) + summary_lines(run) + target_lines(run) + noise_lines(run)
+def render(run: Run, with_targets: bool = False) -> str:
+    """The full Markdown report; the project's targets (targets.py) only with ``with_targets``."""
+    lines = header_lines(run) + summary_lines(run) + (target_lines(run) if with_targets else []) + noise_lines(run)
     if run.rows or run.memory:
         lines += ["## Details", ""] + detail_lines(run)
     lines += scaling_lines(run)
@@ -302,6 +290,7 @@ def to_json(run: Run) -> Dict[str, Any]:
             "problem": row.problem,
             "runs": len(row.times),
             "times_s": row.times,
+            "hiccups": row.hiccups,
         }
         if row.timed:
             out.update(
@@ -321,6 +310,8 @@ def to_json(run: Run) -> Dict[str, Any]:
         "command": ["acp-fast", "bench", *run.args.argv],
         "environment": run.environment,
         "elapsed_s": run.elapsed,
+        "cpu_s": run.cpu_seconds,
+        "machine_load": machine_load(run),
         "config": {
             "tasks": run.args.tasks,
             "profiles": run.args.profiles,
@@ -365,6 +356,7 @@ def to_json(run: Run) -> Dict[str, Any]:
                     "exponent": r.exponent,
                     "stopped": r.stopped,
                     "skip": r.skip,
+                    "hiccups": r.hiccups,
                 }
                 for r in run.scaling
             ],

@@ -7,18 +7,26 @@ orjson, msgspec, and the official ACP Python SDK: json + its pydantic models) at
 accumulation, and how state accumulation scales with the stream's length).
 
 Method: for each task and profile, every contender first runs untimed on the corpus (its result
-is checked against a stdlib-json reference); a contender whose one pass is projected past
-``--pass-budget`` (from passes over its first 500, 1,000, 2,000, ... frames) is stopped and
-reported as such. Then the contenders run timed passes over the whole corpus in interleaved rounds, each
-at least ``--min-runs`` times and until it has spent ``--budget`` seconds (at most
-``--max-runs``), garbage collector off while timing. The report gives median / min / max per pass, frames/s, MB/s and the
-ratios to stdlib json and orjson, taken from medians of the same run. Progress goes to stderr,
-the report to stdout; ``--json FILE`` and ``--plot FILE.png`` write machine-readable results and
-a chart. A debug build of the native module is refused.
+is checked against a stdlib-json reference). Before that, a probe times passes over its first
+500, 1,000, 2,000, ... frames; a contender whose one pass over the corpus is projected past
+``--pass-budget`` is stopped and reported as such, but only once the sizes the projection rests
+on have been timed again (three passes each, the fastest counts): one slow pass on a busy machine
+never stops a contender. Then the contenders run timed passes over the whole corpus in
+interleaved rounds, each at least ``--min-runs`` times and until it has spent ``--budget``
+seconds (at most ``--max-runs``), garbage collector off while timing. Ratios to stdlib json and
+orjson are taken from medians of the same run.
+
+Output: a short summary on stdout that fits 100 columns (speed against stdlib json per task and
+profile, the scaling exponents, memory per tool call, anything stopped, skipped or wrong, and how
+busy the machine was); ``--detail`` prints the full Markdown report instead (median / min / max
+per pass, frames/s, MB/s, both ratios), ``--markdown FILE`` writes it, ``--json FILE`` writes
+every number, ``--plot FILE.png`` draws a chart, ``--targets`` adds the project's own goals.
+Progress goes to stderr. A debug build of the native module is refused.
 
 This module is the command line; the run itself is in ``runner.py``, its results in
-``results.py`` and ``environment.py``, the report in ``render.py`` (tables, JSON) with the
-targets in ``targets.py``, and the chart in ``plot.py``.
+``results.py`` and ``environment.py``, the summary in ``summary.py``, the Markdown report and the
+JSON in ``render.py`` with the targets in ``targets.py``, the noise verdict in ``noise.py``, and
+the chart in ``plot.py``.
 """
 
 from __future__ import annotations
@@ -34,9 +42,9 @@ from .. import traffic
 from ..cli._streams import check_target
 from ..cli._usage import Parser, integer, number
 from . import contenders as C
+from .noise import noisy_rows as noisy_rows
 from .plot import _matplotlib, plot
 from .render import noise_lines as noise_lines
-from .render import noisy_rows as noisy_rows
 from .render import render, to_json
 from .render import table as table
 from .results import Row as Row
@@ -45,10 +53,17 @@ from .runner import _scaling_makers as _scaling_makers
 from .runner import corpus_sizes as corpus_sizes
 from .runner import execute
 from .runner import over_budget as over_budget
+from .summary import summary
 from .targets import per_frame_spread as per_frame_spread
 
 # ---------------------------------------------------------------------------------------------
 # Command line
+
+#: Corpus size per profile (MB) of the command. Half the pytest-benchmark suite's corpora
+#: (contenders.DEFAULT_MB): the timed passes are budgeted in seconds, so a bigger corpus only
+#: makes the slow contenders' passes longer, and the whole run is meant to take about a minute
+#: and a half on a busy 2-core machine.
+MB = 2.0
 
 
 def _list_of(valid: Sequence[str], aliases: Optional[Dict[str, str]] = None) -> Callable[[str], List[str]]:
@@ -96,7 +111,7 @@ def parser() -> argparse.ArgumentParser:
         prog="acp-fast bench",
         description="Time each way of handling ACP traffic on this machine, on built-in seeded traffic.",
         epilog=(
-            "Examples: `acp-fast bench` (everything, about 1-2 minutes); "
+            "Examples: `acp-fast bench` (everything, about 40 s on a quiet 2-core machine, 1.5 min on a busy one); "
             "`acp-fast bench --tasks decode state --profiles mixed --contenders rust orjson`; "
             "`acp-fast bench --tasks scaling --scaling-max 1000000`; "
             "`acp-fast bench --json results.json --plot results.png`."
@@ -125,9 +140,7 @@ def parser() -> argparse.ArgumentParser:
         help=f"contenders: {', '.join(C.CONTENDERS)} (default: all; one not installed is reported as skipped)",
     )
     size = ap.add_argument_group("sizes")
-    size.add_argument(
-        "--mb", type=number(0), default=C.DEFAULT_MB, help="corpus size per profile in MB (default %(default)g)"
-    )
+    size.add_argument("--mb", type=number(0), default=MB, help="corpus size per profile in MB (default %(default)g)")
     size.add_argument(
         "--frames",
         action="append",
@@ -155,7 +168,7 @@ def parser() -> argparse.ArgumentParser:
         "--memory-frames",
         type=integer(0),
         metavar="N",
-        default=100_000,
+        default=50_000,
         help="frames of the memory-per-tool-call probe of the state task (0 to skip; default %(default)s)",
     )
     timing = ap.add_argument_group("timing")
@@ -163,7 +176,7 @@ def parser() -> argparse.ArgumentParser:
         "--budget",
         type=number(0),
         metavar="SECONDS",
-        default=0.25,
+        default=0.15,
         help="seconds of timed passes per contender and corpus (default %(default)g)",
     )
     timing.add_argument(
@@ -177,25 +190,35 @@ def parser() -> argparse.ArgumentParser:
         "--max-runs",
         type=integer(1),
         metavar="N",
-        default=40,
+        default=30,
         help="timed passes per contender, at most (default %(default)s)",
     )
     timing.add_argument(
         "--pass-budget",
         type=number(0, finite=False),
         metavar="SECONDS",
-        default=10.0,
+        default=1.5,
         help="stop a contender whose one pass over a corpus is projected past this many seconds (default %(default)g)",
     )
     timing.add_argument(
         "--scaling-budget",
         type=number(0, finite=False),
         metavar="SECONDS",
-        default=15.0,
-        help="scaling: stop a contender whose next pass is projected past this many seconds (default %(default)g)",
+        default=None,
+        help="scaling: stop a contender whose next pass is projected past this many seconds (default 5, "
+        "or 15 with a --scaling-max over 100000)",
     )
-    out = ap.add_argument_group("output")
+    out = ap.add_argument_group("output (by default a short summary that fits 100 columns)")
+    out.add_argument(
+        "--detail", action="store_true", help="print the full Markdown report (every table) instead of the summary"
+    )
+    out.add_argument("--markdown", metavar="FILE", help="write the full Markdown report to FILE")
     out.add_argument("--json", metavar="FILE", help="write every result as JSON to FILE")
+    out.add_argument(
+        "--targets",
+        action="store_true",
+        help="add the project's own performance targets, met or not (benches/RESULTS.md tracks them)",
+    )
     out.add_argument(
         "--plot", metavar="FILE.png", help="draw a chart to FILE.png (needs matplotlib: pip install 'acp-fast[bench]')"
     )
@@ -215,13 +238,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args.tasks = _flatten(args.tasks, C.TASKS)
     args.profiles = _flatten(args.profiles, traffic.PROFILES)
     args.contenders = _flatten(args.contenders, C.CONTENDERS)
+    if args.scaling_budget is None:
+        args.scaling_budget = 5.0 if args.scaling_max <= 100_000 else 15.0
     if args.max_runs < args.min_runs:
         print("acp-fast bench: need 1 <= --min-runs <= --max-runs", file=sys.stderr)
         return 2
     if args.scaling_max < args.scaling_min:
         print("acp-fast bench: need 1 <= --scaling-min <= --scaling-max", file=sys.stderr)
         return 2
-    for option, path in (("--json", args.json), ("--plot", args.plot)):
+    for option, path in (("--json", args.json), ("--markdown", args.markdown), ("--plot", args.plot)):
         problem = check_target(path) if path else None
         if problem is not None:
             ap.error(f"{option} {path}: {problem}")
@@ -240,8 +265,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return 2
         backends = {"rust": f"{exc}", "python": __import__("acp_fast._fallback", fromlist=["x"])}
     run = execute(args, backends)
-    sys.stdout.write(render(run))
+    sys.stdout.write(render(run, args.targets) if args.detail else summary(run, args.targets))
     sys.stdout.flush()
+    if args.markdown:
+        Path(args.markdown).write_text(render(run, args.targets), encoding="utf-8")
+        print(f"acp-fast bench: report written to {args.markdown}", file=sys.stderr)
     if args.json:
         Path(args.json).write_text(json.dumps(to_json(run), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         print(f"acp-fast bench: results written to {args.json}", file=sys.stderr)

@@ -10,9 +10,14 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from . import contenders as C
 from . import state as S
+from .environment import load_average
 
 #: The traffic profile of the scaling task (and of the memory probe).
 SCALING_PROFILE = "mixed"
+#: Scaling: the passes at each size go on until they add up to this many seconds (state.run_scaling).
+SCALING_MIN_TIME = 0.1
+#: Scaling: a pass of this many seconds or more is timed once (twice before a stop rests on it).
+SCALING_REPEAT_BELOW = 1.0
 
 
 @dataclass
@@ -30,6 +35,8 @@ class Row:
     skip: Optional[str] = None
     stopped: Optional[str] = None
     problem: Optional[str] = None
+    #: Projections past --pass-budget that the passes timed again did not confirm (runner.probe).
+    hiccups: int = 0
 
     @property
     def label(self) -> str:
@@ -68,6 +75,17 @@ class Run:
     scaling_sizes: List[int] = field(default_factory=list)
     memory: Dict[str, Optional[float]] = field(default_factory=dict)
     elapsed: float = 0.0
+    #: CPU seconds the run used (this process and its children): over ``elapsed``, the share of
+    #: one CPU the machine gave the run.
+    cpu_seconds: float = 0.0
+    #: The 1-minute load average, sampled at the start, after every step and at the end.
+    loads: List[float] = field(default_factory=list)
+
+    def sample_load(self) -> None:
+        """Add the current 1-minute load average to ``loads`` (where the system has one)."""
+        load = load_average()
+        if load is not None:
+            self.loads.append(load)
 
     def cells(self) -> List[Tuple[str, str]]:
         seen: List[Tuple[str, str]] = []

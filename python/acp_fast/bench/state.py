@@ -176,7 +176,8 @@ def scaling_sizes(smallest: int = 1_000, largest: int = 100_000) -> List[int]:
 
 @dataclass
 class ScalingResult:
-    """One contender's scaling run: ``points`` are ``(frames, median seconds per pass)``."""
+    """One contender's scaling run: ``points`` are ``(frames, fastest seconds per pass)``, ``runs``
+    the passes timed at each size."""
 
     contender: str
     name: str
@@ -184,6 +185,8 @@ class ScalingResult:
     runs: List[int] = field(default_factory=list)
     stopped: Optional[str] = None
     skip: Optional[str] = None
+    #: Projections past the budget that a pass timed again did not confirm (a hiccup).
+    hiccups: int = 0
 
     @property
     def exponent(self) -> Optional[float]:
@@ -202,46 +205,63 @@ def run_scaling(
     min_time: float = 0.2,
     max_repeats: int = 100,
     progress: Optional[Callable[[int], None]] = None,
+    confirm: int = 2,
 ) -> ScalingResult:
-    """Time ``make(n)()`` for each ``n`` of ``sizes`` (ascending): the median of at least
+    """Time ``make(n)()`` for each ``n`` of ``sizes`` (ascending): the fastest of at least
     ``repeats`` passes, more until they add up to ``min_time`` seconds (at most ``max_repeats``),
     while one pass takes under ``repeat_below`` seconds, else one pass. (Three passes of a
     millisecond each left the smallest sizes to cold caches and noise; a single pass of the
-    largest sizes left the growth exponent to the noise of one moment on a shared machine.) The
-    garbage collector stays on (a client keeping state for a long session pays for its passes
-    over a growing heap). Before each size, the pass is projected from the points so far
-    (:func:`project`); past ``budget`` seconds the contender is stopped and ``stopped`` says where
-    and why. Every size gets one untimed warm-up pass first."""
+    largest sizes left the growth exponent to the noise of one moment on a shared machine. The
+    fastest pass, not the median: the sizes are timed one after the other, not interleaved, and
+    a busy machine only ever adds time.) The garbage collector stays on (a client keeping state
+    for a long session pays for its passes over a growing heap). Before each size, the pass is
+    projected from the points so far (:func:`project`); past ``budget`` seconds the last size is
+    first timed again until it has ``confirm`` passes, and only if the projection from its fastest
+    pass is still past the budget is the contender stopped (``stopped`` says where and why): one
+    slow pass never stops a contender."""
     result = ScalingResult(contender, name)
-    last = None
+    last: Optional[Callable[[], Any]] = None
+
+    def timed(run: Callable[[], Any]) -> float:
+        start = clock()
+        run()
+        return clock() - start
+
     for index, n in enumerate(sizes):
         if result.points:
             projected = project(result.points, n)
+            if projected > budget and last is not None and result.runs[-1] < confirm:
+                size, fastest = result.points[-1]
+                while result.runs[-1] < confirm:
+                    fastest = min(fastest, timed(last))
+                    result.runs[-1] += 1
+                result.points[-1] = (size, fastest)
+                projected = project(result.points, n)
+                if projected <= budget:
+                    result.hiccups += 1
             if projected > budget:
                 result.stopped = (
                     f"stopped before {n:,} frames: one pass projected at {projected:,.1f} s "
-                    f"(from {result.points[-1][0]:,} frames at {result.points[-1][1]:.2f} s), "
-                    f"over the budget of {budget:g} s per pass"
+                    f"(from {result.points[-1][0]:,} frames at {result.points[-1][1]:.2f} s, the fastest of "
+                    f"{result.runs[-1]} passes), over the budget of {budget:g} s per pass"
                 )
                 break
+        last = None
         run = make(n)
-        # One untimed pass at every size, not only the first: otherwise the small sizes (many
-        # passes) run in memory the previous pass freed while the large ones (one pass) pay the
-        # kernel for fresh pages, and the curve bends for a reason that is not per-frame cost.
-        run()
+        # No untimed warm-up pass: the fastest of three or more passes leaves out the first one,
+        # which pays the kernel for fresh pages (a warm-up pass at every size used to do that, at
+        # the cost of one more pass per size). A pass of repeat_below seconds or more is timed
+        # once, and the first touch of fresh memory is a small part of it.
         gc.collect()  # start clean; the collector stays on, as in a long-running client
         times: List[float] = []
         while True:
-            start = clock()
-            run()
-            times.append(clock() - start)
+            times.append(timed(run))
             if times[-1] >= repeat_below:
                 break
             if len(times) >= repeats and (sum(times) >= min_time or len(times) >= max_repeats):
                 break
-        del run
-        last = statistics.median(times)
-        result.points.append((n, last))
+        last = run
+        result.points.append((n, min(times)))
         result.runs.append(len(times))
         if progress is not None:
             progress(index)

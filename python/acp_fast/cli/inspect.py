@@ -38,7 +38,9 @@ from ..recording import RecordingError, parse_lines, record_limit
 from ._streams import Progress, chunks_of, open_input, read_chunks, sniff, string_offset
 from ._usage import Parser, integer
 
+#: The longest line a replay reads by default (``acp_fast.DEFAULT_MAX_FRAME_BYTES``).
 DEFAULT_MAX_FRAME_BYTES = acp_fast.DEFAULT_MAX_FRAME_BYTES
+#: What :func:`replay` reads: a path, the bytes themselves, or an open binary file.
 Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, Any]
 
 
@@ -52,6 +54,7 @@ class ReplayError(NamedTuple):
     message: str
 
     def to_json(self) -> Dict[str, Any]:
+        """The error as the ``errors`` entries of ``acp-fast inspect --json`` write it."""
         return {"line": self.line, "column": self.column, "code": self.code, "kind": self.kind, "message": self.message}
 
 
@@ -274,6 +277,7 @@ def _text(value: Any, width: int = 48) -> str:
 
 
 def last_line(data: bytes) -> str:
+    """The last non-blank line of a terminal's output, without unprintable characters."""
     text = data.decode("utf-8", "replace")
     for line in reversed(text.splitlines()):
         cleaned = "".join(ch for ch in line if ch.isprintable())
@@ -463,6 +467,7 @@ def to_json(name: str, result: Replay) -> Dict[str, Any]:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    """``acp-fast inspect``: the command line (``argv`` without the program name); the exit status."""
     parser = Parser(
         prog="acp-fast inspect",
         description=(

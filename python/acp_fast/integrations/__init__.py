@@ -23,6 +23,7 @@ SDK_REQUIREMENT = "agent-client-protocol>=0.12.1,<2"
 SDK_TESTED_VERSIONS = ("0.12.1", "1.0.0rc3")
 #: The oldest SDK release supported (the floor of :data:`SDK_REQUIREMENT`).
 SDK_VERSION = SDK_TESTED_VERSIONS[0]
+#: The extra that installs it: ``pip install 'acp-fast[sdk]'``.
 SDK_EXTRA = "acp-fast[sdk]"
 
 __all__ = ["SDK_EXTRA", "SDK_REQUIREMENT", "SDK_TESTED_VERSIONS", "SDK_VERSION", "require_sdk"]

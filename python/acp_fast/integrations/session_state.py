@@ -320,14 +320,17 @@ class LazySessionSnapshot(SessionSnapshot):
         return super().__deepcopy__(memo)
 
     def model_dump(self, **kwargs: Any) -> Dict[str, Any]:
+        """pydantic's ``model_dump``, once the lazy fields are filled in."""
         self._fill()
         return super().model_dump(**kwargs)
 
     def model_dump_json(self, **kwargs: Any) -> str:
+        """pydantic's ``model_dump_json``, once the lazy fields are filled in."""
         self._fill()
         return super().model_dump_json(**kwargs)
 
     def model_copy(self, **kwargs: Any) -> LazySessionSnapshot:
+        """pydantic's ``model_copy``, once the lazy fields are filled in."""
         self._fill()
         return super().model_copy(**kwargs)
 

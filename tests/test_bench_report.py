@@ -1,0 +1,138 @@
+"""The output of ``acp-fast bench`` (issue 20): a short summary that fits 100 columns by default,
+the full report behind --detail / --markdown FILE / --json FILE, the project's targets behind
+--targets, and a plain verdict on how busy the machine was."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import sys
+
+import pytest
+
+from acp_fast import cli
+from acp_fast.bench import noise, summary
+from acp_fast.bench.results import Row, Run
+
+SMALL = [
+    "--tasks",
+    "decode",
+    "state",
+    "scaling",
+    "--profiles",
+    "mixed",
+    "v2",
+    "--frames",
+    "600",
+    "--budget",
+    "0",
+    "--min-runs",
+    "3",
+    "--max-runs",
+    "3",
+    "--scaling-min",
+    "100",
+    "--scaling-max",
+    "400",
+    "--memory-frames",
+    "500",
+]
+
+
+def run_cli(argv):
+    out, err = io.StringIO(), io.StringIO()
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = out, err
+    try:
+        code = cli.main(["bench", *argv])
+    finally:
+        sys.stdout, sys.stderr = saved
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def outputs(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("bench-report")
+    md, js = folder / "report.md", folder / "results.json"
+    code, out, err = run_cli([*SMALL, "--markdown", str(md), "--json", str(js)])
+    assert code == 0, err
+    return out, md.read_text("utf-8"), json.loads(js.read_text("utf-8"))
+
+
+def test_the_default_output_is_a_short_summary_that_fits_100_columns(outputs):
+    out, _, _ = outputs
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= summary.WIDTH == 100
+    assert len(lines) < 60
+    assert lines[0].startswith("acp-fast bench: acp-fast ")
+    assert "Speed against stdlib json" in out and "decode · mixed" in out and "state · v2" in out
+    assert "State accumulation vs stream length" in out and "exponent" in out
+    assert "Memory per retained tool call (500 mixed frames)" in " ".join(out.split())
+    # the SDK's models are v1: said so, with the reason in a note
+    assert "skipped (" in out and "the SDK's models are ACP v1" in " ".join(out.split())
+    # nothing of the full report, nor the project's own targets
+    assert "## " not in out and "| " not in out and "target" not in out.lower().replace("--targets", "")
+    assert "More: --detail" in out and "--markdown FILE" in out and "--json FILE" in out
+
+
+def test_the_summary_says_how_busy_the_machine_was(outputs):
+    out, _, data = outputs
+    out = " ".join(out.split())  # the summary wraps its sentences at 100 columns
+    load = data["machine_load"]
+    assert load["verdict"] in noise.VERDICTS
+    assert f"Machine {load['verdict']}:" in out
+    assert "% of one CPU" in out and "results had a median pass more than 25 % slower" in out
+    assert 0 < load["cpu_share"] <= 1.5 and data["cpu_s"] > 0
+    assert load["judged"] >= 1 and 0 <= load["noisy"] <= load["judged"]
+
+
+def test_markdown_file_has_the_full_report_without_targets(outputs):
+    _, md, data = outputs
+    for heading in ("# acp-fast bench", "## Summary", "## Details", "## scaling"):
+        assert heading in md
+    assert "## Targets" not in md
+    assert "Machine " in md  # the verdict is in the report's header too
+    assert len(data["targets"]) == 11  # the JSON keeps every number, the targets too
+
+
+def test_detail_and_targets_flags(tmp_path):
+    argv = ["--tasks", "decode", "--profiles", "tiny", "--frames", "300", "--budget", "0", "--max-runs", "3"]
+    code, out, err = run_cli([*argv, "--contenders", "rust", "json", "--detail", "--targets", "--no-progress"])
+    assert code == 0, err
+    assert out.startswith("# acp-fast bench") and "## Targets" in out and "## Details" in out
+    code, out, err = run_cli([*argv, "--contenders", "rust", "json", "--targets", "--no-progress"])
+    assert code == 0, err
+    assert "The project's targets" in out and max(map(len, out.splitlines())) <= 100
+
+
+def _run(times_by_contender, cpu, elapsed, loads):
+    run = Run(args=argparse.Namespace(argv=[]), environment={"cpus": 2})
+    run.rows = [Row("decode", "mixed", c, "x", True, 10, 1000, times=t) for c, t in times_by_contender.items()]
+    run.cpu_seconds, run.elapsed, run.loads = cpu, elapsed, loads
+    return run
+
+
+def test_the_verdict_follows_the_cpu_share_and_the_spread_of_passes():
+    steady = [1.0, 1.01, 1.02, 1.03]
+    quiet = _run({"rust": steady, "json": steady}, cpu=59.0, elapsed=60.0, loads=[0.9, 1.1])
+    assert noise.machine_load(quiet)["verdict"] == "quiet"
+    assert noise.load_sentences(quiet)[0].startswith("Machine quiet: the run got 98 % of one CPU; load average 1.0")
+    busy = _run({"rust": steady, "json": steady}, cpu=30.0, elapsed=60.0, loads=[4.0, 5.0])
+    assert noise.machine_load(busy)["verdict"] == "busy"
+    assert "Other programs were taking CPU time" in " ".join(noise.load_sentences(busy))
+    spread = _run({"rust": [1.0, 1.5, 1.6], "json": [1.0, 1.4, 1.6]}, cpu=59.0, elapsed=60.0, loads=[])
+    assert noise.machine_load(spread)["verdict"] == "busy"  # every result varied
+    assert noise.machine_load(spread)["load_average"] is None
+
+
+def test_the_speed_table_fits_even_when_every_contender_is_stopped():
+    run = Run(args=argparse.Namespace(argv=[]), environment={"cpus": 2})
+    stopped = "stopped: one pass over 13,333 frames projected at 5.2 s or more, over --pass-budget 1.5 s"
+    for task in ("materialize", "passthrough"):
+        run.rows.append(Row(task, "large", "rust", "x", True, 10, 1000, times=[1e-5, 1e-5, 1e-5]))
+        for cid in ("python", "json", "orjson", "msgspec", "sdk"):
+            run.rows.append(Row(task, "large", cid, "x", True, 10, 1000, stopped=stopped))
+    text = summary.summary(run)
+    assert max(len(line) for line in text.splitlines()) <= summary.WIDTH
+    assert "stop (1)" in text and "(6) acp-fast (fallback), passthrough · large: stopped" in text.replace("\n  ", " ")

@@ -1,0 +1,188 @@
+"""Every command-line example of the README runs as written (issue 20).
+
+The README's ``sh`` blocks are read from README.md itself:
+
+* the Quickstart's ``make`` targets exist and resolve (``make -n``: running ``make test`` from
+  inside the suite would run the suite again; CI runs it for real) and its ``pip install`` lines
+  name extras that pyproject.toml declares;
+* every other block runs as a script in an empty directory, with ``acp-fast`` on PATH being the
+  package under test: once with no input at all (stdin closed, as in a script or CI) and once on
+  a terminal (a pseudo-terminal on stdin, stdout and stderr, as a person pastes it). A command
+  that waited for input at a terminal would time out here.
+"""
+
+from __future__ import annotations
+
+import os
+import pty
+import re
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import List, Tuple
+
+import pytest
+
+import acp_fast
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+TIMEOUT = 120.0
+
+
+def sh_blocks() -> List[Tuple[str, str]]:
+    """``(section heading, block text)`` of every ```sh block of the README, in order."""
+    blocks: List[Tuple[str, str]] = []
+    heading = ""
+    lines = README.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("## "):
+            heading = line[3:].strip()
+        if line.strip() == "```sh":
+            body = []
+            i += 1
+            while lines[i].strip() != "```":
+                body.append(lines[i])
+                i += 1
+            blocks.append((heading, "\n".join(body) + "\n"))
+        i += 1
+    return blocks
+
+
+QUICKSTART = [text for heading, text in sh_blocks() if heading == "Quickstart"]
+EXAMPLES = [text for heading, text in sh_blocks() if heading != "Quickstart"]
+
+
+def test_the_readme_has_the_blocks_this_file_checks():
+    assert len(QUICKSTART) == 1 and len(EXAMPLES) >= 1
+    assert "make bench" in QUICKSTART[0] and "make test" in QUICKSTART[0]
+    assert any("acp-fast proxy" in text for text in EXAMPLES)
+
+
+def _commands(block: str) -> List[str]:
+    return [line.split("  #")[0].strip() for line in block.splitlines() if line.strip() and not line.startswith("#")]
+
+
+def test_quickstart_make_targets_resolve():
+    targets = [cmd.split()[1] for cmd in _commands(QUICKSTART[0]) if cmd.startswith("make ")]
+    assert targets == ["bench", "test"]
+    for target in targets:
+        done = subprocess.run(
+            ["make", "-n", target],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "MAKEFLAGS": ""},
+        )
+        assert done.returncode == 0, done.stderr
+        assert "make env" in done.stdout or "ENV_CHECK" in done.stdout  # it installs what it needs first
+    assert (
+        "-m acp_fast.cli bench"
+        in subprocess.run(["make", "-n", "bench"], cwd=ROOT, capture_output=True, text=True, timeout=60).stdout
+    )
+
+
+def test_pip_install_lines_name_declared_extras():
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    table = pyproject.split("[project.optional-dependencies]")[1].split("\n[")[0]
+    extras = set(re.findall(r"^(\w+) = \[", table, re.M))
+    assert any(cmd.startswith("pip install ") for cmd in _commands(QUICKSTART[0]))
+    named = re.findall(r"pip install '[^'\[]*\[([a-z,]+)\]'", README)
+    assert len(named) >= 3
+    for spec in named:
+        assert set(spec.split(",")) <= extras, spec
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Tuple[Path, dict]:
+    """An empty directory and an environment whose ``acp-fast`` is the package under test."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    shim = bin_dir / "acp-fast"
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m acp_fast.cli "$@"\n', encoding="utf-8")
+    shim.chmod(0o755)
+    package_root = str(Path(acp_fast.__file__).resolve().parent.parent)
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PYTHONPATH": package_root + (os.pathsep + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else ""),
+    }
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    return run_dir, env
+
+
+def _check_results(run_dir: Path, output: str) -> None:
+    # what the proxy example promises: a recording, the agent's frames, the state, the schema check
+    frames = (run_dir / "agent.ndjson").read_bytes().splitlines()
+    assert frames[-1] == b'{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}'
+    assert (run_dir / "session.ndjson").read_bytes().startswith(b'{"acp-fast-recording":1')
+    text = " ".join(output.split())
+    assert "acp-fast proxy: agent exited with status 0" in text  # --summary
+    assert "3 tool calls" in text and "call_1_edit" in text  # inspect
+    assert "schema checked: no problems" in text  # validate --schema
+
+
+@pytest.mark.parametrize("index", range(len(EXAMPLES)))
+def test_examples_run_as_a_script(workdir, index):
+    run_dir, env = workdir
+    script = run_dir.parent / "example.sh"
+    script.write_text(EXAMPLES[index], encoding="utf-8")
+    done = subprocess.run(
+        ["bash", "-euo", "pipefail", str(script)],
+        cwd=run_dir,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    if "acp-fast proxy" in EXAMPLES[index]:
+        _check_results(run_dir, done.stdout + done.stderr)
+
+
+@pytest.mark.parametrize("index", range(len(EXAMPLES)))
+def test_examples_run_at_a_terminal(workdir, index):
+    run_dir, env = workdir
+    script = run_dir.parent / "example.sh"
+    script.write_text(EXAMPLES[index], encoding="utf-8")
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        ["bash", "-euo", "pipefail", str(script)],
+        cwd=run_dir,
+        env={**env, "TERM": "dumb", "COLUMNS": "100"},
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        start_new_session=True,
+    )
+    os.close(follower)
+    output = bytearray()
+    deadline = time.monotonic() + TIMEOUT
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([leader], [], [], 0.5)
+            if ready:
+                try:
+                    chunk = os.read(leader, 65536)
+                except OSError:  # EIO: every process holding the terminal is gone
+                    break
+                if not chunk:
+                    break
+                output += chunk
+            elif proc.poll() is not None:
+                break
+        else:
+            proc.kill()
+            pytest.fail(f"the example waited at a terminal for {TIMEOUT:.0f} s: {output.decode(errors='replace')}")
+    finally:
+        os.close(leader)
+    assert proc.wait(timeout=30) == 0, output.decode(errors="replace")
+    if "acp-fast proxy" in EXAMPLES[index]:
+        _check_results(run_dir, output.decode("utf-8", "replace"))
