@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = ["INSTALL", "read_frames", "read_tool_calls"]
 
+#: The command that installs what this module needs.
 INSTALL = "pip install 'acp-fast[ray]'"
 
 

@@ -34,6 +34,7 @@ __all__ = [
 
 PIPE_SIZE = 1 << 20
 FORWARDED_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGWINCH")
+#: What ``agent_invalid`` may be: what happens to a line from the agent that is not JSON-RPC.
 INVALID_POLICIES = ("divert", "pass", "drop", "fail")
 # How long the proxy waits, after the agent exited, for the agent's stdout to reach end of file
 # (a grandchild may hold it open).
@@ -42,6 +43,7 @@ DRAIN_AFTER_EXIT = 5.0
 STOP_GRACE = 2.0
 # Memory stays flat over long sessions: finished tool calls beyond this many are dropped from the
 # proxy's state (they were forwarded; only the proxy's view of them goes).
+#: The default bound on the tool calls the proxy's state keeps (``max_tool_calls``).
 DEFAULT_MAX_TOOL_CALLS = 1000
 
 
@@ -167,13 +169,16 @@ class Proxy:
     # -- messages to the user --------------------------------------------------------------
 
     def note(self, text: str) -> None:
+        """Write ``text`` to stderr as one ``acp-fast proxy:`` line (unless quiet)."""
         if not self.quiet:
             self.stderr.write(f"acp-fast proxy: {text}\n".encode("utf-8", "replace"))
 
     def divert(self, data: bytes) -> None:
+        """Write a diverted line (not JSON-RPC) to stderr."""
         self.stderr.write(data + b"\n")
 
     def lost(self, side: str) -> None:
+        """Note, once per side, that frames to ``side`` could not be delivered."""
         if side in self._lost_reported:
             return
         self._lost_reported.add(side)
@@ -184,6 +189,7 @@ class Proxy:
             self.close_agent_stdin()
 
     def show_change(self, change: Any) -> None:
+        """``--watch``: one stderr line for a state change."""
         sid, target, ident, action, tcid = change
         if target in ("tool_call", "permission", "terminal", "plan"):
             self.note(f"[{sid}] {target} {ident} {action}")
@@ -201,12 +207,14 @@ class Proxy:
         action: Optional[str],
         reason: Optional[str] = None,
     ) -> None:
+        """Record one line of ``side`` (with its action when it was not forwarded as it came)."""
         recorder = self.recorder
         assert recorder is not None  # called only while recording
         with self.record_lock:
             recorder.line(side, data, is_json, t, crlf=crlf, eol=eol, action=action, reason=reason)
 
     def record_too_large(self, side: str, length: int) -> None:
+        """Record a line of ``side`` that was over the frame limit (``length`` bytes)."""
         recorder = self.recorder
         assert recorder is not None  # called only while recording
         with self.record_lock:
@@ -271,6 +279,7 @@ class Proxy:
         return validator
 
     def answer_editor(self, data: bytes, error: Any) -> None:
+        """Answer the editor's invalid request ``data`` with a JSON-RPC error built from ``error``."""
         response = {
             "jsonrpc": "2.0",
             "id": request_id(data),
@@ -285,6 +294,7 @@ class Proxy:
     # -- running -----------------------------------------------------------------------------
 
     def close_agent_stdin(self) -> None:
+        """Close the agent's stdin (end of the editor's input)."""
         if self.agent_stdin is not None:
             self.agent_stdin.close()
 
@@ -368,6 +378,7 @@ class Proxy:
                 signal.signal(sig, forward)
 
     def summary(self, status: int) -> Dict[str, Any]:
+        """The exit report (``--summary-json``): counts per direction, state and the agent's ``status``."""
         statuses: Dict[str, int] = {}
         with self.lock:
             snapshot = self.store.snapshot()
@@ -437,6 +448,7 @@ class Proxy:
 
 
 def format_summary(info: Dict[str, Any]) -> str:
+    """The exit report of :meth:`Proxy.summary` as the lines ``--summary`` prints."""
     lines = [f"acp-fast proxy: agent exited with status {info['status']} after {info['seconds']:.1f} s"]
     for key, label in (("editor_to_agent", "editor → agent"), ("agent_to_editor", "agent → editor")):
         s = info[key]
