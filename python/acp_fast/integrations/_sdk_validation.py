@@ -35,7 +35,9 @@ def _update_validator() -> Any:
     field = SessionNotification.model_fields["update"]
     if field.discriminator != "session_update" or field.metadata or field.alias is not None:
         return None
-    return TypeAdapter(Annotated[field.annotation, Field(discriminator="session_update")]).validator.validate_python
+    # Typed Any: a runtime-built Annotated form (pydantic >= 2.14 types TypeAdapter's argument).
+    form: Any = Annotated[field.annotation, Field(discriminator="session_update")]
+    return TypeAdapter(form).validator.validate_python
 
 
 _validate_update = _update_validator()

@@ -17,7 +17,7 @@ fields that were never set, so an explicit ``None`` (a v2 ``null`` clear) surviv
 from __future__ import annotations
 
 import typing
-from typing import Any, Dict, Iterable, List, Optional, Type, Union
+from typing import Any, Dict, Iterable, List, Optional, Type, Union, cast
 
 from . import require_sdk
 
@@ -68,7 +68,10 @@ PARAMS_MODELS: Dict[str, Type[BaseModel]] = {
     "terminal/kill": _schema.KillTerminalRequest,
 }
 
-_UPDATE_ADAPTER: TypeAdapter[Any] = TypeAdapter(_schema.SessionNotification.model_fields["update"].annotation)
+# cast: a field's annotation is typed `type | None` (pydantic >= 2.14 types TypeAdapter's argument).
+_UPDATE_ADAPTER: TypeAdapter[Any] = TypeAdapter(
+    cast(Any, _schema.SessionNotification.model_fields["update"].annotation)
+)
 _CONTENT_ITEM = typing.get_args(typing.get_args(_schema.ToolCallUpdate.model_fields["content"].annotation)[0])[0]
 #: Validates one tool-call content item (``content`` / ``diff`` / ``terminal``) into its SDK model.
 CONTENT_ADAPTER: TypeAdapter[Any] = TypeAdapter(_CONTENT_ITEM)
