@@ -225,10 +225,12 @@ class ToolCallStore:
         *,
         max_tool_calls: Optional[int] = None,
         max_frame_bytes: Optional[int] = 67108864,
+        max_updates: Optional[int] = 0,
     ) -> ToolCallStore:
         """An empty store: ``protocol_version`` 1 or 2 (None: the negotiated one, else 1);
         ``max_tool_calls`` bounds the finished tool calls kept; ``max_frame_bytes`` as for
-        :class:`FrameDecoder`."""
+        :class:`FrameDecoder`; ``max_updates``: unknown updates kept per session (0: none; None:
+        no bound). See docs/API.md "Bounds and checkpoints"."""
     def apply(self, frame: _ApplyFrame, *, source: Optional[str] = None) -> Any:
         """Apply one frame (a Message, a Batch, bytes/str, a dict or a list of dicts): a
         :class:`Change` or None (a list for a batch); raises DecodeError for a bad frame.
@@ -252,6 +254,8 @@ class ToolCallStore:
         """``{terminalId: record}`` of a session, in first-seen order."""
     def plans(self, session_id: str) -> Dict[str, Dict[str, Any]]:
         """``{planId: record}`` of a session, in first-seen order."""
+    def updates(self, session_id: str) -> List[Dict[str, Any]]:
+        """The unknown updates kept for a session (``max_updates``), in arrival order."""
     def permission(self, request_id: _Id) -> Optional[Dict[str, Any]]:
         """The latest permission request with this id (``1`` and ``"1"`` differ): the pending one,
         else the last resolved one; None if there is none."""
@@ -278,6 +282,9 @@ class ToolCallStore:
     @property
     def max_tool_calls(self) -> Optional[int]:
         """The bound on finished tool calls kept, or None."""
+    @property
+    def max_updates(self) -> Optional[int]:
+        """Unknown updates kept per session (0: none; None: no bound)."""
     @property
     def evicted(self) -> int:
         """Tool calls dropped by the ``max_tool_calls`` bound."""

@@ -186,6 +186,22 @@ pub(super) fn terminal_dict<'py>(
     Ok(d)
 }
 
+/// The `_truncated` marker of a record (DESIGN §7.8): one member per non-zero count, when any.
+pub(super) fn truncated_dict(
+    py: Python<'_>,
+    d: &Bound<'_, PyDict>,
+    counts: impl IntoIterator<Item = (&'static str, u64)>,
+) -> PyResult<()> {
+    let marker = PyDict::new(py);
+    for (name, n) in counts.into_iter().filter(|&(_, n)| n > 0) {
+        marker.set_item(name, n)?;
+    }
+    if !marker.is_empty() {
+        d.set_item(intern!(py, "_truncated"), marker)?;
+    }
+    Ok(())
+}
+
 pub(super) fn permission_dict<'py>(py: Python<'py>, store: &Store, p: &Permission) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item(intern!(py, "id"), id_object(py, &p.id)?)?;

@@ -10,13 +10,16 @@ use pyo3::{intern, IntoPyObjectExt};
 use super::convert::{dumps_bytes, Writer};
 use super::errors::{decode_error, decode_error_object, decode_error_type, Origin};
 use super::frames::{source_of, PyMessage};
-use super::records::{id_object, permission_dict, terminal_dict, text, tool_call_dict, value, PyChange};
+use super::records::{
+    id_object, permission_dict, terminal_dict, text, tool_call_dict, truncated_dict, value, PyChange,
+};
 use super::strcache::{token_str, CacheGuard, VALUES};
 use crate::error::DecodeError;
 use crate::framing::{Event, Framer, DEFAULT_MAX_FRAME_BYTES};
 use crate::message::{parse_frame, parse_line_utf8, strip_line_ending, Captured, Envelope, Frame};
 use crate::state::{
-    checkpoint, Action, Change, CheckpointError, IdKey, Ident, Outcome, Permission, Source, Store, Target, FORMAT,
+    checkpoint, Action, Change, CheckpointError, IdKey, Ident, Limits, Outcome, Permission, Source, Store, Target,
+    FORMAT,
 };
 
 /// The text of a session / tool-call id argument.
@@ -68,6 +71,7 @@ fn target_str<'py>(py: Python<'py>, t: Target) -> &'py Bound<'py, PyString> {
         Target::Permission => intern!(py, "permission"),
         Target::Session => intern!(py, "session"),
         Target::Protocol => intern!(py, "protocol"),
+        Target::Update => intern!(py, "update"),
     }
 }
 
@@ -309,21 +313,65 @@ fn max_arg(v: Option<&Bound<'_, PyAny>>) -> PyResult<Option<usize>> {
     )))
 }
 
+/// A bound argument (`max_updates`, ...) as given: `Default` when omitted (an `Option` would read
+/// an explicit None, which means "no bound", as omitted).
+pub enum LimitArg<'py> {
+    Default,
+    Given(Bound<'py, PyAny>),
+}
+
+impl<'a, 'py> FromPyObject<'a, 'py> for LimitArg<'py> {
+    type Error = PyErr;
+
+    fn extract(obj: pyo3::Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        Ok(Self::Given(obj.to_owned()))
+    }
+}
+
+/// A bound of `Limits`: omitted, the default; None, no bound; else an `int` from `min` to 2**63-1
+/// (DESIGN §7.1).
+fn limit_arg(v: LimitArg<'_>, name: &str, min: u64, default: Option<usize>) -> PyResult<Option<usize>> {
+    let v = match v {
+        LimitArg::Default => return Ok(default),
+        LimitArg::Given(v) if v.is_none() => return Ok(None),
+        LimitArg::Given(v) => v,
+    };
+    if v.is_exact_instance_of::<PyInt>() {
+        if let Ok(n) = v.extract::<i64>() {
+            if n >= min as i64 {
+                return Ok(Some(n as usize));
+            }
+        }
+    }
+    let what = Limits::what(min);
+    Err(PyValueError::new_err(format!(
+        "expected {name} to be {} or None, found {}",
+        what.strip_suffix(" or null").unwrap_or(what),
+        v.repr()?
+    )))
+}
+
 #[pymethods]
 impl PyToolCallStore {
     #[new]
-    #[pyo3(signature = (protocol_version = None, *, max_tool_calls = None, max_frame_bytes = None),
-           text_signature = "(protocol_version=None, *, max_tool_calls=None, max_frame_bytes=67108864)")]
+    #[pyo3(signature = (protocol_version = None, *, max_tool_calls = None, max_frame_bytes = None,
+                        max_updates = LimitArg::Default),
+           text_signature = "(protocol_version=None, *, max_tool_calls=None, max_frame_bytes=67108864, max_updates=0)")]
     fn new(
         protocol_version: Option<&Bound<'_, PyAny>>,
         max_tool_calls: Option<&Bound<'_, PyAny>>,
         max_frame_bytes: Option<&Bound<'_, PyAny>>,
+        max_updates: LimitArg<'_>,
     ) -> PyResult<Self> {
         let version = version_arg(protocol_version)?;
         let max = max_arg(max_tool_calls)?;
         let max_frame_bytes = super::framing::max_frame_bytes_arg(max_frame_bytes)?;
+        let defaults = Limits::default();
+        let limits = Limits {
+            updates: limit_arg(max_updates, "max_updates", 0, defaults.updates)?,
+        };
         Ok(Self {
-            store: Store::new(version, max),
+            store: Store::with_limits(version, max, limits),
             framer: Framer::new(max_frame_bytes),
             quiet: false,
         })
@@ -533,6 +581,17 @@ impl PyToolCallStore {
         Ok(d)
     }
 
+    /// The unknown updates kept for a session, in arrival order (DESIGN §7.3).
+    fn updates<'py>(&self, py: Python<'py>, session_id: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+        let out = PyList::empty(py);
+        if let Some(s) = self.session(session_id)? {
+            for u in &s.updates {
+                out.append(value(py, u)?)?;
+            }
+        }
+        Ok(out)
+    }
+
     /// The latest permission request with this id, or None.
     fn permission<'py>(&self, py: Python<'py>, request_id: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyDict>>> {
         let key = id_arg(request_id)?;
@@ -569,6 +628,12 @@ impl PyToolCallStore {
         d.set_item("protocolVersion", self.store.fixed_version())?;
         d.set_item("negotiatedVersion", self.store.negotiated_version())?;
         d.set_item("maxToolCalls", self.store.max_tool_calls())?;
+        let defaults = Limits::default().values();
+        for ((name, v), default) in Limits::NAMES.iter().zip(self.store.limits().values()).zip(defaults) {
+            if v != default {
+                d.set_item(*name, v)?;
+            }
+        }
         d.set_item("evicted", self.store.evicted())?;
         let sessions = PyDict::new(py);
         let mut perms: Vec<Vec<&Permission>> = (0..self.store.sessions().len()).map(|_| Vec::new()).collect();
@@ -600,6 +665,14 @@ impl PyToolCallStore {
                 pl.append(permission_dict(py, &self.store, p)?)?;
             }
             sd.set_item("permissions", pl)?;
+            if !s.updates.is_empty() {
+                let ul = PyList::empty(py);
+                for u in &s.updates {
+                    ul.append(value(py, u)?)?;
+                }
+                sd.set_item("updates", ul)?;
+            }
+            truncated_dict(py, &sd, s.dropped.counts())?;
             sessions.set_item(text(py, sid), sd)?;
             sids.push(text(py, sid));
         }
@@ -675,6 +748,11 @@ impl PyToolCallStore {
     #[getter]
     fn max_tool_calls(&self) -> Option<usize> {
         self.store.max_tool_calls()
+    }
+
+    #[getter]
+    fn max_updates(&self) -> Option<usize> {
+        self.store.limits().updates
     }
 
     #[getter]

@@ -1,6 +1,7 @@
 //! Checkpoints (DESIGN §7.8): `to_json` writes the whole store as an `acp-fast-state/1` document,
-//! byte for byte what `dumps(state())` gives; `from_json` checks a document and rebuilds the store
-//! (its eviction order is the document's order).
+//! byte for byte what `dumps(state())` gives but for numbers, which keep their text as received;
+//! `from_json` checks a document and rebuilds the store (its eviction order is the document's
+//! order).
 //!
 //! Mirror: `python/acp_fast/_fallback/state/checkpoint.py`. Differences on purpose: here the
 //! document is written straight from the records, each stored value re-written as
@@ -17,11 +18,11 @@ use crate::encoder::{write_str, PathItem};
 use crate::error::{DecodeError, JsonType};
 use crate::scanner::{parse_i64, parse_u64, validate, Scanner};
 
-use super::evict::Tracked;
+use super::evict::{Limits, Tracked};
 use super::read::base64_decode;
 use super::records::{
-    key, members_at, permission_record, terminal_record, tool_call_record, write_value, IdKey, Outcome, Permission,
-    Raw, Session, Terminal, Text, ToolCall, TERMINAL_FIELDS, TOOL_CALL_FIELDS,
+    key, members_at, permission_record, terminal_record, tool_call_record, truncated, write_value, Dropped, IdKey,
+    Outcome, Permission, Raw, Session, Terminal, Text, ToolCall, TERMINAL_FIELDS, TOOL_CALL_FIELDS,
 };
 use super::Store;
 
@@ -62,6 +63,13 @@ pub enum CheckpointError {
     Base64 {
         path: String,
     },
+    /// `expected "{path}" to be absent{why}, found {found}`: a member a marker does not have, or
+    /// a marker of a bound that is off (`why` names it).
+    Absent {
+        path: String,
+        why: String,
+        found: JsonType,
+    },
     /// `expected "state.permissionOrder" to name {repr(session)} {expected} times (its permission
     /// records), found {found, or "more"}`.
     PermissionOrder {
@@ -93,6 +101,9 @@ impl CheckpointError {
                 format!("expected \"{path}\" to be {}, found {}", quoted(expected), found.name())
             }
             Self::Base64 { path } => format!("expected \"{path}\" to be base64 text, found string"),
+            Self::Absent { path, why, found } => {
+                format!("expected \"{path}\" to be absent{why}, found {}", found.name())
+            }
             Self::PermissionOrder {
                 session,
                 expected,
@@ -176,6 +187,16 @@ pub fn to_json(store: &Store) -> Result<Vec<u8>, TooDeep> {
     write_opt(&mut out, store.negotiated.map(u64::from));
     out.extend_from_slice(b",\"maxToolCalls\":");
     write_opt(&mut out, store.max_tool_calls.map(|n| n as u64));
+    // The bounds inside sessions, each only when it is not the default.
+    let defaults = Limits::default().values();
+    for ((name, value), default) in Limits::NAMES.iter().zip(store.limits.values()).zip(defaults) {
+        if value != default {
+            out.push(b',');
+            write_str(&mut out, name.as_bytes());
+            out.push(b':');
+            write_opt(&mut out, value.map(|n| n as u64));
+        }
+    }
     out.extend_from_slice(b",\"evicted\":");
     write_opt(&mut out, Some(store.evicted));
     out.extend_from_slice(b",\"sessions\":{");
@@ -210,7 +231,19 @@ pub fn to_json(store: &Store) -> Result<Vec<u8>, TooDeep> {
             permission_record(&mut out, sid, p)
                 .map_err(|inner| deep(at(&[key(b"permissions"), PathItem::Index(i)]), inner))?;
         }
-        out.extend_from_slice(b"]}");
+        out.push(b']');
+        if !s.updates.is_empty() {
+            out.extend_from_slice(b",\"updates\":[");
+            for (i, u) in s.updates.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_value(&mut out, u, 4).map_err(|inner| deep(at(&[key(b"updates"), PathItem::Index(i)]), inner))?;
+            }
+            out.push(b']');
+        }
+        truncated(&mut out, s.dropped.counts());
+        out.push(b'}');
     }
     out.extend_from_slice(b"},\"permissionOrder\":[");
     for (i, p) in store.permissions().enumerate() {
@@ -359,6 +392,14 @@ impl Reader<'_> {
             .then(|| (lexeme[0] == b'-' && digits != b"0", parse_u64(digits)))
     }
 
+    /// The integer at `at` when it is in `min..=i64::MAX` (the range of every count and bound).
+    fn count(&mut self, at: usize, min: u64) -> Option<u64> {
+        match self.int(at) {
+            Some((false, Some(n))) if n >= min && i64::try_from(n).is_ok() => Some(n),
+            _ => None,
+        }
+    }
+
     /// `protocolVersion` / `negotiatedVersion`: 1, 2 or null.
     fn version(&mut self, at: usize, path: &str) -> Result<Option<u8>, CheckpointError> {
         match self.int(at) {
@@ -433,12 +474,23 @@ pub fn from_json(data: &[u8]) -> Result<Store, CheckpointError> {
         Some((false, Some(n))) if n >= 1 && usize::try_from(n).is_ok() => Some(n as usize),
         _ => return Err(r.fail(at, "state.maxToolCalls", "a positive integer or null")),
     };
+    let mut limits = Limits::default();
+    for (name, (min, slot)) in Limits::NAMES.iter().zip(limits.slots_mut()) {
+        let Some(at) = find_opt(&state, name) else {
+            continue; // the default
+        };
+        *slot = match r.count(at, min).map(usize::try_from) {
+            _ if r.ty(at) == JsonType::Null => None,
+            Some(Ok(n)) => Some(n),
+            _ => return Err(r.fail(at, &format!("state.{name}"), Limits::what(min))),
+        };
+    }
     let at = find(&state, "evicted", "state")?;
     let Some((false, Some(evicted))) = r.int(at) else {
         return Err(r.fail(at, "state.evicted", "a non-negative integer"));
     };
     let sessions = r.object(find(&state, "sessions", "state")?, "state.sessions")?;
-    let mut store = Store::new(fixed, max);
+    let mut store = Store::with_limits(fixed, max, limits);
     store.negotiated = negotiated;
     store.evicted = evicted;
     let mut records: Vec<Vec<Permission>> = Vec::with_capacity(sessions.len());
@@ -457,6 +509,7 @@ pub fn from_json(data: &[u8]) -> Result<Store, CheckpointError> {
             store.sessions.at_mut(slot).plans.push(pid, plan);
         }
         records.push(read_permissions(&mut r, slot, &sid, &session, &sp)?);
+        restore_updates(&mut r, &mut store, slot, &session, &sp)?;
     }
     // The session of each permission record in request order across sessions (optional:
     // without it, session order), naming each session as many times as it has records.
@@ -600,6 +653,78 @@ fn restore_terminals(
     Ok(())
 }
 
+/// `{sp}.updates` (optional: unknown updates, each an object with a string `sessionUpdate`) and
+/// `{sp}._truncated` (optional: what the bounds dropped), checked, then added.
+fn restore_updates(
+    r: &mut Reader<'_>,
+    store: &mut Store,
+    slot: usize,
+    session: &Members,
+    sp: &str,
+) -> Result<(), CheckpointError> {
+    if let Some(at) = find_opt(session, "updates") {
+        let path = format!("{sp}.updates");
+        r.require(at, JsonType::Array, &path, "an array")?;
+        for (i, at) in r.items(at)?.into_iter().enumerate() {
+            let up = format!("{path}.{i}");
+            let update = r.object(at, &up)?;
+            let kind = find(&update, "sessionUpdate", &up)?;
+            if r.ty(kind) != JsonType::String {
+                return Err(r.fail(kind, &format!("{up}.sessionUpdate"), "a string"));
+            }
+            let raw = r.raw(at)?;
+            store.sessions.at_mut(slot).updates.push_back(raw);
+        }
+    }
+    let limits = store.limits;
+    let bounds = [("droppedUpdates", "maxUpdates", limits.updates)];
+    let [updates] = read_marker(r, session, sp, &bounds)?;
+    store.sessions.at_mut(slot).dropped = Dropped {
+        updates,
+        ..Dropped::default()
+    };
+    Ok(())
+}
+
+/// The `_truncated` marker of `record` at `rp`, if any: a count for each of `bounds` (member,
+/// bound's name, bound: a count needs its bound to be on), each present one a positive integer,
+/// no other member.
+fn read_marker<const N: usize>(
+    r: &mut Reader<'_>,
+    record: &Members,
+    rp: &str,
+    bounds: &[(&'static str, &'static str, Option<usize>); N],
+) -> Result<[u64; N], CheckpointError> {
+    let mut counts = [0; N];
+    let Some(at) = find_opt(record, "_truncated") else {
+        return Ok(counts);
+    };
+    let path = format!("{rp}._truncated");
+    let marker = r.object(at, &path)?;
+    for (name, at) in marker {
+        let member = format!("{path}.{}", lossy(&name));
+        let Some(i) = bounds.iter().position(|(n, _, _)| n.as_bytes() == &*name) else {
+            return Err(CheckpointError::Absent {
+                path: member,
+                why: String::new(),
+                found: r.ty(at),
+            });
+        };
+        let (_, bound, limit) = bounds[i];
+        if limit.is_none() {
+            return Err(CheckpointError::Absent {
+                path: member,
+                why: format!(" (state.{bound} is null)"),
+                found: r.ty(at),
+            });
+        }
+        counts[i] = r
+            .count(at, 1)
+            .ok_or_else(|| r.fail(at, &member, "a positive integer"))?;
+    }
+    Ok(counts)
+}
+
 /// `{sp}.permissions`: the records of session `sid` (in `slot`), checked.
 fn read_permissions(
     r: &mut Reader<'_>,
@@ -686,10 +811,10 @@ mod tests {
     }
 
     #[test]
-    fn values_are_written_as_dumps_of_loads() {
+    fn values_are_written_as_dumps_of_loads_numbers_as_received() {
         assert_eq!(
             canonical(r#" { "a" : 1E2 , "b":[ 1.50 , -0 , -0.0 , 1e-400 ], "a": "\u00e9\/" } "#),
-            r#"{"a":"é/","b":[1.5,0,-0.0,0.0]}"#
+            r#"{"a":"é/","b":[1.50,-0,-0.0,1e-400]}"#
         );
         assert_eq!(
             canonical(r#"[{"k":1,"k":2,"j":[]},"\u0000",true,null,12345678901234567890123]"#),

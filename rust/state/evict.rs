@@ -1,6 +1,8 @@
-//! The `max_tool_calls` bound (DESIGN §7.8): after a frame creates a tool call and more than N are
-//! retained, the oldest (first created, across sessions) tool call whose status is finished is
-//! dropped, else the oldest one; never the one the frame touched.
+//! The bounds (DESIGN §7.8). `Limits` are the bounds inside a session (`trim_front` keeps the
+//! newest items of a list, counting what it drops); the rest of this file is the `max_tool_calls`
+//! bound: after a frame creates a tool call and more than N are retained, the oldest (first
+//! created, across sessions) tool call whose status is finished is dropped, else the oldest one;
+//! never the one the frame touched.
 //!
 //! The structure is the same in both backends. Each tool call gets a creation number, `seq`, when
 //! it is created. `order` holds (session, id) of each tool call in creation order, `None` once
@@ -25,10 +27,57 @@
 //! fallback's records are plain dicts, so it keeps both in a dict by (session, id).
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 
 use super::records::Text;
 use super::Store;
+
+/// The bounds inside a session (DESIGN §7.8; `None`: no bound). The defaults are `Default`'s.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Unknown updates kept per session (0, the default: none are kept).
+    pub updates: Option<usize>,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self { updates: Some(0) }
+    }
+}
+
+impl Limits {
+    /// The checkpoint members of the bounds, in document order (DESIGN §7.8).
+    pub const NAMES: [&'static str; 1] = ["maxUpdates"];
+
+    /// The bounds, in `NAMES` order.
+    pub fn values(&self) -> [Option<usize>; 1] {
+        [self.updates]
+    }
+
+    /// Each bound's smallest value (1: a count of records, 0: of items) and slot, in `NAMES` order.
+    pub fn slots_mut(&mut self) -> [(u64, &mut Option<usize>); 1] {
+        [(0, &mut self.updates)]
+    }
+
+    /// What a bound with smallest value `min` must be (its errors' `{what}`).
+    pub fn what(min: u64) -> &'static str {
+        if min == 0 {
+            "a non-negative integer or null"
+        } else {
+            "a positive integer or null"
+        }
+    }
+}
+
+/// Drop the oldest items of `items` while it holds more than `max`, counting them in `dropped`.
+pub(super) fn trim_front<T>(items: &mut VecDeque<T>, max: Option<usize>, dropped: &mut u64) {
+    if let Some(max) = max {
+        while items.len() > max {
+            items.pop_front();
+            *dropped += 1;
+        }
+    }
+}
 
 /// An entry of `order`: where the tool call is, and whether its creation number is in the heap of
 /// finished tool calls.

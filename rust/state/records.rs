@@ -1,20 +1,23 @@
 //! What the store holds: tool calls, terminals, permission requests and sessions (DESIGN §7.3 -
-//! §7.5), the ordered map they live in, and the `Change` a frame yields (§7.9).
+//! §7.5, §7.8), the ordered map they live in, and the `Change` a frame yields (§7.9).
 //!
 //! Mirror: `python/acp_fast/_fallback/state/records.py`. Differences on purpose: here a record
 //! keeps the JSON text of each value as received (`Raw`), the known fields in fixed slots, and
 //! `OrderedMap` plays the part of Python's dict; the fallback keeps the parsed values in one dict
 //! per record. The materialized records are written as JSON here (`tool_call_record`,
 //! `terminal_record`, `permission_record`, for `checkpoint::to_json`; each stored value re-written
-//! by `write_value` as `dumps(loads(value))` would) and built as the dicts that queries return by
-//! the binding (`rust/python/records.rs`); the fallback's functions of the same names build dicts.
+//! by `write_value` as `dumps(loads(value))` would, but for numbers, which keep their text) and
+//! built as the dicts that queries return by the binding (`rust/python/records.rs`); the
+//! fallback's functions of the same names build dicts.
+
+use std::collections::VecDeque;
 
 use hashbrown::{DefaultHashBuilder, HashMap, HashTable};
 
-use crate::encoder::{write_f64, write_str, PathItem, MAX_DEPTH};
+use crate::encoder::{write_str, write_u64, PathItem, MAX_DEPTH};
 use crate::error::{DecodeError, JsonType};
 use crate::message::Span;
-use crate::scanner::{parse_f64, parse_i64, Scanner, Str};
+use crate::scanner::{parse_i64, Scanner, Str};
 
 use super::read::{base64_encode, text_of};
 
@@ -339,6 +342,27 @@ pub struct Permission {
 // ---------------------------------------------------------------------------------------------
 // Sessions
 
+/// What the bounds dropped from a session (DESIGN §7.8): its `_truncated` marker.
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct Dropped {
+    pub plans: u64,
+    pub permissions: u64,
+    pub updates: u64,
+}
+
+impl Dropped {
+    /// The marker's members: (name, count) of the non-zero counts, in materialized order.
+    pub fn counts(&self) -> impl Iterator<Item = (&'static str, u64)> {
+        [
+            ("droppedPlans", self.plans),
+            ("droppedPermissions", self.permissions),
+            ("droppedUpdates", self.updates),
+        ]
+        .into_iter()
+        .filter(|&(_, n)| n > 0)
+    }
+}
+
 /// What one session holds, each in first-seen order. Permission requests are kept by the store
 /// (one list in request order across sessions).
 #[derive(Default)]
@@ -347,6 +371,9 @@ pub struct Session {
     pub terminals: OrderedMap<Terminal>,
     /// Plan records as JSON text.
     pub plans: OrderedMap<Raw>,
+    /// Unknown updates (DESIGN §7.3) as received, in arrival order.
+    pub updates: VecDeque<Raw>,
+    pub dropped: Dropped,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -360,6 +387,7 @@ pub enum Target {
     Permission,
     Session,
     Protocol,
+    Update,
 }
 
 impl Target {
@@ -371,6 +399,7 @@ impl Target {
             Target::Permission => "permission",
             Target::Session => "session",
             Target::Protocol => "protocol",
+            Target::Update => "update",
         }
     }
 }
@@ -540,6 +569,22 @@ pub(super) fn terminal_record(out: &mut Vec<u8>, id: &[u8], t: &Terminal) -> Res
     Ok(())
 }
 
+/// `,"_truncated":{...}`, the marker of what a bound dropped (DESIGN §7.8): one member per
+/// non-zero count, in the order given; nothing when there is none.
+pub(super) fn truncated(out: &mut Vec<u8>, counts: impl IntoIterator<Item = (&'static str, u64)>) {
+    let mut first = true;
+    for (name, n) in counts.into_iter().filter(|&(_, n)| n > 0) {
+        out.extend_from_slice(if first { b",\"_truncated\":{" } else { b"," });
+        write_str(out, name.as_bytes());
+        out.push(b':');
+        write_u64(out, n);
+        first = false;
+    }
+    if !first {
+        out.push(b'}');
+    }
+}
+
 /// A permission record in materialized key order (DESIGN §7.5).
 pub(super) fn permission_record(out: &mut Vec<u8>, sid: &[u8], p: &Permission) -> Result<(), Vec<PathItem>> {
     out.extend_from_slice(b"{\"id\":");
@@ -570,9 +615,9 @@ pub(super) fn permission_record(out: &mut Vec<u8>, sid: &[u8], p: &Permission) -
 }
 
 /// Write the (valid) JSON text `raw`, found at nesting depth `depth` of the document, as
-/// `dumps(loads(raw))` writes it: compact, strings and floats in `dumps`' form, `-0` as `0`, the
-/// last of duplicate keys in the first one's place. Errors: the path inside `raw` (innermost step
-/// first) of a container deeper than `dumps` writes.
+/// `dumps(loads(raw))` writes it (compact, strings in `dumps`' form, the last of duplicate keys in
+/// the first one's place) but for numbers, written as received (`2.50`, `1E2`, `-0`: DESIGN §7.8).
+/// Errors: the path inside `raw` (innermost step first) of a container deeper than `dumps` writes.
 pub fn write_value(out: &mut Vec<u8>, raw: &[u8], depth: usize) -> Result<(), Vec<PathItem>> {
     let mut sc = Scanner::new(raw);
     write_at(out, &mut sc, depth)
@@ -637,14 +682,7 @@ fn write_at(out: &mut Vec<u8>, sc: &mut Scanner<'_>, depth: usize) -> Result<(),
         }
         Some(b'-' | b'0'..=b'9') => {
             let n = sc.scan_number().expect(VALID);
-            let lexeme = &data[n.start..n.end];
-            if !n.is_int {
-                write_f64(out, parse_f64(lexeme));
-            } else if lexeme == b"-0" {
-                out.push(b'0');
-            } else {
-                out.extend_from_slice(lexeme);
-            }
+            out.extend_from_slice(&data[n.start..n.end]);
         }
         _ => {
             let start = sc.pos;

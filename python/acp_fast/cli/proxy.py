@@ -307,7 +307,10 @@ class Proxy:
         self.watch: bool = args.watch
         self.quiet: bool = args.quiet
         self.store = acp_fast.ToolCallStore(
-            args.protocol, max_tool_calls=args.max_tool_calls or None, max_frame_bytes=args.max_frame_bytes
+            args.protocol,
+            max_tool_calls=args.max_tool_calls or None,
+            max_frame_bytes=args.max_frame_bytes,
+            max_updates=args.max_updates,
         )
         self.state_lock = threading.Lock()
         self.stderr = Output(2)
@@ -535,6 +538,20 @@ def _count(text: str) -> int:
     return value
 
 
+def _bound(text: str) -> Optional[int]:
+    """A bound of the state engine (``--max-updates``, ...): an integer from 0 to 2**63-1, or
+    ``none`` (no bound)."""
+    if text.strip().lower() == "none":
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer from 0 to 2**63-1 or none, found {text!r}") from None
+    if not 0 <= value < 2**63:
+        raise argparse.ArgumentTypeError(f"expected an integer from 0 to 2**63-1 or none, found {value}")
+    return value
+
+
 def _positive(text: str) -> int:
     value = int(text)
     if not 1 <= value <= acp_fast.MAX_FRAME_BYTES:
@@ -592,6 +609,13 @@ def parser() -> argparse.ArgumentParser:
         default=DEFAULT_MAX_TOOL_CALLS,
         metavar="N",
         help=f"tool calls kept in the state, the oldest finished dropped first (default {DEFAULT_MAX_TOOL_CALLS}; 0 keeps all)",
+    )
+    p.add_argument(
+        "--max-updates",
+        type=_bound,
+        default=0,
+        metavar="N",
+        help="updates of kinds the state engine has no rule for, kept per session in --state-json (default 0; none: all)",
     )
     return p
 

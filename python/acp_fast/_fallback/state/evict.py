@@ -1,6 +1,8 @@
-"""The ``max_tool_calls`` bound (DESIGN 7.8): after a frame creates a tool call and more than N are
-retained, the oldest (first created, across sessions) tool call whose status is finished is
-dropped, else the oldest one; never the one the frame touched.
+"""The bounds (DESIGN 7.8). ``LIMITS`` are the bounds inside a session (``trim_front`` keeps the
+newest items of a list, counting what it drops); the rest of this file is the ``max_tool_calls``
+bound: after a frame creates a tool call and more than N are retained, the oldest (first created,
+across sessions) tool call whose status is finished is dropped, else the oldest one; never the one
+the frame touched.
 
 The structure is the same in both backends. Each tool call gets a creation number, ``seq``, when it
 is created. ``order`` holds (session, id) of each tool call in creation order, None once evicted:
@@ -23,20 +25,37 @@ hierarchy, say); not done.
 Mirror of ``rust/state/evict.rs``. Differences on purpose: a record here is a plain dict, so the
 store keeps each one's creation number and queued flag in ``_created`` ((session, id) -> [seq,
 queued]); Rust keeps the number in the record (``ToolCall::seq``) and the flag in its ``order``
-entry.
+entry. Rust's ``Limits`` struct is ``LIMITS`` here, the store's attributes named there.
 """
 
 from __future__ import annotations
 
 from heapq import heappop, heappush
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Deque, Dict, List, Optional, Tuple
 
 from .records import finished
 
 if TYPE_CHECKING:
     from . import ToolCallStore
 
-__all__ = ["compact", "evict", "touch"]
+__all__ = ["DEFAULT_MAX_UPDATES", "LIMITS", "compact", "evict", "touch", "trim_front"]
+
+DEFAULT_MAX_UPDATES = 0
+
+#: The bounds inside sessions (Rust: ``Limits``), in checkpoint order (DESIGN 7.8): (checkpoint
+#: member, store attribute, smallest value, default). A checkpoint writes only those that are not
+#: the default.
+LIMITS: Tuple[Tuple[str, str, int, Optional[int]], ...] = (("maxUpdates", "_max_updates", 0, DEFAULT_MAX_UPDATES),)
+
+
+def trim_front(items: Deque[Any], limit: Optional[int]) -> int:
+    """Drop the oldest items of ``items`` while it holds more than ``limit``; how many were dropped."""
+    dropped = 0
+    if limit is not None:
+        while len(items) > limit:
+            items.popleft()
+            dropped += 1
+    return dropped
 
 
 def touch(store: ToolCallStore, sid: str, tcid: str, f: Dict[str, Any], created: bool) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 from ..encoder import dumps
-from .read import BAD_SID, Bad, exactly
+from .read import BAD_SID, Bad, exactly, plain
 from .records import MISSING, Change, permission_record
 from .tool_call import check_tool_call, commit_tool_call
 
@@ -96,13 +96,11 @@ def response(
     if index is not MISSING:
         del store._pending[m._id]
         return resolve(store, index, kind, value)
-    pv = value["result"]["protocolVersion"]
+    pv = plain(value["result"]["protocolVersion"])
     if type(pv) is not int:
         return None
     version = 1 if pv <= 1 else 2
-    store._negotiated = version
-    if store._fixed is None:
-        store._v2 = version == 2
+    store._set_negotiated(version)
     return Change(None, "protocol", version, "negotiated", None)
 
 
