@@ -148,6 +148,7 @@ pub(super) fn tool_call_dict<'py>(py: Python<'py>, id: &[u8], tc: &ToolCall) -> 
     for (k, v) in &tc.extra {
         d.set_item(text(py, k), value(py, v)?)?;
     }
+    truncated_dict(py, &d, [("droppedItems", tc.dropped_items)])?;
     Ok(d)
 }
 
@@ -165,11 +166,11 @@ pub(super) fn terminal_dict<'py>(
         }
     }
     if base64 {
-        let mut out = Vec::with_capacity(t.output.len() / 3 * 4 + 4);
-        base64_encode(&t.output, &mut out);
+        let mut out = Vec::with_capacity(t.output().len() / 3 * 4 + 4);
+        base64_encode(t.output(), &mut out);
         d.set_item(intern!(py, "output"), text(py, &out))?;
     } else {
-        d.set_item(intern!(py, "output"), PyBytes::new(py, &t.output))?;
+        d.set_item(intern!(py, "output"), PyBytes::new(py, t.output()))?;
     }
     for (name, v) in [
         ("outputMeta", &t.output_meta),
@@ -183,6 +184,7 @@ pub(super) fn terminal_dict<'py>(
     for (k, v) in &t.extra {
         d.set_item(text(py, k), value(py, v)?)?;
     }
+    truncated_dict(py, &d, [("droppedBytes", t.dropped_bytes)])?;
     Ok(d)
 }
 

@@ -355,20 +355,33 @@ fn limit_arg(v: LimitArg<'_>, name: &str, min: u64, default: Option<usize>) -> P
 impl PyToolCallStore {
     #[new]
     #[pyo3(signature = (protocol_version = None, *, max_tool_calls = None, max_frame_bytes = None,
+                        max_terminal_bytes = LimitArg::Default, max_content_items = LimitArg::Default,
+                        max_plans = LimitArg::Default, max_permissions = LimitArg::Default,
                         max_updates = LimitArg::Default),
-           text_signature = "(protocol_version=None, *, max_tool_calls=None, max_frame_bytes=67108864, max_updates=0)")]
+           text_signature = "(protocol_version=None, *, max_tool_calls=None, max_frame_bytes=67108864, \
+                             max_terminal_bytes=1048576, max_content_items=1000, max_plans=100, \
+                             max_permissions=1000, max_updates=0)")]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         protocol_version: Option<&Bound<'_, PyAny>>,
         max_tool_calls: Option<&Bound<'_, PyAny>>,
         max_frame_bytes: Option<&Bound<'_, PyAny>>,
+        max_terminal_bytes: LimitArg<'_>,
+        max_content_items: LimitArg<'_>,
+        max_plans: LimitArg<'_>,
+        max_permissions: LimitArg<'_>,
         max_updates: LimitArg<'_>,
     ) -> PyResult<Self> {
         let version = version_arg(protocol_version)?;
         let max = max_arg(max_tool_calls)?;
         let max_frame_bytes = super::framing::max_frame_bytes_arg(max_frame_bytes)?;
-        let defaults = Limits::default();
+        let d = Limits::default();
         let limits = Limits {
-            updates: limit_arg(max_updates, "max_updates", 0, defaults.updates)?,
+            terminal_bytes: limit_arg(max_terminal_bytes, "max_terminal_bytes", 0, d.terminal_bytes)?,
+            content_items: limit_arg(max_content_items, "max_content_items", 0, d.content_items)?,
+            plans: limit_arg(max_plans, "max_plans", 1, d.plans)?,
+            permissions: limit_arg(max_permissions, "max_permissions", 1, d.permissions)?,
+            updates: limit_arg(max_updates, "max_updates", 0, d.updates)?,
         };
         Ok(Self {
             store: Store::with_limits(version, max, limits),
@@ -748,6 +761,26 @@ impl PyToolCallStore {
     #[getter]
     fn max_tool_calls(&self) -> Option<usize> {
         self.store.max_tool_calls()
+    }
+
+    #[getter]
+    fn max_terminal_bytes(&self) -> Option<usize> {
+        self.store.limits().terminal_bytes
+    }
+
+    #[getter]
+    fn max_content_items(&self) -> Option<usize> {
+        self.store.limits().content_items
+    }
+
+    #[getter]
+    fn max_plans(&self) -> Option<usize> {
+        self.store.limits().plans
+    }
+
+    #[getter]
+    fn max_permissions(&self) -> Option<usize> {
+        self.store.limits().permissions
     }
 
     #[getter]

@@ -546,10 +546,11 @@ pub fn from_json(data: &[u8]) -> Result<Store, CheckpointError> {
         let p = records[slot].next().expect("counted");
         if p.outcome == Outcome::Pending {
             if let Some(old) = store.pending.remove(&p.id) {
-                store.permissions[old] = None;
+                store.drop_permission(old);
             }
             store.pending.insert(p.id.clone(), store.permissions.len());
         }
+        store.sessions.at_mut(slot).permission_count += 1;
         store.permissions.push(Some(p));
     }
     if store.max_tool_calls.is_some() {
@@ -588,14 +589,19 @@ fn restore_tool_calls(
             r.require(at, JsonType::Array, &format!("{rp}.{name}"), "an array")?;
         }
         r.no_nulls(&record, &rp)?;
-        let mut tc = ToolCall::default();
+        let bound = [("droppedItems", "maxContentItems", store.limits.content_items)];
+        let [dropped_items] = read_marker(r, &record, &rp, &bound)?;
+        let mut tc = ToolCall {
+            dropped_items,
+            ..ToolCall::default()
+        };
         for (name, at) in record {
             match TOOL_CALL_FIELDS.iter().position(|f| f.as_bytes() == &*name) {
                 Some(i) => tc.fields[i] = Some(r.raw(at)?),
-                None if &*name == b"toolCallId" => {}
+                None if &*name == b"toolCallId" || &*name == b"_truncated" => {}
                 None if &*name == b"content" => {
                     for item in r.items(at)? {
-                        tc.content.push(r.raw(item)?);
+                        tc.content.push_back(r.raw(item)?);
                     }
                 }
                 None => tc.extra.push((name, r.raw(at)?)),
@@ -638,11 +644,13 @@ fn restore_terminals(
             return Err(CheckpointError::Base64 { path: output_path });
         }
         r.no_nulls(&record, &rp)?;
+        let bound = [("droppedBytes", "maxTerminalBytes", store.limits.terminal_bytes)];
+        [t.dropped_bytes] = read_marker(r, &record, &rp, &bound)?;
         for (name, at) in record {
             match TERMINAL_FIELDS.iter().position(|f| f.as_bytes() == &*name) {
                 Some(i) => *t.field_mut(i) = Some(r.raw(at)?),
                 None => match &*name {
-                    b"terminalId" | b"output" => {}
+                    b"terminalId" | b"output" | b"_truncated" => {}
                     b"outputMeta" => t.output_meta = Some(r.raw(at)?),
                     _ => t.extra.push((name, r.raw(at)?)),
                 },
@@ -677,18 +685,23 @@ fn restore_updates(
         }
     }
     let limits = store.limits;
-    let bounds = [("droppedUpdates", "maxUpdates", limits.updates)];
-    let [updates] = read_marker(r, session, sp, &bounds)?;
+    let bounds = [
+        ("droppedPlans", "maxPlans", limits.plans),
+        ("droppedPermissions", "maxPermissions", limits.permissions),
+        ("droppedUpdates", "maxUpdates", limits.updates),
+    ];
+    let [plans, permissions, updates] = read_marker(r, session, sp, &bounds)?;
     store.sessions.at_mut(slot).dropped = Dropped {
+        plans,
+        permissions,
         updates,
-        ..Dropped::default()
     };
     Ok(())
 }
 
 /// The `_truncated` marker of `record` at `rp`, if any: a count for each of `bounds` (member,
 /// bound's name, bound: a count needs its bound to be on), each present one a positive integer,
-/// no other member.
+/// at least one, no other member.
 fn read_marker<const N: usize>(
     r: &mut Reader<'_>,
     record: &Members,
@@ -700,6 +713,7 @@ fn read_marker<const N: usize>(
         return Ok(counts);
     };
     let path = format!("{rp}._truncated");
+    let marker_at = at;
     let marker = r.object(at, &path)?;
     for (name, at) in marker {
         let member = format!("{path}.{}", lossy(&name));
@@ -721,6 +735,12 @@ fn read_marker<const N: usize>(
         counts[i] = r
             .count(at, 1)
             .ok_or_else(|| r.fail(at, &member, "a positive integer"))?;
+    }
+    if counts.iter().all(|&n| n == 0) {
+        return Err(match bounds.as_slice() {
+            [(name, _, _)] => CheckpointError::Missing { path, member: name },
+            _ => r.fail(marker_at, &path, "an object with at least one count"),
+        });
     }
     Ok(counts)
 }

@@ -52,8 +52,10 @@ pub struct Store {
     /// The other bounds (`evict.rs`).
     limits: Limits,
     sessions: OrderedMap<Session>,
-    /// Every permission request in request order (`None`: replaced by a later one).
+    /// Every permission request in request order (`None`: replaced by a later one, or dropped by
+    /// the bound; `permission_holes` of them).
     permissions: Vec<Option<Permission>>,
+    permission_holes: usize,
     /// Pending requests by id → index in `permissions`.
     pending: HashMap<IdKey, usize>,
     tool_call_count: usize,
@@ -142,6 +144,7 @@ impl Store {
             limits,
             sessions: OrderedMap::default(),
             permissions: Vec::new(),
+            permission_holes: 0,
             pending: HashMap::default(),
             tool_call_count: 0,
             evicted: 0,
@@ -430,7 +433,11 @@ mod tests {
 
     #[test]
     fn unknown_updates_are_kept_when_asked() {
-        let mut s = Store::with_limits(None, None, Limits { updates: Some(2) });
+        let limits = Limits {
+            updates: Some(2),
+            ..Limits::default()
+        };
+        let mut s = Store::with_limits(None, None, limits);
         for kind in ["_a", "agent_message_chunk", "state_update", "_\\u0062"] {
             let u = format!(r#"{{"sessionUpdate":"{kind}","n":2.50}}"#);
             let kept = kind != "agent_message_chunk";

@@ -118,6 +118,11 @@ impl<V> OrderedMap<V> {
         Some(value)
     }
 
+    /// The slot of the first entry (the oldest), if any.
+    pub fn first_slot(&self) -> Option<usize> {
+        self.slots.iter().position(Option::is_some)
+    }
+
     /// Drop removed slots when they outnumber the live entries. Returns whether slots moved.
     pub fn maybe_compact(&mut self) -> bool {
         let dead = self.slots.len() - self.live;
@@ -169,7 +174,9 @@ pub struct ToolCall {
     /// `TOOL_CALL_FIELDS` values; never JSON `null` (null means absent in v1, unset in v2).
     pub fields: [Option<Raw>; 8],
     /// The items of `content`.
-    pub content: Vec<Raw>,
+    pub content: VecDeque<Raw>,
+    /// Items dropped from the front of `content` by the bound since an update last set it.
+    pub dropped_items: u64,
     /// Unknown fields in first-set order.
     pub extra: Vec<(Text, Raw)>,
     /// With a bound: the creation number (eviction order, `evict.rs`).
@@ -233,8 +240,12 @@ pub const TERMINAL_FIELDS: [&str; 4] = ["command", "cwd", "exitStatus", "_meta"]
 pub struct Terminal {
     pub command: Option<Raw>,
     pub cwd: Option<Raw>,
-    /// The output bytes (decoded from base64).
+    /// The output bytes (decoded from base64) from `output_start` on (`output()`); those before
+    /// were dropped by the bound (`evict::trim_output`), `dropped_bytes` of them since the output
+    /// was last replaced.
     pub output: Vec<u8>,
+    pub output_start: usize,
+    pub dropped_bytes: u64,
     /// The `_meta` of the last `output` snapshot.
     pub output_meta: Option<Raw>,
     pub exit_status: Option<Raw>,
@@ -244,6 +255,18 @@ pub struct Terminal {
 }
 
 impl Terminal {
+    /// The output bytes kept.
+    pub fn output(&self) -> &[u8] {
+        &self.output[self.output_start..]
+    }
+
+    /// Replace the output (a `terminal_update` snapshot, or `null`: none).
+    pub fn set_output(&mut self, bytes: Vec<u8>) {
+        self.output = bytes;
+        self.output_start = 0;
+        self.dropped_bytes = 0;
+    }
+
     /// The slot of `TERMINAL_FIELDS[i]`.
     pub fn field_mut(&mut self, i: usize) -> &mut Option<Raw> {
         match i {
@@ -373,6 +396,8 @@ pub struct Session {
     pub plans: OrderedMap<Raw>,
     /// Unknown updates (DESIGN §7.3) as received, in arrival order.
     pub updates: VecDeque<Raw>,
+    /// Permission records of this session held by the store (for its bound).
+    pub permission_count: usize,
     pub dropped: Dropped,
 }
 
@@ -537,6 +562,7 @@ pub(super) fn tool_call_record(out: &mut Vec<u8>, id: &[u8], tc: &ToolCall) -> R
     for (k, v) in &tc.extra {
         member(out, &String::from_utf8_lossy(k), v)?;
     }
+    truncated(out, [("droppedItems", tc.dropped_items)]);
     out.push(b'}');
     Ok(())
 }
@@ -551,7 +577,7 @@ pub(super) fn terminal_record(out: &mut Vec<u8>, id: &[u8], t: &Terminal) -> Res
         }
     }
     out.extend_from_slice(b",\"output\":\"");
-    base64_encode(&t.output, out);
+    base64_encode(t.output(), out);
     out.push(b'"');
     for (name, v) in [
         ("outputMeta", &t.output_meta),
@@ -565,6 +591,7 @@ pub(super) fn terminal_record(out: &mut Vec<u8>, id: &[u8], t: &Terminal) -> Res
     for (k, v) in &t.extra {
         member(out, &String::from_utf8_lossy(k), v)?;
     }
+    truncated(out, [("droppedBytes", t.dropped_bytes)]);
     out.push(b'}');
     Ok(())
 }

@@ -14,6 +14,7 @@ use crate::error::{DecodeError, JsonType};
 use crate::message::{Captured, Span};
 use crate::scanner::{unescape_into, Str};
 
+use super::evict::trim_front;
 use super::read::{bad_member, key_bytes, raw, text_of, Member, F_CONTENT, F_EXTRA, F_ID, F_IGNORE};
 use super::records::{Action, Change, Ident, Raw, Target, Text, ToolCall};
 use super::Store;
@@ -101,7 +102,8 @@ impl Store {
                     F_CONTENT
                 }
                 _ if op == TcOp::Chunk => F_IGNORE,
-                b"sessionUpdate" => F_IGNORE,
+                // `_truncated` is the marker of the content bound, never a field (DESIGN §7.8).
+                b"sessionUpdate" | b"_truncated" => F_IGNORE,
                 b"title" => 0,
                 b"kind" => 1,
                 b"status" => 2,
@@ -190,6 +192,7 @@ impl Store {
     #[inline(never)]
     pub(super) fn commit_tool_call(&mut self, data: &[u8], sid: Str, tcid: Str, op: TcOp) -> Change {
         let v2 = self.version() >= 2;
+        let max = self.limits.content_items;
         let slot = self.session_slot(data, sid);
         let members = std::mem::take(&mut self.members);
         let items = std::mem::take(&mut self.items);
@@ -211,16 +214,16 @@ impl Store {
                             seq: tc.seq,
                             ..ToolCall::default()
                         };
-                        patch(&mut fresh, data, &members, &items, false);
+                        patch(&mut fresh, data, (&members, &items), false, max);
                         *tc = fresh;
                         Action::Replaced
                     }
                     TcOp::Update => {
-                        patch(tc, data, &members, &items, v2);
+                        patch(tc, data, (&members, &items), v2, max);
                         Action::Updated
                     }
                     TcOp::Chunk => {
-                        append_chunk(tc, data, &members);
+                        append_chunk(tc, data, &members, max);
                         Action::Appended
                     }
                 };
@@ -232,9 +235,9 @@ impl Store {
                     ..ToolCall::default()
                 };
                 match op {
-                    TcOp::Chunk => append_chunk(&mut tc, data, &members),
+                    TcOp::Chunk => append_chunk(&mut tc, data, &members, max),
                     // Created from the non-null fields: null never sets anything on a new record.
-                    _ => patch(&mut tc, data, &members, &items, false),
+                    _ => patch(&mut tc, data, (&members, &items), false, max),
                 }
                 let (seq, finished) = (tc.seq, bounded && tc.finished());
                 session.tool_calls.push(key.into(), tc);
@@ -293,8 +296,15 @@ pub(super) fn set_extra(extra: &mut Vec<(Text, Raw)>, key: Text, value: Option<R
 }
 
 /// Apply checked members to a record. `clear_on_null`: v2 `tool_call_update` (null unsets);
-/// otherwise null leaves the field as it is.
-fn patch(tc: &mut ToolCall, data: &[u8], members: &[Member], items: &[Span], clear_on_null: bool) {
+/// otherwise null leaves the field as it is. `content` set by an update keeps its last `max`
+/// items (the bound, DESIGN §7.8), its count of dropped items starting again.
+fn patch(
+    tc: &mut ToolCall,
+    data: &[u8],
+    (members, items): (&[Member], &[Span]),
+    clear_on_null: bool,
+    max: Option<usize>,
+) {
     for m in members {
         let null = m.value.ty == JsonType::Null;
         match m.code {
@@ -308,10 +318,13 @@ fn patch(tc: &mut ToolCall, data: &[u8], members: &[Member], items: &[Span], cle
             F_CONTENT => {
                 if !null {
                     let r: Range<usize> = m.items.0 as usize..m.items.1 as usize;
+                    let skip = max.map_or(0, |max| r.len().saturating_sub(max));
                     tc.content.clear();
-                    tc.content.extend(items[r].iter().map(|s| raw(data, *s)));
+                    tc.content.extend(items[r].iter().skip(skip).map(|s| raw(data, *s)));
+                    tc.dropped_items = skip as u64;
                 } else if clear_on_null {
                     tc.content.clear();
+                    tc.dropped_items = 0;
                 }
             }
             F_EXTRA => {
@@ -326,10 +339,11 @@ fn patch(tc: &mut ToolCall, data: &[u8], members: &[Member], items: &[Span], cle
     }
 }
 
-/// Append a chunk's `content` item.
-fn append_chunk(tc: &mut ToolCall, data: &[u8], members: &[Member]) {
+/// Append a chunk's `content` item (then drop the oldest items beyond the bound, counting them).
+fn append_chunk(tc: &mut ToolCall, data: &[u8], members: &[Member], max: Option<usize>) {
     if let Some(m) = members.iter().find(|m| m.code == F_CONTENT) {
-        tc.content.push(raw(data, m.value));
+        tc.content.push_back(raw(data, m.value));
+        trim_front(&mut tc.content, max, &mut tc.dropped_items);
     }
 }
 

@@ -310,6 +310,10 @@ class Proxy:
             args.protocol,
             max_tool_calls=args.max_tool_calls or None,
             max_frame_bytes=args.max_frame_bytes,
+            max_terminal_bytes=args.max_terminal_bytes,
+            max_content_items=args.max_content_items,
+            max_plans=args.max_plans,
+            max_permissions=args.max_permissions,
             max_updates=args.max_updates,
         )
         self.state_lock = threading.Lock()
@@ -538,18 +542,23 @@ def _count(text: str) -> int:
     return value
 
 
-def _bound(text: str) -> Optional[int]:
-    """A bound of the state engine (``--max-updates``, ...): an integer from 0 to 2**63-1, or
-    ``none`` (no bound)."""
-    if text.strip().lower() == "none":
-        return None
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer from 0 to 2**63-1 or none, found {text!r}") from None
-    if not 0 <= value < 2**63:
-        raise argparse.ArgumentTypeError(f"expected an integer from 0 to 2**63-1 or none, found {value}")
-    return value
+def _bound(least: int) -> Callable[[str], Optional[int]]:
+    """A bound of the state engine (``--max-updates``, ...): an integer from ``least`` to 2**63-1,
+    or ``none`` (no bound)."""
+
+    def parse(text: str) -> Optional[int]:
+        if text.strip().lower() == "none":
+            return None
+        what = f"an integer from {least} to 2**63-1 or none"
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, found {text!r}") from None
+        if not least <= value < 2**63:
+            raise argparse.ArgumentTypeError(f"expected {what}, found {value}")
+        return value
+
+    return parse
 
 
 def _positive(text: str) -> int:
@@ -610,13 +619,18 @@ def parser() -> argparse.ArgumentParser:
         metavar="N",
         help=f"tool calls kept in the state, the oldest finished dropped first (default {DEFAULT_MAX_TOOL_CALLS}; 0 keeps all)",
     )
-    p.add_argument(
-        "--max-updates",
-        type=_bound,
-        default=0,
-        metavar="N",
-        help="updates of kinds the state engine has no rule for, kept per session in --state-json (default 0; none: all)",
-    )
+    # The bounds inside sessions (docs/API.md "Bounds and checkpoints"), the store's defaults.
+    defaults = acp_fast.ToolCallStore()
+    for option, least, what in (
+        ("--max-terminal-bytes", 0, "output bytes kept per terminal, the last ones"),
+        ("--max-content-items", 0, "content items kept per tool call, the last ones"),
+        ("--max-plans", 1, "plans kept per session, the oldest dropped first"),
+        ("--max-permissions", 1, "permission records kept per session, the oldest resolved dropped first"),
+        ("--max-updates", 0, "updates of kinds the state engine has no rule for, kept per session"),
+    ):
+        default = getattr(defaults, option[2:].replace("-", "_"))
+        help = f"{what} (default {default}; none: all)"
+        p.add_argument(option, type=_bound(least), default=default, metavar="N", help=help)
     return p
 
 

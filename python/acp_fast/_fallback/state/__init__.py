@@ -31,7 +31,14 @@ from ..framing import _BLANK, _BLANK_START, DEFAULT_MAX_FRAME_BYTES, MAX_FRAME_B
 from ..message import Message, decode_frame, decode_value, message_or_none
 from ..scanner import array_items, parse_exact, skip_ws, to_bytes
 from . import checkpoint
-from .evict import DEFAULT_MAX_UPDATES, trim_front
+from .evict import (
+    DEFAULT_MAX_CONTENT_ITEMS,
+    DEFAULT_MAX_PERMISSIONS,
+    DEFAULT_MAX_PLANS,
+    DEFAULT_MAX_TERMINAL_BYTES,
+    DEFAULT_MAX_UPDATES,
+    trim_front,
+)
 from .permission import cancel_responses, permission_request, response
 from .plan import plan, plan_removed, plan_update
 from .read import BAD_SID, Bad, exactly, recheck, state_error
@@ -155,7 +162,12 @@ class ToolCallStore:
         "_updates",
         "_keeping",
         "_unknown",
+        "_max_terminal_bytes",
+        "_max_content_items",
+        "_max_plans",
+        "_max_permissions",
         "_max_updates",
+        "_permission_holes",
     )
 
     def __init__(
@@ -164,12 +176,20 @@ class ToolCallStore:
         *,
         max_tool_calls: Optional[int] = None,
         max_frame_bytes: Optional[int] = DEFAULT_MAX_FRAME_BYTES,
+        max_terminal_bytes: Optional[int] = DEFAULT_MAX_TERMINAL_BYTES,
+        max_content_items: Optional[int] = DEFAULT_MAX_CONTENT_ITEMS,
+        max_plans: Optional[int] = DEFAULT_MAX_PLANS,
+        max_permissions: Optional[int] = DEFAULT_MAX_PERMISSIONS,
         max_updates: Optional[int] = DEFAULT_MAX_UPDATES,
     ) -> None:
         if protocol_version is not None and (type(protocol_version) is not int or protocol_version not in (1, 2)):
             raise ValueError(f"expected protocol_version to be 1, 2 or None, found {protocol_version!r}")
         if max_tool_calls is not None and (type(max_tool_calls) is not int or max_tool_calls < 1):
             raise ValueError(f"expected max_tool_calls to be a positive integer or None, found {max_tool_calls!r}")
+        self._max_terminal_bytes = _limit(max_terminal_bytes, "max_terminal_bytes", 0)
+        self._max_content_items = _limit(max_content_items, "max_content_items", 0)
+        self._max_plans = _limit(max_plans, "max_plans", 1)
+        self._max_permissions = _limit(max_permissions, "max_permissions", 1)
         self._max_updates = _limit(max_updates, "max_updates", 0)
         self._framer = Framer(max_frame_bytes=max_frame_bytes)
         self._fixed: Optional[int] = protocol_version
@@ -180,8 +200,10 @@ class ToolCallStore:
         # Sessions in first-seen order; a session stays once it has held anything.
         self._sessions: Dict[str, Session] = {}
         # Every permission request in request order, as [session id, record] (None: a pending
-        # request replaced by a later one with its id); pending ones by id -> index.
+        # request replaced by a later one with its id, or dropped by the bound; _permission_holes
+        # of them); pending ones by id -> index.
         self._permissions: List[Optional[List[Any]]] = []
+        self._permission_holes = 0
         self._pending: Dict[Any, int] = {}
         self._tool_call_count = 0
         self._evicted = 0
@@ -218,6 +240,26 @@ class ToolCallStore:
     @property
     def max_tool_calls(self) -> Optional[int]:
         return self._max_tool_calls
+
+    @property
+    def max_terminal_bytes(self) -> Optional[int]:
+        """Output bytes kept per terminal (the last ones; None: no bound)."""
+        return self._max_terminal_bytes
+
+    @property
+    def max_content_items(self) -> Optional[int]:
+        """Content items kept per tool call (the last ones; None: no bound)."""
+        return self._max_content_items
+
+    @property
+    def max_plans(self) -> Optional[int]:
+        """Plans kept per session (None: no bound)."""
+        return self._max_plans
+
+    @property
+    def max_permissions(self) -> Optional[int]:
+        """Permission records kept per session (pending ones always; None: no bound)."""
+        return self._max_permissions
 
     @property
     def max_updates(self) -> Optional[int]:
@@ -476,14 +518,14 @@ class ToolCallStore:
         term = None if s is None else s.terminals.get(tid)
         if term is None:
             return None
-        return cast(Dict[str, Any], _fresh(terminal_record(tid, term, bytes(term.output))))
+        return cast(Dict[str, Any], _fresh(terminal_record(tid, term, term.kept())))
 
     def terminals(self, session_id: str) -> Dict[str, Any]:
         """``{terminalId: record}`` of a session, in first-seen order."""
         s = self._sessions.get(_key(session_id, "session_id"))
         if s is None:
             return {}
-        records = {tid: terminal_record(tid, t, bytes(t.output)) for tid, t in s.terminals.items()}
+        records = {tid: terminal_record(tid, t, t.kept()) for tid, t in s.terminals.items()}
         return cast(Dict[str, Any], _fresh(records))
 
     def plans(self, session_id: str) -> Dict[str, Any]:

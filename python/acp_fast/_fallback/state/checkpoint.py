@@ -18,7 +18,7 @@ import orjson
 
 from ..encoder import dumps
 from ..scanner import loads, to_bytes
-from .evict import LIMITS, compact
+from .evict import LIMITS, compact, drop_permission
 from .read import b64decode, exactly, plain
 from .records import (
     MISSING,
@@ -100,7 +100,7 @@ def state(store: ToolCallStore) -> Dict[str, Any]:
         sd = sessions[sid] = {
             "toolCalls": {tcid: tool_call_record(tcid, f) for tcid, f in s.tool_calls.items()},
             "terminals": {
-                tid: terminal_record(tid, t, _b2a(t.output, newline=False).decode("ascii"))
+                tid: terminal_record(tid, t, _b2a(t.kept(), newline=False).decode("ascii"))
                 for tid, t in s.terminals.items()
             },
             "plans": dict(s.plans),
@@ -207,7 +207,7 @@ def from_json(cls: Type[ToolCallStore], data: Any) -> ToolCallStore:
         _object(session, sp)
         s = store._sessions[sid] = Session()
         _restore_tool_calls(store, sid, s, session, sp)
-        _restore_terminals(s, session, sp)
+        _restore_terminals(store, s, session, sp)
         path = f"{sp}.plans"
         for pid, record in _object(_find(session, "plans", sp), path).items():
             rp = f"{path}.{pid}"
@@ -250,8 +250,9 @@ def from_json(cls: Type[ToolCallStore], data: Any) -> ToolCallStore:
         if entry[1]["outcome"] == "pending":
             old = pending.get(ident, MISSING)
             if old is not MISSING:
-                perms[old] = None
+                drop_permission(store, old)
             pending[ident] = len(perms)
+        store._sessions[sid].permission_count += 1
         perms.append(entry)
     if store._max_tool_calls is not None:
         compact(store)
@@ -272,7 +273,10 @@ def _restore_tool_calls(store: ToolCallStore, sid: str, s: Session, session: Dic
             if type(_find(record, name, rp)) is not list:
                 raise _fail(f"{rp}.{name}", "an array", record[name])
         _no_nulls(record, rp)
-        f = s.tool_calls[tcid] = {k: v for k, v in record.items() if k != "toolCallId"}
+        (dropped,) = _read_marker(record, rp, (("droppedItems", "maxContentItems", store._max_content_items),))
+        f = s.tool_calls[tcid] = {k: v for k, v in record.items() if k != "toolCallId" and k != "_truncated"}
+        if dropped:
+            f["_truncated"] = dropped
         store._tool_call_count += 1
         if bounded:
             # In document order; `compact` below numbers them and queues the finished ones.
@@ -281,7 +285,7 @@ def _restore_tool_calls(store: ToolCallStore, sid: str, s: Session, session: Dic
             store._order.append(key)
 
 
-def _restore_terminals(s: Session, session: Dict[str, Any], sp: str) -> None:
+def _restore_terminals(store: ToolCallStore, s: Session, session: Dict[str, Any], sp: str) -> None:
     """``{sp}.terminals``: each record checked (``output`` base64 text), then added."""
     path = f"{sp}.terminals"
     for tid, record in _object(_find(session, "terminals", sp), path).items():
@@ -296,8 +300,9 @@ def _restore_terminals(s: Session, session: Dict[str, Any], sp: str) -> None:
             raise ValueError(f'expected "{rp}.output" to be base64 text, found string')
         _no_nulls(record, rp)
         term = s.terminals[tid] = Terminal()
+        (term.dropped,) = _read_marker(record, rp, (("droppedBytes", "maxTerminalBytes", store._max_terminal_bytes),))
         term.output = bytearray(data)
-        term.fields = {k: v for k, v in record.items() if k != "terminalId" and k != "output"}
+        term.fields = {k: v for k, v in record.items() if k not in ("terminalId", "output", "_truncated")}
 
 
 def _restore_updates(store: ToolCallStore, s: Session, session: Dict[str, Any], sp: str) -> None:
@@ -315,13 +320,18 @@ def _restore_updates(store: ToolCallStore, s: Session, session: Dict[str, Any], 
             if type(_find(update, "sessionUpdate", up)) is not str:
                 raise _fail(f"{up}.sessionUpdate", "a string", update["sessionUpdate"])
             s.updates.append(update)
-    (s.dropped_updates,) = _read_marker(session, sp, (("droppedUpdates", "maxUpdates", store._max_updates),))
+    bounds = (
+        ("droppedPlans", "maxPlans", store._max_plans),
+        ("droppedPermissions", "maxPermissions", store._max_permissions),
+        ("droppedUpdates", "maxUpdates", store._max_updates),
+    )
+    s.dropped_plans, s.dropped_permissions, s.dropped_updates = _read_marker(session, sp, bounds)
 
 
 def _read_marker(record: Dict[str, Any], rp: str, bounds: Tuple[Tuple[str, str, Optional[int]], ...]) -> List[int]:
     """The ``_truncated`` marker of ``record`` at ``rp``, if any: a count for each of ``bounds``
     (member, bound's name, bound: a count needs its bound to be on), each present one a positive
-    integer, no other member."""
+    integer, at least one, no other member."""
     counts = [0] * len(bounds)
     if "_truncated" not in record:
         return counts
@@ -338,6 +348,10 @@ def _read_marker(record: Dict[str, Any], rp: str, bounds: Tuple[Tuple[str, str, 
         if count is None:
             raise _fail(member, "a positive integer", value)
         counts[i] = count
+    if not any(counts):
+        if len(bounds) == 1:
+            raise ValueError(f'expected "{path}.{bounds[0][0]}" to be present, found none')
+        raise _fail(path, "an object with at least one count", record["_truncated"])
     return counts
 
 

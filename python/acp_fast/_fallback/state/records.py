@@ -42,9 +42,10 @@ _Fragment = orjson.Fragment
 # ---------------------------------------------------------------------------------------------
 # Tool calls
 
-# Tool-call fields with a fixed place in a materialized record (after toolCallId), DESIGN 7.3.
+# Tool-call fields with a fixed place in a materialized record (after toolCallId), DESIGN 7.3, and
+# `_truncated`: the count of content items the bound dropped (7.8), written last as the marker.
 _TOOL_CALL_FIELDS = frozenset(
-    ("title", "kind", "status", "content", "locations", "rawInput", "rawOutput", "name", "_meta")
+    ("title", "kind", "status", "content", "locations", "rawInput", "rawOutput", "name", "_meta", "_truncated")
 )
 _FINISHED = frozenset(("completed", "failed", "cancelled"))
 
@@ -63,14 +64,27 @@ _TERMINAL_FIELDS = frozenset(("command", "cwd", "outputMeta", "exitStatus", "_me
 
 
 class Terminal:
-    """A terminal: ``output`` its bytes, ``fields`` the rest (command, cwd, outputMeta, exitStatus,
-    _meta and unknown fields, never null)."""
+    """A terminal: ``output`` its bytes from ``start`` on (``kept()``; those before were dropped by
+    the bound, ``dropped`` of them since the output was last replaced), ``fields`` the rest
+    (command, cwd, outputMeta, exitStatus, _meta and unknown fields, never null)."""
 
-    __slots__ = ("fields", "output")
+    __slots__ = ("fields", "output", "start", "dropped")
 
     def __init__(self) -> None:
         self.fields: Dict[str, Any] = {}
         self.output = bytearray()
+        self.start = 0
+        self.dropped = 0
+
+    def kept(self) -> bytes:
+        """The output bytes kept (Rust: ``Terminal::output``)."""
+        return bytes(memoryview(self.output)[self.start :])
+
+    def set_output(self, data: bytes) -> None:
+        """Replace the output (a ``terminal_update`` snapshot, or null: none)."""
+        self.output = bytearray(data)
+        self.start = 0
+        self.dropped = 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -94,6 +108,7 @@ class Session:
         "terminals",
         "plans",
         "updates",
+        "permission_count",
         "dropped_plans",
         "dropped_permissions",
         "dropped_updates",
@@ -104,6 +119,8 @@ class Session:
         self.terminals: Dict[str, Terminal] = {}
         self.plans: Dict[str, Any] = {}
         self.updates: Deque[Any] = deque()
+        # permission records of this session held by the store (for its bound)
+        self.permission_count = 0
         self.dropped_plans = 0
         self.dropped_permissions = 0
         self.dropped_updates = 0
@@ -233,6 +250,8 @@ def tool_call_record(tcid: str, f: Dict[str, Any]) -> Dict[str, Any]:
     for k, v in f.items():
         if k not in known:
             r[k] = v
+    if "_truncated" in f:
+        r["_truncated"] = {"droppedItems": f["_truncated"]}
     return r
 
 
@@ -256,6 +275,7 @@ def terminal_record(tid: str, term: Terminal, output: Any) -> Dict[str, Any]:
     for k, v in f.items():
         if k not in known:
             r[k] = v
+    truncated(r, [("droppedBytes", term.dropped)])
     return r
 
 
