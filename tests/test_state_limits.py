@@ -328,8 +328,8 @@ BAD_MARKERS = [
         'expected "state.sessions.s1.toolCalls.c._truncated.droppedBytes" to be absent, found number',
     ),
     (
-        _doc(toolCalls={"c": {**TC, "_truncated": None}}),
-        'expected "state.sessions.s1.toolCalls.c._truncated" to be a value other than null, found null',
+        _doc(toolCalls={"c": {**TC, "_truncated": {"droppedItems": "1"}}}),
+        'expected "state.sessions.s1.toolCalls.c._truncated.droppedItems" to be a positive integer, found string',
     ),
     (
         {**_doc(toolCalls={"c": {**TC, "_truncated": {"droppedItems": 1}}}), "maxContentItems": None},
@@ -395,6 +395,26 @@ def test_restore_is_exact_and_the_bounds_apply_to_what_follows(backend):
     s.apply(chunk("s1", "c", {"n": 4}))
     assert s.terminal("s1", "t") == {"terminalId": "t", "output": b"defg", "_truncated": {"droppedBytes": 3}}
     assert s.get("s1", "c")["content"] == [3, {"n": 4}] and s.get("s1", "c")["_truncated"] == {"droppedItems": 2}
+
+
+def test_checkpoint_counts_are_63_bit_integers(backend):
+    # the same on both backends: within 64 bits or beyond, signed or not
+    for member, what in (("maxToolCalls", "a positive integer or null"), ("evicted", "a non-negative integer")):
+        for value in (2**63, 2**64 - 1, 2**64, 10**30, -(2**64)):
+            with pytest.raises(ValueError) as info:
+                backend.ToolCallStore.from_json(json.dumps({**empty_state(), member: value}))
+            assert type(info.value) is ValueError
+            assert str(info.value) == f'expected "state.{member}" to be {what}, found number', value
+    # up to 2**63-1 they are taken, in a checkpoint and as an argument
+    doc = json.dumps({**empty_state(), "maxToolCalls": 2**63 - 1, "evicted": 2**63 - 1})
+    s = backend.ToolCallStore.from_json(doc)
+    assert (s.max_tool_calls, s.evicted) == (2**63 - 1, 2**63 - 1)
+    assert s.to_json() == doc.replace(" ", "").encode()
+    assert backend.ToolCallStore(max_tool_calls=2**63 - 1).max_tool_calls == 2**63 - 1
+    for bad in (2**63, 2**64, 0):
+        with pytest.raises(ValueError) as info:
+            backend.ToolCallStore(max_tool_calls=bad)
+        assert str(info.value) == f"expected max_tool_calls to be a positive integer or None, found {bad!r}"
 
 
 # ------------------------------------------------------------------------------------------

@@ -469,9 +469,9 @@ pub fn from_json(data: &[u8]) -> Result<Store, CheckpointError> {
     let fixed = r.version(find(&state, "protocolVersion", "state")?, "state.protocolVersion")?;
     let negotiated = r.version(find(&state, "negotiatedVersion", "state")?, "state.negotiatedVersion")?;
     let at = find(&state, "maxToolCalls", "state")?;
-    let max = match r.int(at) {
+    let max = match r.count(at, 1).map(usize::try_from) {
         _ if r.ty(at) == JsonType::Null => None,
-        Some((false, Some(n))) if n >= 1 && usize::try_from(n).is_ok() => Some(n as usize),
+        Some(Ok(n)) => Some(n),
         _ => return Err(r.fail(at, "state.maxToolCalls", "a positive integer or null")),
     };
     let mut limits = Limits::default();
@@ -486,7 +486,7 @@ pub fn from_json(data: &[u8]) -> Result<Store, CheckpointError> {
         };
     }
     let at = find(&state, "evicted", "state")?;
-    let Some((false, Some(evicted))) = r.int(at) else {
+    let Some(evicted) = r.count(at, 0) else {
         return Err(r.fail(at, "state.evicted", "a non-negative integer"));
     };
     let sessions = r.object(find(&state, "sessions", "state")?, "state.sessions")?;
@@ -866,6 +866,33 @@ mod tests {
         assert_eq!(
             OUTCOME_WHAT,
             format!("one of {}", OUTCOMES.map(Outcome::as_str).join(", "))
+        );
+    }
+
+    #[test]
+    fn counts_are_63_bit_integers() {
+        let doc = |max: &str, evicted: &str| {
+            format!(
+                r#"{{"format":"acp-fast-state/1","protocolVersion":null,"negotiatedVersion":null,"maxToolCalls":{max},"evicted":{evicted},"sessions":{{}}}}"#
+            )
+        };
+        for big in ["9223372036854775808", "18446744073709551615", "18446744073709551616"] {
+            let e = from_json(doc(big, "0").as_bytes()).err().unwrap();
+            assert_eq!(
+                e.to_string(),
+                r#"expected "state.maxToolCalls" to be a positive integer or null, found number"#
+            );
+            let e = from_json(doc("null", big).as_bytes()).err().unwrap();
+            assert_eq!(
+                e.to_string(),
+                r#"expected "state.evicted" to be a non-negative integer, found number"#
+            );
+        }
+        let max = "9223372036854775807";
+        let store = from_json(doc(max, max).as_bytes()).unwrap();
+        assert_eq!(
+            (store.max_tool_calls(), store.evicted()),
+            (Some(i64::MAX as usize), i64::MAX as u64)
         );
     }
 

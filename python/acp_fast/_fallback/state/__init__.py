@@ -184,7 +184,7 @@ class ToolCallStore:
     ) -> None:
         if protocol_version is not None and (type(protocol_version) is not int or protocol_version not in (1, 2)):
             raise ValueError(f"expected protocol_version to be 1, 2 or None, found {protocol_version!r}")
-        if max_tool_calls is not None and (type(max_tool_calls) is not int or max_tool_calls < 1):
+        if max_tool_calls is not None and (type(max_tool_calls) is not int or not 1 <= max_tool_calls <= _I64_MAX):
             raise ValueError(f"expected max_tool_calls to be a positive integer or None, found {max_tool_calls!r}")
         self._max_terminal_bytes = _limit(max_terminal_bytes, "max_terminal_bytes", 0)
         self._max_content_items = _limit(max_content_items, "max_content_items", 0)

@@ -183,9 +183,10 @@ def from_json(cls: Type[ToolCallStore], data: Any) -> ToolCallStore:
     fixed = _version(_find(doc, "protocolVersion", "state"), "state.protocolVersion")
     negotiated = _version(_find(doc, "negotiatedVersion", "state"), "state.negotiatedVersion")
     limit = _find(doc, "maxToolCalls", "state")
-    limit = plain(limit)
-    if limit is not None and not (type(limit) is int and limit >= 1):
-        raise _fail("state.maxToolCalls", "a positive integer or null", limit)
+    if limit is not None:
+        limit = _count(limit, 1)
+        if limit is None:
+            raise _fail("state.maxToolCalls", "a positive integer or null", doc["maxToolCalls"])
     bounds: Dict[str, Any] = {}
     for name, attr, least, _ in LIMITS:
         if name in doc:
@@ -194,9 +195,9 @@ def from_json(cls: Type[ToolCallStore], data: Any) -> ToolCallStore:
                 what = "a non-negative integer or null" if least == 0 else "a positive integer or null"
                 raise _fail(f"state.{name}", what, bound)
             bounds[attr[1:]] = plain(bound)
-    evicted = plain(_find(doc, "evicted", "state"))
-    if not (type(evicted) is int and evicted >= 0):
-        raise _fail("state.evicted", "a non-negative integer", evicted)
+    evicted = _count(_find(doc, "evicted", "state"), 0)
+    if evicted is None:
+        raise _fail("state.evicted", "a non-negative integer", doc["evicted"])
     sessions = _object(_find(doc, "sessions", "state"), "state.sessions")
     store = cls(fixed, max_tool_calls=limit, **bounds)
     store._set_negotiated(negotiated)
