@@ -135,7 +135,7 @@ pub(super) fn tool_call_dict<'py>(py: Python<'py>, id: &[u8], tc: &ToolCall) -> 
     d.set_item(intern!(py, "kind"), value(py, tc.kind())?)?;
     d.set_item(intern!(py, "status"), value(py, tc.status())?)?;
     let content = PyList::empty(py);
-    for item in &tc.content {
+    for item in tc.content() {
         content.append(value(py, item)?)?;
     }
     d.set_item(intern!(py, "content"), content)?;

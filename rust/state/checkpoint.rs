@@ -601,7 +601,7 @@ fn restore_tool_calls(
                 None if &*name == b"toolCallId" || &*name == b"_truncated" => {}
                 None if &*name == b"content" => {
                     for item in r.items(at)? {
-                        tc.content.push_back(r.raw(item)?);
+                        tc.content.push(r.raw(item)?);
                     }
                 }
                 None => tc.extra.push((name, r.raw(at)?)),

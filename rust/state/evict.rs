@@ -29,7 +29,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-use super::records::{Outcome, Terminal, Text};
+use super::records::{Outcome, Terminal, Text, ToolCall};
 use super::Store;
 
 /// The bounds inside a session (DESIGN §7.8; `None`: no bound). The defaults are `Default`'s.
@@ -108,6 +108,28 @@ pub(super) fn trim_front<T>(items: &mut VecDeque<T>, max: Option<usize>, dropped
             items.pop_front();
             *dropped += 1;
         }
+    }
+}
+
+/// Keep the last `max` content items of a tool call (after a chunk), counting those dropped; they
+/// are emptied at once, and the list shifted only once they outnumber the kept ones.
+pub(super) fn trim_content(tc: &mut ToolCall, max: Option<usize>) {
+    let Some(max) = max else {
+        return;
+    };
+    let kept = tc.content.len() - tc.content_start;
+    if kept <= max {
+        return;
+    }
+    let cut = kept - max;
+    for item in &mut tc.content[tc.content_start..tc.content_start + cut] {
+        *item = Box::default();
+    }
+    tc.content_start += cut;
+    tc.dropped_items += cut as u64;
+    if tc.content_start >= tc.content.len() - tc.content_start {
+        tc.content.drain(..tc.content_start);
+        tc.content_start = 0;
     }
 }
 

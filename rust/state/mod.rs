@@ -320,6 +320,10 @@ impl Store {
         };
         let mut kscratch = Vec::new();
         let Some(rule) = UpdateKind::of(key_bytes(data, kind, &mut kscratch)) else {
+            // Unknown updates are not kept by default: no call on the path of most frames.
+            if self.limits.updates == Some(0) {
+                return Ok(None);
+            }
             return self.unknown_update(data, env, (params, update), kind);
         };
         let sid = require_session(data, env, params)?;
@@ -336,9 +340,10 @@ impl Store {
         }
     }
 
-    /// An update of a kind no rule handles (`kind`, its `sessionUpdate` token): ignored when the
-    /// version in force defines it, else kept as received in its session's `updates` (the last
-    /// `Limits::updates` of them; none with the default 0, and then no check either).
+    /// An update of a kind no rule handles (`kind`, its `sessionUpdate` token), when the store
+    /// keeps them (`Limits::updates` is not 0; else `session_update` ignores it, checking
+    /// nothing): ignored when the version in force defines it, else kept as received at the end
+    /// of its session's `updates`, the last `Limits::updates` of them.
     #[inline(never)]
     fn unknown_update(
         &mut self,
@@ -347,9 +352,6 @@ impl Store {
         (params, update): (Span, Span),
         kind: Str,
     ) -> Result<Option<Change>, DecodeError> {
-        if self.limits.updates == Some(0) {
-            return Ok(None);
-        }
         let mut scratch = Vec::new();
         if defined_kind(self.version(), key_bytes(data, kind, &mut scratch)) {
             return Ok(None);

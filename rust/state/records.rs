@@ -173,9 +173,11 @@ pub const TC_AFTER_LOCATIONS: std::ops::Range<usize> = 4..8;
 pub struct ToolCall {
     /// `TOOL_CALL_FIELDS` values; never JSON `null` (null means absent in v1, unset in v2).
     pub fields: [Option<Raw>; 8],
-    /// The items of `content`.
-    pub content: VecDeque<Raw>,
-    /// Items dropped from the front of `content` by the bound since an update last set it.
+    /// The items of `content` from `content_start` on (`content()`); those before were dropped by
+    /// the bound (`evict::trim_content`; emptied), `dropped_items` of them since an update last set
+    /// `content`.
+    pub content: Vec<Raw>,
+    pub content_start: usize,
     pub dropped_items: u64,
     /// Unknown fields in first-set order.
     pub extra: Vec<(Text, Raw)>,
@@ -184,6 +186,11 @@ pub struct ToolCall {
 }
 
 impl ToolCall {
+    /// The items of `content` kept.
+    pub fn content(&self) -> &[Raw] {
+        &self.content[self.content_start..]
+    }
+
     pub fn title(&self) -> Option<&[u8]> {
         self.fields[TC_TITLE].as_deref()
     }
@@ -222,7 +229,7 @@ impl ToolCall {
     /// Bytes held (for the memory report).
     pub fn heap_bytes(&self) -> usize {
         let f: usize = self.fields.iter().flatten().map(|r| r.len()).sum();
-        let c: usize = self.content.iter().map(|r| r.len() + 16).sum();
+        let c: usize = self.content().iter().map(|r| r.len() + 16).sum();
         let e: usize = self.extra.iter().map(|(k, v)| k.len() + v.len() + 32).sum();
         f + c + e
     }
@@ -543,7 +550,7 @@ pub(super) fn tool_call_record(out: &mut Vec<u8>, id: &[u8], tc: &ToolCall) -> R
     member(out, "kind", tc.kind())?;
     member(out, "status", tc.status())?;
     out.extend_from_slice(b",\"content\":[");
-    for (i, item) in tc.content.iter().enumerate() {
+    for (i, item) in tc.content().iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }

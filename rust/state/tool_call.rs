@@ -6,7 +6,9 @@
 //! Mirror: `python/acp_fast/_fallback/state/tool_call.py`. Differences on purpose: here the
 //! update object is walked once (`check_tool_call` classifies its members and checks them, then
 //! `commit_tool_call` copies the values that count into the record); the fallback checks orjson's
-//! dict and patches the record's dict with it (a new record takes the update dict itself).
+//! dict and patches the record's dict with it (a new record takes the update dict itself). The
+//! content bound (DESIGN §7.8) moves a start offset here (`evict::trim_content`); the fallback
+//! deletes the items from the front of its list.
 
 use std::ops::Range;
 
@@ -14,7 +16,7 @@ use crate::error::{DecodeError, JsonType};
 use crate::message::{Captured, Span};
 use crate::scanner::{unescape_into, Str};
 
-use super::evict::trim_front;
+use super::evict::trim_content;
 use super::read::{bad_member, key_bytes, raw, text_of, Member, F_CONTENT, F_EXTRA, F_ID, F_IGNORE};
 use super::records::{Action, Change, Ident, Raw, Target, Text, ToolCall};
 use super::Store;
@@ -102,8 +104,7 @@ impl Store {
                     F_CONTENT
                 }
                 _ if op == TcOp::Chunk => F_IGNORE,
-                // `_truncated` is the marker of the content bound, never a field (DESIGN §7.8).
-                b"sessionUpdate" | b"_truncated" => F_IGNORE,
+                b"sessionUpdate" => F_IGNORE,
                 b"title" => 0,
                 b"kind" => 1,
                 b"status" => 2,
@@ -115,6 +116,8 @@ impl Store {
                 b"rawOutput" => 5,
                 b"name" => 6,
                 b"_meta" => 7,
+                // `_truncated` is the marker of the content bound, never a field (DESIGN §7.8).
+                b"_truncated" => F_IGNORE,
                 _ => {
                     has_extra = true;
                     F_EXTRA
@@ -320,10 +323,13 @@ fn patch(
                     let r: Range<usize> = m.items.0 as usize..m.items.1 as usize;
                     let skip = max.map_or(0, |max| r.len().saturating_sub(max));
                     tc.content.clear();
-                    tc.content.extend(items[r].iter().skip(skip).map(|s| raw(data, *s)));
+                    tc.content
+                        .extend(items[r.start + skip..r.end].iter().map(|s| raw(data, *s)));
+                    tc.content_start = 0;
                     tc.dropped_items = skip as u64;
                 } else if clear_on_null {
                     tc.content.clear();
+                    tc.content_start = 0;
                     tc.dropped_items = 0;
                 }
             }
@@ -342,8 +348,8 @@ fn patch(
 /// Append a chunk's `content` item (then drop the oldest items beyond the bound, counting them).
 fn append_chunk(tc: &mut ToolCall, data: &[u8], members: &[Member], max: Option<usize>) {
     if let Some(m) = members.iter().find(|m| m.code == F_CONTENT) {
-        tc.content.push_back(raw(data, m.value));
-        trim_front(&mut tc.content, max, &mut tc.dropped_items);
+        tc.content.push(raw(data, m.value));
+        trim_content(tc, max);
     }
 }
 
@@ -379,6 +385,31 @@ mod tests {
             let meta = TOOL_CALL_FIELDS.iter().position(|&f| f == "_meta").unwrap();
             assert!(tc.fields[meta].is_none(), "chunk _meta is not merged");
         }
+    }
+
+    #[test]
+    fn content_keeps_its_last_items() {
+        let limits = super::super::Limits {
+            content_items: Some(2),
+            ..Default::default()
+        };
+        let mut s = Store::with_limits(Some(2), None, limits);
+        for i in 0..1000 {
+            let u = format!(r#"{{"sessionUpdate":"tool_call_content_chunk","toolCallId":"c","content":{{"i":{i}}}}}"#);
+            apply(&mut s, &upd(&u)).unwrap();
+        }
+        let tc = record(&s, "c");
+        let kept: Vec<&[u8]> = tc.content().iter().map(|r| &r[..]).collect();
+        assert_eq!(kept, [&br#"{"i":998}"#[..], br#"{"i":999}"#]);
+        assert_eq!(tc.dropped_items, 998);
+        assert!(tc.content.len() <= 4 && tc.content[..tc.content_start].iter().all(|r| r.is_empty()));
+        let u = r#"{"sessionUpdate":"tool_call_update","toolCallId":"c","content":[1,2,3,4,5]}"#;
+        apply(&mut s, &upd(u)).unwrap();
+        let tc = record(&s, "c");
+        assert_eq!(
+            (tc.content(), tc.dropped_items),
+            (&[b"4".to_vec().into(), b"5".to_vec().into()][..], 3)
+        );
     }
 
     #[test]

@@ -10,7 +10,8 @@ fields, an update patches the record's dict in place, a chunk is appended to the
 ``check_tool_call`` are written out again in ``tool_call_update`` and ``tool_call`` (the hot
 path: one call less per frame). Rust walks the update's members once and copies their text. The
 record's count of content items dropped by the bound (DESIGN 7.8) is its member ``_truncated`` (an
-int; ``records`` writes the marker), a name no update sets.
+int; ``records`` writes the marker), a name no update sets; the items are deleted from the front of
+the list (Rust moves a start offset instead).
 """
 
 from __future__ import annotations
