@@ -1,6 +1,7 @@
 //! The PyO3 binding layer: `acp_fast._native`. Every function here takes Python arguments, calls
 //! the core, and maps errors; no protocol logic lives in this folder.
 
+mod bounds;
 mod convert;
 mod errors;
 mod frames;

@@ -21,8 +21,8 @@ use crate::scanner::{parse_i64, parse_u64, validate, Scanner};
 use super::evict::{Limits, Tracked};
 use super::read::base64_decode;
 use super::records::{
-    key, members_at, permission_record, terminal_record, tool_call_record, truncated, write_value, Dropped, IdKey,
-    Outcome, Permission, Raw, Session, Terminal, Text, ToolCall, TERMINAL_FIELDS, TOOL_CALL_FIELDS,
+    key, members_at, permission_record, terminal_record, tool_call_record, truncated, write_value, IdKey, Outcome,
+    Permission, Raw, Session, Terminal, Text, ToolCall, TERMINAL_FIELDS, TOOL_CALL_FIELDS,
 };
 use super::Store;
 
@@ -63,13 +63,6 @@ pub enum CheckpointError {
     Base64 {
         path: String,
     },
-    /// `expected "{path}" to be absent{why}, found {found}`: a member a marker does not have, or
-    /// a marker of a bound that is off (`why` names it).
-    Absent {
-        path: String,
-        why: String,
-        found: JsonType,
-    },
     /// `expected "state.permissionOrder" to name {repr(session)} {expected} times (its permission
     /// records), found {found, or "more"}`.
     PermissionOrder {
@@ -101,9 +94,6 @@ impl CheckpointError {
                 format!("expected \"{path}\" to be {}, found {}", quoted(expected), found.name())
             }
             Self::Base64 { path } => format!("expected \"{path}\" to be base64 text, found string"),
-            Self::Absent { path, why, found } => {
-                format!("expected \"{path}\" to be absent{why}, found {}", found.name())
-            }
             Self::PermissionOrder {
                 session,
                 expected,
@@ -589,12 +579,9 @@ fn restore_tool_calls(
             r.require(at, JsonType::Array, &format!("{rp}.{name}"), "an array")?;
         }
         r.no_nulls(&record, &rp)?;
-        let bound = [("droppedItems", "maxContentItems", store.limits.content_items)];
-        let [dropped_items] = read_marker(r, &record, &rp, &bound)?;
-        let mut tc = ToolCall {
-            dropped_items,
-            ..ToolCall::default()
-        };
+        let mut tc = ToolCall::default();
+        let off = "absent (state.maxContentItems is null)";
+        [tc.dropped_items] = read_marker(r, &record, &rp, &[("droppedItems", off, store.limits.content_items)])?;
         for (name, at) in record {
             match TOOL_CALL_FIELDS.iter().position(|f| f.as_bytes() == &*name) {
                 Some(i) => tc.fields[i] = Some(r.raw(at)?),
@@ -644,8 +631,8 @@ fn restore_terminals(
             return Err(CheckpointError::Base64 { path: output_path });
         }
         r.no_nulls(&record, &rp)?;
-        let bound = [("droppedBytes", "maxTerminalBytes", store.limits.terminal_bytes)];
-        [t.dropped_bytes] = read_marker(r, &record, &rp, &bound)?;
+        let off = "absent (state.maxTerminalBytes is null)";
+        [t.dropped_bytes] = read_marker(r, &record, &rp, &[("droppedBytes", off, store.limits.terminal_bytes)])?;
         for (name, at) in record {
             match TERMINAL_FIELDS.iter().position(|f| f.as_bytes() == &*name) {
                 Some(i) => *t.field_mut(i) = Some(r.raw(at)?),
@@ -677,31 +664,30 @@ fn restore_updates(
             let up = format!("{path}.{i}");
             let update = r.object(at, &up)?;
             let kind = find(&update, "sessionUpdate", &up)?;
-            if r.ty(kind) != JsonType::String {
-                return Err(r.fail(kind, &format!("{up}.sessionUpdate"), "a string"));
-            }
+            r.require(kind, JsonType::String, &format!("{up}.sessionUpdate"), "a string")?;
             let raw = r.raw(at)?;
             store.sessions.at_mut(slot).updates.push_back(raw);
         }
     }
     let limits = store.limits;
     let bounds = [
-        ("droppedPlans", "maxPlans", limits.plans),
-        ("droppedPermissions", "maxPermissions", limits.permissions),
-        ("droppedUpdates", "maxUpdates", limits.updates),
+        ("droppedPlans", "absent (state.maxPlans is null)", limits.plans),
+        (
+            "droppedPermissions",
+            "absent (state.maxPermissions is null)",
+            limits.permissions,
+        ),
+        ("droppedUpdates", "absent (state.maxUpdates is null)", limits.updates),
     ];
-    let [plans, permissions, updates] = read_marker(r, session, sp, &bounds)?;
-    store.sessions.at_mut(slot).dropped = Dropped {
-        plans,
-        permissions,
-        updates,
-    };
+    let counts = read_marker(r, session, sp, &bounds)?;
+    let d = &mut store.sessions.at_mut(slot).dropped;
+    [d.plans, d.permissions, d.updates] = counts;
     Ok(())
 }
 
-/// The `_truncated` marker of `record` at `rp`, if any: a count for each of `bounds` (member,
-/// bound's name, bound: a count needs its bound to be on), each present one a positive integer,
-/// at least one, no other member.
+/// The `_truncated` marker of `record` at `rp`, if any: a count for each of `bounds` (member, what
+/// it must be when its bound is off, the bound), each present one a positive integer, at least
+/// one, no other member.
 fn read_marker<const N: usize>(
     r: &mut Reader<'_>,
     record: &Members,
@@ -717,20 +703,12 @@ fn read_marker<const N: usize>(
     let marker = r.object(at, &path)?;
     for (name, at) in marker {
         let member = format!("{path}.{}", lossy(&name));
+        // Another member, or the count of a bound that is off, must be absent.
         let Some(i) = bounds.iter().position(|(n, _, _)| n.as_bytes() == &*name) else {
-            return Err(CheckpointError::Absent {
-                path: member,
-                why: String::new(),
-                found: r.ty(at),
-            });
+            return Err(r.fail(at, &member, "absent"));
         };
-        let (_, bound, limit) = bounds[i];
-        if limit.is_none() {
-            return Err(CheckpointError::Absent {
-                path: member,
-                why: format!(" (state.{bound} is null)"),
-                found: r.ty(at),
-            });
+        if bounds[i].2.is_none() {
+            return Err(r.fail(at, &member, bounds[i].1));
         }
         counts[i] = r
             .count(at, 1)
@@ -820,87 +798,4 @@ fn read_permissions(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::super::records::OUTCOMES;
-    use super::*;
-
-    fn canonical(text: &str) -> String {
-        let mut out = Vec::new();
-        write_value(&mut out, text.as_bytes(), 0).unwrap();
-        String::from_utf8(out).unwrap()
-    }
-
-    #[test]
-    fn values_are_written_as_dumps_of_loads_numbers_as_received() {
-        assert_eq!(
-            canonical(r#" { "a" : 1E2 , "b":[ 1.50 , -0 , -0.0 , 1e-400 ], "a": "\u00e9\/" } "#),
-            r#"{"a":"é/","b":[1.50,-0,-0.0,1e-400]}"#
-        );
-        assert_eq!(
-            canonical(r#"[{"k":1,"k":2,"j":[]},"\u0000",true,null,12345678901234567890123]"#),
-            r#"[{"k":2,"j":[]},"\u0000",true,null,12345678901234567890123]"#
-        );
-    }
-
-    #[test]
-    fn too_deep_names_the_path() {
-        let deep = format!("{{\"x\":{}{}}}", "[".repeat(300), "]".repeat(300));
-        let err = write_value(&mut Vec::new(), deep.as_bytes(), 5).unwrap_err();
-        assert_eq!(err.len(), 249);
-        assert_eq!(err.last(), Some(&PathItem::Key("x".into())));
-    }
-
-    #[test]
-    fn messages() {
-        let e = from_json(br#"{"format":{"a":[1,"b"]}}"#).err().unwrap();
-        assert_eq!(
-            e.to_string(),
-            r#"expected "state.format" to be 'acp-fast-state/1', found {"a":[1,"b"]}"#
-        );
-        let doc = br#"{"format":"acp-fast-state/1","protocolVersion":null,"negotiatedVersion":null,"maxToolCalls":null,"evicted":0,"sessions":{"s'1":{"toolCalls":{},"terminals":{},"plans":{},"permissions":[]}},"permissionOrder":["s'1"]}"#;
-        let e = from_json(doc).err().unwrap();
-        assert_eq!(
-            e.to_string(),
-            r#"expected "state.permissionOrder" to name "s'1" 0 times (its permission records), found more"#
-        );
-        assert_eq!(
-            OUTCOME_WHAT,
-            format!("one of {}", OUTCOMES.map(Outcome::as_str).join(", "))
-        );
-    }
-
-    #[test]
-    fn counts_are_63_bit_integers() {
-        let doc = |max: &str, evicted: &str| {
-            format!(
-                r#"{{"format":"acp-fast-state/1","protocolVersion":null,"negotiatedVersion":null,"maxToolCalls":{max},"evicted":{evicted},"sessions":{{}}}}"#
-            )
-        };
-        for big in ["9223372036854775808", "18446744073709551615", "18446744073709551616"] {
-            let e = from_json(doc(big, "0").as_bytes()).err().unwrap();
-            assert_eq!(
-                e.to_string(),
-                r#"expected "state.maxToolCalls" to be a positive integer or null, found number"#
-            );
-            let e = from_json(doc("null", big).as_bytes()).err().unwrap();
-            assert_eq!(
-                e.to_string(),
-                r#"expected "state.evicted" to be a non-negative integer, found number"#
-            );
-        }
-        let max = "9223372036854775807";
-        let store = from_json(doc(max, max).as_bytes()).unwrap();
-        assert_eq!(
-            (store.max_tool_calls(), store.evicted()),
-            (Some(i64::MAX as usize), i64::MAX as u64)
-        );
-    }
-
-    #[test]
-    fn round_trip() {
-        let doc = br#"{"format":"acp-fast-state/1","protocolVersion":2,"negotiatedVersion":1,"maxToolCalls":3,"evicted":4,"sessions":{"s1":{"toolCalls":{"c1":{"toolCallId":"c1","kind":"other","status":"completed","content":[{"a":1}],"locations":[],"zz":[1]}},"terminals":{"t":{"terminalId":"t","output":"QQ==","exitStatus":{}}},"plans":{"main":{"planId":"main"}},"permissions":[{"id":"p","sessionId":"s1","options":[],"outcome":"pending","approved":false}]}},"permissionOrder":["s1"]}"#;
-        let store = from_json(doc).unwrap();
-        assert_eq!(to_json(&store).unwrap(), doc.to_vec());
-        assert_eq!(store.finished.len(), 1);
-    }
-}
+mod tests;
