@@ -339,13 +339,19 @@ def test_negotiation_in_the_middle_of_a_feed_changes_what_is_kept(backend):
         response(0, {"protocolVersion": 1}),
         upd("s1", b'{"sessionUpdate":"current_mode_update","n":4}'),
         upd("s1", b'{"sessionUpdate":"state_update","n":5}'),
+        # in a batch, and in a frame only the grammar takes (an integer beyond 64 bits)
+        b'[{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":2}}]',
+        upd("s1", b'{"sessionUpdate":"state_update","n":6}'),
+        b'{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"x":1%s}}' % (b"0" * 400),
+        upd("s1", b'{"sessionUpdate":"state_update","n":7}'),
     ]
     s = backend.ToolCallStore(max_updates=10)
     out = s.feed(b"\n".join(lines) + b"\n")
     assert [tuple(c) for c in out if c.target == "update"] == [
-        ("s1", "update", k, "appended", None) for k in ("state_update", "current_mode_update", "state_update")
+        ("s1", "update", k, "appended", None)
+        for k in ("state_update", "current_mode_update", "state_update", "state_update")
     ]
-    assert [u["n"] for u in s.updates("s1")] == [1, 3, 5]
+    assert [u["n"] for u in s.updates("s1")] == [1, 3, 5, 7]
 
 
 def test_a_kept_update_needs_a_string_session(backend):

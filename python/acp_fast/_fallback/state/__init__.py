@@ -646,6 +646,7 @@ def _feed_lines(store: ToolCallStore, data: bytes, changes: bool, source: Any) -
             value = loads(frame)
         except _JSONDecodeError:
             store._collect(decode_frame(frame, line), out, changes, source)
+            updates = store._updates
             continue
         if type(value) is dict:
             m: Any = message(frame, value, line)
@@ -678,6 +679,7 @@ def _feed_lines(store: ToolCallStore, data: bytes, changes: bool, source: Any) -
                 continue
         elif type(value) is list and value:
             store._collect(store._apply_batch(frame, value, None, source, line), out, changes, source)
+            updates = store._updates
             continue
         append(decode_value(frame, value, line))
     if tail:
