@@ -113,15 +113,20 @@ pub(super) fn trim_front<T>(items: &mut VecDeque<T>, max: Option<usize>, dropped
 
 /// Keep the last `max` content items of a tool call (after a chunk), counting those dropped; they
 /// are emptied at once, and the list shifted only once they outnumber the kept ones.
+#[inline]
 pub(super) fn trim_content(tc: &mut ToolCall, max: Option<usize>) {
-    let Some(max) = max else {
-        return;
-    };
-    let kept = tc.content.len() - tc.content_start;
-    if kept <= max {
-        return;
+    if let Some(max) = max {
+        if tc.content.len() - tc.content_start > max {
+            cut_content(tc, max);
+        }
     }
-    let cut = kept - max;
+}
+
+/// `trim_content` once the bound is passed (out of line: the path of a chunk stays small).
+#[cold]
+#[inline(never)]
+fn cut_content(tc: &mut ToolCall, max: usize) {
+    let cut = tc.content.len() - tc.content_start - max;
     for item in &mut tc.content[tc.content_start..tc.content_start + cut] {
         *item = Box::default();
     }
@@ -137,14 +142,20 @@ pub(super) fn trim_content(tc: &mut ToolCall, max: Option<usize>) {
 /// `outputByteLimit` asks of a client): the cut moves past at most 3 continuation bytes
 /// (`0b10xxxxxx`), so the kept output may be up to 3 bytes shorter. The bytes dropped are counted;
 /// the buffer is shifted only once the dropped part outgrows the kept one.
+#[inline]
 pub(super) fn trim_output(t: &mut Terminal, max: Option<usize>) {
-    let Some(max) = max else {
-        return;
-    };
-    let kept = &t.output[t.output_start..];
-    if kept.len() <= max {
-        return;
+    if let Some(max) = max {
+        if t.output.len() - t.output_start > max {
+            cut_output(t, max);
+        }
     }
+}
+
+/// `trim_output` once the bound is passed (out of line: the path of a chunk stays small).
+#[cold]
+#[inline(never)]
+fn cut_output(t: &mut Terminal, max: usize) {
+    let kept = &t.output[t.output_start..];
     let mut cut = kept.len() - max;
     let mut skipped = 0;
     while skipped < 3 && cut < kept.len() && kept[cut] & 0xC0 == 0x80 {

@@ -42,9 +42,9 @@ impl Store {
                     id = Some(m.value);
                     F_ID
                 }
-                // `outputMeta` is derived from `output._meta`, never a field of its own; `_truncated`
-                // is the marker of the output bound (DESIGN §7.8).
-                b"sessionUpdate" | b"outputMeta" | b"_truncated" => F_IGNORE,
+                // `outputMeta` is derived from `output._meta`, never a field of its own (nor is
+                // `_truncated`: `dedupe_extras`).
+                b"sessionUpdate" | b"outputMeta" => F_IGNORE,
                 b"output" => {
                     output = Some((i, m.value));
                     F_OUTPUT

@@ -116,8 +116,6 @@ impl Store {
                 b"rawOutput" => 5,
                 b"name" => 6,
                 b"_meta" => 7,
-                // `_truncated` is the marker of the content bound, never a field (DESIGN §7.8).
-                b"_truncated" => F_IGNORE,
                 _ => {
                     has_extra = true;
                     F_EXTRA
@@ -268,7 +266,8 @@ impl Store {
 }
 
 /// Duplicate unknown members, as a parsed object has them: the first one's place, the last one's
-/// value (later duplicates are ignored).
+/// value (later duplicates are ignored). `_truncated` is no unknown member but the name of a
+/// bound's marker (DESIGN §7.8): never stored.
 pub(super) fn dedupe_extras(data: &[u8], members: &mut [Member]) {
     let n = members.len();
     for i in 0..n {
@@ -276,6 +275,10 @@ pub(super) fn dedupe_extras(data: &[u8], members: &mut [Member]) {
             continue;
         }
         let k = text_of(data, members[i].key);
+        if *k == *b"_truncated" {
+            members[i].code = F_IGNORE;
+            continue;
+        }
         for j in i + 1..n {
             if members[j].code == F_EXTRA && *text_of(data, members[j].key) == *k {
                 members[i].value = members[j].value;
