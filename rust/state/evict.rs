@@ -1,6 +1,8 @@
-//! The bounds (DESIGN §7.8). `Limits` are the bounds inside a session (`trim_front` keeps the
-//! newest items of a list, counting what it drops); the rest of this file is the `max_tool_calls`
-//! bound: after a frame creates a tool call and more than N are retained, the oldest (first
+//! The bounds (DESIGN §7.8). `Limits` are the bounds inside a session, each applied where its
+//! list grows: `trim_front` (unknown updates), `trim_content` (a tool call's content),
+//! `trim_output` (a terminal's output, from a UTF-8 character boundary), `trim_permissions` (a
+//! session's permission records; `drop_permission`), and `plan.rs` for plans; each counts what it
+//! drops. The rest of this file is the `max_tool_calls` bound: after a frame creates a tool call and more than N are retained, the oldest (first
 //! created, across sessions) tool call whose status is finished is dropped, else the oldest one;
 //! never the one the frame touched.
 //!
@@ -22,7 +24,9 @@
 //! bound). O(1) for any order of finishing would need an integer priority queue over creation
 //! numbers (a bitmap hierarchy, say); not done.
 //!
-//! Mirror: `python/acp_fast/_fallback/state/evict.py`. Differences on purpose: here a record
+//! Mirror: `python/acp_fast/_fallback/state/evict.py`. Differences on purpose: a tool call's
+//! content moves a start offset here where the fallback deletes items from the front of its list
+//! (`set_content` there, `patch` and `trim_content` here); here a record
 //! carries its creation number (`ToolCall::seq`) and its `order` entry the queued flag; the
 //! fallback's records are plain dicts, so it keeps both in a dict by (session, id).
 

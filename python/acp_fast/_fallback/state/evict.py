@@ -1,6 +1,8 @@
-"""The bounds (DESIGN 7.8). ``LIMITS`` are the bounds inside a session (``trim_front`` keeps the
-newest items of a list, counting what it drops); the rest of this file is the ``max_tool_calls``
-bound: after a frame creates a tool call and more than N are retained, the oldest (first created,
+"""The bounds (DESIGN 7.8). ``LIMITS`` are the bounds inside a session, each applied where its
+list grows: ``trim_front`` (unknown updates), ``set_content`` and ``content_chunk`` (a tool call's
+content), ``trim_output`` (a terminal's output, from a UTF-8 character boundary),
+``trim_permissions`` (a session's permission records; ``drop_permission``), and ``plan.py`` for
+plans; each counts what it drops. The rest of this file is the ``max_tool_calls`` bound: after a frame creates a tool call and more than N are retained, the oldest (first created,
 across sessions) tool call whose status is finished is dropped, else the oldest one; never the one
 the frame touched.
 
@@ -22,7 +24,9 @@ and each eviction of a finished one (n: finished tool calls queued, at most the 
 any order of finishing would need an integer priority queue over creation numbers (a bitmap
 hierarchy, say); not done.
 
-Mirror of ``rust/state/evict.rs``. Differences on purpose: a record here is a plain dict, so the
+Mirror of ``rust/state/evict.rs``. Differences on purpose: a tool call's content is deleted from the
+front of its list here (``set_content``; a terminal's output keeps a start offset, as in Rust),
+where Rust moves a start offset (``trim_content``); a record here is a plain dict, so the
 store keeps each one's creation number and queued flag in ``_created`` ((session, id) -> [seq,
 queued]); Rust keeps the number in the record (``ToolCall::seq``) and the flag in its ``order``
 entry. Rust's ``Limits`` struct is ``LIMITS`` here, the store's attributes named there.
