@@ -357,6 +357,7 @@ class SchemaValidator:
     @property
     def unstable(self) -> bool:
         """Whether the unstable surface is accepted."""
+
 class _ArrowStream(Protocol):
     """What :meth:`FrameColumns.finish` returns: an Arrow stream of record batches (the Arrow
     PyCapsule interface; ``pyarrow.RecordBatchReader.from_stream`` reads it)."""

@@ -297,7 +297,7 @@ fn str_utf8<'a>(obj: &'a Bound<'_, PyAny>) -> Result<&'a [u8], EncodeFailure> {
     }
     let mut size: ffi::Py_ssize_t = 0;
     // SAFETY: obj is a str (checked by the caller); the returned buffer lives as long as obj.
-    let ptr = unsafe { ffi::PyUnicode_AsUTF8AndSize(obj.as_ptr(), &mut size) };
+    let ptr = unsafe { ffi::PyUnicode_AsUTF8AndSize(obj.as_ptr(), &raw mut size) };
     if ptr.is_null() {
         // Clear the UnicodeEncodeError and report it our way.
         let _ = PyErr::take(obj.py());
@@ -411,7 +411,7 @@ impl<'py> Writer<'py> {
     fn write_int(&mut self, obj: &Bound<'py, PyAny>) -> WResult {
         let mut overflow = 0;
         // SAFETY: obj is an int (or subclass).
-        let v = unsafe { ffi::PyLong_AsLongLongAndOverflow(obj.as_ptr(), &mut overflow) };
+        let v = unsafe { ffi::PyLong_AsLongLongAndOverflow(obj.as_ptr(), &raw mut overflow) };
         if overflow == 0 {
             if v == -1 && PyErr::occurred(self.py) {
                 return Err(EncodeFailure::python(PyErr::fetch(self.py)));
@@ -535,7 +535,7 @@ impl<'py> Writer<'py> {
         // SAFETY: PyDict_Next yields borrowed references valid while the dict is unchanged; we
         // take strong references before running anything that could call back into Python.
         unsafe {
-            while ffi::PyDict_Next(obj.as_ptr(), &mut pos, &mut key, &mut value) != 0 {
+            while ffi::PyDict_Next(obj.as_ptr(), &raw mut pos, &raw mut key, &raw mut value) != 0 {
                 let k = Bound::from_borrowed_ptr(self.py, key);
                 let v = Bound::from_borrowed_ptr(self.py, value);
                 if ffi::PyUnicode_CheckExact(k.as_ptr()) == 0 {

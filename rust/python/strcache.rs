@@ -270,7 +270,7 @@ impl CacheGuard<'_> {
             // SAFETY: `fresh` is an exact str we own; interning may replace the pointer.
             fresh = unsafe {
                 let mut p = fresh.into_ptr();
-                ffi::PyUnicode_InternInPlace(&mut p);
+                ffi::PyUnicode_InternInPlace(&raw mut p);
                 Bound::from_owned_ptr(py, p)
             };
         }

@@ -31,10 +31,10 @@ impl<'a> Scanner<'a> {
             // Containers recurse. Every 8 levels, make sure at least 64 KiB of stack is left for
             // the next 8, growing a new segment when a (small) thread stack runs low, so 1024
             // levels never overflow. (Checking every level cost a thread-local lookup each.)
-            Some(b'{') if self.depth % 8 == 0 => {
+            Some(b'{') if self.depth.is_multiple_of(8) => {
                 stacker::maybe_grow(STACK_RED_ZONE, STACK_GROW, || self.parse_object(sink))
             }
-            Some(b'[') if self.depth % 8 == 0 => {
+            Some(b'[') if self.depth.is_multiple_of(8) => {
                 stacker::maybe_grow(STACK_RED_ZONE, STACK_GROW, || self.parse_array(sink))
             }
             Some(b'{') => self.parse_object(sink),

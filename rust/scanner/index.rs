@@ -79,11 +79,11 @@ impl SpecialIndex {
         // Writes word `w` of both bitmaps for every block `w` (`words` blocks when the last one
         // is partial, `words - 1` when it is full: the sentinel word below is the last).
         let blocks = build_special_index(data, special, backslashes);
-        if data.len() % 64 == 0 {
+        if data.len().is_multiple_of(64) {
             special[words - 1].write(1);
             backslashes[words - 1].write(0);
         }
-        assert_eq!(blocks + usize::from(data.len() % 64 == 0), words);
+        assert_eq!(blocks + usize::from(data.len().is_multiple_of(64)), words);
         self.filled = true;
     }
 

@@ -555,7 +555,7 @@ pub fn from_json(data: &[u8]) -> Result<Store, CheckpointError> {
             counts
                 .iter()
                 .enumerate()
-                .flat_map(|(slot, &n)| std::iter::repeat(slot).take(n)),
+                .flat_map(|(slot, &n)| std::iter::repeat_n(slot, n)),
         ),
         Some(at) => {
             r.require(at, JsonType::Array, "state.permissionOrder", "an array")?;

@@ -67,7 +67,7 @@ impl Store {
             ));
         };
         if let Some((t, parent, path)) = target {
-            if t.map_or(true, |t| t.ty != JsonType::Object) {
+            if t.is_none_or(|t| t.ty != JsonType::Object) {
                 return Err(bad(data, "invalid_tool_call", path, "an object", t, parent));
             }
         }

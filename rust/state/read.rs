@@ -285,7 +285,7 @@ static B64_DECODE: [u8; 256] = {
 /// Append the bytes of padded standard base64 `text` to `out`; `false` (and `out` unchanged) if
 /// `text` is not such base64.
 pub fn base64_decode(text: &[u8], out: &mut Vec<u8>) -> bool {
-    if text.len() % 4 != 0 {
+    if !text.len().is_multiple_of(4) {
         return false;
     }
     let pad = text.iter().rev().take(2).take_while(|&&b| b == b'=').count();
