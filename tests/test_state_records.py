@@ -19,6 +19,7 @@ from state_helpers import (
     INIT_V2,
     LINE,
     A,
+    canonical_numbers,
     rec,
 )
 from state_model import (
@@ -185,7 +186,11 @@ def test_values_equal_stdlib_json_loads(backend):
     want = rec(tcid, title=update["title"], rawInput=update["rawInput"], rawOutput=update["rawOutput"], x_ünicode="ü")
     assert_record(s.get(sid, tcid), want)
     assert_record(s.snapshot(), {sid: {tcid: want}})
-    assert s.to_json() == backend.dumps(s.state())
+    # dumps(state()) but for numbers, which keep their text as received (DESIGN 7.8)
+    assert canonical_numbers(s.to_json()) == backend.dumps(s.state())
+    assert (
+        b'"f":1.5E+300,"tiny":5e-324,"nz":-0.0,"z":-0,"e":1E2,"d":0.1,"under":1e-400,"l":[1,2.50,-3e-2]' in s.to_json()
+    )
     assert_record(json.loads(s.to_json())["sessions"][sid]["toolCalls"][tcid], want)
 
 

@@ -234,10 +234,17 @@ class ToolCallStore:
         *,
         max_tool_calls: Optional[int] = None,
         max_frame_bytes: Optional[int] = 67108864,
+        max_terminal_bytes: Optional[int] = 1048576,
+        max_content_items: Optional[int] = 1000,
+        max_plans: Optional[int] = 100,
+        max_permissions: Optional[int] = 1000,
+        max_updates: Optional[int] = 0,
     ) -> ToolCallStore:
         """An empty store: ``protocol_version`` 1 or 2 (None: the negotiated one, else 1);
         ``max_tool_calls`` bounds the finished tool calls kept; ``max_frame_bytes`` as for
-        :class:`FrameDecoder`."""
+        :class:`FrameDecoder`; the bounds inside sessions (None: no bound): output bytes kept per
+        terminal, content items per tool call, plans and permission records per session, unknown
+        updates per session (0: none). See docs/API.md "Bounds and checkpoints"."""
     def apply(self, frame: _ApplyFrame, *, source: Optional[str] = None) -> Any:
         """Apply one frame (a Message, a Batch, bytes/str, a dict or a list of dicts): a
         :class:`Change` or None (a list for a batch); raises DecodeError for a bad frame.
@@ -261,6 +268,8 @@ class ToolCallStore:
         """``{terminalId: record}`` of a session, in first-seen order."""
     def plans(self, session_id: str) -> Dict[str, Dict[str, Any]]:
         """``{planId: record}`` of a session, in first-seen order."""
+    def updates(self, session_id: str) -> List[Dict[str, Any]]:
+        """The unknown updates kept for a session (``max_updates``), in arrival order."""
     def permission(self, request_id: _Id) -> Optional[Dict[str, Any]]:
         """The latest permission request with this id (``1`` and ``"1"`` differ): the pending one,
         else the last resolved one; None if there is none."""
@@ -290,6 +299,21 @@ class ToolCallStore:
     @property
     def max_tool_calls(self) -> Optional[int]:
         """The bound on finished tool calls kept, or None."""
+    @property
+    def max_terminal_bytes(self) -> Optional[int]:
+        """Output bytes kept per terminal (the last ones; None: no bound)."""
+    @property
+    def max_content_items(self) -> Optional[int]:
+        """Content items kept per tool call (the last ones; None: no bound)."""
+    @property
+    def max_plans(self) -> Optional[int]:
+        """Plans kept per session (None: no bound)."""
+    @property
+    def max_permissions(self) -> Optional[int]:
+        """Permission records kept per session (pending ones always; None: no bound)."""
+    @property
+    def max_updates(self) -> Optional[int]:
+        """Unknown updates kept per session (0: none; None: no bound)."""
     @property
     def evicted(self) -> int:
         """Tool calls dropped by the ``max_tool_calls`` bound."""

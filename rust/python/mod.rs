@@ -15,6 +15,7 @@
 //! `exclusive`). This locking does not rely on the GIL, so it holds on a free-threaded build too.
 
 mod arrow;
+mod bounds;
 mod convert;
 mod errors;
 mod frames;

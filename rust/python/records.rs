@@ -135,7 +135,7 @@ pub(super) fn tool_call_dict<'py>(py: Python<'py>, id: &[u8], tc: &ToolCall) -> 
     d.set_item(intern!(py, "kind"), value(py, tc.kind())?)?;
     d.set_item(intern!(py, "status"), value(py, tc.status())?)?;
     let content = PyList::empty(py);
-    for item in &tc.content {
+    for item in tc.content() {
         content.append(value(py, item)?)?;
     }
     d.set_item(intern!(py, "content"), content)?;
@@ -148,6 +148,7 @@ pub(super) fn tool_call_dict<'py>(py: Python<'py>, id: &[u8], tc: &ToolCall) -> 
     for (k, v) in &tc.extra {
         d.set_item(text(py, k), value(py, v)?)?;
     }
+    truncated_dict(py, &d, [("droppedItems", tc.dropped_items)])?;
     Ok(d)
 }
 
@@ -165,11 +166,11 @@ pub(super) fn terminal_dict<'py>(
         }
     }
     if base64 {
-        let mut out = Vec::with_capacity(t.output.len() / 3 * 4 + 4);
-        base64_encode(&t.output, &mut out);
+        let mut out = Vec::with_capacity(t.output().len() / 3 * 4 + 4);
+        base64_encode(t.output(), &mut out);
         d.set_item(intern!(py, "output"), text(py, &out))?;
     } else {
-        d.set_item(intern!(py, "output"), PyBytes::new(py, &t.output))?;
+        d.set_item(intern!(py, "output"), PyBytes::new(py, t.output()))?;
     }
     for (name, v) in [
         ("outputMeta", &t.output_meta),
@@ -183,7 +184,24 @@ pub(super) fn terminal_dict<'py>(
     for (k, v) in &t.extra {
         d.set_item(text(py, k), value(py, v)?)?;
     }
+    truncated_dict(py, &d, [("droppedBytes", t.dropped_bytes)])?;
     Ok(d)
+}
+
+/// The `_truncated` marker of a record (DESIGN §7.8): one member per non-zero count, when any.
+pub(super) fn truncated_dict(
+    py: Python<'_>,
+    d: &Bound<'_, PyDict>,
+    counts: impl IntoIterator<Item = (&'static str, u64)>,
+) -> PyResult<()> {
+    let marker = PyDict::new(py);
+    for (name, n) in counts.into_iter().filter(|&(_, n)| n > 0) {
+        marker.set_item(name, n)?;
+    }
+    if !marker.is_empty() {
+        d.set_item(intern!(py, "_truncated"), marker)?;
+    }
+    Ok(())
 }
 
 pub(super) fn permission_dict<'py>(py: Python<'py>, store: &Store, p: &Permission) -> PyResult<Bound<'py, PyDict>> {

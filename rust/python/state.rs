@@ -11,16 +11,20 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyString, PyType};
 use pyo3::{intern, IntoPyObjectExt};
 
+use super::bounds::{limit_arg, LimitArg};
 use super::convert::{dumps_bytes, Writer};
 use super::errors::{decode_error, decode_error_object, decode_error_type, Origin};
 use super::frames::{source_of, PyMessage};
-use super::records::{id_object, permission_dict, terminal_dict, text, tool_call_dict, value, PyChange};
+use super::records::{
+    id_object, permission_dict, terminal_dict, text, tool_call_dict, truncated_dict, value, PyChange,
+};
 use super::strcache::{token_str, CacheGuard, VALUES};
 use crate::error::DecodeError;
 use crate::framing::{Event, Framer, DEFAULT_MAX_FRAME_BYTES};
 use crate::message::{parse_frame, parse_line_utf8, strip_line_ending, Captured, Envelope, Frame};
 use crate::state::{
-    checkpoint, Action, Change, CheckpointError, IdKey, Ident, Outcome, Permission, Source, Store, Target, FORMAT,
+    checkpoint, Action, Change, CheckpointError, IdKey, Ident, Limits, Outcome, Permission, Source, Store, Target,
+    FORMAT,
 };
 
 mod methods;
@@ -75,6 +79,7 @@ fn target_str<'py>(py: Python<'py>, t: Target) -> &'py Bound<'py, PyString> {
         Target::Session => intern!(py, "session"),
         Target::Protocol => intern!(py, "protocol"),
         Target::Request => intern!(py, "request"),
+        Target::Update => intern!(py, "update"),
     }
 }
 
@@ -317,16 +322,30 @@ fn max_arg(v: Option<&Bound<'_, PyAny>>) -> PyResult<Option<usize>> {
 }
 
 impl StoreState {
+    #[allow(clippy::too_many_arguments)]
     fn new(
         protocol_version: Option<&Bound<'_, PyAny>>,
         max_tool_calls: Option<&Bound<'_, PyAny>>,
         max_frame_bytes: Option<&Bound<'_, PyAny>>,
+        max_terminal_bytes: LimitArg<'_>,
+        max_content_items: LimitArg<'_>,
+        max_plans: LimitArg<'_>,
+        max_permissions: LimitArg<'_>,
+        max_updates: LimitArg<'_>,
     ) -> PyResult<Self> {
         let version = version_arg(protocol_version)?;
         let max = max_arg(max_tool_calls)?;
         let max_frame_bytes = super::framing::max_frame_bytes_arg(max_frame_bytes)?;
+        let d = Limits::default();
+        let limits = Limits {
+            terminal_bytes: limit_arg(max_terminal_bytes, "max_terminal_bytes", 0, d.terminal_bytes)?,
+            content_items: limit_arg(max_content_items, "max_content_items", 0, d.content_items)?,
+            plans: limit_arg(max_plans, "max_plans", 1, d.plans)?,
+            permissions: limit_arg(max_permissions, "max_permissions", 1, d.permissions)?,
+            updates: limit_arg(max_updates, "max_updates", 0, d.updates)?,
+        };
         Ok(Self {
-            store: Store::new(version, max),
+            store: Store::with_limits(version, max, limits),
             framer: Framer::new(max_frame_bytes),
             quiet: false,
         })
@@ -533,6 +552,17 @@ impl StoreState {
         Ok(d)
     }
 
+    /// The unknown updates kept for a session, in arrival order (DESIGN §7.3).
+    fn updates<'py>(&self, py: Python<'py>, session_id: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+        let out = PyList::empty(py);
+        if let Some(s) = self.session(session_id)? {
+            for u in &s.updates {
+                out.append(value(py, u)?)?;
+            }
+        }
+        Ok(out)
+    }
+
     /// The latest permission request with this id, or None.
     fn permission<'py>(&self, py: Python<'py>, request_id: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyDict>>> {
         let key = id_arg(request_id)?;
@@ -569,6 +599,12 @@ impl StoreState {
         d.set_item("protocolVersion", self.store.fixed_version())?;
         d.set_item("negotiatedVersion", self.store.negotiated_version())?;
         d.set_item("maxToolCalls", self.store.max_tool_calls())?;
+        let defaults = Limits::default().values();
+        for ((name, v), default) in Limits::NAMES.iter().zip(self.store.limits().values()).zip(defaults) {
+            if v != default {
+                d.set_item(*name, v)?;
+            }
+        }
         d.set_item("evicted", self.store.evicted())?;
         let sessions = PyDict::new(py);
         let mut perms: Vec<Vec<&Permission>> = (0..self.store.sessions().len()).map(|_| Vec::new()).collect();
@@ -600,6 +636,14 @@ impl StoreState {
                 pl.append(permission_dict(py, &self.store, p)?)?;
             }
             sd.set_item("permissions", pl)?;
+            if !s.updates.is_empty() {
+                let ul = PyList::empty(py);
+                for u in &s.updates {
+                    ul.append(value(py, u)?)?;
+                }
+                sd.set_item("updates", ul)?;
+            }
+            truncated_dict(py, &sd, s.dropped.counts())?;
             sessions.set_item(text(py, sid), sd)?;
             sids.push(text(py, sid));
         }
@@ -687,6 +731,11 @@ impl StoreState {
 
     fn max_tool_calls(&self) -> Option<usize> {
         self.store.max_tool_calls()
+    }
+
+    /// The bounds inside sessions (`max_terminal_bytes`, ..., `max_updates`).
+    fn limits(&self) -> Limits {
+        *self.store.limits()
     }
 
     fn evicted(&self) -> u64 {

@@ -1,6 +1,7 @@
 //! Checkpoints (DESIGN §7.8): `to_json` writes the whole store as an `acp-fast-state/1` document,
-//! byte for byte what `dumps(state())` gives; `from_json` checks a document and rebuilds the store
-//! (its eviction order is the document's order).
+//! byte for byte what `dumps(state())` gives but for numbers, which keep their text as received;
+//! `from_json` checks a document and rebuilds the store (its eviction order is the document's
+//! order).
 //!
 //! Mirror: `python/acp_fast/_fallback/state/checkpoint.py`. Differences on purpose: here the
 //! document is written straight from the records, each stored value re-written as
@@ -17,11 +18,11 @@ use crate::encoder::{write_str, PathItem};
 use crate::error::{DecodeError, JsonType};
 use crate::scanner::{check_utf8, parse_i64, parse_u64, Scanner, Skip};
 
-use super::evict::Tracked;
+use super::evict::{Limits, Tracked};
 use super::read::base64_decode;
 use super::records::{
-    key, members_at, permission_record, terminal_record, tool_call_record, write_value, CancelRequest, IdKey, Outcome,
-    Permission, Raw, Session, Source, Terminal, Text, ToolCall, TERMINAL_FIELDS, TOOL_CALL_FIELDS,
+    key, members_at, permission_record, terminal_record, tool_call_record, truncated, write_value, CancelRequest,
+    IdKey, Outcome, Permission, Raw, Session, Source, Terminal, Text, ToolCall, TERMINAL_FIELDS, TOOL_CALL_FIELDS,
 };
 use super::Store;
 
@@ -185,6 +186,16 @@ pub fn to_json(store: &Store) -> Result<Vec<u8>, TooDeep> {
     write_opt(&mut out, store.negotiated.map(u64::from));
     out.extend_from_slice(b",\"maxToolCalls\":");
     write_opt(&mut out, store.max_tool_calls.map(|n| n as u64));
+    // The bounds inside sessions, each only when it is not the default.
+    let defaults = Limits::default().values();
+    for ((name, value), default) in Limits::NAMES.iter().zip(store.limits.values()).zip(defaults) {
+        if value != default {
+            out.push(b',');
+            write_str(&mut out, name.as_bytes());
+            out.push(b':');
+            write_opt(&mut out, value.map(|n| n as u64));
+        }
+    }
     out.extend_from_slice(b",\"evicted\":");
     write_opt(&mut out, Some(store.evicted));
     out.extend_from_slice(b",\"sessions\":{");
@@ -219,7 +230,19 @@ pub fn to_json(store: &Store) -> Result<Vec<u8>, TooDeep> {
             permission_record(&mut out, sid, p)
                 .map_err(|inner| deep(at(&[key(b"permissions"), PathItem::Index(i)]), inner))?;
         }
-        out.extend_from_slice(b"]}");
+        out.push(b']');
+        if !s.updates.is_empty() {
+            out.extend_from_slice(b",\"updates\":[");
+            for (i, u) in s.updates.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_value(&mut out, u, 4).map_err(|inner| deep(at(&[key(b"updates"), PathItem::Index(i)]), inner))?;
+            }
+            out.push(b']');
+        }
+        truncated(&mut out, s.dropped.counts());
+        out.push(b'}');
     }
     out.extend_from_slice(b"},\"permissionOrder\":[");
     for (i, p) in store.permissions().enumerate() {
@@ -397,6 +420,14 @@ impl Reader<'_> {
             .then(|| (lexeme[0] == b'-' && digits != b"0", parse_u64(digits)))
     }
 
+    /// The integer at `at` when it is in `min..=i64::MAX` (the range of every count and bound).
+    fn count(&mut self, at: usize, min: u64) -> Option<u64> {
+        match self.int(at) {
+            Some((false, Some(n))) if n >= min && i64::try_from(n).is_ok() => Some(n),
+            _ => None,
+        }
+    }
+
     /// `protocolVersion` / `negotiatedVersion`: 1, 2 or null.
     fn version(&mut self, at: usize, path: &str) -> Result<Option<u8>, CheckpointError> {
         match self.int(at) {
@@ -473,17 +504,28 @@ pub fn from_json(data: &[u8]) -> Result<Store, CheckpointError> {
     let fixed = r.version(find(&state, "protocolVersion", "state")?, "state.protocolVersion")?;
     let negotiated = r.version(find(&state, "negotiatedVersion", "state")?, "state.negotiatedVersion")?;
     let at = find(&state, "maxToolCalls", "state")?;
-    let max = match r.int(at) {
+    let max = match r.count(at, 1).map(usize::try_from) {
         _ if r.ty(at) == JsonType::Null => None,
-        Some((false, Some(n))) if n >= 1 && usize::try_from(n).is_ok() => Some(n as usize),
+        Some(Ok(n)) => Some(n),
         _ => return Err(r.fail(at, "state.maxToolCalls", "a positive integer or null")),
     };
+    let mut limits = Limits::default();
+    for (name, (min, slot)) in Limits::NAMES.iter().zip(limits.slots_mut()) {
+        let Some(at) = find_opt(&state, name) else {
+            continue; // the default
+        };
+        *slot = match r.count(at, min).map(usize::try_from) {
+            _ if r.ty(at) == JsonType::Null => None,
+            Some(Ok(n)) => Some(n),
+            _ => return Err(r.fail(at, &format!("state.{name}"), Limits::what(min))),
+        };
+    }
     let at = find(&state, "evicted", "state")?;
-    let Some((false, Some(evicted))) = r.int(at) else {
+    let Some(evicted) = r.count(at, 0) else {
         return Err(r.fail(at, "state.evicted", "a non-negative integer"));
     };
     let sessions = r.object(find(&state, "sessions", "state")?, "state.sessions")?;
-    let mut store = Store::new(fixed, max);
+    let mut store = Store::with_limits(fixed, max, limits);
     store.negotiated = negotiated;
     store.evicted = evicted;
     let mut records: Vec<Vec<Permission>> = Vec::with_capacity(sessions.len());
@@ -502,6 +544,7 @@ pub fn from_json(data: &[u8]) -> Result<Store, CheckpointError> {
             store.sessions.at_mut(slot).plans.push(pid, plan);
         }
         records.push(read_permissions(&mut r, slot, &sid, &session, &sp)?);
+        restore_updates(&mut r, &mut store, slot, &session, &sp)?;
     }
     // The session of each permission record in request order across sessions (optional:
     // without it, session order), naming each session as many times as it has records.
@@ -538,10 +581,11 @@ pub fn from_json(data: &[u8]) -> Result<Store, CheckpointError> {
         let p = records[slot].next().expect("counted");
         if p.outcome == Outcome::Pending {
             if let Some(old) = store.pending.remove(&p.id) {
-                store.permissions[old] = None;
+                store.drop_permission(old);
             }
             store.pending.insert(p.id.clone(), store.permissions.len());
         }
+        store.sessions.at_mut(slot).permission_count += 1;
         store.permissions.push(Some(p));
     }
     if let Some(at) = find_opt(&state, "cancelRequests") {
@@ -607,10 +651,12 @@ fn restore_tool_calls(
         }
         r.no_nulls(&record, &rp)?;
         let mut tc = ToolCall::default();
+        let off = "absent (state.maxContentItems is null)";
+        [tc.dropped_items] = read_marker(r, &record, &rp, &[("droppedItems", off, store.limits.content_items)])?;
         for (name, at) in record {
             match TOOL_CALL_FIELDS.iter().position(|f| f.as_bytes() == &*name) {
                 Some(i) => tc.fields[i] = Some(r.raw(at)?),
-                None if &*name == b"toolCallId" => {}
+                None if &*name == b"toolCallId" || &*name == b"_truncated" => {}
                 None if &*name == b"content" => {
                     for item in r.items(at)? {
                         tc.content.push(r.raw(item)?);
@@ -656,11 +702,13 @@ fn restore_terminals(
             return Err(CheckpointError::Base64 { path: output_path });
         }
         r.no_nulls(&record, &rp)?;
+        let off = "absent (state.maxTerminalBytes is null)";
+        [t.dropped_bytes] = read_marker(r, &record, &rp, &[("droppedBytes", off, store.limits.terminal_bytes)])?;
         for (name, at) in record {
             match TERMINAL_FIELDS.iter().position(|f| f.as_bytes() == &*name) {
                 Some(i) => *t.field_mut(i) = Some(r.raw(at)?),
                 None => match &*name {
-                    b"terminalId" | b"output" => {}
+                    b"terminalId" | b"output" | b"_truncated" => {}
                     b"outputMeta" => t.output_meta = Some(r.raw(at)?),
                     _ => t.extra.push((name, r.raw(at)?)),
                 },
@@ -669,6 +717,81 @@ fn restore_terminals(
         store.sessions.at_mut(slot).terminals.push(tid, t);
     }
     Ok(())
+}
+
+/// `{sp}.updates` (optional: unknown updates, each an object with a string `sessionUpdate`) and
+/// `{sp}._truncated` (optional: what the bounds dropped), checked, then added.
+fn restore_updates(
+    r: &mut Reader<'_>,
+    store: &mut Store,
+    slot: usize,
+    session: &Members,
+    sp: &str,
+) -> Result<(), CheckpointError> {
+    if let Some(at) = find_opt(session, "updates") {
+        let path = format!("{sp}.updates");
+        r.require(at, JsonType::Array, &path, "an array")?;
+        for (i, at) in r.items(at)?.into_iter().enumerate() {
+            let up = format!("{path}.{i}");
+            let update = r.object(at, &up)?;
+            let kind = find(&update, "sessionUpdate", &up)?;
+            r.require(kind, JsonType::String, &format!("{up}.sessionUpdate"), "a string")?;
+            let raw = r.raw(at)?;
+            store.sessions.at_mut(slot).updates.push_back(raw);
+        }
+    }
+    let limits = store.limits;
+    let bounds = [
+        ("droppedPlans", "absent (state.maxPlans is null)", limits.plans),
+        (
+            "droppedPermissions",
+            "absent (state.maxPermissions is null)",
+            limits.permissions,
+        ),
+        ("droppedUpdates", "absent (state.maxUpdates is null)", limits.updates),
+    ];
+    let counts = read_marker(r, session, sp, &bounds)?;
+    let d = &mut store.sessions.at_mut(slot).dropped;
+    [d.plans, d.permissions, d.updates] = counts;
+    Ok(())
+}
+
+/// The `_truncated` marker of `record` at `rp`, if any: a count for each of `bounds` (member, what
+/// it must be when its bound is off, the bound), each present one a positive integer, at least
+/// one, no other member.
+fn read_marker<const N: usize>(
+    r: &mut Reader<'_>,
+    record: &Members,
+    rp: &str,
+    bounds: &[(&'static str, &'static str, Option<usize>); N],
+) -> Result<[u64; N], CheckpointError> {
+    let mut counts = [0; N];
+    let Some(at) = find_opt(record, "_truncated") else {
+        return Ok(counts);
+    };
+    let path = format!("{rp}._truncated");
+    let marker_at = at;
+    let marker = r.object(at, &path)?;
+    for (name, at) in marker {
+        let member = format!("{path}.{}", lossy(&name));
+        // Another member, or the count of a bound that is off, must be absent.
+        let Some(i) = bounds.iter().position(|(n, _, _)| n.as_bytes() == &*name) else {
+            return Err(r.fail(at, &member, "absent"));
+        };
+        if bounds[i].2.is_none() {
+            return Err(r.fail(at, &member, bounds[i].1));
+        }
+        counts[i] = r
+            .count(at, 1)
+            .ok_or_else(|| r.fail(at, &member, "a positive integer"))?;
+    }
+    if counts.iter().all(|&n| n == 0) {
+        return Err(match bounds.as_slice() {
+            [(name, _, _)] => CheckpointError::Missing { path, member: name },
+            _ => r.fail(marker_at, &path, "an object with at least one count"),
+        });
+    }
+    Ok(counts)
 }
 
 /// `{sp}.permissions`: the records of session `sid` (in `slot`), checked.
@@ -738,60 +861,4 @@ fn read_permissions(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::super::records::OUTCOMES;
-    use super::*;
-
-    fn canonical(text: &str) -> String {
-        let mut out = Vec::new();
-        write_value(&mut out, text.as_bytes(), 0).unwrap();
-        String::from_utf8(out).unwrap()
-    }
-
-    #[test]
-    fn values_are_written_as_dumps_of_loads() {
-        assert_eq!(
-            canonical(r#" { "a" : 1E2 , "b":[ 1.50 , -0 , -0.0 , 1e-400 ], "a": "\u00e9\/" } "#),
-            r#"{"a":"é/","b":[1.5,0,-0.0,0.0]}"#
-        );
-        assert_eq!(
-            canonical(r#"[{"k":1,"k":2,"j":[]},"\u0000",true,null,12345678901234567890123]"#),
-            r#"[{"k":2,"j":[]},"\u0000",true,null,12345678901234567890123]"#
-        );
-    }
-
-    #[test]
-    fn too_deep_names_the_path() {
-        let deep = format!("{{\"x\":{}{}}}", "[".repeat(1030), "]".repeat(1030));
-        let err = write_value(&mut Vec::new(), deep.as_bytes(), 5).unwrap_err();
-        assert_eq!(err.len(), MAX_DEPTH as usize - 5);
-        assert_eq!(err.last(), Some(&PathItem::Key("x".into())));
-    }
-
-    #[test]
-    fn messages() {
-        let e = from_json(br#"{"format":{"a":[1,"b"]}}"#).err().unwrap();
-        assert_eq!(
-            e.to_string(),
-            r#"expected "state.format" to be 'acp-fast-state/1', found {"a":[1,"b"]}"#
-        );
-        let doc = br#"{"format":"acp-fast-state/1","protocolVersion":null,"negotiatedVersion":null,"maxToolCalls":null,"evicted":0,"sessions":{"s'1":{"toolCalls":{},"terminals":{},"plans":{},"permissions":[]}},"permissionOrder":["s'1"]}"#;
-        let e = from_json(doc).err().unwrap();
-        assert_eq!(
-            e.to_string(),
-            r#"expected "state.permissionOrder" to name "s'1" 0 times (its permission records), found more"#
-        );
-        assert_eq!(
-            OUTCOME_WHAT,
-            format!("one of {}", OUTCOMES.map(Outcome::as_str).join(", "))
-        );
-    }
-
-    #[test]
-    fn round_trip() {
-        let doc = br#"{"format":"acp-fast-state/1","protocolVersion":2,"negotiatedVersion":1,"maxToolCalls":3,"evicted":4,"sessions":{"s1":{"toolCalls":{"c1":{"toolCallId":"c1","kind":"other","status":"completed","content":[{"a":1}],"locations":[],"zz":[1]}},"terminals":{"t":{"terminalId":"t","output":"QQ==","exitStatus":{}}},"plans":{"main":{"planId":"main"}},"permissions":[{"id":"p","sessionId":"s1","options":[],"outcome":"pending","approved":false}]}},"permissionOrder":["s1"]}"#;
-        let store = from_json(doc).unwrap();
-        assert_eq!(to_json(&store).unwrap(), doc.to_vec());
-        assert_eq!(store.finished.len(), 1);
-    }
-}
+mod tests;

@@ -1,6 +1,10 @@
-//! The `max_tool_calls` bound (DESIGN §7.8): after a frame creates a tool call and more than N are
-//! retained, the oldest (first created, across sessions) tool call whose status is finished is
-//! dropped, else the oldest one; never the one the frame touched.
+//! The bounds (DESIGN §7.8). `Limits` are the bounds inside a session, each applied where its
+//! list grows: `trim_front` (unknown updates), `trim_content` (a tool call's content),
+//! `trim_output` (a terminal's output, from a UTF-8 character boundary), `trim_permissions` (a
+//! session's permission records; `drop_permission`), and `plan.rs` for plans; each counts what it
+//! drops. The rest of this file is the `max_tool_calls` bound: after a frame creates a tool call and more than N are retained, the oldest (first
+//! created, across sessions) tool call whose status is finished is dropped, else the oldest one;
+//! never the one the frame touched.
 //!
 //! The structure is the same in both backends. Each tool call gets a creation number, `seq`, when
 //! it is created. `order` holds (session, id) of each tool call in creation order, `None` once
@@ -20,15 +24,155 @@
 //! bound). O(1) for any order of finishing would need an integer priority queue over creation
 //! numbers (a bitmap hierarchy, say); not done.
 //!
-//! Mirror: `python/acp_fast/_fallback/state/evict.py`. Differences on purpose: here a record
+//! Mirror: `python/acp_fast/_fallback/state/evict.py`. Differences on purpose: a tool call's
+//! content moves a start offset here where the fallback deletes items from the front of its list
+//! (`set_content` there, `patch` and `trim_content` here); here a record
 //! carries its creation number (`ToolCall::seq`) and its `order` entry the queued flag; the
 //! fallback's records are plain dicts, so it keeps both in a dict by (session, id).
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 
-use super::records::Text;
+use super::records::{Outcome, Terminal, Text, ToolCall};
 use super::Store;
+
+/// The bounds inside a session (DESIGN §7.8; `None`: no bound). The defaults are `Default`'s.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Bytes of output kept per terminal (the last ones, from a UTF-8 character boundary).
+    pub terminal_bytes: Option<usize>,
+    /// Items of `content` kept per tool call (the last ones).
+    pub content_items: Option<usize>,
+    /// Plans kept per session (the oldest dropped first).
+    pub plans: Option<usize>,
+    /// Permission records kept per session (the oldest resolved ones dropped first).
+    pub permissions: Option<usize>,
+    /// Unknown updates kept per session (0, the default: none are kept).
+    pub updates: Option<usize>,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            terminal_bytes: Some(1 << 20),
+            content_items: Some(1000),
+            plans: Some(100),
+            permissions: Some(1000),
+            updates: Some(0),
+        }
+    }
+}
+
+impl Limits {
+    /// The checkpoint members of the bounds, in document order (DESIGN §7.8).
+    pub const NAMES: [&'static str; 5] = [
+        "maxTerminalBytes",
+        "maxContentItems",
+        "maxPlans",
+        "maxPermissions",
+        "maxUpdates",
+    ];
+
+    /// The bounds, in `NAMES` order.
+    pub fn values(&self) -> [Option<usize>; 5] {
+        [
+            self.terminal_bytes,
+            self.content_items,
+            self.plans,
+            self.permissions,
+            self.updates,
+        ]
+    }
+
+    /// Each bound's smallest value (1: a count of records, 0: of items) and slot, in `NAMES` order.
+    pub fn slots_mut(&mut self) -> [(u64, &mut Option<usize>); 5] {
+        [
+            (0, &mut self.terminal_bytes),
+            (0, &mut self.content_items),
+            (1, &mut self.plans),
+            (1, &mut self.permissions),
+            (0, &mut self.updates),
+        ]
+    }
+
+    /// What a bound with smallest value `min` must be (its errors' `{what}`).
+    pub fn what(min: u64) -> &'static str {
+        if min == 0 {
+            "a non-negative integer or null"
+        } else {
+            "a positive integer or null"
+        }
+    }
+}
+
+/// Drop the oldest items of `items` while it holds more than `max`, counting them in `dropped`.
+pub(super) fn trim_front<T>(items: &mut VecDeque<T>, max: Option<usize>, dropped: &mut u64) {
+    if let Some(max) = max {
+        while items.len() > max {
+            items.pop_front();
+            *dropped += 1;
+        }
+    }
+}
+
+/// Keep the last `max` content items of a tool call (after a chunk), counting those dropped; they
+/// are emptied at once, and the list shifted only once they outnumber the kept ones.
+#[inline]
+pub(super) fn trim_content(tc: &mut ToolCall, max: Option<usize>) {
+    if let Some(max) = max {
+        if tc.content.len() - tc.content_start > max {
+            cut_content(tc, max);
+        }
+    }
+}
+
+/// `trim_content` once the bound is passed (out of line: the path of a chunk stays small).
+#[cold]
+#[inline(never)]
+fn cut_content(tc: &mut ToolCall, max: usize) {
+    let cut = tc.content.len() - tc.content_start - max;
+    for item in &mut tc.content[tc.content_start..tc.content_start + cut] {
+        *item = Box::default();
+    }
+    tc.content_start += cut;
+    tc.dropped_items += cut as u64;
+    if tc.content_start >= tc.content.len() - tc.content_start {
+        tc.content.drain(..tc.content_start);
+        tc.content_start = 0;
+    }
+}
+
+/// Keep the last `max` bytes of a terminal's output, from a UTF-8 character boundary (what ACP's
+/// `outputByteLimit` asks of a client): the cut moves past at most 3 continuation bytes
+/// (`0b10xxxxxx`), so the kept output may be up to 3 bytes shorter. The bytes dropped are counted;
+/// the buffer is shifted only once the dropped part outgrows the kept one.
+#[inline]
+pub(super) fn trim_output(t: &mut Terminal, max: Option<usize>) {
+    if let Some(max) = max {
+        if t.output.len() - t.output_start > max {
+            cut_output(t, max);
+        }
+    }
+}
+
+/// `trim_output` once the bound is passed (out of line: the path of a chunk stays small).
+#[cold]
+#[inline(never)]
+fn cut_output(t: &mut Terminal, max: usize) {
+    let kept = &t.output[t.output_start..];
+    let mut cut = kept.len() - max;
+    let mut skipped = 0;
+    while skipped < 3 && cut < kept.len() && kept[cut] & 0xC0 == 0x80 {
+        cut += 1;
+        skipped += 1;
+    }
+    t.output_start += cut;
+    t.dropped_bytes += cut as u64;
+    if t.output_start >= t.output.len() - t.output_start {
+        t.output.drain(..t.output_start);
+        t.output_start = 0;
+    }
+}
 
 /// An entry of `order`: where the tool call is, and whether its creation number is in the heap of
 /// finished tool calls.
@@ -39,6 +183,49 @@ pub(super) struct Tracked {
 }
 
 impl Store {
+    /// Drop the permission record at `index` (a pending one replaced by a request with its id, or
+    /// one the bound drops); its place stays empty until `trim_permissions` closes the holes.
+    pub(super) fn drop_permission(&mut self, index: usize) {
+        if let Some(p) = self.permissions[index].take() {
+            self.sessions.at_mut(p.session).permission_count -= 1;
+            self.permission_holes += 1;
+        }
+    }
+
+    /// After a request of the session in `slot` was recorded: while the session holds more records
+    /// than `Limits::permissions`, drop its oldest resolved one (pending ones are never dropped),
+    /// counted in its `_truncated` marker; then close the holes once they outnumber the records
+    /// (the pending ones renumbered).
+    pub(super) fn trim_permissions(&mut self, slot: usize) {
+        if let Some(max) = self.limits.permissions {
+            let mut from = 0;
+            while self.sessions.at_mut(slot).permission_count > max {
+                let oldest = (from..self.permissions.len()).find(|&i| {
+                    self.permissions[i]
+                        .as_ref()
+                        .is_some_and(|p| p.session == slot && p.outcome != Outcome::Pending)
+                });
+                let Some(i) = oldest else {
+                    break;
+                };
+                self.drop_permission(i);
+                self.sessions.at_mut(slot).dropped.permissions += 1;
+                from = i + 1;
+            }
+        }
+        let live = self.permissions.len() - self.permission_holes;
+        if self.permission_holes >= 32 && self.permission_holes > live {
+            self.permissions.retain(Option::is_some);
+            self.permission_holes = 0;
+            self.pending.clear();
+            for (i, p) in self.permissions.iter().flatten().enumerate() {
+                if p.outcome == Outcome::Pending {
+                    self.pending.insert(p.id.clone(), i);
+                }
+            }
+        }
+    }
+
     /// Bound only: after a frame created (`created`, numbered `seq`) or changed the tool call `key`
     /// of the session in `slot` (`finished`: its status now): record it if new, queue it if
     /// finished, and after a creation, evict. Out of line: stores without a bound never come here.
@@ -166,11 +353,71 @@ impl Store {
 
 #[cfg(test)]
 mod tests {
+    use super::super::records::IdKey;
     use super::super::tests::{apply, upd};
     use super::*;
 
     fn ids(s: &Store) -> Vec<&[u8]> {
         s.session(b"s1").unwrap().tool_calls.iter().map(|(k, _)| k).collect()
+    }
+
+    #[test]
+    fn output_keeps_its_tail_from_a_character_boundary() {
+        let mut t = Terminal::default();
+        let mut total = 0;
+        // "é" is C3 A9: a cut inside it moves past the A9
+        for (chunk, kept, dropped) in [
+            (&b"ab"[..], &b"ab"[..], 0),
+            (b"\xc3\xa9", b"b\xc3\xa9", 1),
+            (b"\xe2\x82\xac", b"\xe2\x82\xac", 4),
+            // not UTF-8: at most 3 continuation bytes are passed
+            (b"\x80\x80\x80\x80\x80", b"", 12),
+            (b"\x80\x80\x80\x80\x80x", b"x", 17),
+        ] {
+            t.output.extend_from_slice(chunk);
+            total += chunk.len();
+            trim_output(&mut t, Some(3));
+            assert_eq!((t.output(), t.dropped_bytes), (kept, dropped));
+            assert_eq!(t.output.len() - t.output_start + dropped as usize, total);
+        }
+        trim_output(&mut t, None);
+        assert_eq!(t.output(), b"x");
+        t.set_output(b"xyz".to_vec());
+        trim_output(&mut t, Some(0));
+        assert_eq!((t.output(), t.dropped_bytes), (&b""[..], 3));
+    }
+
+    #[test]
+    fn permission_records_are_bounded_per_session() {
+        let limits = Limits {
+            permissions: Some(2),
+            ..Limits::default()
+        };
+        let mut s = Store::with_limits(None, None, limits);
+        let request = |id: usize| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"session/request_permission","params":{{"sessionId":"s1","options":[]}}}}"#
+            )
+        };
+        let resolve = |id: usize| format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":1,"message":"x"}}}}"#);
+        for id in 1000..1003 {
+            apply(&mut s, &request(id)).unwrap();
+        }
+        // pending records are never dropped
+        assert_eq!(s.permissions().count(), 3);
+        for id in 1000..1003 {
+            apply(&mut s, &resolve(id)).unwrap();
+        }
+        for id in 0..100 {
+            apply(&mut s, &request(id)).unwrap();
+            apply(&mut s, &resolve(id)).unwrap();
+        }
+        apply(&mut s, &request(500)).unwrap();
+        let ids: Vec<_> = s.permissions().map(|p| p.id.clone()).collect();
+        assert_eq!(ids, [IdKey::Int(99), IdKey::Int(500)]);
+        assert_eq!(s.session(b"s1").unwrap().dropped.permissions, 102);
+        assert!(s.permissions.len() <= 2 * 2 + 32);
+        assert_eq!(s.pending.get(&IdKey::Int(500)).copied(), Some(s.permissions.len() - 1));
     }
 
     #[test]

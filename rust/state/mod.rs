@@ -8,8 +8,9 @@
 //! and function for function: `python/acp_fast/_fallback/state/` (`__init__.py` is this file).
 //! Modules, in reading order: `records` (what is stored), `read` (walking members, -32602
 //! errors, base64), `tool_call`, `terminal`, `plan`, `permission` (one function per update
-//! kind, dispatched from `apply` below), `evict` (the `max_tool_calls` bound), `checkpoint`
-//! (`to_json` / `from_json`).
+//! kind, dispatched from `apply` below; `unknown_update`, here, keeps the updates no rule
+//! handles), `evict` (the bounds: `max_tool_calls` and the `Limits`), `checkpoint` (`to_json` /
+//! `from_json`).
 //!
 //! Differences on purpose: this core takes a message already parsed by `message.rs` (its bytes
 //! and envelope) and leaves framing (`feed`) and Python objects to the binding
@@ -35,21 +36,26 @@ mod terminal;
 mod tool_call;
 
 pub use checkpoint::{from_json, to_json, CheckpointError, TooDeep, FORMAT};
+pub use evict::Limits;
 pub use read::{base64_decode, base64_encode};
 pub use records::{
     Action, CancelRequest, Change, IdKey, Ident, OrderedMap, Outcome, Permission, Raw, Session, Source, Target,
     Terminal, Text, ToolCall, TC_AFTER_LOCATIONS, TERMINAL_FIELDS, TOOL_CALL_FIELDS,
 };
 
-use read::{from_captured, key_bytes, require_session, str_is, walk, Member};
+use read::{from_captured, key_bytes, raw, require_session, str_is, walk, Member};
 
 pub struct Store {
     fixed: Option<u8>,
     negotiated: Option<u8>,
     max_tool_calls: Option<usize>,
+    /// The other bounds (`evict.rs`).
+    limits: Limits,
     sessions: OrderedMap<Session>,
-    /// Every permission request in request order (`None`: replaced by a later one).
+    /// Every permission request in request order (`None`: replaced by a later one, or dropped by
+    /// the bound; `permission_holes` of them).
     permissions: Vec<Option<Permission>>,
+    permission_holes: usize,
     /// Pending requests by id → index in `permissions`.
     pending: HashMap<IdKey, usize>,
     /// The last `MAX_CANCEL_REQUESTS` `$/cancel_request` notifications, oldest first.
@@ -70,7 +76,8 @@ pub struct Store {
 }
 
 /// The `params.update.sessionUpdate` kinds the store handles (DESIGN §7.3), each applied by the
-/// function of the same name (`Store::session_update` dispatches); other kinds are ignored.
+/// function of the same name (`Store::session_update` dispatches); other kinds go to
+/// `unknown_update`.
 #[derive(Clone, Copy)]
 enum UpdateKind {
     ToolCall,
@@ -100,14 +107,46 @@ impl UpdateKind {
     }
 }
 
+/// The update kinds a protocol version defines that no rule of the store handles (conversation,
+/// commands, modes, usage...: not state). They are ignored; any other kind without a rule (custom
+/// `_` kinds, kinds of the other version, kinds no version defines) is an unknown update, kept
+/// when `Limits::updates` allows (DESIGN §7.3). From the v1 and v2 schemas (stable and unstable).
+const DEFINED_BOTH: [&[u8]; 10] = [
+    b"agent_message_chunk",
+    b"agent_thought_chunk",
+    b"available_commands_update",
+    b"compaction_summary_chunk",
+    b"compaction_update",
+    b"config_option_update",
+    b"notice",
+    b"session_info_update",
+    b"usage_update",
+    b"user_message_chunk",
+];
+const DEFINED_V1: [&[u8]; 1] = [b"current_mode_update"];
+const DEFINED_V2: [&[u8]; 4] = [b"agent_message", b"agent_thought", b"state_update", b"user_message"];
+
+/// Does protocol version `version` define the update kind `kind` (one without a rule)?
+fn defined_kind(version: u8, kind: &[u8]) -> bool {
+    let own: &[&[u8]] = if version >= 2 { &DEFINED_V2 } else { &DEFINED_V1 };
+    DEFINED_BOTH.contains(&kind) || own.contains(&kind)
+}
+
 impl Store {
     pub fn new(protocol_version: Option<u8>, max_tool_calls: Option<usize>) -> Self {
+        Self::with_limits(protocol_version, max_tool_calls, Limits::default())
+    }
+
+    /// A store with bounds of its own (`Limits`; `new` takes the defaults).
+    pub fn with_limits(protocol_version: Option<u8>, max_tool_calls: Option<usize>, limits: Limits) -> Self {
         Self {
             fixed: protocol_version,
             negotiated: None,
             max_tool_calls,
+            limits,
             sessions: OrderedMap::default(),
             permissions: Vec::new(),
+            permission_holes: 0,
             pending: HashMap::default(),
             cancel_requests: VecDeque::new(),
             tool_call_count: 0,
@@ -139,6 +178,10 @@ impl Store {
 
     pub fn max_tool_calls(&self) -> Option<usize> {
         self.max_tool_calls
+    }
+
+    pub fn limits(&self) -> &Limits {
+        &self.limits
     }
 
     pub fn tool_call_count(&self) -> usize {
@@ -286,12 +329,16 @@ impl Store {
             return Ok(None);
         };
         let mut kscratch = Vec::new();
-        let Some(kind) = UpdateKind::of(key_bytes(data, kind, &mut kscratch)) else {
-            return Ok(None);
+        let Some(rule) = UpdateKind::of(key_bytes(data, kind, &mut kscratch)) else {
+            // Unknown updates are not kept by default: no call on the path of most frames.
+            if self.limits.updates == Some(0) {
+                return Ok(None);
+            }
+            return self.unknown_update(data, env, (params, update), kind);
         };
         let sid = require_session(data, env, params)?;
         // The update table.
-        match kind {
+        match rule {
             UpdateKind::ToolCall => self.tool_call(data, sid, update, captured),
             UpdateKind::ToolCallUpdate => self.tool_call_update(data, sid, update, captured),
             UpdateKind::ContentChunk => self.content_chunk(data, sid, update, captured),
@@ -301,6 +348,37 @@ impl Store {
             UpdateKind::PlanUpdate => self.plan_update(data, sid, update, captured),
             UpdateKind::PlanRemoved => self.plan_removed(data, sid, update, captured),
         }
+    }
+
+    /// An update of a kind no rule handles (`kind`, its `sessionUpdate` token), when the store
+    /// keeps them (`Limits::updates` is not 0; else `session_update` ignores it, checking
+    /// nothing): ignored when the version in force defines it, else kept as received at the end
+    /// of its session's `updates`, the last `Limits::updates` of them.
+    #[inline(never)]
+    fn unknown_update(
+        &mut self,
+        data: &[u8],
+        env: &Envelope,
+        (params, update): (Span, Span),
+        kind: Str,
+    ) -> Result<Option<Change>, DecodeError> {
+        let mut scratch = Vec::new();
+        if defined_kind(self.version(), key_bytes(data, kind, &mut scratch)) {
+            return Ok(None);
+        }
+        let sid = require_session(data, env, params)?;
+        let slot = self.session_slot(data, sid);
+        let max = self.limits.updates;
+        let session = self.sessions.at_mut(slot);
+        session.updates.push_back(raw(data, update));
+        evict::trim_front(&mut session.updates, max, &mut session.dropped.updates);
+        Ok(Some(Change::new(
+            Some(sid),
+            Target::Update,
+            Ident::Text(kind),
+            Action::Appended,
+            None,
+        )))
     }
 }
 
@@ -360,5 +438,39 @@ mod tests {
         let mut s = Store::new(None, None);
         let line = r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":1,"update":{"sessionUpdate":"agent_message_chunk"}}}"#;
         assert_eq!(apply(&mut s, line).unwrap(), None);
+        let line =
+            r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":1,"update":{"sessionUpdate":"_x"}}}"#;
+        assert_eq!(apply(&mut s, line).unwrap(), None);
+    }
+
+    #[test]
+    fn unknown_updates_are_kept_when_asked() {
+        let limits = Limits {
+            updates: Some(2),
+            ..Limits::default()
+        };
+        let mut s = Store::with_limits(None, None, limits);
+        for kind in ["_a", "agent_message_chunk", "state_update", "_\\u0062"] {
+            let u = format!(r#"{{"sessionUpdate":"{kind}","n":2.50}}"#);
+            let kept = kind != "agent_message_chunk";
+            assert_eq!(
+                apply(&mut s, &upd(&u)).unwrap(),
+                kept.then_some((Target::Update, Action::Appended)),
+                "{kind}"
+            );
+        }
+        let session = s.session(b"s1").unwrap();
+        let kept: Vec<&[u8]> = session.updates.iter().map(|u| &u[..]).collect();
+        assert_eq!(
+            kept,
+            [
+                &br#"{"sessionUpdate":"state_update","n":2.50}"#[..],
+                br#"{"sessionUpdate":"_\u0062","n":2.50}"#
+            ]
+        );
+        assert_eq!(session.dropped.updates, 1);
+        let line =
+            r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":1,"update":{"sessionUpdate":"_x"}}}"#;
+        assert_eq!(apply(&mut s, line).unwrap_err().kind, "invalid_session_id");
     }
 }

@@ -78,7 +78,7 @@ impl Store {
         let id_span = env.id.expect("a request has an id");
         let key = IdKey::of(data, id_span);
         if let Some(old) = self.pending.remove(&key) {
-            self.permissions[old] = None;
+            self.drop_permission(old);
         }
         self.pending.insert(key.clone(), self.permissions.len());
         self.permissions.push(Some(Permission {
@@ -91,6 +91,8 @@ impl Store {
             approved: false,
             response: None,
         }));
+        self.sessions.at_mut(slot).permission_count += 1;
+        self.trim_permissions(slot);
         Ok(Some(Change {
             session: Some(sid),
             target: Target::Permission,

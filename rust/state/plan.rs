@@ -131,10 +131,13 @@ impl Store {
         )))
     }
 
-    /// Create or replace the plan `key` of session `sid`.
+    /// Create or replace the plan `key` of session `sid`; a new one beyond the bound drops the
+    /// oldest plans of the session (counted).
     fn set_plan(&mut self, data: &[u8], sid: Str, id: Ident, key: Text, record: Raw) -> Change {
         let slot = self.session_slot(data, sid);
-        let plans = &mut self.sessions.at_mut(slot).plans;
+        let max = self.limits.plans;
+        let session = self.sessions.at_mut(slot);
+        let plans = &mut session.plans;
         let action = match plans.slot(&key) {
             Some(s) => {
                 *plans.at_mut(s) = record;
@@ -142,6 +145,13 @@ impl Store {
             }
             None => {
                 plans.push(key, record);
+                // The bound is at least 1: the oldest plan is never the new one.
+                while max.is_some_and(|max| plans.len() > max) {
+                    let oldest = plans.first_slot().expect("a plan");
+                    plans.remove_slot(oldest);
+                    session.dropped.plans += 1;
+                }
+                plans.maybe_compact();
                 Action::Created
             }
         };

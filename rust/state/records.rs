@@ -1,20 +1,23 @@
 //! What the store holds: tool calls, terminals, permission requests and sessions (DESIGN §7.3 -
-//! §7.5), the ordered map they live in, and the `Change` a frame yields (§7.9).
+//! §7.5, §7.8), the ordered map they live in, and the `Change` a frame yields (§7.9).
 //!
 //! Mirror: `python/acp_fast/_fallback/state/records.py`. Differences on purpose: here a record
 //! keeps the JSON text of each value as received (`Raw`), the known fields in fixed slots, and
 //! `OrderedMap` plays the part of Python's dict; the fallback keeps the parsed values in one dict
 //! per record. The materialized records are written as JSON here (`tool_call_record`,
 //! `terminal_record`, `permission_record`, for `checkpoint::to_json`; each stored value re-written
-//! by `write_value` as `dumps(loads(value))` would) and built as the dicts that queries return by
-//! the binding (`rust/python/records.rs`); the fallback's functions of the same names build dicts.
+//! by `write_value` as `dumps(loads(value))` would, but for numbers, which keep their text) and
+//! built as the dicts that queries return by the binding (`rust/python/records.rs`); the
+//! fallback's functions of the same names build dicts.
+
+use std::collections::VecDeque;
 
 use hashbrown::{DefaultHashBuilder, HashMap, HashTable};
 
-use crate::encoder::{descend, write_f64, write_str, PathItem};
+use crate::encoder::{descend, write_str, write_u64, PathItem};
 use crate::error::{DecodeError, JsonType};
 use crate::message::Span;
-use crate::scanner::{parse_f64, parse_i64, Scanner, Str};
+use crate::scanner::{parse_i64, Scanner, Str};
 
 use super::read::{base64_encode, text_of};
 
@@ -115,6 +118,11 @@ impl<V> OrderedMap<V> {
         Some(value)
     }
 
+    /// The slot of the first entry (the oldest), if any.
+    pub fn first_slot(&self) -> Option<usize> {
+        self.slots.iter().position(Option::is_some)
+    }
+
     /// Drop removed slots when they outnumber the live entries. Returns whether slots moved.
     pub fn maybe_compact(&mut self) -> bool {
         let dead = self.slots.len() - self.live;
@@ -165,8 +173,12 @@ pub const TC_AFTER_LOCATIONS: std::ops::Range<usize> = 4..8;
 pub struct ToolCall {
     /// `TOOL_CALL_FIELDS` values; never JSON `null` (null means absent in v1, unset in v2).
     pub fields: [Option<Raw>; 8],
-    /// The items of `content`.
+    /// The items of `content` from `content_start` on (`content()`); those before were dropped by
+    /// the bound (`evict::trim_content`; emptied), `dropped_items` of them since an update last set
+    /// `content`.
     pub content: Vec<Raw>,
+    pub content_start: usize,
+    pub dropped_items: u64,
     /// Unknown fields in first-set order.
     pub extra: Vec<(Text, Raw)>,
     /// With a bound: the creation number (eviction order, `evict.rs`).
@@ -174,6 +186,11 @@ pub struct ToolCall {
 }
 
 impl ToolCall {
+    /// The items of `content` kept.
+    pub fn content(&self) -> &[Raw] {
+        &self.content[self.content_start..]
+    }
+
     pub fn title(&self) -> Option<&[u8]> {
         self.fields[TC_TITLE].as_deref()
     }
@@ -212,7 +229,7 @@ impl ToolCall {
     /// Bytes held (for the memory report).
     pub fn heap_bytes(&self) -> usize {
         let f: usize = self.fields.iter().flatten().map(|r| r.len()).sum();
-        let c: usize = self.content.iter().map(|r| r.len() + 16).sum();
+        let c: usize = self.content().iter().map(|r| r.len() + 16).sum();
         let e: usize = self.extra.iter().map(|(k, v)| k.len() + v.len() + 32).sum();
         f + c + e
     }
@@ -230,8 +247,12 @@ pub const TERMINAL_FIELDS: [&str; 4] = ["command", "cwd", "exitStatus", "_meta"]
 pub struct Terminal {
     pub command: Option<Raw>,
     pub cwd: Option<Raw>,
-    /// The output bytes (decoded from base64).
+    /// The output bytes (decoded from base64) from `output_start` on (`output()`); those before
+    /// were dropped by the bound (`evict::trim_output`), `dropped_bytes` of them since the output
+    /// was last replaced.
     pub output: Vec<u8>,
+    pub output_start: usize,
+    pub dropped_bytes: u64,
     /// The `_meta` of the last `output` snapshot.
     pub output_meta: Option<Raw>,
     pub exit_status: Option<Raw>,
@@ -241,6 +262,18 @@ pub struct Terminal {
 }
 
 impl Terminal {
+    /// The output bytes kept.
+    pub fn output(&self) -> &[u8] {
+        &self.output[self.output_start..]
+    }
+
+    /// Replace the output (a `terminal_update` snapshot, or `null`: none).
+    pub fn set_output(&mut self, bytes: Vec<u8>) {
+        self.output = bytes;
+        self.output_start = 0;
+        self.dropped_bytes = 0;
+    }
+
     /// The slot of `TERMINAL_FIELDS[i]`.
     pub fn field_mut(&mut self, i: usize) -> &mut Option<Raw> {
         match i {
@@ -339,6 +372,27 @@ pub struct Permission {
 // ---------------------------------------------------------------------------------------------
 // Sessions
 
+/// What the bounds dropped from a session (DESIGN §7.8): its `_truncated` marker.
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct Dropped {
+    pub plans: u64,
+    pub permissions: u64,
+    pub updates: u64,
+}
+
+impl Dropped {
+    /// The marker's members: (name, count) of the non-zero counts, in materialized order.
+    pub fn counts(&self) -> impl Iterator<Item = (&'static str, u64)> {
+        [
+            ("droppedPlans", self.plans),
+            ("droppedPermissions", self.permissions),
+            ("droppedUpdates", self.updates),
+        ]
+        .into_iter()
+        .filter(|&(_, n)| n > 0)
+    }
+}
+
 /// What one session holds, each in first-seen order. Permission requests are kept by the store
 /// (one list in request order across sessions).
 #[derive(Default)]
@@ -347,6 +401,11 @@ pub struct Session {
     pub terminals: OrderedMap<Terminal>,
     /// Plan records as JSON text.
     pub plans: OrderedMap<Raw>,
+    /// Unknown updates (DESIGN §7.3) as received, in arrival order.
+    pub updates: VecDeque<Raw>,
+    /// Permission records of this session held by the store (for its bound).
+    pub permission_count: usize,
+    pub dropped: Dropped,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -362,6 +421,7 @@ pub enum Target {
     Protocol,
     /// A `$/cancel_request` notification (the request it names).
     Request,
+    Update,
 }
 
 impl Target {
@@ -374,6 +434,7 @@ impl Target {
             Target::Session => "session",
             Target::Protocol => "protocol",
             Target::Request => "request",
+            Target::Update => "update",
         }
     }
 }
@@ -510,7 +571,7 @@ pub(super) fn tool_call_record(out: &mut Vec<u8>, id: &[u8], tc: &ToolCall) -> R
     member(out, "kind", tc.kind())?;
     member(out, "status", tc.status())?;
     out.extend_from_slice(b",\"content\":[");
-    for (i, item) in tc.content.iter().enumerate() {
+    for (i, item) in tc.content().iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
@@ -529,6 +590,7 @@ pub(super) fn tool_call_record(out: &mut Vec<u8>, id: &[u8], tc: &ToolCall) -> R
     for (k, v) in &tc.extra {
         member(out, &String::from_utf8_lossy(k), v)?;
     }
+    truncated(out, [("droppedItems", tc.dropped_items)]);
     out.push(b'}');
     Ok(())
 }
@@ -543,7 +605,7 @@ pub(super) fn terminal_record(out: &mut Vec<u8>, id: &[u8], t: &Terminal) -> Res
         }
     }
     out.extend_from_slice(b",\"output\":\"");
-    base64_encode(&t.output, out);
+    base64_encode(t.output(), out);
     out.push(b'"');
     for (name, v) in [
         ("outputMeta", &t.output_meta),
@@ -557,8 +619,25 @@ pub(super) fn terminal_record(out: &mut Vec<u8>, id: &[u8], t: &Terminal) -> Res
     for (k, v) in &t.extra {
         member(out, &String::from_utf8_lossy(k), v)?;
     }
+    truncated(out, [("droppedBytes", t.dropped_bytes)]);
     out.push(b'}');
     Ok(())
+}
+
+/// `,"_truncated":{...}`, the marker of what a bound dropped (DESIGN §7.8): one member per
+/// non-zero count, in the order given; nothing when there is none.
+pub(super) fn truncated(out: &mut Vec<u8>, counts: impl IntoIterator<Item = (&'static str, u64)>) {
+    let mut first = true;
+    for (name, n) in counts.into_iter().filter(|&(_, n)| n > 0) {
+        out.extend_from_slice(if first { b",\"_truncated\":{" } else { b"," });
+        write_str(out, name.as_bytes());
+        out.push(b':');
+        write_u64(out, n);
+        first = false;
+    }
+    if !first {
+        out.push(b'}');
+    }
 }
 
 /// A permission record in materialized key order (DESIGN §7.5).
@@ -591,9 +670,10 @@ pub(super) fn permission_record(out: &mut Vec<u8>, sid: &[u8], p: &Permission) -
 }
 
 /// Write the (valid) JSON text `raw`, found at nesting depth `depth` of the document, as
-/// `dumps(loads(raw))` writes it: compact, strings and floats in `dumps`' form, `-0` as `0`, the
-/// last of duplicate keys in the first one's place. Errors: the path inside `raw` (innermost step
-/// first) of a container deeper than a checkpoint carries (`checkpoint::MAX_DEPTH`).
+/// `dumps(loads(raw))` writes it (compact, strings in `dumps`' form, the last of duplicate keys in
+/// the first one's place) but for numbers, written as received (`2.50`, `1E2`, `-0`: DESIGN §7.8).
+/// Errors: the path inside `raw` (innermost step first) of a container deeper than a checkpoint
+/// carries (`checkpoint::MAX_DEPTH`).
 pub fn write_value(out: &mut Vec<u8>, raw: &[u8], depth: usize) -> Result<(), Vec<PathItem>> {
     let mut sc = Scanner::new(raw);
     // The depth is checked below, with the path (`members_at` would refuse without one).
@@ -661,14 +741,7 @@ fn write_at(out: &mut Vec<u8>, sc: &mut Scanner<'_>, depth: usize) -> Result<(),
         }
         Some(b'-' | b'0'..=b'9') => {
             let n = sc.scan_number().expect(VALID);
-            let lexeme = &data[n.start..n.end];
-            if !n.is_int {
-                write_f64(out, parse_f64(lexeme));
-            } else if lexeme == b"-0" {
-                out.push(b'0');
-            } else {
-                out.extend_from_slice(lexeme);
-            }
+            out.extend_from_slice(&data[n.start..n.end]);
         }
         _ => {
             let start = sc.pos;

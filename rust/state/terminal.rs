@@ -10,6 +10,7 @@ use crate::error::{DecodeError, JsonType};
 use crate::message::{Captured, Span};
 use crate::scanner::Str;
 
+use super::evict::trim_output;
 use super::read::{bad, decode_b64, find_member, key_bytes, raw, text_of, F_EXTRA, F_ID, F_IGNORE, F_OUTPUT};
 use super::records::{Action, Change, Ident, Raw, Target, Terminal};
 use super::tool_call::{dedupe_extras, set_extra};
@@ -41,7 +42,8 @@ impl Store {
                     id = Some(m.value);
                     F_ID
                 }
-                // `outputMeta` is derived from `output._meta`, never a field of its own.
+                // `outputMeta` is derived from `output._meta`, never a field of its own (nor is
+                // `_truncated`: `dedupe_extras`).
                 b"sessionUpdate" | b"outputMeta" => F_IGNORE,
                 b"output" => {
                     output = Some((i, m.value));
@@ -112,6 +114,7 @@ impl Store {
             }
         }
         let members = std::mem::take(&mut self.members);
+        let max = self.limits.terminal_bytes;
         let (t, existed) = self.terminal_mut(data, sid, tid);
         for (i, m) in members.iter().enumerate() {
             let null = m.value.ty == JsonType::Null;
@@ -121,7 +124,8 @@ impl Store {
                 }
                 c if (c as usize) < 4 => {}
                 F_OUTPUT if output.is_some_and(|(j, _)| j == i) => {
-                    t.output = std::mem::take(&mut bytes);
+                    t.set_output(std::mem::take(&mut bytes));
+                    trim_output(t, max);
                     t.output_meta = output_meta.take().flatten();
                 }
                 F_EXTRA => {
@@ -135,7 +139,7 @@ impl Store {
     }
 
     /// `terminal_output_chunk`: the base64 `data` decoded and appended (the chunk's other members
-    /// are not stored).
+    /// are not stored); the output then keeps its last `Limits::terminal_bytes` bytes.
     #[inline(never)]
     pub(super) fn terminal_chunk(
         &mut self,
@@ -170,8 +174,10 @@ impl Store {
                 ))
             }
         }
+        let max = self.limits.terminal_bytes;
         let (t, existed) = self.terminal_mut(data, sid, tid);
         t.output.extend_from_slice(&bytes);
+        trim_output(t, max);
         Ok(Some(terminal_change(sid, tid, existed, Action::Appended)))
     }
 

@@ -6,7 +6,9 @@
 //! Mirror: `python/acp_fast/_fallback/state/tool_call.py`. Differences on purpose: here the
 //! update object is walked once (`check_tool_call` classifies its members and checks them, then
 //! `commit_tool_call` copies the values that count into the record); the fallback checks orjson's
-//! dict and patches the record's dict with it (a new record takes the update dict itself).
+//! dict and patches the record's dict with it (a new record takes the update dict itself). The
+//! content bound (DESIGN §7.8) moves a start offset here (`evict::trim_content`); the fallback
+//! deletes the items from the front of its list.
 
 use std::ops::Range;
 
@@ -14,6 +16,7 @@ use crate::error::{DecodeError, JsonType};
 use crate::message::{Captured, Span};
 use crate::scanner::{unescape_into, Str};
 
+use super::evict::trim_content;
 use super::read::{bad_member, key_bytes, raw, text_of, Member, F_CONTENT, F_EXTRA, F_ID, F_IGNORE};
 use super::records::{Action, Change, Ident, Raw, Target, Text, ToolCall};
 use super::Store;
@@ -190,6 +193,7 @@ impl Store {
     #[inline(never)]
     pub(super) fn commit_tool_call(&mut self, data: &[u8], sid: Str, tcid: Str, op: TcOp) -> Change {
         let v2 = self.version() >= 2;
+        let max = self.limits.content_items;
         let slot = self.session_slot(data, sid);
         let members = std::mem::take(&mut self.members);
         let items = std::mem::take(&mut self.items);
@@ -211,16 +215,16 @@ impl Store {
                             seq: tc.seq,
                             ..ToolCall::default()
                         };
-                        patch(&mut fresh, data, &members, &items, false);
+                        patch(&mut fresh, data, (&members, &items), false, max);
                         *tc = fresh;
                         Action::Replaced
                     }
                     TcOp::Update => {
-                        patch(tc, data, &members, &items, v2);
+                        patch(tc, data, (&members, &items), v2, max);
                         Action::Updated
                     }
                     TcOp::Chunk => {
-                        append_chunk(tc, data, &members);
+                        append_chunk(tc, data, &members, max);
                         Action::Appended
                     }
                 };
@@ -232,9 +236,9 @@ impl Store {
                     ..ToolCall::default()
                 };
                 match op {
-                    TcOp::Chunk => append_chunk(&mut tc, data, &members),
+                    TcOp::Chunk => append_chunk(&mut tc, data, &members, max),
                     // Created from the non-null fields: null never sets anything on a new record.
-                    _ => patch(&mut tc, data, &members, &items, false),
+                    _ => patch(&mut tc, data, (&members, &items), false, max),
                 }
                 let (seq, finished) = (tc.seq, bounded && tc.finished());
                 session.tool_calls.push(key.into(), tc);
@@ -262,7 +266,8 @@ impl Store {
 }
 
 /// Duplicate unknown members, as a parsed object has them: the first one's place, the last one's
-/// value (later duplicates are ignored).
+/// value (later duplicates are ignored). `_truncated` is no unknown member but the name of a
+/// bound's marker (DESIGN §7.8): never stored.
 pub(super) fn dedupe_extras(data: &[u8], members: &mut [Member]) {
     let n = members.len();
     for i in 0..n {
@@ -270,6 +275,10 @@ pub(super) fn dedupe_extras(data: &[u8], members: &mut [Member]) {
             continue;
         }
         let k = text_of(data, members[i].key);
+        if *k == *b"_truncated" {
+            members[i].code = F_IGNORE;
+            continue;
+        }
         for j in i + 1..n {
             if members[j].code == F_EXTRA && *text_of(data, members[j].key) == *k {
                 members[i].value = members[j].value;
@@ -293,8 +302,15 @@ pub(super) fn set_extra(extra: &mut Vec<(Text, Raw)>, key: Text, value: Option<R
 }
 
 /// Apply checked members to a record. `clear_on_null`: v2 `tool_call_update` (null unsets);
-/// otherwise null leaves the field as it is.
-fn patch(tc: &mut ToolCall, data: &[u8], members: &[Member], items: &[Span], clear_on_null: bool) {
+/// otherwise null leaves the field as it is. `content` set by an update keeps its last `max`
+/// items (the bound, DESIGN §7.8), its count of dropped items starting again.
+fn patch(
+    tc: &mut ToolCall,
+    data: &[u8],
+    (members, items): (&[Member], &[Span]),
+    clear_on_null: bool,
+    max: Option<usize>,
+) {
     for m in members {
         let null = m.value.ty == JsonType::Null;
         match m.code {
@@ -308,10 +324,16 @@ fn patch(tc: &mut ToolCall, data: &[u8], members: &[Member], items: &[Span], cle
             F_CONTENT => {
                 if !null {
                     let r: Range<usize> = m.items.0 as usize..m.items.1 as usize;
+                    let skip = max.map_or(0, |max| r.len().saturating_sub(max));
                     tc.content.clear();
-                    tc.content.extend(items[r].iter().map(|s| raw(data, *s)));
+                    tc.content
+                        .extend(items[r.start + skip..r.end].iter().map(|s| raw(data, *s)));
+                    tc.content_start = 0;
+                    tc.dropped_items = skip as u64;
                 } else if clear_on_null {
                     tc.content.clear();
+                    tc.content_start = 0;
+                    tc.dropped_items = 0;
                 }
             }
             F_EXTRA => {
@@ -326,10 +348,11 @@ fn patch(tc: &mut ToolCall, data: &[u8], members: &[Member], items: &[Span], cle
     }
 }
 
-/// Append a chunk's `content` item.
-fn append_chunk(tc: &mut ToolCall, data: &[u8], members: &[Member]) {
+/// Append a chunk's `content` item (then drop the oldest items beyond the bound, counting them).
+fn append_chunk(tc: &mut ToolCall, data: &[u8], members: &[Member], max: Option<usize>) {
     if let Some(m) = members.iter().find(|m| m.code == F_CONTENT) {
         tc.content.push(raw(data, m.value));
+        trim_content(tc, max);
     }
 }
 
@@ -365,6 +388,31 @@ mod tests {
             let meta = TOOL_CALL_FIELDS.iter().position(|&f| f == "_meta").unwrap();
             assert!(tc.fields[meta].is_none(), "chunk _meta is not merged");
         }
+    }
+
+    #[test]
+    fn content_keeps_its_last_items() {
+        let limits = super::super::Limits {
+            content_items: Some(2),
+            ..Default::default()
+        };
+        let mut s = Store::with_limits(Some(2), None, limits);
+        for i in 0..1000 {
+            let u = format!(r#"{{"sessionUpdate":"tool_call_content_chunk","toolCallId":"c","content":{{"i":{i}}}}}"#);
+            apply(&mut s, &upd(&u)).unwrap();
+        }
+        let tc = record(&s, "c");
+        let kept: Vec<&[u8]> = tc.content().iter().map(|r| &r[..]).collect();
+        assert_eq!(kept, [&br#"{"i":998}"#[..], br#"{"i":999}"#]);
+        assert_eq!(tc.dropped_items, 998);
+        assert!(tc.content.len() <= 4 && tc.content[..tc.content_start].iter().all(|r| r.is_empty()));
+        let u = r#"{"sessionUpdate":"tool_call_update","toolCallId":"c","content":[1,2,3,4,5]}"#;
+        apply(&mut s, &upd(u)).unwrap();
+        let tc = record(&s, "c");
+        assert_eq!(
+            (tc.content(), tc.dropped_items),
+            (&[b"4".to_vec().into(), b"5".to_vec().into()][..], 3)
+        );
     }
 
     #[test]

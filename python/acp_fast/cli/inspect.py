@@ -8,8 +8,9 @@ malformed records) are counted and the first ones listed; they never stop the re
 
 The output shows, per session: the tool calls (id, title, kind, status, a content summary), the
 permission requests and their outcomes, the plans with their entries, the terminals (exit
-status, bytes of output, last line). ``--json`` prints the store's ``state()`` with summary
-counts instead.
+status, bytes of output, last line) and, with ``--max-updates``, the updates of kinds the state
+engine has no rule for, counted by kind. ``--json`` prints the store's checkpoint (``to_json()``:
+numbers as received) with summary counts instead.
 
 From Python, :func:`replay` gives the store (to compare with a live one)::
 
@@ -26,9 +27,9 @@ import base64
 import binascii
 import os
 import sys
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, Iterator, List, NamedTuple, Optional, Tuple, Union
+from typing import Any, DefaultDict, Dict, Iterable, Iterator, List, NamedTuple, Optional, Tuple, Union
 
 import orjson
 
@@ -73,6 +74,8 @@ class Replay:
     errors_by_kind: Counter[str] = field(default_factory=Counter)
     header: Optional[Dict[str, Any]] = None
     exit_status: Optional[int] = None
+    # unknown updates kept by the store (``max_updates``), by session, then kind
+    updates_by_kind: DefaultDict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
 
 
 class _Replayer:
@@ -104,10 +107,11 @@ class _Replayer:
             self.decode_error(exc, line, base)
             return
         r.applied += 1
-        if isinstance(changes, list):  # a batch: entry errors are returned in place
-            for change in changes:
-                if isinstance(change, acp_fast.DecodeError):
-                    self.decode_error(change, line, base)
+        for change in changes if isinstance(changes, list) else (changes,):
+            if isinstance(change, acp_fast.DecodeError):  # a batch: entry errors are returned in place
+                self.decode_error(change, line, base)
+            elif change is not None and change.target == "update":
+                r.updates_by_kind[change.session_id][change.id] += 1
 
     def ndjson(self, chunks: Iterable[bytes]) -> None:
         self.result.format = "ndjson"
@@ -186,6 +190,7 @@ def replay_file(
     *,
     protocol_version: Optional[int] = None,
     max_tool_calls: Optional[int] = None,
+    max_updates: Optional[int] = 0,
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
     forwarded_only: bool = False,
     input_format: str = "auto",
@@ -195,8 +200,11 @@ def replay_file(
     """Replay ``source`` (a path — ``"-"`` is stdin —, bytes, or a binary file) into a new
     :class:`acp_fast.ToolCallStore`; returns the :class:`Replay` (store, counts, first
     ``max_errors`` errors). ``forwarded_only`` skips recorded frames the proxy did not forward
-    (``"action"`` records). ``input_format``: ``auto``, ``ndjson`` or ``recording``."""
-    store = acp_fast.ToolCallStore(protocol_version, max_tool_calls=max_tool_calls, max_frame_bytes=max_frame_bytes)
+    (``"action"`` records). ``input_format``: ``auto``, ``ndjson`` or ``recording``. ``max_updates``:
+    unknown updates kept per session (the store's default: none)."""
+    store = acp_fast.ToolCallStore(
+        protocol_version, max_tool_calls=max_tool_calls, max_frame_bytes=max_frame_bytes, max_updates=max_updates
+    )
     replayer = _Replayer(store, max_frame_bytes=max_frame_bytes, max_errors=max_errors, forwarded_only=forwarded_only)
     chunks, _size, _name, stream = _chunks(source)
     try:
@@ -327,6 +335,9 @@ def summary(result: Replay, state: Optional[Dict[str, Any]] = None) -> Dict[str,
         terminals += len(session["terminals"])
         permissions += len(session["permissions"])
         outcomes.update(str(p.get("outcome")) for p in session["permissions"])
+    kinds: Counter[str] = Counter()
+    for counts in result.updates_by_kind.values():
+        kinds.update(counts)
     return {
         "sessions": len(state["sessions"]),
         "toolCalls": tool_calls,
@@ -336,6 +347,8 @@ def summary(result: Replay, state: Optional[Dict[str, Any]] = None) -> Dict[str,
         "permissionsByOutcome": dict(outcomes),
         "plans": plans,
         "terminals": terminals,
+        "updates": sum(kinds.values()),
+        "updatesByKind": dict(kinds),
         "lines": result.lines,
         "frames": result.frames,
         "skipped": result.skipped,
@@ -442,6 +455,11 @@ def render(name: str, result: Replay, *, session_filter: Optional[str] = None) -
                     ]
                 )
             lines += _table(["ID", "COMMAND", "EXIT", "BYTES", "LAST LINE"], rows)
+        unknown = result.updates_by_kind.get(sid)
+        if unknown:
+            kept = len(session.get("updates", ()))
+            counted = ", ".join(f"{kind} {n}" for kind, n in sorted(unknown.items()))
+            lines.append(f"  unknown updates: {sum(unknown.values())} ({counted}), {kept} kept")
     return "\n".join(lines) + "\n"
 
 
@@ -496,6 +514,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         help="bound the store (oldest finished tool calls are dropped)",
     )
     parser.add_argument(
+        "--max-updates",
+        type=integer(0, 2**63 - 1),
+        default=0,
+        metavar="N",
+        help="keep and count the updates no rule handles, the last N per session (default 0: none)",
+    )
+    parser.add_argument(
         "--max-frame-bytes",
         type=integer(1, acp_fast.MAX_FRAME_BYTES),
         default=DEFAULT_MAX_FRAME_BYTES,
@@ -531,6 +556,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             args.file,
             protocol_version=args.protocol,
             max_tool_calls=args.max_tool_calls,
+            max_updates=args.max_updates,
             max_frame_bytes=args.max_frame_bytes,
             forwarded_only=args.forwarded_only,
             input_format=args.input,
@@ -547,7 +573,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         except (ValueError, OSError):  # pragma: no cover
             pass
     if args.json:
-        out.write(acp_fast.dumps(to_json(name, result)).decode("utf-8") + "\n")
+        report = to_json(name, result)
+        report["state"] = orjson.Fragment(result.store.to_json())  # its numbers as received
+        out.write(acp_fast.dumps(report).decode("utf-8") + "\n")
     else:
         out.write(render(name, result, session_filter=args.session))
     return 0

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import List, Optional, Sequence, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple
 
 import acp_fast
 
@@ -27,6 +27,25 @@ __all__ = ["main", "parser", "Proxy"]
 _count = integer(0)
 #: ``--max-frame-bytes``: 1 to ``MAX_FRAME_BYTES``.
 _positive = integer(1, acp_fast.MAX_FRAME_BYTES)
+
+
+def _bound(least: int) -> Callable[[str], Optional[int]]:
+    """A bound of the state engine (``--max-updates``, ...): an integer from ``least`` to 2**63-1,
+    or ``none`` (no bound)."""
+
+    def parse(text: str) -> Optional[int]:
+        if text.strip().lower() == "none":
+            return None
+        what = f"an integer from {least} to 2**63-1 or none"
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, found {text!r}") from None
+        if not least <= value < 2**63:
+            raise argparse.ArgumentTypeError(f"expected {what}, found {value}")
+        return value
+
+    return parse
 
 
 def _bridge_versions(text: str) -> Tuple[int, int]:
@@ -134,6 +153,18 @@ def parser() -> argparse.ArgumentParser:
         metavar="N",
         help=f"tool calls kept in the state, the oldest finished dropped first (default {DEFAULT_MAX_TOOL_CALLS}; 0 keeps all)",
     )
+    # The bounds inside sessions (docs/API.md "Bounds and checkpoints"), the store's defaults.
+    defaults = acp_fast.ToolCallStore()
+    for option, least, what in (
+        ("--max-terminal-bytes", 0, "output bytes kept per terminal, the last ones"),
+        ("--max-content-items", 0, "content items kept per tool call, the last ones"),
+        ("--max-plans", 1, "plans kept per session, the oldest dropped first"),
+        ("--max-permissions", 1, "permission records kept per session, the oldest resolved dropped first"),
+        ("--max-updates", 0, "updates of kinds the state engine has no rule for, kept per session"),
+    ):
+        default = getattr(defaults, option[2:].replace("-", "_"))
+        help = f"{what} (default {default}; none: all)"
+        p.add_argument(option, type=_bound(least), default=default, metavar="N", help=help)
     return p
 
 
@@ -177,6 +208,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             protocol=ns.protocol,
             bridge=ns.bridge,
             max_tool_calls=ns.max_tool_calls,
+            max_terminal_bytes=ns.max_terminal_bytes,
+            max_content_items=ns.max_content_items,
+            max_plans=ns.max_plans,
+            max_permissions=ns.max_permissions,
+            max_updates=ns.max_updates,
             record=ns.record,
             state_json=ns.state_json,
             summary=ns.summary,

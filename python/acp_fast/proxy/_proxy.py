@@ -45,6 +45,8 @@ STOP_GRACE = 2.0
 # proxy's state (they were forwarded; only the proxy's view of them goes).
 #: The default bound on the tool calls the proxy's state keeps (``max_tool_calls``).
 DEFAULT_MAX_TOOL_CALLS = 1000
+# The bounds inside sessions (``max_terminal_bytes``, ...) default to the store's own.
+_STORE_DEFAULTS = acp_fast.ToolCallStore()
 
 
 def _grow_pipe(fd: int) -> None:
@@ -69,7 +71,8 @@ class Proxy:
     ``state_json`` and ``summary_json`` are file paths (created owner-only; an existing file is
     refused unless ``force``); ``agent_invalid`` is ``"divert"``, ``"pass"``, ``"drop"`` or
     ``"fail"`` (with ``agent_invalid_limit`` lines, default 1); ``bridge`` is ``(editor,
-    agent)`` protocol versions. :meth:`run` returns the exit status."""
+    agent)`` protocol versions; ``max_terminal_bytes`` ... ``max_updates`` are the store's bounds
+    inside sessions (default: the store's defaults; None: no bound). :meth:`run` returns the exit status."""
 
     def __init__(
         self,
@@ -86,6 +89,11 @@ class Proxy:
         protocol: Optional[int] = None,
         bridge: Optional[Tuple[int, int]] = None,
         max_tool_calls: Optional[int] = DEFAULT_MAX_TOOL_CALLS,
+        max_terminal_bytes: Optional[int] = _STORE_DEFAULTS.max_terminal_bytes,
+        max_content_items: Optional[int] = _STORE_DEFAULTS.max_content_items,
+        max_plans: Optional[int] = _STORE_DEFAULTS.max_plans,
+        max_permissions: Optional[int] = _STORE_DEFAULTS.max_permissions,
+        max_updates: Optional[int] = _STORE_DEFAULTS.max_updates,
         record: Optional[str] = None,
         state_json: Optional[str] = None,
         summary: bool = False,
@@ -116,7 +124,14 @@ class Proxy:
         self.force = force
         #: The state of every session, as the editor sees it (docs/PROXY.md).
         self.store = acp_fast.ToolCallStore(
-            protocol, max_tool_calls=max_tool_calls or None, max_frame_bytes=max_frame_bytes
+            protocol,
+            max_tool_calls=max_tool_calls or None,
+            max_frame_bytes=max_frame_bytes,
+            max_terminal_bytes=max_terminal_bytes,
+            max_content_items=max_content_items,
+            max_plans=max_plans,
+            max_permissions=max_permissions,
+            max_updates=max_updates,
         )
         #: Held while the state is read or changed and while the middleware run.
         self.lock: threading.RLock = threading.RLock()

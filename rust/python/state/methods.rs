@@ -6,6 +6,7 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyType};
 
+use super::super::bounds::LimitArg;
 use super::super::{Exclusive, Locked};
 use super::StoreState;
 
@@ -41,14 +42,35 @@ impl PyToolCallStore {
 #[pymethods]
 impl PyToolCallStore {
     #[new]
-    #[pyo3(signature = (protocol_version = None, *, max_tool_calls = None, max_frame_bytes = None),
-           text_signature = "(protocol_version=None, *, max_tool_calls=None, max_frame_bytes=67108864)")]
+    #[pyo3(signature = (protocol_version = None, *, max_tool_calls = None, max_frame_bytes = None,
+                        max_terminal_bytes = LimitArg::Default, max_content_items = LimitArg::Default,
+                        max_plans = LimitArg::Default, max_permissions = LimitArg::Default,
+                        max_updates = LimitArg::Default),
+           text_signature = "(protocol_version=None, *, max_tool_calls=None, max_frame_bytes=67108864, \
+                             max_terminal_bytes=1048576, max_content_items=1000, max_plans=100, \
+                             max_permissions=1000, max_updates=0)")]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         protocol_version: Option<&Bound<'_, PyAny>>,
         max_tool_calls: Option<&Bound<'_, PyAny>>,
         max_frame_bytes: Option<&Bound<'_, PyAny>>,
+        max_terminal_bytes: LimitArg<'_>,
+        max_content_items: LimitArg<'_>,
+        max_plans: LimitArg<'_>,
+        max_permissions: LimitArg<'_>,
+        max_updates: LimitArg<'_>,
     ) -> PyResult<Self> {
-        StoreState::new(protocol_version, max_tool_calls, max_frame_bytes).map(Self::from)
+        StoreState::new(
+            protocol_version,
+            max_tool_calls,
+            max_frame_bytes,
+            max_terminal_bytes,
+            max_content_items,
+            max_plans,
+            max_permissions,
+            max_updates,
+        )
+        .map(Self::from)
     }
 
     #[pyo3(signature = (frame, *, source = None))]
@@ -116,6 +138,10 @@ impl PyToolCallStore {
         self.locked(py)?.plans(py, session_id)
     }
 
+    fn updates<'py>(&self, py: Python<'py>, session_id: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+        self.locked(py)?.updates(py, session_id)
+    }
+
     fn permission<'py>(&self, py: Python<'py>, request_id: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyDict>>> {
         self.locked(py)?.permission(py, request_id)
     }
@@ -166,6 +192,31 @@ impl PyToolCallStore {
     #[getter]
     fn max_tool_calls(&self, py: Python<'_>) -> PyResult<Option<usize>> {
         Ok(self.locked(py)?.max_tool_calls())
+    }
+
+    #[getter]
+    fn max_terminal_bytes(&self, py: Python<'_>) -> PyResult<Option<usize>> {
+        Ok(self.locked(py)?.limits().terminal_bytes)
+    }
+
+    #[getter]
+    fn max_content_items(&self, py: Python<'_>) -> PyResult<Option<usize>> {
+        Ok(self.locked(py)?.limits().content_items)
+    }
+
+    #[getter]
+    fn max_plans(&self, py: Python<'_>) -> PyResult<Option<usize>> {
+        Ok(self.locked(py)?.limits().plans)
+    }
+
+    #[getter]
+    fn max_permissions(&self, py: Python<'_>) -> PyResult<Option<usize>> {
+        Ok(self.locked(py)?.limits().permissions)
+    }
+
+    #[getter]
+    fn max_updates(&self, py: Python<'_>) -> PyResult<Option<usize>> {
+        Ok(self.locked(py)?.limits().updates)
     }
 
     #[getter]

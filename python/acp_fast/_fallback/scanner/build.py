@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json as _json
 import re
-from typing import Any, List, Union
+from typing import Any, Callable, List, Optional, Tuple, Union
 
 import orjson
 
@@ -30,9 +30,11 @@ _DIGITS_TO_ZERO = bytes.maketrans(b"0123456789", b"0000000000")
 _LONG_DIGIT_RUN = b"0" * 19
 
 
-def build(data: bytes) -> Any:
+def build(data: bytes, numbers: Optional[Tuple[Callable[[str], Any], Callable[[str], Any]]] = None) -> Any:
     """Build the Python value of a (valid) document without recursion: exact ints of any size,
-    correctly rounded floats, last duplicate key wins (first position kept)."""
+    correctly rounded floats, last duplicate key wins (first position kept). ``numbers``: the
+    functions that make a number of its text instead (a fraction or exponent, an integer), as
+    ``json.loads``' ``parse_float`` / ``parse_int``."""
     token = _TOKEN.match
     pos = 0
     # Stack entries: [container, pending_key]; pending_key is used for objects only.
@@ -68,7 +70,10 @@ def build(data: bytes) -> Any:
             else:
                 value = orjson.loads(s)
         elif num is not None:
-            value = float(num) if frac else int(num)
+            if numbers is not None:
+                value = numbers[0](num.decode("ascii")) if frac else numbers[1](num.decode("ascii"))
+            else:
+                value = float(num) if frac else int(num)
         elif t is not None:
             value = True
         elif f is not None:

@@ -2,19 +2,20 @@
 plans and permission requests of every session as frames are applied; ``Change`` is the light
 event that ``apply`` / ``feed`` return.
 
-A frame is parsed once with orjson (re-parsed exactly only when it holds a digit run long enough
-for orjson to round an integer, as ``loads`` does) and validated by ``message_or_none``; the
-parsed values are fresh per frame, so the store keeps them as they are (``tool_call.py``). Queries
-build fresh objects on every call. -32602 errors are located in the frame with the scanner on the
-error path only (``read.py``).
+A frame is parsed once with orjson (re-parsed only when orjson's values would not give back the text
+of one of its numbers: ``read.exactly``) and validated by ``message_or_none``; the parsed values
+are fresh per frame, so the store keeps them as they are (``tool_call.py``). Queries build fresh
+objects on every call (a number kept as its text given as its Python value). -32602 errors are
+located in the frame with the scanner on the error path only (``read.py``).
 
 Mirror of ``rust/state/`` module for module and function for function (this file is
 ``mod.rs``): ``records`` (what is stored), ``read`` (reading frames, -32602 errors, base64),
 ``tool_call``, ``terminal``, ``plan``, ``permission`` (one function per update kind, dispatched
-from ``ToolCallStore._dispatch`` and ``UPDATES`` below), ``evict`` (the ``max_tool_calls`` bound),
-``checkpoint`` (``to_json`` / ``from_json``). Differences on purpose: here the store is the Python
-class itself, with framing (``feed``, ``_feed_lines``) and the queries; Rust's core takes messages
-already parsed, and its binding (``rust/python/state.rs``) does framing and builds the objects.
+from ``ToolCallStore._dispatch`` and ``UPDATES`` below; ``unknown_update``, here, keeps the updates
+no rule handles), ``evict`` (the bounds), ``checkpoint`` (``to_json`` / ``from_json``). Differences
+on purpose: here the store is the Python class itself, with framing (``feed``, ``_feed_lines``) and
+the queries; Rust's core takes messages already parsed, and its binding (``rust/python/state.rs``)
+does framing and builds the objects.
 
 Every public method and property runs under the store's lock (``framing.exclusive``; docs/API.md
 "Threads"); ``from_json`` builds a new store and takes none.
@@ -42,12 +43,21 @@ from ..framing import (
     too_large,
 )
 from ..message import Message, decode_frame, decode_value, message_or_none
-from ..scanner import _DIGITS_TO_ZERO, _LONG_DIGIT_RUN, _exact, array_items, parse_exact, skip_ws, to_bytes
+from ..scanner import array_items, parse_exact, skip_ws, to_bytes
 from . import checkpoint
+from .evict import (
+    DEFAULT_MAX_CONTENT_ITEMS,
+    DEFAULT_MAX_PERMISSIONS,
+    DEFAULT_MAX_PLANS,
+    DEFAULT_MAX_TERMINAL_BYTES,
+    DEFAULT_MAX_UPDATES,
+    trim_front,
+)
 from .permission import cancel_request, cancel_responses, permission_request, response
 from .plan import plan, plan_removed, plan_update
-from .read import BAD_SID, Bad, exactly, state_error
+from .read import BAD_SID, Bad, exactly, recheck, state_error
 from .records import Change, Session, terminal_record, tool_call_record
+from .records import fresh as _fresh
 from .terminal import terminal_chunk, terminal_update
 from .tool_call import content_chunk, tool_call, tool_call_update
 
@@ -56,6 +66,7 @@ __all__ = ["ToolCallStore", "Change", "DEFAULT_MAX_FRAME_BYTES", "MAX_FRAME_BYTE
 STATE_FORMAT = checkpoint.FORMAT
 
 _orjson_loads = orjson.loads
+_orjson_dumps = orjson.dumps
 _JSONDecodeError = orjson.JSONDecodeError
 # `dumps` takes any JSON value; FrameDecoder is untyped (typed here for the calls below).
 _dumps: Callable[[Any], bytes] = dumps
@@ -65,8 +76,9 @@ _I64_MAX = 2**63 - 1
 #: A function of the update table: ``(store, sessionId, update dict) -> Change or None``.
 UpdateFn = Callable[["ToolCallStore", str, Dict[str, Any]], Optional[Change]]
 
-#: ``params.update.sessionUpdate`` -> its function (DESIGN 7.3); other kinds are ignored.
-UPDATES: Dict[str, UpdateFn] = {
+#: ``params.update.sessionUpdate`` -> its function (DESIGN 7.3); other kinds go to
+#: ``unknown_update`` when the store keeps unknown updates, else are ignored.
+UPDATES: Dict[str, Optional[UpdateFn]] = {
     "tool_call": tool_call,
     "tool_call_update": tool_call_update,
     "tool_call_content_chunk": content_chunk,
@@ -75,6 +87,32 @@ UPDATES: Dict[str, UpdateFn] = {
     "plan": plan,
     "plan_update": plan_update,
     "plan_removed": plan_removed,
+}
+
+# The update kinds a protocol version defines that no rule handles (conversation, commands, modes,
+# usage...: not state). They are ignored; any other kind without a rule (custom `_` kinds, kinds of
+# the other version, kinds no version defines) is an unknown update, kept when `max_updates`
+# allows (DESIGN 7.3). From the v1 and v2 schemas (stable and unstable).
+_DEFINED_BOTH = (
+    "agent_message_chunk",
+    "agent_thought_chunk",
+    "available_commands_update",
+    "compaction_summary_chunk",
+    "compaction_update",
+    "config_option_update",
+    "notice",
+    "session_info_update",
+    "usage_update",
+    "user_message_chunk",
+)
+_DEFINED_V1 = ("current_mode_update",)
+_DEFINED_V2 = ("agent_message", "agent_thought", "state_update", "user_message")
+
+#: The update table of a store that keeps unknown updates, by version in force: ``UPDATES`` with
+#: the kinds that version defines mapped to None (ignored); a kind absent goes to ``unknown_update``.
+KEEPING: Dict[int, Dict[str, Optional[UpdateFn]]] = {
+    1: {**UPDATES, **dict.fromkeys(_DEFINED_BOTH + _DEFINED_V1)},
+    2: {**UPDATES, **dict.fromkeys(_DEFINED_BOTH + _DEFINED_V2)},
 }
 
 
@@ -90,31 +128,22 @@ def _key(value: Any, name: str) -> str:
     return value
 
 
-def _fresh(v: Any) -> Any:
-    """A deep copy of a JSON value (dicts and lists copied, scalars shared), without recursion."""
-    t = type(v)
-    if t is dict:
-        root: Any = v.copy()
-    elif t is list:
-        root = v[:]
-    else:
-        return v
-    stack = [root]
-    pop = stack.pop
-    push = stack.append
-    while stack:
-        c = pop()
-        for k, x in c.items() if type(c) is dict else enumerate(c):
-            tx = type(x)
-            if tx is dict:
-                x = x.copy()
-                c[k] = x
-                push(x)
-            elif tx is list:
-                x = x[:]
-                c[k] = x
-                push(x)
-    return root
+def _limit(value: Any, name: str, least: int) -> Optional[int]:
+    """A bound argument (``max_updates``, ...): None (no bound) or an int from ``least`` to
+    2**63-1; the binding's ``limit_arg``, word for word."""
+    if value is not None and (type(value) is not int or not least <= value <= _I64_MAX):
+        what = "a non-negative integer" if least == 0 else "a positive integer"
+        raise ValueError(f"expected {name} to be {what} or None, found {value!r}")
+    return value
+
+
+def unknown_update(store: ToolCallStore, sid: str, update: Dict[str, Any]) -> Change:
+    """An update of a kind no rule handles (and the version in force does not define: ``KEEPING``),
+    kept as received in its session's ``updates``, the last ``max_updates`` of them."""
+    s = store._session(sid)
+    s.updates.append(update)
+    s.dropped_updates += trim_front(s.updates, store._max_updates)
+    return Change(sid, "update", update["sessionUpdate"], "appended", None)
 
 
 class ToolCallStore:
@@ -141,6 +170,14 @@ class ToolCallStore:
         "_updates",
         "_lock",
         "_busy",
+        "_keeping",
+        "_unknown",
+        "_max_terminal_bytes",
+        "_max_content_items",
+        "_max_plans",
+        "_max_permissions",
+        "_max_updates",
+        "_permission_holes",
     )
 
     def __init__(
@@ -149,11 +186,21 @@ class ToolCallStore:
         *,
         max_tool_calls: Optional[int] = None,
         max_frame_bytes: Optional[int] = DEFAULT_MAX_FRAME_BYTES,
+        max_terminal_bytes: Optional[int] = DEFAULT_MAX_TERMINAL_BYTES,
+        max_content_items: Optional[int] = DEFAULT_MAX_CONTENT_ITEMS,
+        max_plans: Optional[int] = DEFAULT_MAX_PLANS,
+        max_permissions: Optional[int] = DEFAULT_MAX_PERMISSIONS,
+        max_updates: Optional[int] = DEFAULT_MAX_UPDATES,
     ) -> None:
         if protocol_version is not None and (type(protocol_version) is not int or protocol_version not in (1, 2)):
             raise ValueError(f"expected protocol_version to be 1, 2 or None, found {protocol_version!r}")
-        if max_tool_calls is not None and (type(max_tool_calls) is not int or not 1 <= max_tool_calls < 2**63):
+        if max_tool_calls is not None and (type(max_tool_calls) is not int or not 1 <= max_tool_calls <= _I64_MAX):
             raise ValueError(f"expected max_tool_calls to be a positive integer or None, found {max_tool_calls!r}")
+        self._max_terminal_bytes = _limit(max_terminal_bytes, "max_terminal_bytes", 0)
+        self._max_content_items = _limit(max_content_items, "max_content_items", 0)
+        self._max_plans = _limit(max_plans, "max_plans", 1)
+        self._max_permissions = _limit(max_permissions, "max_permissions", 1)
+        self._max_updates = _limit(max_updates, "max_updates", 0)
         self._framer = Framer(max_frame_bytes=max_frame_bytes)
         self._fixed: Optional[int] = protocol_version
         self._negotiated: Optional[int] = None
@@ -163,8 +210,10 @@ class ToolCallStore:
         # Sessions in first-seen order; a session stays once it has held anything.
         self._sessions: Dict[str, Session] = {}
         # Every permission request in request order, as [session id, record] (None: a pending
-        # request replaced by a later one with its id); pending ones by id -> index.
+        # request replaced by a later one with its id, or dropped by the bound; _permission_holes
+        # of them); pending ones by id -> index.
         self._permissions: List[Optional[List[Any]]] = []
+        self._permission_holes = 0
         self._pending: Dict[Any, int] = {}
         # The last MAX_CANCEL_REQUESTS $/cancel_request notifications as (request id, source).
         self._cancel_requests: Deque[Tuple[Any, Any]] = deque()
@@ -179,7 +228,10 @@ class ToolCallStore:
         self._order_head = 0
         self._finished: List[int] = []
         self._created: Dict[Tuple[str, str], List[Any]] = {}
-        self._updates = UPDATES
+        # The update table of the version in force (KEEPING: unknown updates go to `_unknown`).
+        self._keeping = None if self._max_updates == 0 else KEEPING
+        self._unknown: Optional[UpdateFn] = None if self._keeping is None else unknown_update
+        self._updates = UPDATES if self._keeping is None else self._keeping[self._version()]
         self._lock = RLock()
         self._busy = False
 
@@ -211,6 +263,36 @@ class ToolCallStore:
 
     @property
     @exclusive
+    def max_terminal_bytes(self) -> Optional[int]:
+        """Output bytes kept per terminal (the last ones; None: no bound)."""
+        return self._max_terminal_bytes
+
+    @property
+    @exclusive
+    def max_content_items(self) -> Optional[int]:
+        """Content items kept per tool call (the last ones; None: no bound)."""
+        return self._max_content_items
+
+    @property
+    @exclusive
+    def max_plans(self) -> Optional[int]:
+        """Plans kept per session (None: no bound)."""
+        return self._max_plans
+
+    @property
+    @exclusive
+    def max_permissions(self) -> Optional[int]:
+        """Permission records kept per session (pending ones always; None: no bound)."""
+        return self._max_permissions
+
+    @property
+    @exclusive
+    def max_updates(self) -> Optional[int]:
+        """Unknown updates kept per session (0: none; None: no bound)."""
+        return self._max_updates
+
+    @property
+    @exclusive
     def evicted(self) -> int:
         """Tool calls dropped by the ``max_tool_calls`` bound."""
         return self._evicted
@@ -228,6 +310,13 @@ class ToolCallStore:
     @exclusive
     def __repr__(self) -> str:
         return f"ToolCallStore(protocol_version={self._version()}, tool_calls={self._tool_call_count})"
+
+    def _set_negotiated(self, version: Optional[int]) -> None:
+        """Set the negotiated version; what depends on the version in force follows."""
+        self._negotiated = version
+        self._v2 = self._version() == 2
+        if self._keeping is not None:
+            self._updates = self._keeping[self._version()]
 
     def _session(self, sid: str) -> Session:
         """The session ``sid``, created if needed."""
@@ -294,7 +383,7 @@ class ToolCallStore:
         """Apply a Message (its raw re-parsed); errors at offsets in its raw, without a line."""
         raw = m._raw
         try:
-            return self._dispatch(parse_exact(raw), m, source, None)
+            return self._dispatch(parse_exact(raw), m, source, raw)
         except Bad as bad:
             err = to_python(state_error(bad, raw, skip_ws(raw, 0)), raw, raw=raw)
             if raise_errors:
@@ -385,20 +474,20 @@ class ToolCallStore:
         """A Message from the stream (a frame orjson refused): errors carry its line."""
         raw = m._raw
         try:
-            return self._dispatch(parse_exact(raw), m, source, None)
+            return self._dispatch(parse_exact(raw), m, source, raw)
         except Bad as bad:
             return to_python(state_error(bad, raw, skip_ws(raw, 0)), raw, line=m._line, raw=raw)
 
     def _dispatch(self, value: Any, m: Any, source: Any, frame: Optional[bytes]) -> Optional[Change]:
         """Apply one valid message (Rust: ``Store::apply``) whose parsed object is ``value``.
-        ``frame``: its bytes when ``value`` is orjson's parse (re-parsed exactly when needed),
-        None when already exact."""
+        ``frame``: its bytes when ``value`` is orjson's parse (re-parsed exactly when needed:
+        ``read.exactly``), None when already exact."""
         kind = m._kind
         if kind == "notification":
             method = m._method
             if method == "session/update":
                 # The update table (Rust: `session_update`; inlined in `_feed_lines`).
-                update_fn = self._updates.get(m._update_kind)
+                update_fn = self._updates.get(m._update_kind, self._unknown)
                 if update_fn is None:
                     return None
                 sid = m._session_id
@@ -472,7 +561,7 @@ class ToolCallStore:
         term = None if s is None else s.terminals.get(tid)
         if term is None:
             return None
-        return cast(Dict[str, Any], _fresh(terminal_record(tid, term, bytes(term.output))))
+        return cast(Dict[str, Any], _fresh(terminal_record(tid, term, term.kept())))
 
     @exclusive
     def terminals(self, session_id: str) -> Dict[str, Any]:
@@ -480,7 +569,7 @@ class ToolCallStore:
         s = self._sessions.get(_key(session_id, "session_id"))
         if s is None:
             return {}
-        records = {tid: terminal_record(tid, t, bytes(t.output)) for tid, t in s.terminals.items()}
+        records = {tid: terminal_record(tid, t, t.kept()) for tid, t in s.terminals.items()}
         return cast(Dict[str, Any], _fresh(records))
 
     @exclusive
@@ -490,6 +579,14 @@ class ToolCallStore:
         if s is None:
             return {}
         return cast(Dict[str, Any], _fresh(s.plans))
+
+    @exclusive
+    def updates(self, session_id: str) -> List[Dict[str, Any]]:
+        """The unknown updates kept for a session, in arrival order (DESIGN 7.3)."""
+        s = self._sessions.get(_key(session_id, "session_id"))
+        if s is None:
+            return []
+        return cast(List[Dict[str, Any]], _fresh(list(s.updates)))
 
     @exclusive
     def permission(self, request_id: Any) -> Optional[Dict[str, Any]]:
@@ -588,8 +685,8 @@ def _feed_lines(store: ToolCallStore, data: bytes, changes: bool, source: Any) -
     message = message_or_none
     dispatch = store._dispatch
     updates = store._updates
-    long_run = _LONG_DIGIT_RUN
-    to_zero = _DIGITS_TO_ZERO
+    unknown = store._unknown
+    dumps = _orjson_dumps
     for frame in parts:
         line += 1
         if not frame:
@@ -607,23 +704,30 @@ def _feed_lines(store: ToolCallStore, data: bytes, changes: bool, source: Any) -
             value = loads(frame)
         except _JSONDecodeError:
             store._collect(decode_frame(frame, line), out, changes, source)
+            updates = store._updates
             continue
         if type(value) is dict:
             m: Any = message(frame, value, line)
             if m is not None:
                 try:
                     if m._method == "session/update" and m._kind == "notification":
-                        update_fn = updates.get(m._update_kind)
+                        update_fn = updates.get(m._update_kind, unknown)
                         if update_fn is None:
                             continue
                         sid = m._session_id
                         if sid is None:
                             raise BAD_SID
-                        if long_run in frame.translate(to_zero):
-                            value = _exact(frame)
+                        # read.exactly, inlined
+                        try:
+                            dumped = dumps(value)
+                        except TypeError:
+                            dumped = None
+                        if dumped != frame:
+                            value = recheck(frame, value, dumped)
                         change = update_fn(store, sid, value["params"]["update"])
                     else:
                         change = dispatch(value, m, source, frame)
+                        updates = store._updates  # a response may change the version in force
                 except Bad as bad:
                     err = state_error(bad, frame, skip_ws(frame, 0))
                     append(to_python(err, frame, line=line, raw=frame))
@@ -633,6 +737,7 @@ def _feed_lines(store: ToolCallStore, data: bytes, changes: bool, source: Any) -
                 continue
         elif type(value) is list and value:
             store._collect(store._apply_batch(frame, value, None, source, line), out, changes, source)
+            updates = store._updates
             continue
         append(decode_value(frame, value, line))
     if tail:

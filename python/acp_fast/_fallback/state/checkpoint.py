@@ -1,6 +1,6 @@
 """Checkpoints (DESIGN 7.8): ``to_json`` writes the whole store as an ``acp-fast-state/1``
-document, ``dumps(state())``; ``from_json`` checks a document and rebuilds the store (its
-eviction order is the document's order).
+document, ``dumps(state())`` but for numbers, which keep their text as received; ``from_json``
+checks a document and rebuilds the store (its eviction order is the document's order).
 
 Mirror of ``rust/state/checkpoint.rs``. Differences on purpose: here ``state`` builds the document
 as a dict (shared with the store; ``ToolCallStore.state`` copies it) and ``to_json`` is ``dumps`` of
@@ -12,26 +12,29 @@ bad document gets the same error text.
 from __future__ import annotations
 
 import binascii
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Type
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Tuple, Type, cast
+
+import orjson
 
 from ...errors import DecodeError as PyDecodeError
-from ...errors import EncodeError
-from ..encoder import dumps, write
+from ..encoder import write
 from ..error import DecodeError, to_python
 from ..scanner import MAX_DEPTH as _FRAME_DEPTH
 from ..scanner import loads, parse_document, to_bytes
-from .evict import compact
+from .evict import LIMITS, compact, drop_permission
 from .permission import MAX_CANCEL_REQUESTS
-from .read import b64decode
+from .read import b64decode, exactly, plain
 from .records import (
     MISSING,
     OUTCOMES,
     Session,
     Terminal,
     finished,
+    fresh,
     permission_record,
     terminal_record,
     tool_call_record,
+    truncated,
 )
 
 if TYPE_CHECKING:
@@ -48,9 +51,13 @@ FORMAT = "acp-fast-state/1"
 #: (``result``, ``error``). The values inside are never deeper than a frame could hold them.
 MAX_DEPTH = _FRAME_DEPTH + 4
 
-# `dumps` / `loads` take and give any JSON value (typed here for the calls below).
-_dumps: Callable[[Any], bytes] = dumps
+# `loads` gives any JSON value (typed here for the calls below).
 _loads: Callable[[Any], Any] = loads
+_orjson_dumps = orjson.dumps
+_Fragment = orjson.Fragment
+_I64_MAX = 2**63 - 1
+
+
 _b2a = binascii.b2a_base64
 _a2b = binascii.a2b_base64
 
@@ -64,7 +71,7 @@ def _name(value: Any) -> str:
         return "null"
     if isinstance(value, bool):
         return "boolean"
-    if isinstance(value, (int, float)):
+    if isinstance(value, (int, float, _Fragment)):
         return "number"
     if isinstance(value, str):
         return "string"
@@ -79,6 +86,14 @@ def _fail(path: str, what: str, value: Any) -> ValueError:
     return ValueError(f'expected "{path}" to be {what}, found {_name(value)}')
 
 
+def _count(value: Any, least: int) -> Optional[int]:
+    """The integer ``value`` when it is in ``least..2**63-1`` (the range of every count and bound)."""
+    value = plain(value)
+    if type(value) is int and least <= value <= _I64_MAX:
+        return value
+    return None
+
+
 # ---------------------------------------------------------------------------------------------
 # Writing
 
@@ -91,24 +106,31 @@ def state(store: ToolCallStore) -> Dict[str, Any]:
             per_session[e[0]].append(e[1])
     sessions: Dict[str, Any] = {}
     for sid, s in store._sessions.items():
-        sessions[sid] = {
+        sd = sessions[sid] = {
             "toolCalls": {tcid: tool_call_record(tcid, f) for tcid, f in s.tool_calls.items()},
             "terminals": {
-                tid: terminal_record(tid, t, _b2a(t.output, newline=False).decode("ascii"))
+                tid: terminal_record(tid, t, _b2a(t.kept(), newline=False).decode("ascii"))
                 for tid, t in s.terminals.items()
             },
             "plans": dict(s.plans),
             "permissions": per_session[sid],
         }
-    doc = {
+        if s.updates:
+            sd["updates"] = list(s.updates)
+        truncated(sd, s.dropped())
+    doc: Dict[str, Any] = {
         "format": FORMAT,
         "protocolVersion": store._fixed,
         "negotiatedVersion": store._negotiated,
         "maxToolCalls": store._max_tool_calls,
-        "evicted": store._evicted,
-        "sessions": sessions,
-        "permissionOrder": [e[0] for e in store._permissions if e is not None],
     }
+    for name, attr, _, default in LIMITS:
+        value = getattr(store, attr)
+        if value != default:
+            doc[name] = value
+    doc["evicted"] = store._evicted
+    doc["sessions"] = sessions
+    doc["permissionOrder"] = [e[0] for e in store._permissions if e is not None]
     if store._cancel_requests:  # present only when the store has seen a $/cancel_request
         doc["cancelRequests"] = cancel_request_list(store)
     return doc
@@ -120,14 +142,13 @@ def cancel_request_list(store: ToolCallStore) -> List[Dict[str, Any]]:
 
 
 def to_json(store: ToolCallStore) -> bytes:
-    """The checkpoint document of ``store``: ``dumps(state())``, with a checkpoint's nesting limit."""
+    """The checkpoint document of ``store``: ``dumps(state())``, numbers as received, with a
+    checkpoint's nesting limit."""
     doc = state(store)
     try:
-        return _dumps(doc)
-    except EncodeError as e:
-        if e.kind != "depth_limit":  # pragma: no cover - the store holds JSON values only
-            raise
-    return write(doc, MAX_DEPTH)
+        return _orjson_dumps(doc)
+    except TypeError:  # nested deeper than orjson writes: the encoder, with a checkpoint's limit
+        return write(doc, MAX_DEPTH)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -186,22 +207,32 @@ def _load(data: Any) -> Any:
 def from_json(cls: Type[ToolCallStore], data: Any) -> ToolCallStore:
     """Check the document ``data`` (bytes or str) and rebuild the store it describes. Checks and
     messages: DESIGN 7.8 (in Rust's order, so both report the same first problem)."""
-    doc = _object(_load(data), "state")
+    value = _load(data)  # its errors for what is not JSON, with a checkpoint's nesting limit
+    doc = _object(exactly(cast(bytes, to_bytes(data, "from_json")), value), "state")
     fmt = _find(doc, "format", "state")
     if fmt != FORMAT:
-        raise ValueError(f'expected "state.format" to be {FORMAT!r}, found {fmt!r}')
+        raise ValueError(f'expected "state.format" to be {FORMAT!r}, found {fresh(fmt)!r}')
     fixed = _version(_find(doc, "protocolVersion", "state"), "state.protocolVersion")
     negotiated = _version(_find(doc, "negotiatedVersion", "state"), "state.negotiatedVersion")
     limit = _find(doc, "maxToolCalls", "state")
-    if limit is not None and not (type(limit) is int and limit >= 1):
-        raise _fail("state.maxToolCalls", "a positive integer or null", limit)
-    evicted = _find(doc, "evicted", "state")
-    if not (type(evicted) is int and evicted >= 0):
-        raise _fail("state.evicted", "a non-negative integer", evicted)
+    if limit is not None:
+        limit = _count(limit, 1)
+        if limit is None:
+            raise _fail("state.maxToolCalls", "a positive integer or null", doc["maxToolCalls"])
+    bounds: Dict[str, Any] = {}
+    for name, attr, least, _ in LIMITS:
+        if name in doc:
+            bound = doc[name]
+            if bound is not None and _count(bound, least) is None:
+                what = "a non-negative integer or null" if least == 0 else "a positive integer or null"
+                raise _fail(f"state.{name}", what, bound)
+            bounds[attr[1:]] = plain(bound)
+    evicted = _count(_find(doc, "evicted", "state"), 0)
+    if evicted is None:
+        raise _fail("state.evicted", "a non-negative integer", doc["evicted"])
     sessions = _object(_find(doc, "sessions", "state"), "state.sessions")
-    store = cls(fixed, max_tool_calls=limit)
-    store._negotiated = negotiated
-    store._v2 = (fixed if fixed is not None else negotiated) == 2
+    store = cls(fixed, max_tool_calls=limit, **bounds)
+    store._set_negotiated(negotiated)
     store._evicted = evicted
     records: Dict[str, List[List[Any]]] = {}
     for sid, session in sessions.items():
@@ -209,7 +240,7 @@ def from_json(cls: Type[ToolCallStore], data: Any) -> ToolCallStore:
         _object(session, sp)
         s = store._sessions[sid] = Session()
         _restore_tool_calls(store, sid, s, session, sp)
-        _restore_terminals(s, session, sp)
+        _restore_terminals(store, s, session, sp)
         path = f"{sp}.plans"
         for pid, record in _object(_find(session, "plans", sp), path).items():
             rp = f"{path}.{pid}"
@@ -217,6 +248,7 @@ def from_json(cls: Type[ToolCallStore], data: Any) -> ToolCallStore:
             _record_id(record, pid, "planId", rp)
             s.plans[pid] = record
         records[sid] = _read_permissions(sid, session, sp)
+        _restore_updates(store, s, session, sp)
     # The session of each permission record in request order across sessions (optional:
     # without it, session order), naming each session as many times as it has records.
     counts = {sid: len(entries) for sid, entries in records.items()}
@@ -251,8 +283,9 @@ def from_json(cls: Type[ToolCallStore], data: Any) -> ToolCallStore:
         if entry[1]["outcome"] == "pending":
             old = pending.get(ident, MISSING)
             if old is not MISSING:
-                perms[old] = None
+                drop_permission(store, old)
             pending[ident] = len(perms)
+        store._sessions[sid].permission_count += 1
         perms.append(entry)
     if "cancelRequests" in doc:
         _read_cancel_requests(store, doc["cancelRequests"])
@@ -268,7 +301,7 @@ def _read_cancel_requests(store: ToolCallStore, items: Any) -> None:
     for i, item in enumerate(items):
         rp = f"state.cancelRequests.{i}"
         _object(item, rp)
-        rid = _find(item, "requestId", rp)
+        rid = plain(_find(item, "requestId", rp))
         if rid is not None and type(rid) is not str and not (type(rid) is int and -(2**63) <= rid < 2**63):
             raise _fail(f"{rp}.requestId", "a string, an integer or null", rid)
         source = _find(item, "source", rp)
@@ -293,7 +326,10 @@ def _restore_tool_calls(store: ToolCallStore, sid: str, s: Session, session: Dic
             if type(_find(record, name, rp)) is not list:
                 raise _fail(f"{rp}.{name}", "an array", record[name])
         _no_nulls(record, rp)
-        f = s.tool_calls[tcid] = {k: v for k, v in record.items() if k != "toolCallId"}
+        (dropped,) = _read_marker(record, rp, (("droppedItems", "maxContentItems", store._max_content_items),))
+        f = s.tool_calls[tcid] = {k: v for k, v in record.items() if k != "toolCallId" and k != "_truncated"}
+        if dropped:
+            f["_truncated"] = dropped
         store._tool_call_count += 1
         if bounded:
             # In document order; `compact` below numbers them and queues the finished ones.
@@ -302,7 +338,7 @@ def _restore_tool_calls(store: ToolCallStore, sid: str, s: Session, session: Dic
             store._order.append(key)
 
 
-def _restore_terminals(s: Session, session: Dict[str, Any], sp: str) -> None:
+def _restore_terminals(store: ToolCallStore, s: Session, session: Dict[str, Any], sp: str) -> None:
     """``{sp}.terminals``: each record checked (``output`` base64 text), then added."""
     path = f"{sp}.terminals"
     for tid, record in _object(_find(session, "terminals", sp), path).items():
@@ -317,8 +353,59 @@ def _restore_terminals(s: Session, session: Dict[str, Any], sp: str) -> None:
             raise ValueError(f'expected "{rp}.output" to be base64 text, found string')
         _no_nulls(record, rp)
         term = s.terminals[tid] = Terminal()
+        (term.dropped,) = _read_marker(record, rp, (("droppedBytes", "maxTerminalBytes", store._max_terminal_bytes),))
         term.output = bytearray(data)
-        term.fields = {k: v for k, v in record.items() if k != "terminalId" and k != "output"}
+        term.fields = {k: v for k, v in record.items() if k not in ("terminalId", "output", "_truncated")}
+
+
+def _restore_updates(store: ToolCallStore, s: Session, session: Dict[str, Any], sp: str) -> None:
+    """``{sp}.updates`` (optional: unknown updates, each an object with a string
+    ``sessionUpdate``) and ``{sp}._truncated`` (optional: what the bounds dropped), checked, then
+    added."""
+    if "updates" in session:
+        path = f"{sp}.updates"
+        updates = session["updates"]
+        if type(updates) is not list:
+            raise _fail(path, "an array", updates)
+        for i, update in enumerate(updates):
+            up = f"{path}.{i}"
+            _object(update, up)
+            if type(_find(update, "sessionUpdate", up)) is not str:
+                raise _fail(f"{up}.sessionUpdate", "a string", update["sessionUpdate"])
+            s.updates.append(update)
+    bounds = (
+        ("droppedPlans", "maxPlans", store._max_plans),
+        ("droppedPermissions", "maxPermissions", store._max_permissions),
+        ("droppedUpdates", "maxUpdates", store._max_updates),
+    )
+    s.dropped_plans, s.dropped_permissions, s.dropped_updates = _read_marker(session, sp, bounds)
+
+
+def _read_marker(record: Dict[str, Any], rp: str, bounds: Tuple[Tuple[str, str, Optional[int]], ...]) -> List[int]:
+    """The ``_truncated`` marker of ``record`` at ``rp``, if any: a count for each of ``bounds``
+    (member, bound's name, bound: a count needs its bound to be on), each present one a positive
+    integer, at least one, no other member."""
+    counts = [0] * len(bounds)
+    if "_truncated" not in record:
+        return counts
+    path = f"{rp}._truncated"
+    names = [b[0] for b in bounds]
+    for name, value in _object(record["_truncated"], path).items():
+        member = f"{path}.{name}"
+        if name not in names:
+            raise ValueError(f'expected "{member}" to be absent, found {_name(value)}')
+        i = names.index(name)
+        if bounds[i][2] is None:
+            raise ValueError(f'expected "{member}" to be absent (state.{bounds[i][1]} is null), found {_name(value)}')
+        count = _count(value, 1)
+        if count is None:
+            raise _fail(member, "a positive integer", value)
+        counts[i] = count
+    if not any(counts):
+        if len(bounds) == 1:
+            raise ValueError(f'expected "{path}.{bounds[0][0]}" to be present, found none')
+        raise _fail(path, "an object with at least one count", record["_truncated"])
+    return counts
 
 
 def _read_permissions(sid: str, session: Dict[str, Any], sp: str) -> List[List[Any]]:
@@ -331,7 +418,7 @@ def _read_permissions(sid: str, session: Dict[str, Any], sp: str) -> List[List[A
     for i, record in enumerate(permissions):
         rp = f"{path}.{i}"
         _object(record, rp)
-        rid = _find(record, "id", rp)
+        rid = plain(_find(record, "id", rp))
         if rid is not None and type(rid) is not str and not (type(rid) is int and -(2**63) <= rid < 2**63):
             raise _fail(f"{rp}.id", "a string, an integer or null", rid)
         if _find(record, "sessionId", rp) != sid:

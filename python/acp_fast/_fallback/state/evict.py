@@ -1,6 +1,10 @@
-"""The ``max_tool_calls`` bound (DESIGN 7.8): after a frame creates a tool call and more than N are
-retained, the oldest (first created, across sessions) tool call whose status is finished is
-dropped, else the oldest one; never the one the frame touched.
+"""The bounds (DESIGN 7.8). ``LIMITS`` are the bounds inside a session, each applied where its
+list grows: ``trim_front`` (unknown updates), ``set_content`` and ``content_chunk`` (a tool call's
+content), ``trim_output`` (a terminal's output, from a UTF-8 character boundary),
+``trim_permissions`` (a session's permission records; ``drop_permission``), and ``plan.py`` for
+plans; each counts what it drops. The rest of this file is the ``max_tool_calls`` bound: after a frame creates a tool call and more than N are retained, the oldest (first created,
+across sessions) tool call whose status is finished is dropped, else the oldest one; never the one
+the frame touched.
 
 The structure is the same in both backends. Each tool call gets a creation number, ``seq``, when it
 is created. ``order`` holds (session, id) of each tool call in creation order, None once evicted:
@@ -20,23 +24,141 @@ and each eviction of a finished one (n: finished tool calls queued, at most the 
 any order of finishing would need an integer priority queue over creation numbers (a bitmap
 hierarchy, say); not done.
 
-Mirror of ``rust/state/evict.rs``. Differences on purpose: a record here is a plain dict, so the
+Mirror of ``rust/state/evict.rs``. Differences on purpose: a tool call's content is deleted from the
+front of its list here (``set_content``; a terminal's output keeps a start offset, as in Rust),
+where Rust moves a start offset (``trim_content``); a record here is a plain dict, so the
 store keeps each one's creation number and queued flag in ``_created`` ((session, id) -> [seq,
 queued]); Rust keeps the number in the record (``ToolCall::seq``) and the flag in its ``order``
-entry.
+entry. Rust's ``Limits`` struct is ``LIMITS`` here, the store's attributes named there.
 """
 
 from __future__ import annotations
 
 from heapq import heappop, heappush
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Deque, Dict, List, Optional, Tuple
 
-from .records import finished
+from .records import Terminal, finished
 
 if TYPE_CHECKING:
     from . import ToolCallStore
 
-__all__ = ["compact", "evict", "touch"]
+__all__ = [
+    "DEFAULT_MAX_CONTENT_ITEMS",
+    "DEFAULT_MAX_PERMISSIONS",
+    "DEFAULT_MAX_PLANS",
+    "DEFAULT_MAX_TERMINAL_BYTES",
+    "DEFAULT_MAX_UPDATES",
+    "LIMITS",
+    "compact",
+    "drop_permission",
+    "evict",
+    "set_content",
+    "touch",
+    "trim_front",
+    "trim_output",
+    "trim_permissions",
+]
+
+DEFAULT_MAX_TERMINAL_BYTES = 1 << 20
+DEFAULT_MAX_CONTENT_ITEMS = 1000
+DEFAULT_MAX_PLANS = 100
+DEFAULT_MAX_PERMISSIONS = 1000
+DEFAULT_MAX_UPDATES = 0
+
+#: The bounds inside sessions (Rust: ``Limits``), in checkpoint order (DESIGN 7.8): (checkpoint
+#: member, store attribute, smallest value: 1 for a count of records, 0 of items; default). A
+#: checkpoint writes only those that are not the default.
+LIMITS: Tuple[Tuple[str, str, int, Optional[int]], ...] = (
+    ("maxTerminalBytes", "_max_terminal_bytes", 0, DEFAULT_MAX_TERMINAL_BYTES),
+    ("maxContentItems", "_max_content_items", 0, DEFAULT_MAX_CONTENT_ITEMS),
+    ("maxPlans", "_max_plans", 1, DEFAULT_MAX_PLANS),
+    ("maxPermissions", "_max_permissions", 1, DEFAULT_MAX_PERMISSIONS),
+    ("maxUpdates", "_max_updates", 0, DEFAULT_MAX_UPDATES),
+)
+
+
+def trim_front(items: Deque[Any], limit: Optional[int]) -> int:
+    """Drop the oldest items of ``items`` while it holds more than ``limit``; how many were dropped."""
+    dropped = 0
+    if limit is not None:
+        while len(items) > limit:
+            items.popleft()
+            dropped += 1
+    return dropped
+
+
+def set_content(f: Dict[str, Any], content: List[Any], limit: Optional[int]) -> None:
+    """A tool call's ``content`` was set by an update (the list ``content``, already in ``f``): keep
+    its last ``limit`` items, its count of dropped items (``f["_truncated"]``) starting again.
+    Rust: ``tool_call.rs``'s ``patch`` (a VecDeque there; a chunk trims with ``trim_front``)."""
+    f.pop("_truncated", None)
+    if limit is not None and len(content) > limit:
+        f["_truncated"] = len(content) - limit
+        del content[: len(content) - limit]
+
+
+def trim_output(term: Terminal, limit: Optional[int]) -> None:
+    """Keep the last ``limit`` bytes of a terminal's output, from a UTF-8 character boundary (what
+    ACP's ``outputByteLimit`` asks of a client): the cut moves past at most 3 continuation bytes
+    (``0b10xxxxxx``), so the kept output may be up to 3 bytes shorter. The bytes dropped are
+    counted; the buffer is shifted only once the dropped part outgrows the kept one."""
+    if limit is None:
+        return
+    out = term.output
+    start = term.start
+    size = len(out) - start
+    if size <= limit:
+        return
+    cut = size - limit
+    skipped = 0
+    while skipped < 3 and cut < size and out[start + cut] & 0xC0 == 0x80:
+        cut += 1
+        skipped += 1
+    start += cut
+    term.dropped += cut
+    if start >= len(out) - start:
+        del out[:start]
+        start = 0
+    term.start = start
+
+
+def drop_permission(store: ToolCallStore, index: int) -> None:
+    """Drop the permission record at ``index`` (a pending one replaced by a request with its id, or
+    one the bound drops); its place stays empty until ``trim_permissions`` closes the holes."""
+    entry = store._permissions[index]
+    if entry is not None:
+        store._permissions[index] = None
+        store._sessions[entry[0]].permission_count -= 1
+        store._permission_holes += 1
+
+
+def trim_permissions(store: ToolCallStore, sid: str) -> None:
+    """After a request of session ``sid`` was recorded: while the session holds more records than
+    ``max_permissions``, drop its oldest resolved one (pending ones are never dropped), counted in
+    its ``_truncated`` marker; then close the holes once they outnumber the records (the pending
+    ones renumbered)."""
+    limit = store._max_permissions
+    perms = store._permissions
+    if limit is not None:
+        s = store._sessions[sid]
+        i = 0
+        while s.permission_count > limit:
+            n = len(perms)
+            while i < n:
+                e = perms[i]
+                if e is not None and e[0] == sid and e[1]["outcome"] != "pending":
+                    break
+                i += 1
+            if i == n:
+                break
+            drop_permission(store, i)
+            s.dropped_permissions += 1
+    holes = store._permission_holes
+    if holes >= 32 and holes > len(perms) - holes:
+        live = [e for e in perms if e is not None]
+        perms[:] = live
+        store._permission_holes = 0
+        store._pending = {e[1]["id"]: i for i, e in enumerate(live) if e[1]["outcome"] == "pending"}
 
 
 def touch(store: ToolCallStore, sid: str, tcid: str, f: Dict[str, Any], created: bool) -> None:

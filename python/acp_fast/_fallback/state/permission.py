@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 from ..encoder import dumps
-from .read import BAD_SID, Bad, exactly
+from .evict import drop_permission, trim_permissions
+from .read import BAD_SID, Bad, exactly, plain
 from .records import MISSING, Change, permission_record
 from .tool_call import check_tool_call, commit_tool_call
 
@@ -66,15 +67,15 @@ def permission_request(store: ToolCallStore, params: Dict[str, Any], ident: Any)
         raise Bad("invalid_tool_call", path, "an object")
     if tcid is not None and update is not None:
         commit_tool_call(store, sid, tcid, update)
-    else:
-        store._session(sid)
     pending = store._pending
     old = pending.get(ident, MISSING)
     if old is not MISSING:
-        store._permissions[old] = None
+        drop_permission(store, old)
     pending[ident] = len(store._permissions)
     record = permission_record(ident, sid, tcid, options, "pending", None, False, MISSING)
     store._permissions.append([sid, record])
+    store._session(sid).permission_count += 1
+    trim_permissions(store, sid)
     return Change(sid, "permission", ident, "requested", tcid)
 
 
@@ -100,13 +101,11 @@ def response(
     if index is not MISSING:
         del store._pending[m._id]
         return resolve(store, index, kind, value)
-    pv = value["result"]["protocolVersion"]
+    pv = plain(value["result"]["protocolVersion"])
     if type(pv) is not int:
         return None
     version = 1 if pv <= 1 else 2
-    store._negotiated = version
-    if store._fixed is None:
-        store._v2 = version == 2
+    store._set_negotiated(version)
     return Change(None, "protocol", version, "negotiated", None)
 
 

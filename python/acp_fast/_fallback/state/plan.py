@@ -55,8 +55,17 @@ def plan_removed(store: ToolCallStore, sid: str, update: Dict[str, Any]) -> Opti
 
 
 def _set_plan(store: ToolCallStore, sid: str, pid: str, record: Dict[str, Any]) -> Change:
-    """Create or replace the plan ``pid`` of session ``sid``."""
-    plans = store._session(sid).plans
-    action = "replaced" if pid in plans else "created"
+    """Create or replace the plan ``pid`` of session ``sid``; a new one beyond the bound drops the
+    oldest plans of the session (counted)."""
+    s = store._session(sid)
+    plans = s.plans
+    if pid in plans:
+        plans[pid] = record
+        return Change(sid, "plan", pid, "replaced", None)
     plans[pid] = record
-    return Change(sid, "plan", pid, action, None)
+    limit = store._max_plans
+    # The bound is at least 1: the oldest plan is never the new one.
+    while limit is not None and len(plans) > limit:
+        del plans[next(iter(plans))]
+        s.dropped_plans += 1
+    return Change(sid, "plan", pid, "created", None)

@@ -1,21 +1,28 @@
 """Reading the objects of a frame, the -32602 errors of DESIGN 7.7, and base64 (7.4).
 
 Mirror of ``rust/state/read.rs``. Differences on purpose: here a frame is parsed once with orjson
-(re-parsed exactly only when it holds a digit run long enough for orjson to round an integer:
-``exactly``) and the rules read the parsed dicts; a broken rule raises ``Bad`` with the member's
-path, and the value is located in the frame with the scanner on that error path only
-(``state_error``). Rust walks the members in the frame's bytes and builds the error where the rule
-breaks (``bad``).
+and the rules read the parsed dicts; a broken rule raises ``Bad`` with the member's path, and the
+value is located in the frame with the scanner on that error path only (``state_error``). Rust
+walks the members in the frame's bytes and builds the error where the rule breaks (``bad``).
+
+Stored values keep each number's text (DESIGN 7.8), as Rust's JSON text does: ``exactly`` re-parses
+a frame when orjson's values would not give back the text of one of its numbers (``2.50``, ``1E2``,
+``-0``, an integer beyond 64 bits), and ``exact`` keeps such a number as an ``orjson.Fragment`` of
+its text, which ``dumps`` writes as it is; ``number`` gives its Python value (for the queries).
 """
 
 from __future__ import annotations
 
 import binascii
+import json
 import re
 from typing import Any, Optional, Tuple
 
+import orjson
+
 from ..error import DecodeError, describe_value
-from ..scanner import _DIGITS_TO_ZERO, _LONG_DIGIT_RUN, _exact, find_member
+from ..scanner import find_member
+from ..scanner.build import build
 
 __all__ = [
     "BAD_SID",
@@ -25,17 +32,90 @@ __all__ = [
     "U",
     "Bad",
     "b64decode",
+    "exact",
     "exactly",
+    "number",
+    "plain",
+    "recheck",
     "state_error",
 ]
 
+_Fragment = orjson.Fragment
+_orjson_dumps = orjson.dumps
+_I64_MIN = -(2**63)
+_U64_MAX = 2**64 - 1
+# `recheck`'s view of `dumps(value)`: digits deleted, ',' and '[' made ':' (so that a number's
+# text follows a ':'), '-' and '+' made '.'; as dumps writes a float (`1.5`, `-2.0`, `1e+16`,
+# `1.5e-07`), it is then ':.' or ':e.'.
+_FLOATS = bytes.maketrans(b",[-+", b"::..")
+_DIGITS = b"0123456789"
+# `-0` as a number (not followed by a digit: `-01` is in a date, never a number).
+_MINUS_ZERO = re.compile(rb"-0(?![0-9])").search
+
 
 def exactly(frame: bytes, value: Any) -> Any:
-    """``value`` (orjson's parse of ``frame``), re-parsed exactly when orjson may have rounded an
-    integer (a run of 19+ digits somewhere in the frame)."""
-    if _LONG_DIGIT_RUN in frame.translate(_DIGITS_TO_ZERO):
-        return _exact(frame)
+    """``value`` (the parse of ``frame`` by orjson, which rounds integers beyond 64 bits and keeps
+    no number's text), re-parsed by ``exact`` when it would not give back the text of one of the
+    frame's numbers. The common case costs one ``dumps``: a frame that is ``dumps(value)`` itself."""
+    try:
+        dumped: Optional[bytes] = _orjson_dumps(value)
+    except TypeError:  # orjson.JSONEncodeError: nested deeper than dumps writes
+        dumped = None
+    if dumped == frame:
+        return value
+    return recheck(frame, value, dumped)
+
+
+def recheck(frame: bytes, value: Any, dumped: Optional[bytes]) -> Any:
+    """``exactly`` for a frame that is not ``dumped`` (``dumps(value)``, None when it failed):
+    re-parsed when ``value`` holds a float (a fraction or an exponent, or an integer orjson took
+    beyond 64 bits: ``dumps`` writes each with a '.' or an 'e') or the frame may hold ``-0``; any
+    other number is an integer whose text ``dumps`` gives back."""
+    if dumped is None:
+        return exact(frame)
+    t = dumped.translate(_FLOATS, _DIGITS)
+    if b":." in t or b":e." in t or (b"-0" in frame and _MINUS_ZERO(frame) is not None):
+        return exact(frame)
     return value
+
+
+def _float(text: str) -> Any:
+    """A fraction or exponent: the float, or a Fragment of its text when dumps writes the float
+    otherwise (``2.50``, ``1E2``, ``1e-400``)."""
+    value = float(text)
+    raw = text.encode("ascii")
+    return value if _orjson_dumps(value) == raw else _Fragment(raw)
+
+
+def _int(text: str) -> Any:
+    """An integer: the int, or a Fragment of its text for ``-0`` and beyond 64 bits (which orjson
+    does not write)."""
+    value = int(text)
+    if text == "-0" or not _I64_MIN <= value <= _U64_MAX:
+        return _Fragment(text.encode("ascii"))
+    return value
+
+
+def exact(frame: bytes) -> Any:
+    """The value of the (valid) document ``frame`` with each number whose text its Python value
+    would not give back kept as a Fragment of that text."""
+    try:
+        return json.loads(frame, parse_float=_float, parse_int=_int)
+    except (RecursionError, ValueError):
+        return build(frame, (_float, _int))
+
+
+def number(fragment: Any) -> Any:
+    """The Python value of a number kept as a Fragment (what ``loads`` gives for its text)."""
+    text = _orjson_dumps(fragment)
+    if b"." in text or b"e" in text or b"E" in text:
+        return float(text)
+    return int(text)
+
+
+def plain(value: Any) -> Any:
+    """``value``, or the Python value of a number kept as a Fragment."""
+    return number(value) if type(value) is _Fragment else value
 
 
 class Bad(Exception):

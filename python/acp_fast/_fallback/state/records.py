@@ -1,5 +1,5 @@
 """What the store holds: tool calls, terminals, permission requests and sessions (DESIGN 7.3 -
-7.5), and the ``Change`` a frame yields (7.9); the materialized records that queries and
+7.5, 7.8), and the ``Change`` a frame yields (7.9); the materialized records that queries and
 checkpoints give.
 
 Mirror of ``rust/state/records.rs``. Differences on purpose: here a tool call is the dict of its
@@ -7,12 +7,18 @@ set fields (parsed values, never null, toolCallId apart), a terminal a dict plus
 permission record ``[session id, record dict]``, the dict already in materialized key order; Rust
 keeps the JSON text of each value in fixed slots (and an ordered map where Python has dicts). The
 materialized records are dicts here; Rust writes them as JSON (for checkpoints) and its binding
-builds the dicts.
+builds the dicts. A number whose text its Python value would not give back is stored as an
+``orjson.Fragment`` of its text (``read.exact``), so that a checkpoint keeps it.
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterator, Optional
+from collections import deque
+from typing import Any, Deque, Dict, Iterator, List, Optional, Tuple
+
+import orjson
+
+from .read import number
 
 __all__ = [
     "MISSING",
@@ -21,20 +27,25 @@ __all__ = [
     "Session",
     "Terminal",
     "finished",
+    "fresh",
     "permission_record",
     "terminal_record",
     "tool_call_record",
+    "truncated",
 ]
 
 #: "Absent" where None is a value (a JSON null).
 MISSING: Any = object()
 
+_Fragment = orjson.Fragment
+
 # ---------------------------------------------------------------------------------------------
 # Tool calls
 
-# Tool-call fields with a fixed place in a materialized record (after toolCallId), DESIGN 7.3.
+# Tool-call fields with a fixed place in a materialized record (after toolCallId), DESIGN 7.3, and
+# `_truncated`: the count of content items the bound dropped (7.8), written last as the marker.
 _TOOL_CALL_FIELDS = frozenset(
-    ("title", "kind", "status", "content", "locations", "rawInput", "rawOutput", "name", "_meta")
+    ("title", "kind", "status", "content", "locations", "rawInput", "rawOutput", "name", "_meta", "_truncated")
 )
 _FINISHED = frozenset(("completed", "failed", "cancelled"))
 
@@ -53,14 +64,27 @@ _TERMINAL_FIELDS = frozenset(("command", "cwd", "outputMeta", "exitStatus", "_me
 
 
 class Terminal:
-    """A terminal: ``output`` its bytes, ``fields`` the rest (command, cwd, outputMeta, exitStatus,
-    _meta and unknown fields, never null)."""
+    """A terminal: ``output`` its bytes from ``start`` on (``kept()``; those before were dropped by
+    the bound, ``dropped`` of them since the output was last replaced), ``fields`` the rest
+    (command, cwd, outputMeta, exitStatus, _meta and unknown fields, never null)."""
 
-    __slots__ = ("fields", "output")
+    __slots__ = ("fields", "output", "start", "dropped")
 
     def __init__(self) -> None:
         self.fields: Dict[str, Any] = {}
         self.output = bytearray()
+        self.start = 0
+        self.dropped = 0
+
+    def kept(self) -> bytes:
+        """The output bytes kept (Rust: ``Terminal::output``)."""
+        return bytes(memoryview(self.output)[self.start :])
+
+    def set_output(self, data: bytes) -> None:
+        """Replace the output (a ``terminal_update`` snapshot, or null: none)."""
+        self.output = bytearray(data)
+        self.start = 0
+        self.dropped = 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -75,15 +99,39 @@ OUTCOMES = ("cancelled", "error", "invalid", "pending", "selected", "unknown")
 
 class Session:
     """What one session holds, each in first-seen order: tool calls (id -> fields dict),
-    terminals (id -> Terminal) and plans (id -> record). Permission requests are kept by the
-    store (one list in request order across sessions)."""
+    terminals (id -> Terminal), plans (id -> record) and unknown updates (DESIGN 7.3, in arrival
+    order); ``dropped_*``: what the bounds dropped (7.8, its ``_truncated`` marker). Permission
+    requests are kept by the store (one list in request order across sessions)."""
 
-    __slots__ = ("tool_calls", "terminals", "plans")
+    __slots__ = (
+        "tool_calls",
+        "terminals",
+        "plans",
+        "updates",
+        "permission_count",
+        "dropped_plans",
+        "dropped_permissions",
+        "dropped_updates",
+    )
 
     def __init__(self) -> None:
         self.tool_calls: Dict[str, Dict[str, Any]] = {}
         self.terminals: Dict[str, Terminal] = {}
         self.plans: Dict[str, Any] = {}
+        self.updates: Deque[Any] = deque()
+        # permission records of this session held by the store (for its bound)
+        self.permission_count = 0
+        self.dropped_plans = 0
+        self.dropped_permissions = 0
+        self.dropped_updates = 0
+
+    def dropped(self) -> List[Tuple[str, int]]:
+        """The marker's members: (name, count), in materialized order (Rust: ``Dropped::counts``)."""
+        return [
+            ("droppedPlans", self.dropped_plans),
+            ("droppedPermissions", self.dropped_permissions),
+            ("droppedUpdates", self.dropped_updates),
+        ]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -145,7 +193,40 @@ class Change:
 
 
 # ---------------------------------------------------------------------------------------------
-# Materialized records (values shared with the store: copy before handing them out)
+# Materialized records (values shared with the store: `fresh` copies them before they are handed
+# out; Python only, Rust builds new objects anyway)
+
+
+def fresh(v: Any) -> Any:
+    """A deep copy of a JSON value (dicts and lists copied, scalars shared, numbers kept as their
+    text given as their Python value: ``read.number``), without recursion."""
+    t = type(v)
+    if t is dict:
+        root: Any = v.copy()
+    elif t is list:
+        root = v[:]
+    elif t is _Fragment:
+        return number(v)
+    else:
+        return v
+    stack = [root]
+    pop = stack.pop
+    push = stack.append
+    while stack:
+        c = pop()
+        for k, x in c.items() if type(c) is dict else enumerate(c):
+            tx = type(x)
+            if tx is dict:
+                x = x.copy()
+                c[k] = x
+                push(x)
+            elif tx is list:
+                x = x[:]
+                c[k] = x
+                push(x)
+            elif tx is _Fragment:
+                c[k] = number(x)
+    return root
 
 
 def tool_call_record(tcid: str, f: Dict[str, Any]) -> Dict[str, Any]:
@@ -169,6 +250,8 @@ def tool_call_record(tcid: str, f: Dict[str, Any]) -> Dict[str, Any]:
     for k, v in f.items():
         if k not in known:
             r[k] = v
+    if "_truncated" in f:
+        r["_truncated"] = {"droppedItems": f["_truncated"]}
     return r
 
 
@@ -192,7 +275,16 @@ def terminal_record(tid: str, term: Terminal, output: Any) -> Dict[str, Any]:
     for k, v in f.items():
         if k not in known:
             r[k] = v
+    truncated(r, [("droppedBytes", term.dropped)])
     return r
+
+
+def truncated(r: Dict[str, Any], counts: List[Tuple[str, int]]) -> None:
+    """Add the ``_truncated`` marker of what a bound dropped (DESIGN 7.8) to the record ``r``: one
+    member per non-zero count, in the order given; nothing when there is none."""
+    marker = {name: n for name, n in counts if n}
+    if marker:
+        r["_truncated"] = marker
 
 
 def permission_record(

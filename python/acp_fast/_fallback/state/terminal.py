@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Dict
 
+from .evict import trim_output
 from .read import Bad, U, b64decode
 from .records import Change, Terminal
 
@@ -19,8 +20,9 @@ if TYPE_CHECKING:
 
 __all__ = ["terminal_chunk", "terminal_update"]
 
-# terminal_update members that are not stored as fields (`outputMeta` derives from `output._meta`).
-_NOT_FIELDS = frozenset(("sessionUpdate", "terminalId", "output", "outputMeta"))
+# terminal_update members that are not stored as fields (`outputMeta` derives from `output._meta`;
+# `_truncated` is the marker of the output bound, DESIGN 7.8).
+_NOT_FIELDS = frozenset(("sessionUpdate", "terminalId", "output", "outputMeta", "_truncated"))
 
 
 def terminal_update(store: ToolCallStore, sid: str, update: Dict[str, Any]) -> Change:
@@ -52,10 +54,11 @@ def terminal_update(store: ToolCallStore, sid: str, update: Dict[str, Any]) -> C
         if k in skip:
             if k == "output":
                 if v is None:
-                    term.output = bytearray()
+                    term.set_output(b"")
                     f.pop("outputMeta", None)
                 else:
-                    term.output = bytearray(data or b"")  # data: the bytes of output.data
+                    term.set_output(data or b"")  # data: the bytes of output.data
+                    trim_output(term, store._max_terminal_bytes)
                     meta = v.get("_meta")
                     if meta is None:
                         f.pop("outputMeta", None)
@@ -71,7 +74,7 @@ def terminal_update(store: ToolCallStore, sid: str, update: Dict[str, Any]) -> C
 
 def terminal_chunk(store: ToolCallStore, sid: str, update: Dict[str, Any]) -> Change:
     """``terminal_output_chunk``: the base64 ``data`` decoded and appended (the chunk's other
-    members are not stored)."""
+    members are not stored); the output then keeps its last ``max_terminal_bytes`` bytes."""
     tid = update.get("terminalId")
     if type(tid) is not str:
         raise Bad("invalid_terminal_id", U + ("terminalId",), "a string")
@@ -80,9 +83,12 @@ def terminal_chunk(store: ToolCallStore, sid: str, update: Dict[str, Any]) -> Ch
         raise Bad("invalid_base64", U + ("data",), "base64 text")
     terms = store._session(sid).terminals
     term = terms.get(tid)
+    action = "appended"
     if term is None:
         term = terms[tid] = Terminal()
-        term.output += data
-        return Change(sid, "terminal", tid, "created", None)
+        action = "created"
     term.output += data
-    return Change(sid, "terminal", tid, "appended", None)
+    limit = store._max_terminal_bytes
+    if limit is not None and len(term.output) - term.start > limit:
+        trim_output(term, limit)
+    return Change(sid, "terminal", tid, action, None)

@@ -8,14 +8,17 @@ which is fresh per frame, so the record keeps it: a new record takes the update 
 fields, an update patches the record's dict in place, a chunk is appended to the record's own
 ``content`` list; one update costs the same however many came before. The checks of
 ``check_tool_call`` are written out again in ``tool_call_update`` and ``tool_call`` (the hot
-path: one call less per frame). Rust walks the update's members once and copies their text.
+path: one call less per frame). Rust walks the update's members once and copies their text. The
+record's count of content items dropped by the bound (DESIGN 7.8) is its member ``_truncated`` (an
+int; ``records`` writes the marker), a name no update sets; the items are deleted from the front of
+the list (Rust moves a start offset instead).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Dict, Tuple
 
-from .evict import touch
+from .evict import set_content, touch
 from .read import P_UPDATE_CONTENT, P_UPDATE_LOCATIONS, P_UPDATE_TCID, Bad
 from .records import Change, Session
 
@@ -39,8 +42,14 @@ def tool_call(store: ToolCallStore, sid: str, update: Dict[str, Any]) -> Change:
         raise Bad("invalid_locations", P_UPDATE_LOCATIONS, "an array or null")
     del update["toolCallId"]
     del update["sessionUpdate"]
+    if "_truncated" in update:  # a test is cheaper than a call on this path
+        del update["_truncated"]  # noqa: RUF051
     if None in update.values():
         update = {k: v for k, v in update.items() if v is not None}
+    content = update.get("content")
+    limit = store._max_content_items
+    if content is not None and limit is not None and len(content) > limit:
+        set_content(update, content, limit)
     calls = store._session(sid).tool_calls
     created = tcid not in calls
     calls[tcid] = update  # a replaced record keeps its place
@@ -57,8 +66,8 @@ def tool_call_update(store: ToolCallStore, sid: str, update: Dict[str, Any]) -> 
     tcid = update.get("toolCallId")
     if type(tcid) is not str:
         raise Bad("invalid_tool_call_id", P_UPDATE_TCID, "a string")
-    c = update.get("content")
-    if c is not None and type(c) is not list:
+    content = update.get("content")
+    if content is not None and type(content) is not list:
         raise Bad("invalid_content", P_UPDATE_CONTENT, "an array or null")
     c = update.get("locations")
     if c is not None and type(c) is not list:
@@ -68,9 +77,15 @@ def tool_call_update(store: ToolCallStore, sid: str, update: Dict[str, Any]) -> 
     if s is not None:
         f = s.tool_calls.get(tcid)
         if f is not None and None not in update.values():
+            if "_truncated" in update:  # a test is cheaper than a call on this path
+                del update["_truncated"]  # noqa: RUF051
             f.update(update)
             del f["toolCallId"]
             del f["sessionUpdate"]
+            if content is not None:
+                limit = store._max_content_items
+                if "_truncated" in f or (limit is not None and len(content) > limit):
+                    set_content(f, content, limit)
             if store._max_tool_calls is not None:
                 touch(store, sid, tcid, f, False)
             return Change(sid, "tool_call", tcid, "updated", tcid)
@@ -91,18 +106,27 @@ def content_chunk(store: ToolCallStore, sid: str, update: Dict[str, Any]) -> Cha
     if s is None:
         s = store._sessions[sid] = Session()
     calls = s.tool_calls
+    limit = store._max_content_items
     f = calls.get(tcid)
     if f is None:
         f = calls[tcid] = {"content": [item]}
+        if limit == 0:
+            f["content"] = []
+            f["_truncated"] = 1
         store._tool_call_count += 1
         if store._max_tool_calls is not None:
             touch(store, sid, tcid, f, True)
         return Change(sid, "tool_call", tcid, "created", tcid)
     content = f.get("content")
     if content is None:
-        f["content"] = [item]
+        content = f["content"] = [item]
     else:
         content.append(item)
+    if limit is not None and len(content) > limit:
+        # the oldest items out (Rust: `trim_front` of a VecDeque)
+        excess = len(content) - limit
+        del content[:excess]
+        f["_truncated"] = f.get("_truncated", 0) + excess
     return Change(sid, "tool_call", tcid, "appended", tcid)
 
 
@@ -128,11 +152,16 @@ def commit_tool_call(store: ToolCallStore, sid: str, tcid: str, update: Dict[str
         s = store._sessions[sid] = Session()
     calls = s.tool_calls
     f = calls.get(tcid)
+    limit = store._max_content_items
+    update.pop("_truncated", None)
     if f is None:
         del update["toolCallId"]
         update.pop("sessionUpdate", None)
         if None in update.values():
             update = {k: v for k, v in update.items() if v is not None}
+        content = update.get("content")
+        if content is not None:
+            set_content(update, content, limit)
         calls[tcid] = update
         store._tool_call_count += 1
         if store._max_tool_calls is not None:
@@ -147,12 +176,17 @@ def commit_tool_call(store: ToolCallStore, sid: str, tcid: str, update: Dict[str
             if v is None:
                 if k in f:
                     del f[k]
+                if k == "content":
+                    f.pop("_truncated", None)
             elif k != "toolCallId" and k != "sessionUpdate":
                 f[k] = v
     else:
         for k, v in update.items():
             if v is not None and k != "toolCallId" and k != "sessionUpdate":
                 f[k] = v
+    content = update.get("content")
+    if content is not None:
+        set_content(f, content, limit)
     if store._max_tool_calls is not None:
         touch(store, sid, tcid, f, False)
     return False

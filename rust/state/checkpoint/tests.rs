@@ -1,0 +1,84 @@
+//! Unit tests of `checkpoint.rs`.
+
+use super::super::records::OUTCOMES;
+use super::*;
+
+fn canonical(text: &str) -> String {
+    let mut out = Vec::new();
+    write_value(&mut out, text.as_bytes(), 0).unwrap();
+    String::from_utf8(out).unwrap()
+}
+
+#[test]
+fn values_are_written_as_dumps_of_loads_numbers_as_received() {
+    assert_eq!(
+        canonical(r#" { "a" : 1E2 , "b":[ 1.50 , -0 , -0.0 , 1e-400 ], "a": "\u00e9\/" } "#),
+        r#"{"a":"é/","b":[1.50,-0,-0.0,1e-400]}"#
+    );
+    assert_eq!(
+        canonical(r#"[{"k":1,"k":2,"j":[]},"\u0000",true,null,12345678901234567890123]"#),
+        r#"[{"k":2,"j":[]},"\u0000",true,null,12345678901234567890123]"#
+    );
+}
+
+#[test]
+fn too_deep_names_the_path() {
+    let deep = format!("{{\"x\":{}{}}}", "[".repeat(1030), "]".repeat(1030));
+    let err = write_value(&mut Vec::new(), deep.as_bytes(), 5).unwrap_err();
+    assert_eq!(err.len(), MAX_DEPTH as usize - 5);
+    assert_eq!(err.last(), Some(&PathItem::Key("x".into())));
+}
+
+#[test]
+fn messages() {
+    let e = from_json(br#"{"format":{"a":[1,"b"]}}"#).err().unwrap();
+    assert_eq!(
+        e.to_string(),
+        r#"expected "state.format" to be 'acp-fast-state/1', found {"a":[1,"b"]}"#
+    );
+    let doc = br#"{"format":"acp-fast-state/1","protocolVersion":null,"negotiatedVersion":null,"maxToolCalls":null,"evicted":0,"sessions":{"s'1":{"toolCalls":{},"terminals":{},"plans":{},"permissions":[]}},"permissionOrder":["s'1"]}"#;
+    let e = from_json(doc).err().unwrap();
+    assert_eq!(
+        e.to_string(),
+        r#"expected "state.permissionOrder" to name "s'1" 0 times (its permission records), found more"#
+    );
+    assert_eq!(
+        OUTCOME_WHAT,
+        format!("one of {}", OUTCOMES.map(Outcome::as_str).join(", "))
+    );
+}
+
+#[test]
+fn counts_are_63_bit_integers() {
+    let doc = |max: &str, evicted: &str| {
+        format!(
+            r#"{{"format":"acp-fast-state/1","protocolVersion":null,"negotiatedVersion":null,"maxToolCalls":{max},"evicted":{evicted},"sessions":{{}}}}"#
+        )
+    };
+    for big in ["9223372036854775808", "18446744073709551615", "18446744073709551616"] {
+        let e = from_json(doc(big, "0").as_bytes()).err().unwrap();
+        assert_eq!(
+            e.to_string(),
+            r#"expected "state.maxToolCalls" to be a positive integer or null, found number"#
+        );
+        let e = from_json(doc("null", big).as_bytes()).err().unwrap();
+        assert_eq!(
+            e.to_string(),
+            r#"expected "state.evicted" to be a non-negative integer, found number"#
+        );
+    }
+    let max = "9223372036854775807";
+    let store = from_json(doc(max, max).as_bytes()).unwrap();
+    assert_eq!(
+        (store.max_tool_calls(), store.evicted()),
+        (Some(i64::MAX as usize), i64::MAX as u64)
+    );
+}
+
+#[test]
+fn round_trip() {
+    let doc = br#"{"format":"acp-fast-state/1","protocolVersion":2,"negotiatedVersion":1,"maxToolCalls":3,"evicted":4,"sessions":{"s1":{"toolCalls":{"c1":{"toolCallId":"c1","kind":"other","status":"completed","content":[{"a":1}],"locations":[],"zz":[1]}},"terminals":{"t":{"terminalId":"t","output":"QQ==","exitStatus":{}}},"plans":{"main":{"planId":"main"}},"permissions":[{"id":"p","sessionId":"s1","options":[],"outcome":"pending","approved":false}]}},"permissionOrder":["s1"]}"#;
+    let store = from_json(doc).unwrap();
+    assert_eq!(to_json(&store).unwrap(), doc.to_vec());
+    assert_eq!(store.finished.len(), 1);
+}
