@@ -30,7 +30,7 @@ BOUNDS = {
     "max_content_items": (1000, 0),
     "max_plans": (100, 1),
     "max_permissions": (1000, 1),
-    "max_updates": (0, 0),
+    "max_updates": (1000, 0),
 }
 
 

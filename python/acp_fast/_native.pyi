@@ -238,7 +238,7 @@ class ToolCallStore:
         max_content_items: Optional[int] = 1000,
         max_plans: Optional[int] = 100,
         max_permissions: Optional[int] = 1000,
-        max_updates: Optional[int] = 0,
+        max_updates: Optional[int] = 1000,
     ) -> ToolCallStore:
         """An empty store: ``protocol_version`` 1 or 2 (None: the negotiated one, else 1);
         ``max_tool_calls`` bounds the finished tool calls kept; ``max_frame_bytes`` as for

@@ -47,7 +47,7 @@ pub struct Limits {
     pub plans: Option<usize>,
     /// Permission records kept per session (the oldest resolved ones dropped first).
     pub permissions: Option<usize>,
-    /// Unknown updates kept per session (0, the default: none are kept).
+    /// Unknown updates kept per session (the last ones; 0: none are kept).
     pub updates: Option<usize>,
 }
 
@@ -58,7 +58,7 @@ impl Default for Limits {
             content_items: Some(1000),
             plans: Some(100),
             permissions: Some(1000),
-            updates: Some(0),
+            updates: Some(1000),
         }
     }
 }

@@ -48,7 +48,7 @@ impl PyToolCallStore {
                         max_updates = LimitArg::Default),
            text_signature = "(protocol_version=None, *, max_tool_calls=None, max_frame_bytes=67108864, \
                              max_terminal_bytes=1048576, max_content_items=1000, max_plans=100, \
-                             max_permissions=1000, max_updates=0)")]
+                             max_permissions=1000, max_updates=1000)")]
     #[allow(clippy::too_many_arguments)]
     fn new(
         protocol_version: Option<&Bound<'_, PyAny>>,

@@ -109,10 +109,12 @@ _DEFINED_V1 = ("current_mode_update",)
 _DEFINED_V2 = ("agent_message", "agent_thought", "state_update", "user_message")
 
 #: The update table of a store that keeps unknown updates, by version in force: ``UPDATES`` with
-#: the kinds that version defines mapped to None (ignored); a kind absent goes to ``unknown_update``.
-KEEPING: Dict[int, Dict[str, Optional[UpdateFn]]] = {
-    1: {**UPDATES, **dict.fromkeys(_DEFINED_BOTH + _DEFINED_V1)},
-    2: {**UPDATES, **dict.fromkeys(_DEFINED_BOTH + _DEFINED_V2)},
+#: the kinds that version defines mapped to None (ignored), and None (``Message._update_kind`` of
+#: an update that is not an object with a string ``sessionUpdate``: ignored, DESIGN 7.3); a kind
+#: absent goes to ``unknown_update``.
+KEEPING: Dict[int, Dict[Optional[str], Optional[UpdateFn]]] = {
+    1: {**UPDATES, None: None, **dict.fromkeys(_DEFINED_BOTH + _DEFINED_V1)},
+    2: {**UPDATES, None: None, **dict.fromkeys(_DEFINED_BOTH + _DEFINED_V2)},
 }
 
 

@@ -63,7 +63,7 @@ DEFAULT_MAX_TERMINAL_BYTES = 1 << 20
 DEFAULT_MAX_CONTENT_ITEMS = 1000
 DEFAULT_MAX_PLANS = 100
 DEFAULT_MAX_PERMISSIONS = 1000
-DEFAULT_MAX_UPDATES = 0
+DEFAULT_MAX_UPDATES = 1000
 
 #: The bounds inside sessions (Rust: ``Limits``), in checkpoint order (DESIGN 7.8): (checkpoint
 #: member, store attribute, smallest value: 1 for a count of records, 0 of items; default). A
