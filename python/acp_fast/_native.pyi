@@ -239,6 +239,7 @@ class ToolCallStore:
         max_plans: Optional[int] = 100,
         max_permissions: Optional[int] = 1000,
         max_updates: Optional[int] = 1000,
+        max_terminals: Optional[int] = 1000,
     ) -> ToolCallStore:
         """An empty store: ``protocol_version`` 1 or 2 (None: the negotiated one, else 1);
         ``max_tool_calls`` bounds the finished tool calls kept; ``max_frame_bytes`` as for
@@ -313,7 +314,10 @@ class ToolCallStore:
         """Permission records kept per session (pending ones always; None: no bound)."""
     @property
     def max_updates(self) -> Optional[int]:
-        """Unknown updates kept per session (0: none; None: no bound)."""
+        """Unknown updates kept per session (the last ones; 0: none; None: no bound)."""
+    @property
+    def max_terminals(self) -> Optional[int]:
+        """Terminals kept per session (the oldest exited ones dropped first; None: no bound)."""
     @property
     def evicted(self) -> int:
         """Tool calls dropped by the ``max_tool_calls`` bound."""

@@ -50,6 +50,7 @@ from .evict import (
     DEFAULT_MAX_PERMISSIONS,
     DEFAULT_MAX_PLANS,
     DEFAULT_MAX_TERMINAL_BYTES,
+    DEFAULT_MAX_TERMINALS,
     DEFAULT_MAX_UPDATES,
     trim_front,
 )
@@ -179,6 +180,7 @@ class ToolCallStore:
         "_max_plans",
         "_max_permissions",
         "_max_updates",
+        "_max_terminals",
         "_permission_holes",
     )
 
@@ -193,6 +195,7 @@ class ToolCallStore:
         max_plans: Optional[int] = DEFAULT_MAX_PLANS,
         max_permissions: Optional[int] = DEFAULT_MAX_PERMISSIONS,
         max_updates: Optional[int] = DEFAULT_MAX_UPDATES,
+        max_terminals: Optional[int] = DEFAULT_MAX_TERMINALS,
     ) -> None:
         if protocol_version is not None and (type(protocol_version) is not int or protocol_version not in (1, 2)):
             raise ValueError(f"expected protocol_version to be 1, 2 or None, found {protocol_version!r}")
@@ -203,6 +206,7 @@ class ToolCallStore:
         self._max_plans = _limit(max_plans, "max_plans", 1)
         self._max_permissions = _limit(max_permissions, "max_permissions", 1)
         self._max_updates = _limit(max_updates, "max_updates", 0)
+        self._max_terminals = _limit(max_terminals, "max_terminals", 1)
         self._framer = Framer(max_frame_bytes=max_frame_bytes)
         self._fixed: Optional[int] = protocol_version
         self._negotiated: Optional[int] = None
@@ -290,8 +294,14 @@ class ToolCallStore:
     @property
     @exclusive
     def max_updates(self) -> Optional[int]:
-        """Unknown updates kept per session (0: none; None: no bound)."""
+        """Unknown updates kept per session (the last ones; 0: none; None: no bound)."""
         return self._max_updates
+
+    @property
+    @exclusive
+    def max_terminals(self) -> Optional[int]:
+        """Terminals kept per session (the oldest exited ones dropped first; None: no bound)."""
+        return self._max_terminals
 
     @property
     @exclusive
