@@ -8,9 +8,9 @@ malformed records) are counted and the first ones listed; they never stop the re
 
 The output shows, per session: the tool calls (id, title, kind, status, a content summary), the
 permission requests and their outcomes, the plans with their entries, the terminals (exit
-status, bytes of output, last line) and the updates of kinds the state
-engine has no rule for (the last ``--max-updates`` per session, 1000 by default), counted by kind. ``--json`` prints the store's checkpoint (``to_json()``:
-numbers as received) with summary counts instead.
+status, bytes of output, last line) and the updates of kinds the state engine has no rule for
+(the last ``--max-updates`` per session are kept, 1000 by default), counted by kind. ``--json``
+prints the store's checkpoint (``to_json()``: numbers as received) with summary counts instead.
 
 From Python, :func:`replay` gives the store (to compare with a live one)::
 
