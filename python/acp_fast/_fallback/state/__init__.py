@@ -79,7 +79,7 @@ UpdateFn = Callable[["ToolCallStore", str, Dict[str, Any]], Optional[Change]]
 
 #: ``params.update.sessionUpdate`` -> its function (DESIGN 7.3); other kinds go to
 #: ``unknown_update`` when the store keeps unknown updates, else are ignored.
-UPDATES: Dict[str, Optional[UpdateFn]] = {
+UPDATES: Dict[Optional[str], Optional[UpdateFn]] = {
     "tool_call": tool_call,
     "tool_call_update": tool_call_update,
     "tool_call_content_chunk": content_chunk,
