@@ -312,15 +312,14 @@ impl Store {
         }
     }
 
-    /// Bound on terminals only: after a frame created (`created`) the terminal `key` of the session
-    /// in `slot`, or left it exited: number it if new, queue it if exited, and after a creation,
-    /// drop terminals beyond the bound (`trim_terminals`). Out of line: a frame comes here only
-    /// when it creates a terminal or sets an exit status.
+    /// Bound on terminals only: after a frame created (`created`) the terminal in `tslot` (its id:
+    /// `key()`) of the session in `slot`, or left it exited: number it if new, queue it if exited,
+    /// and after a creation, drop terminals beyond the bound (`trim_terminals`). Out of line: a
+    /// frame comes here only when it creates a terminal or sets an exit status.
     #[inline(never)]
-    pub(super) fn touch_terminal(&mut self, slot: usize, key: Text, created: bool) {
+    pub(super) fn touch_terminal(&mut self, (slot, tslot): (usize, usize), key: impl FnOnce() -> Text, created: bool) {
         let session = self.sessions.at_mut(slot);
-        let s = session.terminals.slot(&key).expect("the terminal");
-        let t = session.terminals.at_mut(s);
+        let t = session.terminals.at_mut(tslot);
         if created {
             t.seq = session.terminal_seq;
             session.terminal_seq += 1;
@@ -328,7 +327,7 @@ impl Store {
         let seq = t.seq;
         if t.exit_status.is_some() && !t.queued {
             t.queued = true;
-            session.exited.push(Reverse((seq, key)));
+            session.exited.push(Reverse((seq, key())));
         }
         if created {
             trim_terminals(session, self.limits.terminals, seq);
