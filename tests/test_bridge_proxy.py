@@ -163,7 +163,7 @@ def test_v2_editor_through_bridge_to_v1_demo_agent(backend_id: str) -> None:
         send({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": "/work/demo"}})
         sid = until(answer(2))["result"]["sessionId"]
         send({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {"sessionId": sid, "prompt": []}})
-        assert until(answer(3))["result"] == {}  # v2: the acknowledgement
+        assert until(answer(3))["result"] == {"messageId": "acp-fast-message-1"}  # v2: the acknowledgement
         until(lambda message: message.get("params", {}).get("update", {}).get("state") == "idle")
     finally:
         proc.stdin.close()
