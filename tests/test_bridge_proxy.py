@@ -2,7 +2,8 @@
 SDK 0.12.1 (a v1 client) served end to end by ``acp-fast demo-agent --protocol 2`` behind
 ``--bridge 1:2``, with the recording, the summary and the state written as without a bridge; and a
 v2 editor (raw frames, each checked against the v2 schema) served by the v1 demo agent behind
-``--bridge 2:1``. Runs on both backends (the subprocesses get ``ACP_FAST_BACKEND``)."""
+``--bridge 2:1`` (the SDK's experimental v2 client through it: tests/test_sdk_bridge_v2.py, run on
+SDK 1.0 by .ci/sdk-versions). Runs on both backends (the subprocesses get ``ACP_FAST_BACKEND``)."""
 
 from __future__ import annotations
 
