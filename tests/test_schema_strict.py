@@ -487,6 +487,27 @@ def test_frame_decoder_strict_schema(backend):
         backend.FrameDecoder(strict_schema=3)
 
 
+def test_frame_decoder_strict_schema_sent(backend):
+    """A decoder told what was sent reads one direction of a connection: a response read answers
+    a request sent (checked against that request's result), never one read."""
+    ask = B.request(0, "session/request_permission", _permission_params())
+    answer = B.response(0, {"sessionId": "s1"})
+    plain = backend.FrameDecoder(strict_schema=1)
+    # not told: the answer pairs with the request read, and is not its result
+    assert [r.kind for r in plain.feed(ask + answer)] == ["request", "schema"]
+    decoder = backend.FrameDecoder(strict_schema=1)
+    assert decoder.sent(B.request(0, "session/new", {"cwd": "/", "mcpServers": []})) is None
+    got = decoder.feed(ask + answer + answer)
+    assert [r.kind for r in got] == ["request", "response", "schema"]
+    assert [p.rule for p in got[2].problems] == ["unexpected-response"]
+    # what was sent is checked against the version in force: a result sent is the answer
+    decoder.sent({"jsonrpc": "2.0", "id": 0, "result": {"outcome": {"outcome": "cancelled"}}})
+    decoder.sent(b"not json\n")  # nothing to learn
+    assert [r.kind for r in decoder.feed(B.response(0, {"sessionId": "s2"}))] == ["schema"]
+    # without strict_schema: nothing
+    assert backend.FrameDecoder().sent(ask) is None
+
+
 # --------------------------------------------------------------------------------------------
 # ToolCallStore(strict_schema=...)
 # --------------------------------------------------------------------------------------------
@@ -501,7 +522,9 @@ def _update(update: Dict[str, Any]) -> bytes:
 
 
 def _batch(*updates: Dict[str, Any]) -> bytes:
-    entries = [{"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s", "update": u}} for u in updates]
+    entries = [
+        {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s", "update": u}} for u in updates
+    ]
     return acp_fast.dumps(entries) + b"\n"
 
 

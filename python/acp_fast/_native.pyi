@@ -173,6 +173,10 @@ class FrameDecoder:
         """Feed bytes; returns the results of every line completed by them, in order."""
     def finish(self) -> List[_FeedResult]:
         """End of input: decode a last line that has no newline."""
+    def sent(self, message: Union[_Buffer, Message, Dict[str, Any], List[Any]]) -> None:
+        """With ``strict_schema``: a frame sent the other way on the same connection, so that the
+        responses read are checked against the requests sent (and the requests read are
+        answered); without it, nothing."""
     @property
     def line(self) -> int:
         """Lines completed so far (blank ones included)."""

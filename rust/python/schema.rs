@@ -192,7 +192,14 @@ pub struct Strict {
     /// The fixed protocol version, or None to follow the `initialize` answer (1 until then).
     fixed: Option<usize>,
     conversation: Conversation,
+    /// `FrameDecoder.sent` was called: the decoder reads one direction of a connection, whose
+    /// frames are the sender `RECEIVED` (else its frames name no sender).
+    directed: bool,
 }
+
+/// The two sides of a connection whose decoder is told what was sent (`FrameDecoder.sent`).
+const RECEIVED: &str = "received";
+const SENT: &str = "sent";
 
 /// What `Strict::check` found in one frame.
 pub enum Verdict<'py> {
@@ -212,12 +219,14 @@ impl Strict {
             return Ok(arg.is_truthy()?.then(|| Self {
                 fixed: None,
                 conversation: Conversation::new(),
+                directed: false,
             }));
         }
         match arg.extract::<i64>() {
             Ok(v @ (1 | 2)) => Ok(Some(Self {
                 fixed: Some(v as usize),
                 conversation: Conversation::new(),
+                directed: false,
             })),
             _ => Err(PyValueError::new_err(format!(
                 "expected strict_schema to be a bool, 1 or 2, found {}",
@@ -247,11 +256,35 @@ impl Strict {
                 continue; // a DecodeError already
             };
             let line: Option<u64> = item.getattr(pyo3::intern!(py, "line"))?.extract()?;
-            if let Verdict::Frame(error) = self.check(py, raw.as_bytes(), None, None, line)? {
+            let sender = self.directed.then_some(RECEIVED);
+            if let Verdict::Frame(error) = self.check(py, raw.as_bytes(), None, sender, line)? {
                 results.set_item(index, error)?;
             }
         }
         Ok(())
+    }
+
+    /// `FrameDecoder.sent`: a frame sent the other way, into the conversation (a request is then
+    /// pending, a response answers one received); its problems are not reported.
+    pub fn sent(&mut self, py: Python<'_>, message: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.directed = true;
+        let bytes = frame_bytes(message)?;
+        let schema = schema(py, self.schema_index())?;
+        let mut tape = TAPE.lock().unwrap_or_else(|e| e.into_inner());
+        // Not JSON: nothing to learn from it.
+        let _ = self
+            .conversation
+            .check(schema, strip_line_ending(bytes.as_bytes()), Some(SENT), &mut tape);
+        Ok(())
+    }
+
+    /// The schema in force: the fixed version, else the negotiated one, else 1 (stable).
+    fn schema_index(&self) -> usize {
+        let version = self
+            .fixed
+            .or(self.conversation.negotiated.map(usize::from))
+            .unwrap_or(1);
+        (version - 1) * 2
     }
 
     /// Check the frame `data` (no line ending), sent by `sender` (None: not said). `entries`: the
@@ -266,11 +299,7 @@ impl Strict {
         sender: Option<&str>,
         line: Option<u64>,
     ) -> PyResult<Verdict<'py>> {
-        let version = self
-            .fixed
-            .or(self.conversation.negotiated.map(usize::from))
-            .unwrap_or(1);
-        let schema = schema(py, (version - 1) * 2)?;
+        let schema = schema(py, self.schema_index())?;
         let found = {
             let mut tape = TAPE.lock().unwrap_or_else(|e| e.into_inner());
             self.conversation.check(schema, data, sender, &mut tape)

@@ -337,6 +337,11 @@ class SchemaValidator:
         return self._conversation.check(self._schema, _parse(message), sender)
 
 
+#: The two sides of a connection whose decoder is told what was sent (``FrameDecoder.sent``).
+RECEIVED = "received"
+SENT = "sent"
+
+
 class Strict:
     """The ``strict_schema`` option of ``FrameDecoder`` and ``ToolCallStore`` (Rust: ``Strict`` in
     ``rust/python/schema.rs``): every frame goes through a conversation check; a frame with errors
@@ -352,6 +357,9 @@ class Strict:
             raise ValueError(f"expected strict_schema to be a bool, 1 or 2, found {arg!r}")
         engine_name()
         self.conversation = rules.Conversation()
+        # `FrameDecoder.sent` was called: the decoder reads one direction of a connection, whose
+        # frames are the sender RECEIVED (else its frames name no sender).
+        self.directed = False
 
     def setting(self) -> Union[bool, int]:
         """The option as given: ``True`` (follow the negotiation) or the fixed version."""
@@ -363,9 +371,23 @@ class Strict:
         for index, item in enumerate(results):
             if isinstance(item, DecodeError):
                 continue
-            verdict = self.check(item.raw, False, None, item.line)
+            verdict = self.check(item.raw, False, RECEIVED if self.directed else None, item.line)
             if isinstance(verdict, DecodeError):
                 results[index] = verdict
+
+    def sent(self, message: Any) -> None:
+        """``FrameDecoder.sent``: a frame sent the other way, into the conversation (a request is
+        then pending, a response answers one received); its problems are not reported."""
+        self.directed = True
+        try:
+            value = _parse(message)
+        except DecodeError:  # not JSON: nothing to learn from it
+            return
+        self.conversation.check(schema(self._version(), False), value, SENT)
+
+    def _version(self) -> int:
+        """The version in force: the fixed one, else the negotiated one, else 1."""
+        return self.fixed or self.conversation.negotiated or 1
 
     def check(self, raw: bytes, entries: bool, sender: Optional[str], line: Optional[int]) -> Any:
         """Check the frame ``raw`` (no line ending), sent by ``sender`` (None: not said).
@@ -373,7 +395,7 @@ class Strict:
         such as a batch in protocol v1, still fail the whole frame). Returns None (no problem of
         severity ``error``), the frame's ``DecodeError``, or for a batch judged by entry a list
         with each entry's ``DecodeError`` (None: valid)."""
-        version = self.fixed or self.conversation.negotiated or 1
+        version = self._version()
         try:
             value = _loads(raw)
         except DecodeError:  # a frame the scanner refuses is the caller's to report
