@@ -339,7 +339,12 @@ impl Strict {
 }
 
 /// The `DecodeError` of kind `schema` for `errors` (not empty), of the frame or entry `raw`.
-fn schema_error<'py>(py: Python<'py>, errors: Vec<Problem>, line: Option<u64>, raw: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+fn schema_error<'py>(
+    py: Python<'py>,
+    errors: Vec<Problem>,
+    line: Option<u64>,
+    raw: &[u8],
+) -> PyResult<Bound<'py, PyAny>> {
     let more = if errors.len() > 1 {
         format!(" (and {} more)", errors.len() - 1)
     } else {

@@ -634,8 +634,10 @@ class FastConnection(SdkConnection):
                     obj = RequestError.invalid_params(data).to_error_obj()
                     replies.append({"jsonrpc": "2.0", "id": message["id"], "error": obj})
                 continue
+            if "id" not in message:
+                continue
             try:
-                future = self._pending.pop(message.get("id"), None)
+                future = self._pending.pop(message["id"], None)
             except TypeError:  # unhashable id
                 continue
             if future is not None and not future.done():
