@@ -485,3 +485,227 @@ def test_frame_decoder_strict_schema(backend):
     assert [p.rule for p in fixed[2].problems] == ["schema"]
     with pytest.raises(ValueError):
         backend.FrameDecoder(strict_schema=3)
+
+
+def test_frame_decoder_strict_schema_sent(backend):
+    """A decoder told what was sent reads one direction of a connection: a response read answers
+    a request sent (checked against that request's result), never one read."""
+    ask = B.request(0, "session/request_permission", _permission_params())
+    answer = B.response(0, {"sessionId": "s1"})
+    plain = backend.FrameDecoder(strict_schema=1)
+    # not told: the answer pairs with the request read, and is not its result
+    assert [r.kind for r in plain.feed(ask + answer)] == ["request", "schema"]
+    decoder = backend.FrameDecoder(strict_schema=1)
+    assert decoder.sent(B.request(0, "session/new", {"cwd": "/", "mcpServers": []})) is None
+    got = decoder.feed(ask + answer + answer)
+    assert [r.kind for r in got] == ["request", "response", "schema"]
+    assert [p.rule for p in got[2].problems] == ["unexpected-response"]
+    # what was sent is checked against the version in force: a result sent is the answer
+    decoder.sent({"jsonrpc": "2.0", "id": 0, "result": {"outcome": {"outcome": "cancelled"}}})
+    decoder.sent(b"not json\n")  # nothing to learn
+    assert [r.kind for r in decoder.feed(B.response(0, {"sessionId": "s2"}))] == ["schema"]
+    # without strict_schema: nothing
+    assert backend.FrameDecoder().sent(ask) is None
+
+
+# --------------------------------------------------------------------------------------------
+# ToolCallStore(strict_schema=...)
+# --------------------------------------------------------------------------------------------
+
+
+def _tool_call(tcid: str, **fields: Any) -> Dict[str, Any]:
+    return {"sessionUpdate": "tool_call_update", "toolCallId": tcid, "title": tcid.upper(), **fields}
+
+
+def _update(update: Dict[str, Any]) -> bytes:
+    return B.notification("session/update", {"sessionId": "s", "update": update})
+
+
+def _batch(*updates: Dict[str, Any]) -> bytes:
+    entries = [
+        {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s", "update": u}} for u in updates
+    ]
+    return acp_fast.dumps(entries) + b"\n"
+
+
+def _outcome(results: List[Any]) -> List[Any]:
+    """Changes as tuples, DecodeErrors as (kind, code, line, message, raw, problem paths)."""
+    out: List[Any] = []
+    for r in results:
+        if isinstance(r, acp_fast.DecodeError):
+            paths = [p.path for p in getattr(r, "problems", [])]
+            out.append((r.kind, r.code, r.line, str(r), r.raw, paths))
+        else:
+            out.append(r if r is None else tuple(r))
+    return out
+
+
+def test_tool_call_store_strict_schema(backend):
+    bad_kind = _update(_tool_call("b", kind="mine"))  # v2: a custom kind must begin with "_"
+    stream = (
+        B.request(1, "initialize", {"protocolVersion": 2})
+        + B.response(1, {"protocolVersion": 2, "agentCapabilities": {}})
+        + _update(_tool_call("a", kind="read"))
+        + bad_kind
+        + _batch(_tool_call("c"), _tool_call("d", status="done"))
+        + b'{"jsonrpc":"2.0","id":9,"result":{"protocolVersion":1}}\n'  # nothing asked for id 9
+        + b"not json\n"
+    )
+    plain = backend.ToolCallStore()
+    assert [r.kind if isinstance(r, acp_fast.DecodeError) else r.action for r in plain.feed(stream)] == [
+        "negotiated",
+        "created",
+        "created",
+        "created",
+        "created",
+        "negotiated",
+        "unexpected_character",
+    ]
+    store = backend.ToolCallStore(strict_schema=True)
+    got = store.feed(stream)
+    assert [r.kind if isinstance(r, acp_fast.DecodeError) else r.action for r in got] == [
+        "negotiated",
+        "created",
+        "schema",  # line 4, whole
+        "created",  # line 5, entry 0
+        "schema",  # line 5, entry 1
+        "schema",  # line 6
+        "unexpected_character",
+    ]
+    assert [(r.code, r.line) for r in got if isinstance(r, acp_fast.DecodeError)] == [
+        (-32602, 4),
+        (-32602, 5),
+        (-32602, 6),
+        (-32700, 7),
+    ]
+    assert got[2].raw == bad_kind[:-1] and [p.rule for p in got[2].problems] == ["custom-value-prefix"]
+    assert str(got[2]).startswith('expected "params.update.kind" to be one of "read"')
+    # a batch entry: its own bytes, the path within the frame
+    assert json.loads(got[4].raw)["params"]["update"]["toolCallId"] == "d"
+    assert [p.path for p in got[4].problems] == ["[1].params.update.status"]
+    assert [p.rule for p in got[5].problems] == ["unexpected-response"]
+    # refused frames changed nothing: not the tool calls, not the negotiated version
+    assert sorted(store.snapshot()["s"]) == ["a", "c"]
+    assert store.negotiated_version == 2 and plain.negotiated_version == 1
+    assert store.line == 7
+
+
+def test_tool_call_store_strict_schema_options(backend):
+    assert backend.ToolCallStore().strict_schema is False
+    for arg, shown in [(None, False), (False, False), (True, True), (1, 1), (2, 2)]:
+        assert backend.ToolCallStore(strict_schema=arg).strict_schema is shown
+    for arg in (3, 0, "yes", 1.0):
+        with pytest.raises(ValueError, match=r"^expected strict_schema to be a bool, 1 or 2, found "):
+            backend.ToolCallStore(strict_schema=arg)
+    # a checkpoint keeps the state, not the decoding options (as max_frame_bytes)
+    strict = backend.ToolCallStore(strict_schema=2)
+    assert backend.ToolCallStore.from_json(strict.to_json()).strict_schema is False
+    # the default store applies what strict ones refuse
+    custom = _update(_tool_call("x", kind="mine"))
+    assert backend.ToolCallStore(2).apply(custom).action == "created"
+    with pytest.raises(acp_fast.DecodeError):
+        backend.ToolCallStore(strict_schema=2).apply(custom)
+    # 1 or 2 fix the version: an initialize answer does not change it
+    v1 = backend.ToolCallStore(strict_schema=1)
+    v1.apply(B.request(1, "initialize", {"protocolVersion": 2}))
+    v1.apply(B.response(1, {"protocolVersion": 2, "agentCapabilities": {}}))
+    v1_only = _update(_tool_call("y", kind="read", status="pending"))
+    (error,) = v1.feed(_batch(_tool_call("y")))
+    assert (error.kind, error.line, error.raw) == ("schema", 1, _batch(_tool_call("y"))[:-1])
+    assert str(error) == "expected the message to be an object (batches exist in protocol v2 only), found array"
+    assert v1.apply(v1_only).action == "created"
+
+
+def test_tool_call_store_strict_schema_apply(backend):
+    store = backend.ToolCallStore(strict_schema=2)
+    bad = _update(_tool_call("b", status="done"))
+    # every form of apply refuses a frame that fails, raising as for any bad frame
+    for frame in (bad, bad.decode(), json.loads(bad), backend.decode(bad)):
+        with pytest.raises(acp_fast.DecodeError) as info:
+            store.apply(frame)
+        assert (info.value.kind, info.value.code, info.value.line) == ("schema", -32602, None)
+        assert info.value.raw == bad[:-1]
+        assert [p.path for p in info.value.problems] == ["params.update.status"]
+    # a batch: one result per entry, the refused entry's DecodeError returned
+    frame = _batch(_tool_call("a"), _tool_call("b", status="done"), _tool_call("c"))
+    results = store.apply(frame)
+    assert [type(r).__name__ for r in results] == ["Change", "DecodeError", "Change"]
+    assert results[1].kind == "schema" and json.loads(results[1].raw)["params"]["update"]["toolCallId"] == "b"
+    # a decoded batch: each entry checked alone
+    entries = store.apply(backend.decode(_batch(_tool_call("d"), _tool_call("e", kind="mine"))))
+    assert [type(r).__name__ for r in entries] == ["Change", "DecodeError"]
+    assert [p.path for p in entries[1].problems] == ["params.update.kind"]
+    assert sorted(store.snapshot()["s"]) == ["a", "c", "d"]
+    # with changes=False, the errors still come
+    (quiet,) = store.feed(bad, changes=False)
+    assert quiet.kind == "schema" and quiet.line == 1
+
+
+def test_tool_call_store_strict_schema_source(backend):
+    """``source`` names the sender: a response answers a request from the other side."""
+    asked = B.request(7, "session/request_permission", _permission_params())
+    answer = B.response(7, {"outcome": {"outcome": "selected", "optionId": "ok"}})
+    for source, refused in [(None, False), ("client", False), ("agent", True)]:
+        store = backend.ToolCallStore(strict_schema=1)
+        assert store.apply(asked, source="agent").action == "requested"
+        if refused:
+            with pytest.raises(acp_fast.DecodeError, match="expected a response to a request that was made"):
+                store.apply(answer, source=source)
+            assert store.pending_permissions("s") != []
+        else:
+            assert store.apply(answer, source=source).action == "resolved"
+            assert store.pending_permissions("s") == []
+
+
+def _permission_params() -> Dict[str, Any]:
+    return {
+        "sessionId": "s",
+        "toolCall": {"toolCallId": "t", "title": "T"},
+        "options": [{"optionId": "ok", "name": "OK", "kind": "allow_once"}],
+    }
+
+
+def _mutated_stream(profile: str, seed: int) -> bytes:
+    """The frames of a profile, every third one mutated."""
+    rng = random.Random(seed)
+    out = []
+    for i, frame in enumerate(traffic.frames(profile, 300, seed=seed)):
+        if i % 3 == 2:
+            frame = acp_fast.dumps(mutate(json.loads(frame), rng)) + b"\n"
+        out.append(frame)
+    return b"".join(out)
+
+
+@pytest.mark.parametrize("profile", ["mixed", "v2"])
+def test_tool_call_store_strict_schema_on_mutated_traffic(backend, profile):
+    """The store refuses the frames a strict FrameDecoder refuses (those it does not refuse for a
+    reason of its own first, such as a batch entry that is not a message), and ends in the state
+    of a default store fed only the others."""
+    version = traffic.PROTOCOL_VERSIONS[profile]
+    stream = _mutated_stream(profile, 17)
+    refused = {
+        r.line
+        for r in backend.FrameDecoder(strict_schema=version).feed(stream)
+        if isinstance(r, acp_fast.DecodeError) and r.kind == "schema"
+    }
+    assert len(refused) > 20
+    store = backend.ToolCallStore(strict_schema=version)
+    results = store.feed(stream)
+    errors = {r.line: r.kind for r in results if isinstance(r, acp_fast.DecodeError)}
+    schema = {line for line, kind in errors.items() if kind == "schema"}
+    assert schema <= refused and refused <= set(errors) and len(schema) > 20
+    lines = stream.splitlines(keepends=True)
+    kept = b"".join(line for n, line in enumerate(lines, 1) if n not in refused)
+    plain = backend.ToolCallStore()
+    plain.feed(kept)
+    assert store.state() == plain.state()
+
+
+@pytest.mark.parametrize("profile", ["mixed", "v2"])
+def test_tool_call_store_strict_schema_backends_agree(both_backends, profile):
+    native, fallback = both_backends
+    stream = _mutated_stream(profile, 23)
+    stores = [b.ToolCallStore(strict_schema=True) for b in (native, fallback)]
+    outcomes = [_outcome(s.feed(stream, source="agent")) for s in stores]
+    assert outcomes[0] == outcomes[1]
+    assert stores[0].state() == stores[1].state()

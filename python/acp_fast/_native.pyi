@@ -173,6 +173,10 @@ class FrameDecoder:
         """Feed bytes; returns the results of every line completed by them, in order."""
     def finish(self) -> List[_FeedResult]:
         """End of input: decode a last line that has no newline."""
+    def sent(self, message: Union[_Buffer, Message, Dict[str, Any], List[Any]]) -> None:
+        """With ``strict_schema``: a frame sent the other way on the same connection, so that the
+        responses read are checked against the requests sent (and the requests read are
+        answered); without it, nothing."""
     @property
     def line(self) -> int:
         """Lines completed so far (blank ones included)."""
@@ -239,12 +243,15 @@ class ToolCallStore:
         max_plans: Optional[int] = 100,
         max_permissions: Optional[int] = 1000,
         max_updates: Optional[int] = 0,
+        strict_schema: Union[bool, int, None] = False,
     ) -> ToolCallStore:
         """An empty store: ``protocol_version`` 1 or 2 (None: the negotiated one, else 1);
         ``max_tool_calls`` bounds the finished tool calls kept; ``max_frame_bytes`` as for
         :class:`FrameDecoder`; the bounds inside sessions (None: no bound): output bytes kept per
         terminal, content items per tool call, plans and permission records per session, unknown
-        updates per session (0: none). See docs/API.md "Bounds and checkpoints"."""
+        updates per session (0: none). See docs/API.md "Bounds and checkpoints". ``strict_schema``
+        as for :class:`FrameDecoder`: a frame (or batch entry) that fails the schema check is
+        reported as a :class:`DecodeError` of kind ``schema`` and not applied."""
     def apply(self, frame: _ApplyFrame, *, source: Optional[str] = None) -> Any:
         """Apply one frame (a Message, a Batch, bytes/str, a dict or a list of dicts): a
         :class:`Change` or None (a list for a batch); raises DecodeError for a bad frame.
@@ -314,6 +321,9 @@ class ToolCallStore:
     @property
     def max_updates(self) -> Optional[int]:
         """Unknown updates kept per session (0: none; None: no bound)."""
+    @property
+    def strict_schema(self) -> Union[bool, int]:
+        """``strict_schema`` as given: False (off), True (follows the negotiation), 1 or 2."""
     @property
     def evicted(self) -> int:
         """Tool calls dropped by the ``max_tool_calls`` bound."""
