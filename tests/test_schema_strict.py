@@ -467,7 +467,11 @@ def test_conversation_default_limits(backend):
 
     def batches(entry: bytes, n: int) -> Iterator[bytes]:
         for start in range(0, n, 1000):
-            yield b"[" + b",".join(entry.replace(b"#", str(i).encode()) for i in range(start, min(start + 1000, n))) + b"]"
+            yield (
+                b"["
+                + b",".join(entry.replace(b"#", str(i).encode()) for i in range(start, min(start + 1000, n)))
+                + b"]"
+            )
 
     for frame in batches(_prompt(0).strip().replace(b'"id":0', b'"id":#'), 10_001):
         assert sv.validate(frame, sender="editor") == []

@@ -8,7 +8,7 @@ Mirror of ``rust/schema/rules.rs`` (its top comment lists the rules): ``mark``,
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union
 
 from ...problems import SchemaProblem
 from ..encoder import dumps
@@ -232,7 +232,11 @@ class Conversation:
         if not isinstance(update, dict) or update.get("sessionUpdate") not in ("tool_call", "tool_call_update"):
             return
         session, tool_call = params.get("sessionId"), update.get("toolCallId")  # type: ignore[union-attr]
-        if not isinstance(session, str) or not isinstance(tool_call, str) or not self._add_tool_call(session, tool_call):
+        if (
+            not isinstance(session, str)
+            or not isinstance(tool_call, str)
+            or not self._add_tool_call(session, tool_call)
+        ):
             return
         if not isinstance(update.get("title"), str):
             where = path + ["params", "update", "title"]
