@@ -37,13 +37,13 @@ pub const UNEXPECTED_RESPONSE: &str = "unexpected-response";
 /// sender). A connection has a few requests in flight at a time (a prompt per session, the
 /// agent's permission, file and terminal requests); 10,000 unanswered ones is no honest session.
 /// Past it the oldest id is forgotten; a response to it is then reported as a warning, not an
-/// error (see [`Conversation`]). About 100 bytes each with short ids: ~1 MB at the limit.
+/// error (see [`Conversation`]). Measured: under 10 MB at the limit.
 pub const MAX_PENDING_IDS: usize = 10_000;
 
 /// The most (sessionId, toolCallId) pairs a [`Conversation`] remembers for `tool-call-title`.
 /// A long, busy session makes thousands of tool calls (one every 5 s for a day: 17,280); past
 /// 100,000 the oldest is forgotten, and a later report of it without a title is warned about
-/// again. About 250 bytes each with UUID-sized ids: ~25 MB at the limit.
+/// again. Measured with UUID-sized ids: ~30 MB at the limit (the fallback: ~85 MB).
 pub const MAX_TOOL_CALL_IDS: usize = 100_000;
 
 /// Mark the nodes of `PREFIXED_ENUMS` (protocol v2).
