@@ -385,6 +385,119 @@ def test_schema_validator_follows_the_conversation(backend):
     assert sv.validate(first, sender="agent") == []
 
 
+def _prompt(i: int) -> bytes:
+    return B.request(i, "session/prompt", {"sessionId": "s", "prompt": []})
+
+
+def _titled(i: int, title: bool = False) -> bytes:
+    update: Dict[str, Any] = {"sessionUpdate": "tool_call_update", "toolCallId": f"t{i}"}
+    if title:
+        update["title"] = "T"
+    return B.notification("session/update", {"sessionId": "s", "update": update})
+
+
+def _rules(found: List[Any]) -> List[Tuple[str, str]]:
+    return [(p.rule, p.severity) for p in found]
+
+
+def test_schema_validator_forgets_the_oldest_pending_requests(backend):
+    """Past its limit a conversation forgets the oldest pending request ids; a response to one is
+    then a warning, never an error, and the kept ones are answered as before."""
+    sv = backend.SchemaValidator(protocol_version=1)
+    sv._set_limits(3, 10)
+    for i in range(10):
+        assert sv.validate(_prompt(i), sender="editor") == []
+        assert sv._sizes() == (min(i + 1, 3), 0, max(i - 2, 0))
+    # kept: answered against the request's result, as below the limit
+    assert sv.validate(B.response(9, {"stopReason": "end_turn"}), sender="agent") == []
+    (problem,) = sv.validate(b'{"jsonrpc":"2.0","id":8,"result":{"stopReason":1}}', sender="agent")
+    assert (problem.path, problem.rule) == ("result.stopReason", "schema")
+    # forgotten: may answer one of them, so a warning
+    (warning,) = sv.validate(B.response(0, {"stopReason": "end_turn"}), sender="agent")
+    assert (warning.path, warning.severity, warning.rule) == ("id", "warning", "unexpected-response")
+    assert warning.message == (
+        "expected a response to a request that was made, found one for id 0 (no such request pending; "
+        "7 older requests were forgotten, it may answer one of them)"
+    )
+    # still checked against the schema (any result)
+    assert ("schema", "error") in _rules(sv.validate(b'{"jsonrpc":"2.0","id":1}', sender="agent"))
+    assert sv._sizes() == (1, 0, 7)
+    with pytest.raises(ValueError):
+        sv._set_limits(0, 1)
+
+
+def test_schema_validator_below_the_limits_is_unchanged(backend):
+    sv = backend.SchemaValidator(protocol_version=1)
+    sv._set_limits(4, 3)  # 3 pending throughout, one more in flight
+    for i in range(3):
+        assert sv.validate(_prompt(i), sender="editor") == []
+    (error,) = sv.validate(B.response(7, {"stopReason": "end_turn"}), sender="agent")
+    assert (error.severity, error.rule) == ("error", "unexpected-response")
+    assert error.message.endswith("(no such request pending)")
+    # answered ids make room: thousands of request / answer pairs evict nothing
+    for i in range(3, 2003):
+        assert sv.validate(_prompt(i), sender="editor") == []
+        assert sv.validate(B.response(i, {"stopReason": "end_turn"}), sender="agent") == []
+    assert sv._sizes() == (3, 0, 0)
+    for i in range(3):
+        assert _rules(sv.validate(_titled(i))) == [("tool-call-title", "warning")]
+        assert sv.validate(_titled(i)) == []
+    assert sv._sizes() == (3, 3, 0)
+
+
+def test_schema_validator_forgets_the_oldest_tool_calls(backend):
+    """A tool call forgotten past the limit and reported again without a title is warned about
+    again (the documented consequence); the ones kept are not."""
+    sv = backend.SchemaValidator(protocol_version=1)
+    sv._set_limits(10, 3)
+    for i in range(10):
+        assert _rules(sv.validate(_titled(i))) == [("tool-call-title", "warning")]
+        assert sv.validate(_titled(i)) == []
+        assert sv._sizes() == (0, min(i + 1, 3), 0)
+    assert sv.validate(_titled(9)) == []
+    assert _rules(sv.validate(_titled(0))) == [("tool-call-title", "warning")]
+    assert sv.validate(_titled(1, title=True)) == []
+    assert sv._sizes() == (0, 3, 0)
+
+
+def test_conversation_default_limits(backend):
+    """The defaults: 10,000 pending request ids and 100,000 tool call ids; what is past them does
+    not make memory grow, and a strict decoder never refuses a response to a forgotten request."""
+    sv = backend.SchemaValidator(protocol_version=2)
+
+    def batches(entry: bytes, n: int) -> Iterator[bytes]:
+        for start in range(0, n, 1000):
+            yield (
+                b"["
+                + b",".join(entry.replace(b"#", str(i).encode()) for i in range(start, min(start + 1000, n)))
+                + b"]"
+            )
+
+    for frame in batches(_prompt(0).strip().replace(b'"id":0', b'"id":#'), 10_001):
+        assert sv.validate(frame, sender="editor") == []
+    assert sv._sizes() == (10_000, 0, 1)
+    for frame in batches(_titled(0, title=True).strip().replace(b'"t0"', b'"t#"'), 100_001):
+        assert sv.validate(frame, sender="agent") == []
+    assert sv._sizes() == (10_000, 100_000, 1)
+    decoder = backend.FrameDecoder(strict_schema=1)
+    for i in range(10_001):
+        decoder.sent(_prompt(i))
+    got = decoder.feed(B.response(0, {"stopReason": "end_turn"}) + B.response(10_000, {"stopReason": "end_turn"}))
+    assert [r.kind for r in got] == ["response", "response"]
+
+
+def test_conversation_limits_backends_agree(both_backends):
+    native, fallback = both_backends
+    frames = [_prompt(i) for i in range(12)] + [B.response(i, {"stopReason": "end_turn"}) for i in (0, 11, 11, 5)]
+    frames += [_titled(i % 7, title=i % 3 == 0) for i in range(30)]
+    out = []
+    for module in (native, fallback):
+        sv = module.SchemaValidator(protocol_version=1)
+        sv._set_limits(4, 3)
+        out.append([(sv.validate(f, sender="editor" if b'"method"' in f else "agent"), sv._sizes()) for f in frames])
+    assert out[0] == out[1]
+
+
 def test_fallback_without_engines_names_the_extra(monkeypatch):
     from acp_fast._fallback import schema as fallback
 

@@ -367,6 +367,10 @@ class SchemaValidator:
     @property
     def unstable(self) -> bool:
         """Whether the unstable surface is accepted."""
+    def _sizes(self) -> Tuple[int, int, int]:
+        """Test-only: (pending request ids, tool call ids remembered, pending requests forgotten)."""
+    def _set_limits(self, pending: int, tool_calls: int) -> None:
+        """Test-only: start the conversation afresh with these limits (each at least 1)."""
 
 class _ArrowStream(Protocol):
     """What :meth:`FrameColumns.finish` returns: an Arrow stream of record batches (the Arrow

@@ -183,6 +183,21 @@ impl PySchemaValidator {
             Err(err) => Err(decode_error(py, &err, Origin::Document(data), None)),
         }
     }
+
+    /// Test-only: (pending request ids, tool call ids remembered, pending requests forgotten).
+    fn _sizes(&self) -> (usize, usize, u64) {
+        self.conversation.sizes()
+    }
+
+    /// Test-only: start the conversation afresh with these limits (each at least 1) instead of
+    /// `MAX_PENDING_IDS` and `MAX_TOOL_CALL_IDS`.
+    fn _set_limits(&mut self, pending: i64, tool_calls: i64) -> PyResult<()> {
+        if pending < 1 || tool_calls < 1 {
+            return Err(PyValueError::new_err("expected limits of at least 1"));
+        }
+        self.conversation = Conversation::with_limits(pending as usize, tool_calls as usize);
+        Ok(())
+    }
 }
 
 /// The `strict_schema` option of `FrameDecoder` and `ToolCallStore`: every frame goes through a

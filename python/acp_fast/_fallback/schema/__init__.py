@@ -336,6 +336,17 @@ class SchemaValidator:
         """The problems of the next message; ``sender`` names the side it comes from."""
         return self._conversation.check(self._schema, _parse(message), sender)
 
+    def _sizes(self) -> Tuple[int, int, int]:
+        """Test-only: (pending request ids, tool call ids remembered, pending requests forgotten)."""
+        return self._conversation.sizes()
+
+    def _set_limits(self, pending: int, tool_calls: int) -> None:
+        """Test-only: start the conversation afresh with these limits (each at least 1) instead of
+        ``MAX_PENDING_IDS`` and ``MAX_TOOL_CALL_IDS``."""
+        if pending < 1 or tool_calls < 1:
+            raise ValueError("expected limits of at least 1")
+        self._conversation = rules.Conversation(pending, tool_calls)
+
 
 #: The two sides of a connection whose decoder is told what was sent (``FrameDecoder.sent``).
 RECEIVED = "received"
