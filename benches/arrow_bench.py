@@ -5,8 +5,10 @@ one worker to two on a corpus of several files (benches/RESULTS.md, "Columnar ex
     python benches/arrow_bench.py                         # everything (~2 min here)
     python benches/arrow_bench.py --only frames           # frames() against the baseline
     python benches/arrow_bench.py --only dask ray --corpus-mb 1200 --files 6
+    python benches/arrow_bench.py --only ray-reserved     # Ray with its default operator reservation
 
-frames() figures are medians (and the best) of ``--repeats`` runs; the scaling takes the best of
+frames() figures are medians (and the best) of ``--repeats`` runs after a warm-up pass (which
+also checks the row count against the baseline's); the scaling takes the best of
 each, the figure least disturbed by other work on a shared machine. The corpus (``mixed`` traffic, generated once into
 ``--dir``) is read from the page cache: the scaling measures parsing, not the disk. A worker is one
 process with one thread; the task is a reduction (the sum of `bytes`), so that the rows are
@@ -88,15 +90,15 @@ def baseline(data: bytes) -> pa.Table:
 def bench_frames(frames: int, repeats: int) -> Dict[str, Any]:
     data = traffic.generate("mixed", frames, seed=1)
     assert acp_fast.BACKEND == "rust", "run with the native backend built"
-    table = arrow.frames(data)
-    assert baseline(data).num_rows == table.num_rows
+    rows = arrow.frames(data).num_rows  # also the warm-up pass: the first passes map fresh memory
+    assert baseline(data).num_rows == rows
     rust = _times(lambda: arrow.frames(data), repeats)
     t_rust, t_best = statistics.median(rust), min(rust)
     sample = data[: len(data) // 4]
     t_base = _median_seconds(lambda: baseline(sample), max(1, repeats // 2)) * len(data) / len(sample)
     out = {
         "bytes": len(data),
-        "frames": table.num_rows,
+        "frames": rows,
         "rust_s": t_rust,
         "rust_gb_s": len(data) / t_rust / 1e9,
         "rust_best_gb_s": len(data) / t_best / 1e9,
@@ -163,8 +165,11 @@ import json, statistics, sys, time
 import pyarrow as pa, pyarrow.compute as pc
 import ray
 import acp_fast.ray as aray
-paths, workers, blocksize, repeats = json.loads(sys.argv[1])
+paths, workers, blocksize, repeats, RESERVATION = json.loads(sys.argv[1])
 ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, configure_logging=False)
+# Ray Data reserves part of the CPUs for each operator and grants the rest as tasks finish: on two
+# CPUs the read runs one task at a time for most of a pass (docs/ANALYTICS.md, "Dask and Ray").
+ray.data.DataContext.get_current().op_resource_reservation_enabled = RESERVATION
 def per_block(table):
     return pa.table({"bytes": [pc.sum(table["bytes"]).as_py()]})
 def task():
@@ -180,10 +185,11 @@ ray.shutdown()
 """
 
 
-def ray_run(paths: List[str], workers: int, blocksize: Optional[int], repeats: int) -> float:
-    """In a child process: Ray is started once per process."""
+def ray_run(paths: List[str], workers: int, blocksize: Optional[int], repeats: int, reservation: bool = False) -> float:
+    """In a child process: Ray is started once per process. ``reservation``: Ray Data's operator
+    reservation as Ray sets it by default (on), or off (see RAY_CHILD)."""
     done = subprocess.run(
-        [sys.executable, "-c", RAY_CHILD, json.dumps([paths, workers, blocksize, repeats])],
+        [sys.executable, "-c", RAY_CHILD, json.dumps([paths, workers, blocksize, repeats, reservation])],
         capture_output=True,
         text=True,
         timeout=1800,
@@ -195,7 +201,13 @@ def ray_run(paths: List[str], workers: int, blocksize: Optional[int], repeats: i
 
 
 def bench_scaling(engine: str, paths: List[str], size: int, blocksize: Optional[int], repeats: int) -> Dict[str, Any]:
-    run = dask_run if engine == "dask" else ray_run
+    """``engine``: dask, ray (Ray Data's operator reservation off) or ray-reserved (Ray's default)."""
+
+    def run(paths: List[str], workers: int, blocksize: Optional[int], repeats: int) -> float:
+        if engine == "dask":
+            return dask_run(paths, workers, blocksize, repeats)
+        return ray_run(paths, workers, blocksize, repeats, reservation=engine == "ray-reserved")
+
     one = run(paths, 1, blocksize, repeats)
     two = run(paths, 2, blocksize, repeats)
     out = {"bytes": size, "files": len(paths), "one_s": one, "two_s": two, "speedup": one / two}
@@ -206,9 +218,12 @@ def bench_scaling(engine: str, paths: List[str], size: int, blocksize: Optional[
     return out
 
 
+ENGINES = ("frames", "dask", "ray", "ray-reserved")
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", nargs="+", choices=("frames", "dask", "ray"), default=["frames", "dask", "ray"])
+    parser.add_argument("--only", nargs="+", choices=ENGINES, default=list(ENGINES))
     parser.add_argument("--frames", type=int, default=200_000, help="frames of mixed traffic for frames() (~80 MB)")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--dir", default="/tmp/acp-arrow-corpus", help="where the corpus is generated")
@@ -221,7 +236,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} (other work on the machine slows all figures)")
     if "frames" in args.only:
         results["frames"] = bench_frames(args.frames, args.repeats)
-    engines = [e for e in ("dask", "ray") if e in args.only]
+    engines = [e for e in ENGINES[1:] if e in args.only]
     if engines:
         paths = make_corpus(args.dir, args.corpus_mb, args.files)
         size = _warm(paths)

@@ -556,6 +556,25 @@ def test_v1_chunks_get_message_ids(v2_editor: Bridge) -> None:
     assert send("agent_message_chunk") != before  # a new turn: a new message
 
 
+def test_v1_tool_call_between_chunks_starts_a_new_message(v2_editor: Bridge) -> None:
+    """Chunks of one kind with a tool call (or a permission request) between them are two messages,
+    as a v1 editor shows them (the v2 demo agent gives them two message ids too)."""
+
+    def send(kind: str = "agent_message_chunk") -> Any:
+        block = {"type": "text", "text": "x"}
+        return updates(valid(v2_editor.from_agent(upd(sessionUpdate=kind, content=block)), 2))[0]["messageId"]
+
+    first = send()
+    v2_editor.from_agent(upd(sessionUpdate="tool_call_update", toolCallId="c1", status="in_progress"))
+    assert send() == first  # an update of a tool call is not shown between them (a v1 editor appends)
+    v2_editor.from_agent(upd(sessionUpdate="tool_call", toolCallId="c2", title="Read"))
+    second = send()
+    assert second != first
+    asked = {"sessionId": "s1", "toolCall": {"toolCallId": "c2"}, "options": []}
+    v2_editor.from_agent(frame({"jsonrpc": "2.0", "id": 9, "method": "session/request_permission", "params": asked}))
+    assert send() not in (first, second)
+
+
 def test_commands_input(v1_editor: Bridge, v2_editor: Bridge, strict_v1: Bridge) -> None:
     v2_cmds = [
         {"name": "a", "description": "A", "input": {"type": "text", "hint": "h"}},

@@ -2,7 +2,8 @@
 SDK 0.12.1 (a v1 client) served end to end by ``acp-fast demo-agent --protocol 2`` behind
 ``--bridge 1:2``, with the recording, the summary and the state written as without a bridge; and a
 v2 editor (raw frames, each checked against the v2 schema) served by the v1 demo agent behind
-``--bridge 2:1``. Runs on both backends (the subprocesses get ``ACP_FAST_BACKEND``)."""
+``--bridge 2:1`` (the SDK's experimental v2 client through it: tests/test_sdk_bridge_v2.py, run on
+SDK 1.0 by .ci/sdk-versions). Runs on both backends (the subprocesses get ``ACP_FAST_BACKEND``)."""
 
 from __future__ import annotations
 
@@ -163,7 +164,7 @@ def test_v2_editor_through_bridge_to_v1_demo_agent(backend_id: str) -> None:
         send({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": "/work/demo"}})
         sid = until(answer(2))["result"]["sessionId"]
         send({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {"sessionId": sid, "prompt": []}})
-        assert until(answer(3))["result"] == {}  # v2: the acknowledgement
+        assert until(answer(3))["result"] == {"messageId": "acp-fast-message-1"}  # v2: the acknowledgement
         until(lambda message: message.get("params", {}).get("update", {}).get("state") == "idle")
     finally:
         proc.stdin.close()

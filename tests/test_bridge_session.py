@@ -242,8 +242,10 @@ def test_v1_turn_is_acknowledged_then_idle(v2_editor: Bridge) -> None:
     v2_editor.from_editor(prompt(4))
     out = v2_editor.from_agent(upd(sessionUpdate="agent_message_chunk", content={"type": "text", "text": "x"}))
     assert len(out) == 3
-    assert result_of(out[:1], 2, "session/prompt") == {}
+    # the acknowledgement names the user message the prompt inserted (required after v2 alpha.3)
+    assert result_of(out[:1], 2, "session/prompt") == {"messageId": "acp-fast-message-1"}
     assert updates(valid(out[1:], 2))[0] == {"sessionUpdate": "state_update", "state": "running"}
+    assert updates(out[2:])[0]["messageId"] not in (None, "acp-fast-message-1")  # the agent's message: another
     assert len(v2_editor.from_agent(upd(sessionUpdate="usage_update", used=1, size=2))) == 1  # acknowledged once
     out = v2_editor.from_agent(res(4, {"stopReason": "cancelled"}))
     assert updates(valid(out, 2)) == [{"sessionUpdate": "state_update", "state": "idle", "stopReason": "cancelled"}]
@@ -252,7 +254,7 @@ def test_v1_turn_is_acknowledged_then_idle(v2_editor: Bridge) -> None:
 def test_v1_turn_without_updates(v2_editor: Bridge) -> None:
     v2_editor.from_editor(prompt(4))
     out = v2_editor.from_agent(res(4, {"stopReason": "end_turn", "_meta": {"m": 1}}))
-    assert result_of(out[:1], 2, "session/prompt") == {"_meta": {"m": 1}}
+    assert result_of(out[:1], 2, "session/prompt") == {"messageId": "acp-fast-message-1", "_meta": {"m": 1}}
     assert updates(valid(out[1:], 2)) == [{"sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn"}]
 
 

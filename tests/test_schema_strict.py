@@ -385,6 +385,119 @@ def test_schema_validator_follows_the_conversation(backend):
     assert sv.validate(first, sender="agent") == []
 
 
+def _prompt(i: int) -> bytes:
+    return B.request(i, "session/prompt", {"sessionId": "s", "prompt": []})
+
+
+def _titled(i: int, title: bool = False) -> bytes:
+    update: Dict[str, Any] = {"sessionUpdate": "tool_call_update", "toolCallId": f"t{i}"}
+    if title:
+        update["title"] = "T"
+    return B.notification("session/update", {"sessionId": "s", "update": update})
+
+
+def _rules(found: List[Any]) -> List[Tuple[str, str]]:
+    return [(p.rule, p.severity) for p in found]
+
+
+def test_schema_validator_forgets_the_oldest_pending_requests(backend):
+    """Past its limit a conversation forgets the oldest pending request ids; a response to one is
+    then a warning, never an error, and the kept ones are answered as before."""
+    sv = backend.SchemaValidator(protocol_version=1)
+    sv._set_limits(3, 10)
+    for i in range(10):
+        assert sv.validate(_prompt(i), sender="editor") == []
+        assert sv._sizes() == (min(i + 1, 3), 0, max(i - 2, 0))
+    # kept: answered against the request's result, as below the limit
+    assert sv.validate(B.response(9, {"stopReason": "end_turn"}), sender="agent") == []
+    (problem,) = sv.validate(b'{"jsonrpc":"2.0","id":8,"result":{"stopReason":1}}', sender="agent")
+    assert (problem.path, problem.rule) == ("result.stopReason", "schema")
+    # forgotten: may answer one of them, so a warning
+    (warning,) = sv.validate(B.response(0, {"stopReason": "end_turn"}), sender="agent")
+    assert (warning.path, warning.severity, warning.rule) == ("id", "warning", "unexpected-response")
+    assert warning.message == (
+        "expected a response to a request that was made, found one for id 0 (no such request pending; "
+        "7 older requests were forgotten, it may answer one of them)"
+    )
+    # still checked against the schema (any result)
+    assert ("schema", "error") in _rules(sv.validate(b'{"jsonrpc":"2.0","id":1}', sender="agent"))
+    assert sv._sizes() == (1, 0, 7)
+    with pytest.raises(ValueError):
+        sv._set_limits(0, 1)
+
+
+def test_schema_validator_below_the_limits_is_unchanged(backend):
+    sv = backend.SchemaValidator(protocol_version=1)
+    sv._set_limits(4, 3)  # 3 pending throughout, one more in flight
+    for i in range(3):
+        assert sv.validate(_prompt(i), sender="editor") == []
+    (error,) = sv.validate(B.response(7, {"stopReason": "end_turn"}), sender="agent")
+    assert (error.severity, error.rule) == ("error", "unexpected-response")
+    assert error.message.endswith("(no such request pending)")
+    # answered ids make room: thousands of request / answer pairs evict nothing
+    for i in range(3, 2003):
+        assert sv.validate(_prompt(i), sender="editor") == []
+        assert sv.validate(B.response(i, {"stopReason": "end_turn"}), sender="agent") == []
+    assert sv._sizes() == (3, 0, 0)
+    for i in range(3):
+        assert _rules(sv.validate(_titled(i))) == [("tool-call-title", "warning")]
+        assert sv.validate(_titled(i)) == []
+    assert sv._sizes() == (3, 3, 0)
+
+
+def test_schema_validator_forgets_the_oldest_tool_calls(backend):
+    """A tool call forgotten past the limit and reported again without a title is warned about
+    again (the documented consequence); the ones kept are not."""
+    sv = backend.SchemaValidator(protocol_version=1)
+    sv._set_limits(10, 3)
+    for i in range(10):
+        assert _rules(sv.validate(_titled(i))) == [("tool-call-title", "warning")]
+        assert sv.validate(_titled(i)) == []
+        assert sv._sizes() == (0, min(i + 1, 3), 0)
+    assert sv.validate(_titled(9)) == []
+    assert _rules(sv.validate(_titled(0))) == [("tool-call-title", "warning")]
+    assert sv.validate(_titled(1, title=True)) == []
+    assert sv._sizes() == (0, 3, 0)
+
+
+def test_conversation_default_limits(backend):
+    """The defaults: 10,000 pending request ids and 100,000 tool call ids; what is past them does
+    not make memory grow, and a strict decoder never refuses a response to a forgotten request."""
+    sv = backend.SchemaValidator(protocol_version=2)
+
+    def batches(entry: bytes, n: int) -> Iterator[bytes]:
+        for start in range(0, n, 1000):
+            yield (
+                b"["
+                + b",".join(entry.replace(b"#", str(i).encode()) for i in range(start, min(start + 1000, n)))
+                + b"]"
+            )
+
+    for frame in batches(_prompt(0).strip().replace(b'"id":0', b'"id":#'), 10_001):
+        assert sv.validate(frame, sender="editor") == []
+    assert sv._sizes() == (10_000, 0, 1)
+    for frame in batches(_titled(0, title=True).strip().replace(b'"t0"', b'"t#"'), 100_001):
+        assert sv.validate(frame, sender="agent") == []
+    assert sv._sizes() == (10_000, 100_000, 1)
+    decoder = backend.FrameDecoder(strict_schema=1)
+    for i in range(10_001):
+        decoder.sent(_prompt(i))
+    got = decoder.feed(B.response(0, {"stopReason": "end_turn"}) + B.response(10_000, {"stopReason": "end_turn"}))
+    assert [r.kind for r in got] == ["response", "response"]
+
+
+def test_conversation_limits_backends_agree(both_backends):
+    native, fallback = both_backends
+    frames = [_prompt(i) for i in range(12)] + [B.response(i, {"stopReason": "end_turn"}) for i in (0, 11, 11, 5)]
+    frames += [_titled(i % 7, title=i % 3 == 0) for i in range(30)]
+    out = []
+    for module in (native, fallback):
+        sv = module.SchemaValidator(protocol_version=1)
+        sv._set_limits(4, 3)
+        out.append([(sv.validate(f, sender="editor" if b'"method"' in f else "agent"), sv._sizes()) for f in frames])
+    assert out[0] == out[1]
+
+
 def test_fallback_without_engines_names_the_extra(monkeypatch):
     from acp_fast._fallback import schema as fallback
 
@@ -485,3 +598,227 @@ def test_frame_decoder_strict_schema(backend):
     assert [p.rule for p in fixed[2].problems] == ["schema"]
     with pytest.raises(ValueError):
         backend.FrameDecoder(strict_schema=3)
+
+
+def test_frame_decoder_strict_schema_sent(backend):
+    """A decoder told what was sent reads one direction of a connection: a response read answers
+    a request sent (checked against that request's result), never one read."""
+    ask = B.request(0, "session/request_permission", _permission_params())
+    answer = B.response(0, {"sessionId": "s1"})
+    plain = backend.FrameDecoder(strict_schema=1)
+    # not told: the answer pairs with the request read, and is not its result
+    assert [r.kind for r in plain.feed(ask + answer)] == ["request", "schema"]
+    decoder = backend.FrameDecoder(strict_schema=1)
+    assert decoder.sent(B.request(0, "session/new", {"cwd": "/", "mcpServers": []})) is None
+    got = decoder.feed(ask + answer + answer)
+    assert [r.kind for r in got] == ["request", "response", "schema"]
+    assert [p.rule for p in got[2].problems] == ["unexpected-response"]
+    # what was sent is checked against the version in force: a result sent is the answer
+    decoder.sent({"jsonrpc": "2.0", "id": 0, "result": {"outcome": {"outcome": "cancelled"}}})
+    decoder.sent(b"not json\n")  # nothing to learn
+    assert [r.kind for r in decoder.feed(B.response(0, {"sessionId": "s2"}))] == ["schema"]
+    # without strict_schema: nothing
+    assert backend.FrameDecoder().sent(ask) is None
+
+
+# --------------------------------------------------------------------------------------------
+# ToolCallStore(strict_schema=...)
+# --------------------------------------------------------------------------------------------
+
+
+def _tool_call(tcid: str, **fields: Any) -> Dict[str, Any]:
+    return {"sessionUpdate": "tool_call_update", "toolCallId": tcid, "title": tcid.upper(), **fields}
+
+
+def _update(update: Dict[str, Any]) -> bytes:
+    return B.notification("session/update", {"sessionId": "s", "update": update})
+
+
+def _batch(*updates: Dict[str, Any]) -> bytes:
+    entries = [
+        {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s", "update": u}} for u in updates
+    ]
+    return acp_fast.dumps(entries) + b"\n"
+
+
+def _outcome(results: List[Any]) -> List[Any]:
+    """Changes as tuples, DecodeErrors as (kind, code, line, message, raw, problem paths)."""
+    out: List[Any] = []
+    for r in results:
+        if isinstance(r, acp_fast.DecodeError):
+            paths = [p.path for p in getattr(r, "problems", [])]
+            out.append((r.kind, r.code, r.line, str(r), r.raw, paths))
+        else:
+            out.append(r if r is None else tuple(r))
+    return out
+
+
+def test_tool_call_store_strict_schema(backend):
+    bad_kind = _update(_tool_call("b", kind="mine"))  # v2: a custom kind must begin with "_"
+    stream = (
+        B.request(1, "initialize", {"protocolVersion": 2})
+        + B.response(1, {"protocolVersion": 2, "agentCapabilities": {}})
+        + _update(_tool_call("a", kind="read"))
+        + bad_kind
+        + _batch(_tool_call("c"), _tool_call("d", status="done"))
+        + b'{"jsonrpc":"2.0","id":9,"result":{"protocolVersion":1}}\n'  # nothing asked for id 9
+        + b"not json\n"
+    )
+    plain = backend.ToolCallStore()
+    assert [r.kind if isinstance(r, acp_fast.DecodeError) else r.action for r in plain.feed(stream)] == [
+        "negotiated",
+        "created",
+        "created",
+        "created",
+        "created",
+        "negotiated",
+        "unexpected_character",
+    ]
+    store = backend.ToolCallStore(strict_schema=True)
+    got = store.feed(stream)
+    assert [r.kind if isinstance(r, acp_fast.DecodeError) else r.action for r in got] == [
+        "negotiated",
+        "created",
+        "schema",  # line 4, whole
+        "created",  # line 5, entry 0
+        "schema",  # line 5, entry 1
+        "schema",  # line 6
+        "unexpected_character",
+    ]
+    assert [(r.code, r.line) for r in got if isinstance(r, acp_fast.DecodeError)] == [
+        (-32602, 4),
+        (-32602, 5),
+        (-32602, 6),
+        (-32700, 7),
+    ]
+    assert got[2].raw == bad_kind[:-1] and [p.rule for p in got[2].problems] == ["custom-value-prefix"]
+    assert str(got[2]).startswith('expected "params.update.kind" to be one of "read"')
+    # a batch entry: its own bytes, the path within the frame
+    assert json.loads(got[4].raw)["params"]["update"]["toolCallId"] == "d"
+    assert [p.path for p in got[4].problems] == ["[1].params.update.status"]
+    assert [p.rule for p in got[5].problems] == ["unexpected-response"]
+    # refused frames changed nothing: not the tool calls, not the negotiated version
+    assert sorted(store.snapshot()["s"]) == ["a", "c"]
+    assert store.negotiated_version == 2 and plain.negotiated_version == 1
+    assert store.line == 7
+
+
+def test_tool_call_store_strict_schema_options(backend):
+    assert backend.ToolCallStore().strict_schema is False
+    for arg, shown in [(None, False), (False, False), (True, True), (1, 1), (2, 2)]:
+        assert backend.ToolCallStore(strict_schema=arg).strict_schema is shown
+    for arg in (3, 0, "yes", 1.0):
+        with pytest.raises(ValueError, match=r"^expected strict_schema to be a bool, 1 or 2, found "):
+            backend.ToolCallStore(strict_schema=arg)
+    # a checkpoint keeps the state, not the decoding options (as max_frame_bytes)
+    strict = backend.ToolCallStore(strict_schema=2)
+    assert backend.ToolCallStore.from_json(strict.to_json()).strict_schema is False
+    # the default store applies what strict ones refuse
+    custom = _update(_tool_call("x", kind="mine"))
+    assert backend.ToolCallStore(2).apply(custom).action == "created"
+    with pytest.raises(acp_fast.DecodeError):
+        backend.ToolCallStore(strict_schema=2).apply(custom)
+    # 1 or 2 fix the version: an initialize answer does not change it
+    v1 = backend.ToolCallStore(strict_schema=1)
+    v1.apply(B.request(1, "initialize", {"protocolVersion": 2}))
+    v1.apply(B.response(1, {"protocolVersion": 2, "agentCapabilities": {}}))
+    v1_only = _update(_tool_call("y", kind="read", status="pending"))
+    (error,) = v1.feed(_batch(_tool_call("y")))
+    assert (error.kind, error.line, error.raw) == ("schema", 1, _batch(_tool_call("y"))[:-1])
+    assert str(error) == "expected the message to be an object (batches exist in protocol v2 only), found array"
+    assert v1.apply(v1_only).action == "created"
+
+
+def test_tool_call_store_strict_schema_apply(backend):
+    store = backend.ToolCallStore(strict_schema=2)
+    bad = _update(_tool_call("b", status="done"))
+    # every form of apply refuses a frame that fails, raising as for any bad frame
+    for frame in (bad, bad.decode(), json.loads(bad), backend.decode(bad)):
+        with pytest.raises(acp_fast.DecodeError) as info:
+            store.apply(frame)
+        assert (info.value.kind, info.value.code, info.value.line) == ("schema", -32602, None)
+        assert info.value.raw == bad[:-1]
+        assert [p.path for p in info.value.problems] == ["params.update.status"]
+    # a batch: one result per entry, the refused entry's DecodeError returned
+    frame = _batch(_tool_call("a"), _tool_call("b", status="done"), _tool_call("c"))
+    results = store.apply(frame)
+    assert [type(r).__name__ for r in results] == ["Change", "DecodeError", "Change"]
+    assert results[1].kind == "schema" and json.loads(results[1].raw)["params"]["update"]["toolCallId"] == "b"
+    # a decoded batch: each entry checked alone
+    entries = store.apply(backend.decode(_batch(_tool_call("d"), _tool_call("e", kind="mine"))))
+    assert [type(r).__name__ for r in entries] == ["Change", "DecodeError"]
+    assert [p.path for p in entries[1].problems] == ["params.update.kind"]
+    assert sorted(store.snapshot()["s"]) == ["a", "c", "d"]
+    # with changes=False, the errors still come
+    (quiet,) = store.feed(bad, changes=False)
+    assert quiet.kind == "schema" and quiet.line == 1
+
+
+def test_tool_call_store_strict_schema_source(backend):
+    """``source`` names the sender: a response answers a request from the other side."""
+    asked = B.request(7, "session/request_permission", _permission_params())
+    answer = B.response(7, {"outcome": {"outcome": "selected", "optionId": "ok"}})
+    for source, refused in [(None, False), ("client", False), ("agent", True)]:
+        store = backend.ToolCallStore(strict_schema=1)
+        assert store.apply(asked, source="agent").action == "requested"
+        if refused:
+            with pytest.raises(acp_fast.DecodeError, match="expected a response to a request that was made"):
+                store.apply(answer, source=source)
+            assert store.pending_permissions("s") != []
+        else:
+            assert store.apply(answer, source=source).action == "resolved"
+            assert store.pending_permissions("s") == []
+
+
+def _permission_params() -> Dict[str, Any]:
+    return {
+        "sessionId": "s",
+        "toolCall": {"toolCallId": "t", "title": "T"},
+        "options": [{"optionId": "ok", "name": "OK", "kind": "allow_once"}],
+    }
+
+
+def _mutated_stream(profile: str, seed: int) -> bytes:
+    """The frames of a profile, every third one mutated."""
+    rng = random.Random(seed)
+    out = []
+    for i, frame in enumerate(traffic.frames(profile, 300, seed=seed)):
+        if i % 3 == 2:
+            frame = acp_fast.dumps(mutate(json.loads(frame), rng)) + b"\n"
+        out.append(frame)
+    return b"".join(out)
+
+
+@pytest.mark.parametrize("profile", ["mixed", "v2"])
+def test_tool_call_store_strict_schema_on_mutated_traffic(backend, profile):
+    """The store refuses the frames a strict FrameDecoder refuses (those it does not refuse for a
+    reason of its own first, such as a batch entry that is not a message), and ends in the state
+    of a default store fed only the others."""
+    version = traffic.PROTOCOL_VERSIONS[profile]
+    stream = _mutated_stream(profile, 17)
+    refused = {
+        r.line
+        for r in backend.FrameDecoder(strict_schema=version).feed(stream)
+        if isinstance(r, acp_fast.DecodeError) and r.kind == "schema"
+    }
+    assert len(refused) > 20
+    store = backend.ToolCallStore(strict_schema=version)
+    results = store.feed(stream)
+    errors = {r.line: r.kind for r in results if isinstance(r, acp_fast.DecodeError)}
+    schema = {line for line, kind in errors.items() if kind == "schema"}
+    assert schema <= refused and refused <= set(errors) and len(schema) > 20
+    lines = stream.splitlines(keepends=True)
+    kept = b"".join(line for n, line in enumerate(lines, 1) if n not in refused)
+    plain = backend.ToolCallStore()
+    plain.feed(kept)
+    assert store.state() == plain.state()
+
+
+@pytest.mark.parametrize("profile", ["mixed", "v2"])
+def test_tool_call_store_strict_schema_backends_agree(both_backends, profile):
+    native, fallback = both_backends
+    stream = _mutated_stream(profile, 23)
+    stores = [b.ToolCallStore(strict_schema=True) for b in (native, fallback)]
+    outcomes = [_outcome(s.feed(stream, source="agent")) for s in stores]
+    assert outcomes[0] == outcomes[1]
+    assert stores[0].state() == stores[1].state()

@@ -173,6 +173,10 @@ class FrameDecoder:
         """Feed bytes; returns the results of every line completed by them, in order."""
     def finish(self) -> List[_FeedResult]:
         """End of input: decode a last line that has no newline."""
+    def sent(self, message: Union[_Buffer, Message, Dict[str, Any], List[Any]]) -> None:
+        """With ``strict_schema``: a frame sent the other way on the same connection, so that the
+        responses read are checked against the requests sent (and the requests read are
+        answered); without it, nothing."""
     @property
     def line(self) -> int:
         """Lines completed so far (blank ones included)."""
@@ -240,12 +244,16 @@ class ToolCallStore:
         max_permissions: Optional[int] = 1000,
         max_updates: Optional[int] = 1000,
         max_terminals: Optional[int] = 1000,
+        strict_schema: Union[bool, int, None] = False,
     ) -> ToolCallStore:
         """An empty store: ``protocol_version`` 1 or 2 (None: the negotiated one, else 1);
         ``max_tool_calls`` bounds the finished tool calls kept; ``max_frame_bytes`` as for
         :class:`FrameDecoder`; the bounds inside sessions (None: no bound): output bytes kept per
         terminal, content items per tool call, plans and permission records per session, unknown
-        updates per session (0: none). See docs/API.md "Bounds and checkpoints"."""
+        updates per session (the last ones; 0: none), terminals per session (the oldest exited
+        dropped first). See docs/API.md "Bounds and checkpoints". ``strict_schema``
+        as for :class:`FrameDecoder`: a frame (or batch entry) that fails the schema check is
+        reported as a :class:`DecodeError` of kind ``schema`` and not applied."""
     def apply(self, frame: _ApplyFrame, *, source: Optional[str] = None) -> Any:
         """Apply one frame (a Message, a Batch, bytes/str, a dict or a list of dicts): a
         :class:`Change` or None (a list for a batch); raises DecodeError for a bad frame.
@@ -319,6 +327,9 @@ class ToolCallStore:
     def max_terminals(self) -> Optional[int]:
         """Terminals kept per session (the oldest exited ones dropped first; None: no bound)."""
     @property
+    def strict_schema(self) -> Union[bool, int]:
+        """``strict_schema`` as given: False (off), True (follows the negotiation), 1 or 2."""
+    @property
     def evicted(self) -> int:
         """Tool calls dropped by the ``max_tool_calls`` bound."""
     @property
@@ -361,6 +372,10 @@ class SchemaValidator:
     @property
     def unstable(self) -> bool:
         """Whether the unstable surface is accepted."""
+    def _sizes(self) -> Tuple[int, int, int]:
+        """Test-only: (pending request ids, tool call ids remembered, pending requests forgotten)."""
+    def _set_limits(self, pending: int, tool_calls: int) -> None:
+        """Test-only: start the conversation afresh with these limits (each at least 1)."""
 
 class _ArrowStream(Protocol):
     """What :meth:`FrameColumns.finish` returns: an Arrow stream of record batches (the Arrow

@@ -9,7 +9,9 @@
   and the state engine replays them in order).
 
 Blocks are ``pyarrow`` tables. The order of rows across blocks is Ray Data's (sort by ``file``
-and ``line`` / ``first_line`` for a stable order). Needs ``pip install 'acp-fast[ray]'``.
+and ``line`` / ``first_line`` for a stable order). On a cluster of a few CPUs, Ray Data's
+operator reservation runs the reads one at a time at first: docs/ANALYTICS.md ("Dask and Ray")
+says how to turn it off. Needs ``pip install 'acp-fast[ray]'``.
 """
 
 from __future__ import annotations

@@ -488,6 +488,16 @@ impl PyFrameDecoder {
         self.collect(py, None)
     }
 
+    /// With `strict_schema`: a frame sent the other way on the same connection, so that the
+    /// responses read are checked against the requests sent (and the requests read are answered);
+    /// without it, nothing.
+    fn sent(&self, py: Python<'_>, message: &Bound<'_, PyAny>) -> PyResult<()> {
+        match &mut self.decoder.lock(py)?.strict {
+            Some(strict) => strict.sent(py, message),
+            None => Ok(()),
+        }
+    }
+
     #[getter]
     fn line(&self, py: Python<'_>) -> PyResult<u64> {
         Ok(self.decoder.lock(py)?.decoder.framer().line())

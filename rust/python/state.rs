@@ -18,6 +18,7 @@ use super::frames::{source_of, PyMessage};
 use super::records::{
     id_object, permission_dict, terminal_dict, text, tool_call_dict, truncated_dict, value, PyChange,
 };
+use super::schema::{Strict, Verdict};
 use super::strcache::{token_str, CacheGuard, VALUES};
 use crate::error::DecodeError;
 use crate::framing::{Event, Framer, DEFAULT_MAX_FRAME_BYTES};
@@ -68,6 +69,8 @@ struct StoreState {
     framer: Framer,
     /// While `feed(..., changes=False)` runs: build no `Change` objects.
     quiet: bool,
+    /// `strict_schema`: the schema check every frame passes before it is applied.
+    strict: Option<Strict>,
 }
 
 fn target_str<'py>(py: Python<'py>, t: Target) -> &'py Bound<'py, PyString> {
@@ -150,7 +153,9 @@ fn shifted(e: DecodeError, by: usize) -> DecodeError {
 
 impl StoreState {
     /// Apply every message of the frame `data` (no line ending). Single messages: `Ok(change)`
-    /// or `Err(error)`; batches: one item per entry pushed to `out`.
+    /// or `Err(error)`; batches: one item per entry pushed to `out`. With `strict_schema`, a
+    /// frame (or batch entry) that fails the schema check is reported instead of applied.
+    /// Returns whether the frame as a whole was refused by that check.
     #[allow(clippy::too_many_arguments)]
     fn apply_frame<'py>(
         &mut self,
@@ -163,27 +168,46 @@ impl StoreState {
         out: &mut dyn FnMut(Bound<'py, PyAny>) -> PyResult<()>,
         batch_nones: bool,
         captured: Option<&Captured>,
-    ) -> PyResult<()> {
+    ) -> PyResult<bool> {
         let origin = |line: Option<u64>| match line {
             Some(line) => Origin::Stream { line },
             None => Origin::Document(data),
         };
+        let mut refused: Vec<Option<Bound<'py, PyAny>>> = Vec::new();
+        if let (Some(strict), Ok(frame)) = (&mut self.strict, &parsed) {
+            let ranges: Option<Vec<(usize, usize)>> = match frame {
+                Frame::Single(_) => None,
+                Frame::Batch(entries) => Some(entries.iter().map(|e| (e.start, e.end)).collect()),
+            };
+            match strict.check(py, data, ranges.as_deref(), source.name(), line)? {
+                Verdict::Valid => {}
+                Verdict::Frame(error) => {
+                    out(error)?;
+                    return Ok(true);
+                }
+                Verdict::Entries(errors) => refused = errors,
+            }
+        }
         match parsed {
             Ok(Frame::Single(env)) => match self.store.apply_captured(data, &env, captured, source) {
-                Ok(Some(_)) if self.quiet => Ok(()),
-                Ok(Some(c)) => out(change_object(py, &self.store, data, &c, cache)?),
+                Ok(Some(_)) if self.quiet => Ok(false),
+                Ok(Some(c)) => out(change_object(py, &self.store, data, &c, cache)?).map(|()| false),
                 Ok(None) => {
                     if batch_nones {
                         out(py.None().into_bound(py))?;
                     }
-                    Ok(())
+                    Ok(false)
                 }
-                Err(e) => out(decode_error_object(py, &e, origin(line), Some(data))?),
+                Err(e) => out(decode_error_object(py, &e, origin(line), Some(data))?).map(|()| false),
             },
             Ok(Frame::Batch(entries)) => {
+                let mut refused = refused.into_iter();
                 for entry in entries {
                     let bytes = &data[entry.start..entry.end];
+                    let schema_error = refused.next().flatten();
                     let item = match entry.result {
+                        // The entry's own decode error comes first; then the schema's verdict.
+                        Ok(_) if schema_error.is_some() => schema_error,
                         Ok(env) => match self.store.apply(bytes, &env, source) {
                             Ok(Some(_)) if self.quiet => None,
                             Ok(Some(c)) => Some(change_object(py, &self.store, bytes, &c, cache)?),
@@ -203,9 +227,9 @@ impl StoreState {
                         None => {}
                     }
                 }
-                Ok(())
+                Ok(false)
             }
-            Err(e) => out(decode_error_object(py, &e, origin(line), Some(data))?),
+            Err(e) => out(decode_error_object(py, &e, origin(line), Some(data))?).map(|()| false),
         }
     }
 
@@ -237,6 +261,7 @@ impl StoreState {
                             false,
                             Some(&cap),
                         )
+                        .map(|_| ())
                     }
                     Event::TooLarge { line } => {
                         decode_error_object(py, &crate::framing::too_large(max), Origin::Stream { line }, None)
@@ -333,6 +358,7 @@ impl StoreState {
         max_permissions: LimitArg<'_>,
         max_updates: LimitArg<'_>,
         max_terminals: LimitArg<'_>,
+        strict_schema: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let version = version_arg(protocol_version)?;
         let max = max_arg(max_tool_calls)?;
@@ -350,6 +376,7 @@ impl StoreState {
             store: Store::with_limits(version, max, limits),
             framer: Framer::new(max_frame_bytes),
             quiet: false,
+            strict: Strict::from_arg(strict_schema)?,
         })
     }
 
@@ -368,6 +395,11 @@ impl StoreState {
             let m = m.get();
             let data = m.raw_bytes(py);
             let env: Envelope = *m.envelope();
+            if let Some(strict) = &mut self.strict {
+                if let Verdict::Frame(error) = strict.check(py, data, None, source.name(), None)? {
+                    return Err(PyErr::from_value(error));
+                }
+            }
             return match self.store.apply(data, &env, source) {
                 Ok(Some(c)) => change_object(py, &self.store, data, &c, &mut cache),
                 Ok(None) => Ok(py.None().into_bound(py)),
@@ -425,7 +457,7 @@ impl StoreState {
         let parsed = parse_frame(data);
         let is_batch = matches!(parsed, Ok(Frame::Batch(_)));
         let mut items: Vec<Bound<'py, PyAny>> = Vec::new();
-        self.apply_frame(
+        let refused = self.apply_frame(
             py,
             data,
             parsed,
@@ -439,7 +471,7 @@ impl StoreState {
             true,
             None,
         )?;
-        if is_batch {
+        if is_batch && !refused {
             return Ok(PyList::new(py, items)?.into_any());
         }
         let item = items.pop().unwrap_or_else(|| py.None().into_bound(py));
@@ -718,6 +750,7 @@ impl StoreState {
                 store,
                 framer: Framer::new(DEFAULT_MAX_FRAME_BYTES),
                 quiet: false,
+                strict: None,
             }),
         )?;
         Ok(obj.into_any())
@@ -733,6 +766,14 @@ impl StoreState {
 
     fn max_tool_calls(&self) -> Option<usize> {
         self.store.max_tool_calls()
+    }
+
+    /// `strict_schema` as given: False (off), True (follows the negotiation), 1 or 2.
+    fn strict_schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        match &self.strict {
+            Some(strict) => strict.setting(py),
+            None => Ok(PyBool::new(py, false).to_owned().into_any()),
+        }
     }
 
     /// The bounds inside sessions (`max_terminal_bytes`, ..., `max_terminals`).

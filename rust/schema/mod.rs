@@ -33,7 +33,9 @@ use std::collections::HashMap;
 use hashbrown::HashMap as FastMap;
 
 pub use compile::{Compiled, NodeId};
-pub use rules::{Conversation, CUSTOM_VALUE_PREFIX, TOOL_CALL_TITLE, UNEXPECTED_RESPONSE};
+pub use rules::{
+    Conversation, CUSTOM_VALUE_PREFIX, MAX_PENDING_IDS, MAX_TOOL_CALL_IDS, TOOL_CALL_TITLE, UNEXPECTED_RESPONSE,
+};
 pub use tape::Tape;
 
 use check::Check;

@@ -9,11 +9,13 @@
 //!   still pending).
 //!
 //! The first needs only the message; the other two need the conversation so far
-//! ([`Conversation`]).
+//! ([`Conversation`]), which remembers at most [`MAX_PENDING_IDS`] pending request ids and
+//! [`MAX_TOOL_CALL_IDS`] tool call ids, forgetting the oldest first (see there for what a
+//! forgotten one changes).
 //!
 //! Mirror: `_fallback/schema/rules.py`.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use super::check::{listed, needs_prefix, Check};
 use super::compile::{Compiled, Lit, NodeId};
@@ -30,6 +32,19 @@ pub const PREFIXED_ENUMS: [&str; 3] = ["ToolKind", "ToolCallStatus", "Permission
 pub const CUSTOM_VALUE_PREFIX: &str = "custom-value-prefix";
 pub const TOOL_CALL_TITLE: &str = "tool-call-title";
 pub const UNEXPECTED_RESPONSE: &str = "unexpected-response";
+
+/// The most request ids a [`Conversation`] keeps pending (each with at most one request per
+/// sender). A connection has a few requests in flight at a time (a prompt per session, the
+/// agent's permission, file and terminal requests); 10,000 unanswered ones is no honest session.
+/// Past it the oldest id is forgotten; a response to it is then reported as a warning, not an
+/// error (see [`Conversation`]). Measured: under 10 MB at the limit.
+pub const MAX_PENDING_IDS: usize = 10_000;
+
+/// The most (sessionId, toolCallId) pairs a [`Conversation`] remembers for `tool-call-title`.
+/// A long, busy session makes thousands of tool calls (one every 5 s for a day: 17,280); past
+/// 100,000 the oldest is forgotten, and a later report of it without a title is warned about
+/// again. Measured with UUID-sized ids: ~30 MB at the limit (the fallback: ~85 MB).
+pub const MAX_TOOL_CALL_IDS: usize = 100_000;
 
 /// Mark the nodes of `PREFIXED_ENUMS` (protocol v2).
 pub fn mark(c: &mut Compiled, version: u8) {
@@ -118,18 +133,50 @@ pub fn custom_values(check: &mut Check<'_>, id: NodeId, at: u32, path: &mut Vec<
 
 /// The conversation so far, for the rules that need it: the requests still pending (by sender
 /// and id) and the tool calls already reported (by session and id).
-#[derive(Debug, Default)]
+///
+/// Both are bounded ([`MAX_PENDING_IDS`], [`MAX_TOOL_CALL_IDS`], or [`Conversation::with_limits`]):
+/// past a limit the oldest entry (in the order first seen) is forgotten, in O(1) amortised.
+/// Forgetting never makes a valid frame an error: once any request was forgotten, a response
+/// to an id with no pending request may answer one of them, so `unexpected-response` is then a
+/// warning (and the response is checked against any result, its method being unknown). A tool
+/// call forgotten and reported again without a title gets the `tool-call-title` warning again.
+#[derive(Debug)]
 pub struct Conversation {
-    /// By id: (sender, method) of each pending request, in the order they were made.
-    pending: HashMap<Vec<u8>, Vec<Pending>>,
+    /// By id: when it was first seen pending (see `order`) and the (sender, method) of each of its
+    /// pending requests, in the order they were made.
+    pending: HashMap<Vec<u8>, Requests>,
+    /// The pending ids in the order first seen, by their `Requests::seq`; an entry whose id was
+    /// answered since (or seen again with another `seq`) is stale, skipped and compacted away.
+    order: VecDeque<(u64, Vec<u8>)>,
+    /// The `seq` of the next id to become pending.
+    seq: u64,
+    /// How many pending requests were forgotten to stay within `pending_limit`.
+    evicted: u64,
     tool_calls: HashSet<(Vec<u8>, Vec<u8>)>,
+    /// The keys of `tool_calls` in the order first seen.
+    tool_call_order: VecDeque<(Vec<u8>, Vec<u8>)>,
+    pending_limit: usize,
+    tool_call_limit: usize,
     /// The protocol version of the answer to `initialize` (1 for an answer of 1 or less, else 2),
     /// once there was one: for callers that follow the negotiation.
     pub negotiated: Option<u8>,
 }
 
+/// The pending requests of one id.
+#[derive(Debug)]
+struct Requests {
+    seq: u64,
+    list: Vec<Pending>,
+}
+
 /// A pending request: who sent it (`None`: not said) and its method.
 type Pending = (Option<Box<str>>, Box<str>);
+
+impl Default for Conversation {
+    fn default() -> Self {
+        Self::new()
+    }
+}
 
 /// An id as a key: its type and its text (`1` and `"1"` differ).
 fn id_key(data: &[u8], e: &Entry) -> Vec<u8> {
@@ -165,8 +212,107 @@ fn text(data: &[u8], tape: &Tape, at: Option<u32>) -> Option<Vec<u8>> {
 }
 
 impl Conversation {
+    /// A conversation with the default limits ([`MAX_PENDING_IDS`], [`MAX_TOOL_CALL_IDS`]).
     pub fn new() -> Self {
-        Self::default()
+        Self::with_limits(MAX_PENDING_IDS, MAX_TOOL_CALL_IDS)
+    }
+
+    /// A conversation that keeps at most `pending` request ids pending and remembers at most
+    /// `tool_calls` tool call ids (each at least 1).
+    pub fn with_limits(pending: usize, tool_calls: usize) -> Self {
+        Self {
+            pending: HashMap::new(),
+            order: VecDeque::new(),
+            seq: 0,
+            evicted: 0,
+            tool_calls: HashSet::new(),
+            tool_call_order: VecDeque::new(),
+            pending_limit: pending.max(1),
+            tool_call_limit: tool_calls.max(1),
+            negotiated: None,
+        }
+    }
+
+    /// (pending request ids, tool call ids remembered, pending requests forgotten so far).
+    pub fn sizes(&self) -> (usize, usize, u64) {
+        (self.pending.len(), self.tool_calls.len(), self.evicted)
+    }
+
+    /// The lengths of the order queues (pending ids, tool calls), stale entries included.
+    #[cfg(test)]
+    pub(super) fn queued(&self) -> (usize, usize) {
+        (self.order.len(), self.tool_call_order.len())
+    }
+
+    /// A request of `method` with id `id` from `from` is pending; forget the oldest id past the
+    /// limit.
+    fn add_pending(&mut self, id: Vec<u8>, from: Option<Box<str>>, method: Box<str>) {
+        use std::collections::hash_map::Entry as Slot;
+        match self.pending.entry(id) {
+            Slot::Occupied(mut slot) => {
+                let list = &mut slot.get_mut().list;
+                match list.iter_mut().find(|(s, _)| *s == from) {
+                    Some(entry) => entry.1 = method,
+                    None => list.push((from, method)),
+                }
+                return;
+            }
+            Slot::Vacant(slot) => {
+                self.order.push_back((self.seq, slot.key().clone()));
+                slot.insert(Requests {
+                    seq: self.seq,
+                    list: vec![(from, method)],
+                });
+                self.seq += 1;
+            }
+        }
+        while self.pending.len() > self.pending_limit {
+            let Some((seq, id)) = self.order.pop_front() else { break };
+            if self.pending.get(&id).is_some_and(|r| r.seq == seq) {
+                let gone = self.pending.remove(&id).map_or(0, |r| r.list.len());
+                self.evicted += gone as u64;
+            }
+        }
+        // Answered ids leave stale entries in `order`: drop them once they outnumber the live
+        // ones (each compaction is paid for by the pushes and answers since the last).
+        if self.order.len() > 2 * self.pending.len() + 32 {
+            let pending = &self.pending;
+            self.order
+                .retain(|(seq, id)| pending.get(id).is_some_and(|r| r.seq == *seq));
+        }
+    }
+
+    /// The method of the earliest pending request with id `id` answered by `sender` (from
+    /// another sender, or any when `None`), no longer pending.
+    fn answer(&mut self, id: &[u8], sender: Option<&str>) -> Option<Box<str>> {
+        let requests = self.pending.get_mut(id)?;
+        let at = requests
+            .list
+            .iter()
+            .position(|(s, _)| sender.is_none() || s.as_deref() != sender);
+        let found = at.map(|at| requests.list.remove(at).1);
+        if requests.list.is_empty() {
+            self.pending.remove(id);
+        }
+        found
+    }
+
+    /// Remember that tool call `id` of `session` was reported: false when it already was.
+    /// Forget the oldest past the limit.
+    fn add_tool_call(&mut self, session: Vec<u8>, id: Vec<u8>) -> bool {
+        let key = (session, id);
+        if self.tool_calls.contains(&key) {
+            return false;
+        }
+        self.tool_calls.insert(key.clone());
+        self.tool_call_order.push_back(key);
+        while self.tool_calls.len() > self.tool_call_limit {
+            let Some(old) = self.tool_call_order.pop_front() else {
+                break;
+            };
+            self.tool_calls.remove(&old);
+        }
+        true
     }
 
     /// The problems of one frame, `sender` being the side it comes from (any name; a response
@@ -213,29 +359,14 @@ impl Conversation {
         let id = tape.member(data, at, b"id").map(|i| id_key(data, tape.get(i)));
         let mut hint: Option<Box<str>> = None;
         if tape.member(data, at, b"method").is_some() {
-            if let (Some(method), Some(id)) = (&method, &id) {
-                let method: Box<str> = String::from_utf8_lossy(method).into();
-                let from = sender.map(Box::from);
-                let list = self.pending.entry(id.clone()).or_default();
-                match list.iter_mut().find(|(s, _)| *s == from) {
-                    Some(entry) => entry.1 = method,
-                    None => list.push((from, method)),
-                }
+            if let (Some(method), Some(id)) = (&method, id) {
+                self.add_pending(id, sender.map(Box::from), String::from_utf8_lossy(method).into());
             }
             if method.as_deref() == Some(b"session/update") {
                 self.tool_call(data, tape, at, &path, out);
             }
         } else if let Some(id) = &id {
-            let list = self.pending.get_mut(id);
-            let found = list.and_then(|list| {
-                let at = list
-                    .iter()
-                    .position(|(s, _)| sender.is_none() || s.as_deref() != sender)?;
-                Some(list.remove(at).1)
-            });
-            if self.pending.get(id).is_some_and(Vec::is_empty) {
-                self.pending.remove(id);
-            }
+            let found = self.answer(id, sender);
             match found {
                 Some(method) => hint = Some(method),
                 None => {
@@ -244,12 +375,23 @@ impl Conversation {
                         .map(|i| json_text(data, tape.get(i)))
                         .unwrap_or_default();
                     path.push(PathItem::Key("id".to_owned()));
+                    let (severity, forgotten) = match self.evicted {
+                        0 => (Severity::Error, String::new()),
+                        1 => (
+                            Severity::Warning,
+                            "; 1 older request was forgotten, it may answer it".to_owned(),
+                        ),
+                        n => (
+                            Severity::Warning,
+                            format!("; {n} older requests were forgotten, it may answer one of them"),
+                        ),
+                    };
                     out.push(Problem {
                         path: path.clone(),
                         message: format!(
-                            "expected a response to a request that was made, found one for id {shown} (no such request pending)"
+                            "expected a response to a request that was made, found one for id {shown} (no such request pending{forgotten})"
                         ),
-                        severity: Severity::Error,
+                        severity,
                         rule: UNEXPECTED_RESPONSE,
                     });
                     path.pop();
@@ -302,7 +444,7 @@ impl Conversation {
         ) else {
             return;
         };
-        if !self.tool_calls.insert((session, id.clone())) {
+        if !self.add_tool_call(session, id.clone()) {
             return;
         }
         let titled = tape

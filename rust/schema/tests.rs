@@ -160,6 +160,151 @@ fn conversation_rules() {
         .is_empty());
 }
 
+fn request(id: usize) -> String {
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"session/prompt","params":{{"sessionId":"s","prompt":[]}}}}"#)
+}
+
+fn response(id: usize) -> String {
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"stopReason":"end_turn"}}}}"#)
+}
+
+fn tool_update(id: usize, title: bool) -> String {
+    let title = if title { r#","title":"t""# } else { "" };
+    format!(
+        r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s","update":{{"sessionUpdate":"tool_call_update","toolCallId":"t{id}"{title}}}}}}}"#
+    )
+}
+
+#[test]
+fn conversation_forgets_the_oldest_pending_requests() {
+    let s = schema(1, false);
+    let mut conv = Conversation::with_limits(3, 10);
+    let mut tape = Tape::default();
+    let mut check = |conv: &mut Conversation, frame: String, sender: &str| {
+        conv.check(&s, frame.as_bytes(), Some(sender), &mut tape).unwrap()
+    };
+    for id in 0..10 {
+        assert!(check(&mut conv, request(id), "client").is_empty());
+        assert_eq!(conv.sizes().0, (id + 1).min(3));
+    }
+    assert_eq!(conv.sizes(), (3, 0, 7));
+    // Kept: answered as before, against the method's result.
+    assert!(check(&mut conv, response(9), "agent").is_empty());
+    let bad = r#"{"jsonrpc":"2.0","id":8,"result":{"stopReason":1}}"#.to_owned();
+    let found = check(&mut conv, bad, "agent");
+    assert_eq!(
+        found.iter().map(|p| (render(&p.path), p.rule)).collect::<Vec<_>>(),
+        [("result.stopReason".to_owned(), "schema")]
+    );
+    // Forgotten: a warning, not an error.
+    let found = check(&mut conv, response(0), "agent");
+    assert_eq!(
+        found.iter().map(|p| (p.rule, p.severity)).collect::<Vec<_>>(),
+        [(UNEXPECTED_RESPONSE, Severity::Warning)]
+    );
+    assert!(found[0]
+        .message
+        .ends_with("(no such request pending; 7 older requests were forgotten, it may answer one of them)"));
+    // Still checked against the schema (any result).
+    let found = check(&mut conv, r#"{"jsonrpc":"2.0","id":1}"#.to_owned(), "agent");
+    assert!(found.iter().any(|p| p.severity == Severity::Error), "{found:?}");
+}
+
+#[test]
+fn conversation_without_eviction_still_refuses_unknown_responses() {
+    let s = schema(1, false);
+    let mut conv = Conversation::with_limits(3, 10);
+    let mut tape = Tape::default();
+    for id in 0..3 {
+        conv.check(&s, request(id).as_bytes(), Some("client"), &mut tape)
+            .unwrap();
+    }
+    let found = conv
+        .check(&s, response(7).as_bytes(), Some("agent"), &mut tape)
+        .unwrap();
+    assert_eq!(
+        found.iter().map(|p| (p.rule, p.severity)).collect::<Vec<_>>(),
+        [(UNEXPECTED_RESPONSE, Severity::Error)]
+    );
+    assert!(found[0].message.ends_with("(no such request pending)"));
+    assert_eq!(conv.sizes(), (3, 0, 0));
+}
+
+#[test]
+fn conversation_answered_requests_leave_a_short_queue() {
+    let s = schema(1, false);
+    let mut conv = Conversation::with_limits(100, 10);
+    let mut tape = Tape::default();
+    // One request kept pending throughout, thousands answered around it.
+    conv.check(&s, request(0).as_bytes(), Some("client"), &mut tape)
+        .unwrap();
+    for id in 1..5000 {
+        assert!(conv
+            .check(&s, request(id).as_bytes(), Some("client"), &mut tape)
+            .unwrap()
+            .is_empty());
+        assert!(conv
+            .check(&s, response(id).as_bytes(), Some("agent"), &mut tape)
+            .unwrap()
+            .is_empty());
+        // At most 2 ids pending at a push: the queue stays within 2 * 2 + 32 + 1.
+        assert!(conv.queued().0 <= 37, "{:?}", conv.queued());
+    }
+    assert_eq!(conv.sizes(), (1, 0, 0));
+    // The same id pending again after an answer is the newest, not the oldest.
+    let mut conv2 = Conversation::with_limits(2, 10);
+    for id in [1, 2] {
+        conv2
+            .check(&s, request(id).as_bytes(), Some("client"), &mut tape)
+            .unwrap();
+    }
+    conv2
+        .check(&s, response(1).as_bytes(), Some("agent"), &mut tape)
+        .unwrap();
+    conv2
+        .check(&s, request(1).as_bytes(), Some("client"), &mut tape)
+        .unwrap();
+    conv2
+        .check(&s, request(3).as_bytes(), Some("client"), &mut tape)
+        .unwrap();
+    assert_eq!(conv2.sizes(), (2, 0, 1));
+    assert!(conv2
+        .check(&s, response(1).as_bytes(), Some("agent"), &mut tape)
+        .unwrap()
+        .is_empty());
+    assert!(conv2
+        .check(&s, response(3).as_bytes(), Some("agent"), &mut tape)
+        .unwrap()
+        .is_empty());
+}
+
+#[test]
+fn conversation_forgets_the_oldest_tool_calls() {
+    let s = schema(1, false);
+    let mut conv = Conversation::with_limits(10, 3);
+    let mut tape = Tape::default();
+    let mut warned = |conv: &mut Conversation, id: usize, title: bool| {
+        let found = conv
+            .check(&s, tool_update(id, title).as_bytes(), Some("agent"), &mut tape)
+            .unwrap();
+        assert!(found
+            .iter()
+            .all(|p| p.rule == TOOL_CALL_TITLE && p.severity == Severity::Warning));
+        !found.is_empty()
+    };
+    for id in 0..10 {
+        assert!(warned(&mut conv, id, false));
+        assert!(!warned(&mut conv, id, false));
+        assert_eq!(conv.sizes().1, (id + 1).min(3));
+        assert_eq!(conv.queued().1, (id + 1).min(3));
+    }
+    // Remembered: no second warning; forgotten: warned again (the documented consequence).
+    assert!(!warned(&mut conv, 9, false));
+    assert!(warned(&mut conv, 0, false));
+    assert!(!warned(&mut conv, 1, true));
+    assert_eq!(conv.sizes(), (0, 3, 0));
+}
+
 /// `cargo test --release --lib schema::tests::speed -- --ignored --nocapture` with a corpus of
 /// `method<TAB>where<TAB>frame` lines in $SCHEMA_CORPUS (a measuring aid, not a test).
 #[test]

@@ -85,6 +85,14 @@ class FrameDecoder:
         return self._framer._buffered
 
     @exclusive
+    def sent(self, message: Any) -> None:
+        """With ``strict_schema``: a frame sent the other way on the same connection, so that the
+        responses read are checked against the requests sent (and the requests read are
+        answered); without it, nothing."""
+        if self._strict is not None:
+            self._strict.sent(message)
+
+    @exclusive
     def __repr__(self) -> str:
         framer = self._framer
         return f"FrameDecoder(max_frame_bytes={framer._max}, line={framer._line}, buffered={framer._buffered})"

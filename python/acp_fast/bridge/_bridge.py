@@ -101,6 +101,7 @@ class Bridge:
         self._prompt_session: Dict[_Key, str] = {}
         self._acks: Dict[_Key, Any] = {}  # v2 agent: acknowledged prompts -> the ack's _meta
         self._ended: Set[_Key] = set()  # v2 agent: prompts ended (idle) before their acknowledgement
+        self._user_messages: Dict[_Key, str] = {}  # v1 agent: prompt id -> the user message id its ack names
         self._message_ids: Dict[str, Tuple[str, str]] = {}  # v1 agent: session -> (chunk kind, message id)
         self._messages_seen: Dict[str, Set[str]] = {}  # v2 agent: session -> message ids shown to the v1 editor
         self._next_message = 0
@@ -212,8 +213,17 @@ class Bridge:
         not acknowledged yet, sent before the first frame of their turn."""
         if self.agent != 1 or not self._prompts.get(sid):
             return []
-        out = [self._out({"jsonrpc": "2.0", "id": pid, "result": {}}) for pid in self._prompts[sid]]
+        out = [self._out({"jsonrpc": "2.0", "id": pid, "result": self._ack(pid)}) for pid in self._prompts[sid]]
         return out + [self._state(sid, "running")]
+
+    def _ack(self, pid: Any, meta: Any = None) -> Dict[str, Any]:
+        """v1 agent, v2 editor: the acknowledgement of the prompt ``pid``: the id of the user
+        message it inserted (v2 drafts after alpha.3 require one; alpha.3 allows it), and ``meta``."""
+        mid = self._user_messages.pop(_key(pid), None)
+        if mid is None:
+            self._next_message += 1
+            mid = f"acp-fast-message-{self._next_message}"
+        return {"messageId": mid} if meta is None else {"messageId": mid, "_meta": meta}
 
     # v2 agent -> v1 editor
 
@@ -463,6 +473,8 @@ class Bridge:
         self, msg: Any, params: Dict[str, Any], update: Dict[str, Any], sid: str
     ) -> Optional[List[bytes]]:
         kind = update["sessionUpdate"]
+        if kind == "tool_call":  # a tool call shown between two chunks: the next chunk starts a new message
+            self._message_ids.pop(sid, None)
         if kind in ("tool_call", "tool_call_update", "tool_call_content_chunk"):
             content = update.get("content")
             self._check([p for p in map(C.v2_item_problem, content if isinstance(content, list) else []) if p])
@@ -515,6 +527,7 @@ class Bridge:
 
     def _permission_v2(self, msg: Any, params: Dict[str, Any], sid: str) -> List[bytes]:
         """A v1 permission request for a v2 editor."""
+        self._message_ids.pop(sid, None)  # as a tool call: the next chunk starts a new message
         call = params.get("toolCall")
         options = params.get("options")
         if self.strict:
@@ -603,6 +616,9 @@ class Bridge:
                 self._prompts.setdefault(sid, []).append(msg.id)
                 self._prompt_session[_key(msg.id)] = sid
                 self._message_ids.pop(sid, None)
+                if target == 1:
+                    self._next_message += 1
+                    self._user_messages[_key(msg.id)] = f"acp-fast-message-{self._next_message}"
         if new_method == method and new_params is params:
             return None
         out = msg.to_dict()
@@ -660,14 +676,14 @@ class Bridge:
             return None
         # v1 agent, v2 editor: the answer ends the turn
         if msg.kind != "response":
+            self._user_messages.pop(key, None)
             if waiting:
                 return None
             return [self._state(sid, "idle")] if sid is not None else []
         result = msg.result if isinstance(msg.result, dict) else {}
         out: List[bytes] = []
         if waiting:
-            ack: Dict[str, Any] = {} if result.get("_meta") is None else {"_meta": result["_meta"]}
-            out.append(self._out({"jsonrpc": "2.0", "id": msg.id, "result": ack}))
+            out.append(self._out({"jsonrpc": "2.0", "id": msg.id, "result": self._ack(msg.id, result.get("_meta"))}))
         if sid is not None:
             stop = result.get("stopReason")
             out.append(self._state(sid, "idle", **({"stopReason": stop} if isinstance(stop, str) else {})))

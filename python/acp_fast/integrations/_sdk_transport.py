@@ -74,3 +74,26 @@ class _StreamTransport:
     async def close(self) -> None:
         # Like the SDK's MessageSender: stop sending, leave the stream to its owner.
         self._closed = True
+
+
+class _StrictStreamTransport(_StreamTransport):
+    """:class:`_StreamTransport` for ``install(strict=True)``: its decoder checks every frame read
+    against the schema (``strict_schema=True``: the version of the ``initialize`` answer) and is
+    told every frame written (``FrameDecoder.sent``), so that a response read is checked against
+    the request it answers."""
+
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        backend: Any,
+        max_frame_bytes: int,
+        receive_timeout: Optional[float],
+    ) -> None:
+        super().__init__(reader, writer, backend, max_frame_bytes, receive_timeout)
+        self._decoder = backend.FrameDecoder(max_frame_bytes=max_frame_bytes, strict_schema=True)
+
+    def encode(self, message: Any) -> bytes:
+        data = super().encode(message)
+        self._decoder.sent(data)
+        return data

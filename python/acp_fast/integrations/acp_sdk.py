@@ -69,7 +69,7 @@ from acp_fast.errors import DecodeError  # noqa: E402
 
 from ._sdk_dispatch import _DONE, _EOF, _await, _BatchReply, _driver, _Entry, _Resume  # noqa: E402
 from ._sdk_support import CANCEL_REQUEST_METHOD, MIRROR_REQUESTS, Patches, check_mirror  # noqa: E402
-from ._sdk_transport import _StreamTransport  # noqa: E402
+from ._sdk_transport import _StreamTransport, _StrictStreamTransport  # noqa: E402
 from ._sdk_validation import (  # noqa: E402
     _update_tracker,
     _update_validators,
@@ -100,12 +100,19 @@ _CoroutineType = types.CoroutineType
 
 
 class _Options:
-    __slots__ = ("max_frame_bytes", "reply_errors", "backend")
+    __slots__ = ("max_frame_bytes", "reply_errors", "backend", "strict")
 
-    def __init__(self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES, reply_errors: bool = True, backend: Any = None):
+    def __init__(
+        self,
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        reply_errors: bool = True,
+        backend: Any = None,
+        strict: bool = False,
+    ):
         self.max_frame_bytes = max_frame_bytes
         self.reply_errors = reply_errors
         self.backend = backend
+        self.strict = strict
 
 
 _options = _Options()
@@ -115,7 +122,13 @@ _options = _Options()
 # Installing
 
 
-def install(*, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES, reply_errors: bool = True, backend: Any = None) -> None:
+def install(
+    *,
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+    reply_errors: bool = True,
+    backend: Any = None,
+    strict: bool = False,
+) -> None:
     """Make the SDK build :class:`FastConnection` wherever it builds a connection from streams.
 
     Affects the connections created afterwards by ``ClientSideConnection``,
@@ -125,12 +138,16 @@ def install(*, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES, reply_errors: boo
     replaces the options. ``max_frame_bytes``: the longest line accepted (a longer one is answered
     with a -32700 error and skipped); ``reply_errors``: answer bad lines with JSON-RPC errors
     (else they are only logged); ``backend``: an acp-fast backend module (``acp_fast._native`` or
-    ``acp_fast._fallback``), default the one ``acp_fast`` chose.
+    ``acp_fast._fallback``), default the one ``acp_fast`` chose; ``strict``: check every frame
+    received against the official schema (``FrameDecoder(strict_schema=True)``, told what the
+    connection sends) and refuse the invalid ones as the SDK refuses invalid params: a request
+    is answered with a -32602 error, a notification is logged and dropped, a response fails the
+    request it answers.
     """
     global _options
     _check_max_frame_bytes(max_frame_bytes)
     check_mirror()
-    _options = _Options(max_frame_bytes, bool(reply_errors), backend)
+    _options = _Options(max_frame_bytes, bool(reply_errors), backend, _check_strict(strict))
     _patches.apply(FastConnection)
 
 
@@ -148,12 +165,16 @@ def is_installed() -> bool:
 
 @contextlib.contextmanager
 def installed(
-    *, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES, reply_errors: bool = True, backend: Any = None
+    *,
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+    reply_errors: bool = True,
+    backend: Any = None,
+    strict: bool = False,
 ) -> Iterator[None]:
     """:func:`install` for the duration of a ``with`` block, then the previous state again."""
     global _options
     saved = (_patches.target, _options)
-    install(max_frame_bytes=max_frame_bytes, reply_errors=reply_errors, backend=backend)
+    install(max_frame_bytes=max_frame_bytes, reply_errors=reply_errors, backend=backend, strict=strict)
     try:
         yield
     finally:
@@ -169,13 +190,14 @@ def connect_to_agent(
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
     reply_errors: bool = True,
     backend: Any = None,
+    strict: bool = False,
     **kwargs: Any,
 ) -> Any:
     """``acp.connect_to_agent`` with a :class:`FastConnection`, without :func:`install`.
 
     ``input_stream`` is the agent's stdin (``StreamWriter``), ``output_stream`` its stdout
     (``StreamReader``); other keywords go to ``ClientSideConnection``."""
-    with installed(max_frame_bytes=max_frame_bytes, reply_errors=reply_errors, backend=backend):
+    with installed(max_frame_bytes=max_frame_bytes, reply_errors=reply_errors, backend=backend, strict=strict):
         return _sdk_core.connect_to_agent(client, input_stream, output_stream, **kwargs)
 
 
@@ -187,6 +209,7 @@ async def run_agent(
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
     reply_errors: bool = True,
     backend: Any = None,
+    strict: bool = False,
     **kwargs: Any,
 ) -> None:
     """``acp.run_agent`` (stdio by default) with a :class:`FastConnection`, without :func:`install`."""
@@ -194,7 +217,7 @@ async def run_agent(
 
     if input_stream is None and output_stream is None:
         output_stream, input_stream = await stdio_streams()
-    with installed(max_frame_bytes=max_frame_bytes, reply_errors=reply_errors, backend=backend):
+    with installed(max_frame_bytes=max_frame_bytes, reply_errors=reply_errors, backend=backend, strict=strict):
         conn = _sdk_agent_connection.AgentSideConnection(agent, input_stream, output_stream, listening=False, **kwargs)
     try:
         await conn.listen()
@@ -210,6 +233,12 @@ def _check_max_frame_bytes(value: Any) -> None:
     acp_fast.Framer(max_frame_bytes=int(value))
 
 
+def _check_strict(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"expected strict to be a bool, found {value!r}")
+    return value
+
+
 # ---------------------------------------------------------------------------------------------
 # The connection
 
@@ -218,8 +247,8 @@ class FastConnection(SdkConnection):
     """``acp.connection.Connection`` with acp-fast framing, JSON and dispatch.
 
     Same constructor as the SDK's (``Connection(handler, writer, reader, *, observers,
-    listening, receive_timeout)``) plus ``max_frame_bytes``, ``reply_errors`` and ``backend``
-    (defaults: the options of :func:`install`). Given a message-level ``Transport`` instead of
+    listening, receive_timeout)``) plus ``max_frame_bytes``, ``reply_errors``, ``backend`` and
+    ``strict`` (defaults: the options of :func:`install`). Given a message-level ``Transport`` instead of
     streams (no ``reader``), it is the SDK's connection unchanged: there are no frames to split.
     """
 
@@ -235,11 +264,13 @@ class FastConnection(SdkConnection):
         max_frame_bytes: Any = _UNSET,
         reply_errors: Any = _UNSET,
         backend: Any = _UNSET,
+        strict: Any = _UNSET,
     ) -> None:
         options = _options
         max_frame_bytes = options.max_frame_bytes if max_frame_bytes is _UNSET else max_frame_bytes
         reply_errors = options.reply_errors if reply_errors is _UNSET else reply_errors
         backend = options.backend if backend is _UNSET else backend
+        strict = options.strict if strict is _UNSET else _check_strict(strict)
         _check_max_frame_bytes(max_frame_bytes)
         self._backend = acp_fast if backend is None else backend
         self._message_type = self._backend.Message
@@ -258,7 +289,8 @@ class FastConnection(SdkConnection):
                 handler, writer, None, observers=observers, listening=listening, receive_timeout=receive_timeout
             )
             return
-        self._stream = _StreamTransport(reader, writer, self._backend, max_frame_bytes, receive_timeout)
+        transport = _StrictStreamTransport if strict else _StreamTransport
+        self._stream = transport(reader, writer, self._backend, max_frame_bytes, receive_timeout)
         # The SDK's Transport minus `receive`: Connection only sends through it (it tells transports
         # from writers by `reader`), and this class reads with receive_frames.
         super().__init__(
@@ -570,8 +602,10 @@ class FastConnection(SdkConnection):
         finally:
             self._as_sdk = False
 
-    def _bad_frame(self, error: DecodeError) -> Optional[Dict[str, Any]]:
+    def _bad_frame(self, error: DecodeError) -> Any:
         """Log a bad frame; fail the request it answers, if any; the error reply it deserves."""
+        if error.kind == "schema":
+            return self._refused(error)
         logger.warning("acp-fast: bad frame on line %s: %s", error.line, error)
         if self._fail_pending(error):
             return None
@@ -579,6 +613,38 @@ class FastConnection(SdkConnection):
             return None
         request_error = RequestError.parse_error if error.code == -32700 else RequestError.invalid_request
         return {"jsonrpc": "2.0", "id": None, "error": request_error({"details": str(error)}).to_error_obj()}
+
+    def _refused(self, error: DecodeError) -> Any:
+        """With ``strict``: a frame the schema refuses, handled as the SDK handles invalid params
+        (its ``ValidationError``): each request is answered with a -32602 error of its id, a
+        notification is logged and dropped, a response fails the request it answers (else it is
+        dropped, as the SDK drops a response to nothing). The reply (a list for a batch), or None."""
+        logger.warning("acp-fast: frame on line %s refused by the schema: %s", error.line, error)
+        problems = [{"path": p.path, "message": p.message, "rule": p.rule} for p in error.problems]  # type: ignore[attr-defined]
+        data = {"details": str(error), "errors": problems}
+        frame = self._backend.loads(error.raw)
+        replies = []
+        for message in frame if isinstance(frame, list) else [frame]:
+            if not isinstance(message, dict):
+                continue
+            if self._observers:
+                self._emit(StreamDirection.INCOMING, message)
+            if "method" in message:
+                if "id" in message:
+                    obj = RequestError.invalid_params(data).to_error_obj()
+                    replies.append({"jsonrpc": "2.0", "id": message["id"], "error": obj})
+                continue
+            if "id" not in message:
+                continue
+            try:
+                future = self._pending.pop(message["id"], None)
+            except TypeError:  # unhashable id
+                continue
+            if future is not None and not future.done():
+                future.set_exception(RequestError.invalid_params({**data, "response": message}))
+        if not replies:
+            return None
+        return replies if isinstance(frame, list) else replies[0]
 
     def _fail_pending(self, error: DecodeError) -> bool:
         """An invalid response to one of our pending requests fails that request (the SDK would

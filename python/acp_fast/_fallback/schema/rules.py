@@ -1,12 +1,14 @@
 """The protocol rules the schema cannot express, as checks of their own.
 
 Mirror of ``rust/schema/rules.rs`` (its top comment lists the rules): ``mark``,
-``custom_values`` and :class:`Conversation`, over dicts and lists.
+``custom_values`` and :class:`Conversation`, over dicts and lists; the conversation's limits are
+``MAX_PENDING_IDS`` and ``MAX_TOOL_CALL_IDS``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set, Tuple, Union
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union
 
 from ...problems import SchemaProblem
 from ..encoder import dumps
@@ -23,6 +25,8 @@ __all__ = [
     "CUSTOM_VALUE_PREFIX",
     "TOOL_CALL_TITLE",
     "UNEXPECTED_RESPONSE",
+    "MAX_PENDING_IDS",
+    "MAX_TOOL_CALL_IDS",
     "mark",
     "custom_values",
     "Conversation",
@@ -34,6 +38,13 @@ PREFIXED_ENUMS = ("ToolKind", "ToolCallStatus", "PermissionOptionKind")
 CUSTOM_VALUE_PREFIX = "custom-value-prefix"
 TOOL_CALL_TITLE = "tool-call-title"
 UNEXPECTED_RESPONSE = "unexpected-response"
+
+#: The most request ids a :class:`Conversation` keeps pending (each with at most one request per
+#: sender); past it the oldest is forgotten (Rust: ``MAX_PENDING_IDS``, the reasons there).
+MAX_PENDING_IDS = 10_000
+#: The most (sessionId, toolCallId) pairs a :class:`Conversation` remembers for
+#: ``tool-call-title``; past it the oldest is forgotten (Rust: ``MAX_TOOL_CALL_IDS``).
+MAX_TOOL_CALL_IDS = 100_000
 
 PathList = List[Union[str, int]]
 
@@ -96,15 +107,69 @@ def _json_text(value: Any) -> str:
 
 class Conversation:
     """The conversation so far: the requests still pending (by sender and id) and the tool calls
-    already reported (by session and id)."""
+    already reported (by session and id).
 
-    def __init__(self) -> None:
-        #: By id: [sender, method] of each pending request, in the order they were made.
-        self.pending: Dict[Tuple[str, Any], List[List[Optional[str]]]] = {}
-        self.tool_calls: Set[Tuple[str, str]] = set()
+    Both are bounded (``MAX_PENDING_IDS``, ``MAX_TOOL_CALL_IDS``, or the arguments): past a limit
+    the oldest entry (in the order first seen) is forgotten, in O(1). Once any request was
+    forgotten, a response to an id with no pending request may answer one of them, so
+    ``unexpected-response`` is then a warning; a tool call forgotten and reported again without a
+    title gets the ``tool-call-title`` warning again."""
+
+    def __init__(self, pending: int = MAX_PENDING_IDS, tool_calls: int = MAX_TOOL_CALL_IDS) -> None:
+        #: By id, in the order first seen: [sender, method] of each pending request, in the order
+        #: they were made.
+        self.pending: OrderedDict[Tuple[str, Any], List[List[Optional[str]]]] = OrderedDict()
+        #: How many pending requests were forgotten to stay within ``pending_limit``.
+        self.evicted = 0
+        #: The tool calls reported, in the order first seen (the values are unused).
+        self.tool_calls: OrderedDict[Tuple[str, str], None] = OrderedDict()
+        self.pending_limit = max(pending, 1)
+        self.tool_call_limit = max(tool_calls, 1)
         #: The protocol version of the answer to ``initialize`` (1 for an answer of 1 or less,
         #: else 2), once there was one: for callers that follow the negotiation.
         self.negotiated: Optional[int] = None
+
+    def sizes(self) -> Tuple[int, int, int]:
+        """(pending request ids, tool call ids remembered, pending requests forgotten so far)."""
+        return len(self.pending), len(self.tool_calls), self.evicted
+
+    def _add_pending(self, key: Tuple[str, Any], sender: Optional[str], method: str) -> None:
+        """A request of ``method`` with id ``key`` from ``sender`` is pending; forget the oldest id
+        past the limit."""
+        entries = self.pending.get(key)
+        if entries is not None:
+            same = next((entry for entry in entries if entry[0] == sender), None)
+            if same is not None:
+                same[1] = method
+            else:
+                entries.append([sender, method])
+            return
+        self.pending[key] = [[sender, method]]
+        while len(self.pending) > self.pending_limit:
+            self.evicted += len(self.pending.popitem(last=False)[1])
+
+    def _answer(self, key: Tuple[str, Any], sender: Optional[str]) -> Optional[str]:
+        """The method of the earliest pending request with id ``key`` answered by ``sender`` (from
+        another sender, or any when None), no longer pending."""
+        entries = self.pending.get(key)
+        if entries is None:
+            return None
+        at = next((i for i, entry in enumerate(entries) if sender is None or entry[0] != sender), None)
+        found = entries.pop(at)[1] if at is not None else None
+        if not entries:
+            del self.pending[key]
+        return found
+
+    def _add_tool_call(self, session: str, tool_call: str) -> bool:
+        """Remember that tool call ``tool_call`` of ``session`` was reported: False when it already
+        was. Forget the oldest past the limit."""
+        key = (session, tool_call)
+        if key in self.tool_calls:
+            return False
+        self.tool_calls[key] = None
+        while len(self.tool_calls) > self.tool_call_limit:
+            self.tool_calls.popitem(last=False)
+        return True
 
     def check(self, schema: Schema, frame: Any, sender: Optional[str]) -> List[SchemaProblem]:
         """The problems of one parsed frame, ``sender`` being the side it comes from."""
@@ -128,28 +193,26 @@ class Conversation:
         hint: Optional[str] = None
         if "method" in msg:
             if isinstance(method, str) and "id" in msg:
-                entries = self.pending.setdefault(_id_key(msg["id"]), [])
-                same = next((entry for entry in entries if entry[0] == sender), None)
-                if same is not None:
-                    same[1] = method
-                else:
-                    entries.append([sender, method])
+                self._add_pending(_id_key(msg["id"]), sender, method)
             if method == "session/update":
                 self._tool_call(msg, path, out)
         elif "id" in msg:
-            key = _id_key(msg["id"])
-            entries = self.pending.get(key, [])
-            at = next((i for i, entry in enumerate(entries) if sender is None or entry[0] != sender), None)
-            if at is not None:
-                hint = entries.pop(at)[1]
-            if not entries:
-                self.pending.pop(key, None)
-            if at is None:
+            hint = self._answer(_id_key(msg["id"]), sender)
+            if hint is None:
+                n = self.evicted
+                forgotten = (
+                    ""
+                    if n == 0
+                    else "; 1 older request was forgotten, it may answer it"
+                    if n == 1
+                    else f"; {n} older requests were forgotten, it may answer one of them"
+                )
                 out.append(
                     explain.problem(
                         path + ["id"],
                         "expected a response to a request that was made, found one for id "
-                        f"{_json_text(msg['id'])} (no such request pending)",
+                        f"{_json_text(msg['id'])} (no such request pending{forgotten})",
+                        severity="warning" if n else "error",
                         rule=UNEXPECTED_RESPONSE,
                     )
                 )
@@ -169,9 +232,12 @@ class Conversation:
         if not isinstance(update, dict) or update.get("sessionUpdate") not in ("tool_call", "tool_call_update"):
             return
         session, tool_call = params.get("sessionId"), update.get("toolCallId")  # type: ignore[union-attr]
-        if not isinstance(session, str) or not isinstance(tool_call, str) or (session, tool_call) in self.tool_calls:
+        if (
+            not isinstance(session, str)
+            or not isinstance(tool_call, str)
+            or not self._add_tool_call(session, tool_call)
+        ):
             return
-        self.tool_calls.add((session, tool_call))
         if not isinstance(update.get("title"), str):
             where = path + ["params", "update", "title"]
             out.append(

@@ -182,6 +182,7 @@ class ToolCallStore:
         "_max_updates",
         "_max_terminals",
         "_permission_holes",
+        "_strict",
     )
 
     def __init__(
@@ -196,6 +197,7 @@ class ToolCallStore:
         max_permissions: Optional[int] = DEFAULT_MAX_PERMISSIONS,
         max_updates: Optional[int] = DEFAULT_MAX_UPDATES,
         max_terminals: Optional[int] = DEFAULT_MAX_TERMINALS,
+        strict_schema: Any = False,
     ) -> None:
         if protocol_version is not None and (type(protocol_version) is not int or protocol_version not in (1, 2)):
             raise ValueError(f"expected protocol_version to be 1, 2 or None, found {protocol_version!r}")
@@ -208,6 +210,12 @@ class ToolCallStore:
         self._max_updates = _limit(max_updates, "max_updates", 0)
         self._max_terminals = _limit(max_terminals, "max_terminals", 1)
         self._framer = Framer(max_frame_bytes=max_frame_bytes)
+        # `strict_schema`: the schema check every frame passes before it is applied.
+        self._strict: Any = None
+        if strict_schema is not None and strict_schema is not False:
+            from ..schema import Strict
+
+            self._strict = Strict(strict_schema)
         self._fixed: Optional[int] = protocol_version
         self._negotiated: Optional[int] = None
         # The version in force is 2 (cached: tool_call_update's null rule reads it per frame).
@@ -305,6 +313,12 @@ class ToolCallStore:
 
     @property
     @exclusive
+    def strict_schema(self) -> Any:
+        """``strict_schema`` as given: False (off), True (follows the negotiation), 1 or 2."""
+        return False if self._strict is None else self._strict.setting()
+
+    @property
+    @exclusive
     def evicted(self) -> int:
         """Tool calls dropped by the ``max_tool_calls`` bound."""
         return self._evicted
@@ -379,21 +393,31 @@ class ToolCallStore:
                 raise result from None
             if type(result) is Message:
                 return self._apply_message(result, source, True)
-            return self._apply_batch(data, parse_exact(data), result, source, None)
+            return _batch_results(self._apply_batch(data, parse_exact(data), result, source, None))
         if type(value) is dict:
             m = message_or_none(data, value, None)
             if m is not None:
+                if self._strict is not None:
+                    refused = self._strict.check(data, False, source, None)
+                    if refused is not None:
+                        raise refused
                 try:
                     return self._dispatch(value, m, source, data)
                 except Bad as bad:
                     raise to_python(state_error(bad, data, skip_ws(data, 0)), data, raw=data) from None
         elif type(value) is list and value:
-            return self._apply_batch(data, value, None, source, None)
+            return _batch_results(self._apply_batch(data, value, None, source, None))
         raise cast(PyDecodeError, decode_value(data, value, None))  # an error here
 
     def _apply_message(self, m: Any, source: Any, raise_errors: bool) -> Any:
         """Apply a Message (its raw re-parsed); errors at offsets in its raw, without a line."""
         raw = m._raw
+        if self._strict is not None:
+            refused = self._strict.check(raw, False, source, None)
+            if refused is not None:
+                if raise_errors:
+                    raise refused
+                return refused
         try:
             return self._dispatch(parse_exact(raw), m, source, raw)
         except Bad as bad:
@@ -419,11 +443,18 @@ class ToolCallStore:
 
     def _apply_batch(self, frame: bytes, value: Any, batch: Any, source: Any, line: Optional[int]) -> Any:
         """Apply the entries of a batch frame whose parsed value is ``value`` (``batch``: its
-        decoded Batch when known). The list of results, or the frame's DecodeError."""
+        decoded Batch when known). The list of results, or the frame's DecodeError (with
+        ``strict_schema``: also when the schema check refuses the frame as a whole; an entry it
+        refuses is reported in place of that entry's result)."""
         if batch is None:
             batch = decode_value(frame, value, line)
             if type(batch) is PyDecodeError:
                 return batch
+        refused = None
+        if self._strict is not None:
+            refused = self._strict.check(frame, True, source, line)
+            if type(refused) is PyDecodeError:
+                return refused
         value = exactly(frame, value)
         out: List[Any] = []
         items = None
@@ -431,6 +462,9 @@ class ToolCallStore:
         for i, entry in enumerate(batch):
             if type(entry) is not Message:
                 out.append(entry)
+                continue
+            if refused is not None and refused[i] is not None:
+                out.append(refused[i])
                 continue
             try:
                 out.append(dispatch(value[i], entry, source, None))
@@ -478,6 +512,9 @@ class ToolCallStore:
         elif t is not list:  # a Batch decoded from a frame orjson refused
             frame = result.raw
             result = self._apply_batch(frame, parse_exact(frame), result, source, result.line)
+            if type(result) is PyDecodeError:  # refused as a whole by `strict_schema`
+                out.append(result)
+                return
         for r in result:
             if r is not None and (changes or type(r) is not Change):
                 out.append(r)
@@ -485,6 +522,10 @@ class ToolCallStore:
     def _apply_message_in_stream(self, m: Any, source: Any) -> Any:
         """A Message from the stream (a frame orjson refused): errors carry its line."""
         raw = m._raw
+        if self._strict is not None:
+            refused = self._strict.check(raw, False, source, m._line)
+            if refused is not None:
+                return refused
         try:
             return self._dispatch(parse_exact(raw), m, source, raw)
         except Bad as bad:
@@ -680,6 +721,14 @@ class ToolCallStore:
         return checkpoint.from_json(cls, data)
 
 
+def _batch_results(result: Any) -> List[Any]:
+    """``apply``'s answer for a batch frame: the results of its entries, or its DecodeError
+    raised (the frame refused as a whole)."""
+    if type(result) is PyDecodeError:
+        raise result
+    return cast(List[Any], result)
+
+
 def _feed_lines(store: ToolCallStore, data: bytes, changes: bool, source: Any) -> List[Any]:
     """``ToolCallStore.feed`` after its argument checks: the lines of the store's ``Framer`` (one
     split of the whole feed, as ``FrameDecoder.feed`` takes them), with each frame's parsed value
@@ -699,6 +748,7 @@ def _feed_lines(store: ToolCallStore, data: bytes, changes: bool, source: Any) -
     updates = store._updates
     unknown = store._unknown
     dumps = _orjson_dumps
+    strict = store._strict
     for frame in parts:
         line += 1
         if not frame:
@@ -721,6 +771,11 @@ def _feed_lines(store: ToolCallStore, data: bytes, changes: bool, source: Any) -
         if type(value) is dict:
             m: Any = message(frame, value, line)
             if m is not None:
+                if strict is not None:
+                    refused = strict.check(frame, False, source, line)
+                    if refused is not None:
+                        append(refused)
+                        continue
                 try:
                     if m._method == "session/update" and m._kind == "notification":
                         update_fn = updates.get(m._update_kind, unknown)
