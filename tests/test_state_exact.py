@@ -237,15 +237,36 @@ def test_a_response_learns_from_the_value_of_its_protocol_version(backend):
 # ------------------------------------------------------------------------------------------
 
 
-def test_unknown_updates_are_ignored_by_default(backend):
+def test_unknown_updates_are_kept_by_default(backend):
     s = backend.ToolCallStore()
+    assert s.max_updates == 1000
+    for i in range(1002):
+        change = s.apply(upd("s1", b'{"sessionUpdate":"_acme_progress","i":%d}' % i))
+        assert change_of(backend, change) == ("s1", "update", "_acme_progress", "appended", None)
+    # the last 1000 are kept, the first ones dropped and counted
+    assert [u["i"] for u in s.updates("s1")] == list(range(2, 1002))
+    assert s.state()["sessions"]["s1"]["_truncated"] == {"droppedUpdates": 2}
+
+
+def test_unknown_updates_are_ignored_with_max_updates_0(backend):
+    s = backend.ToolCallStore(max_updates=0)
     assert s.max_updates == 0
     for kind in ("_acme_progress", "state_update", "future_kind"):
         assert s.apply(upd("s1", b'{"sessionUpdate":"%s"}' % kind.encode())) is None
     # not even checked: the store has no rule for them
     assert s.apply(session_update(5, {"sessionUpdate": "_acme"})) is None
-    assert_record(s.state(), empty_state())
+    assert_record(s.state(), _with_bound(empty_state(), "maxUpdates", 0))
     assert s.updates("s1") == []
+
+
+def _with_bound(state, name, value):
+    """``state`` with the bound ``name`` written after ``maxToolCalls``, as a checkpoint has it."""
+    out = {}
+    for k, v in state.items():
+        out[k] = v
+        if k == "maxToolCalls":
+            out[name] = value
+    return out
 
 
 def test_unknown_updates_are_kept_in_order_and_bounded(backend):
@@ -393,7 +414,7 @@ def test_max_updates_argument(backend):
         with pytest.raises(ValueError) as info:
             store(max_updates=bad)
         assert str(info.value) == f"expected max_updates to be a non-negative integer or None, found {bad!r}"
-    assert pyinspect.signature(store).parameters["max_updates"].default == 0
+    assert pyinspect.signature(store).parameters["max_updates"].default == 1000
 
 
 def _parameters(cls):
@@ -403,7 +424,9 @@ def _parameters(cls):
 def test_same_constructor_signature(both_backends):
     native, fallback = both_backends
     assert _parameters(native.ToolCallStore) == _parameters(fallback.ToolCallStore)
-    assert {"max_updates", "strict_schema"} <= {name for name, _, _ in _parameters(native.ToolCallStore)}
+    assert {"max_updates", "max_terminals", "strict_schema"} <= {
+        name for name, _, _ in _parameters(native.ToolCallStore)
+    }
 
 
 BAD_UPDATE_DOCS = [
@@ -465,9 +488,24 @@ def test_from_json_checks_the_bound(backend, limits, message):
 def test_bound_written_only_when_not_the_default(backend):
     assert b"maxUpdates" not in backend.ToolCallStore().to_json()
     assert b',"maxToolCalls":null,"maxUpdates":null,"evicted":0,' in backend.ToolCallStore(max_updates=None).to_json()
+    assert b',"maxToolCalls":null,"maxUpdates":0,"evicted":0,' in backend.ToolCallStore(max_updates=0).to_json()
     restored = backend.ToolCallStore.from_json(backend.ToolCallStore(max_updates=7).to_json())
     assert restored.max_updates == 7
-    assert backend.ToolCallStore.from_json(backend.ToolCallStore().to_json()).max_updates == 0
+    assert backend.ToolCallStore.from_json(backend.ToolCallStore(max_updates=0).to_json()).max_updates == 0
+    assert backend.ToolCallStore.from_json(backend.ToolCallStore().to_json()).max_updates == 1000
+
+
+def test_checkpoint_without_max_updates_reads_with_the_default(backend):
+    # A checkpoint written when the default was 0 (none kept) omits maxUpdates and holds no
+    # updates: it reads as it is, with today's default (DESIGN 7.8), and keeps unknown updates
+    # from then on.
+    old = json.dumps(empty_state(sessions={"s1": {"toolCalls": {}, "terminals": {}, "plans": {}, "permissions": []}}))
+    s = backend.ToolCallStore.from_json(old)
+    assert s.max_updates == 1000
+    assert s.to_json() == old.replace(" ", "").encode()
+    assert s.updates("s1") == []
+    assert change_of(backend, s.apply(upd("s1", b'{"sessionUpdate":"_x"}')))[1:] == ("update", "_x", "appended", None)
+    assert s.updates("s1") == [{"sessionUpdate": "_x"}]
 
 
 # ------------------------------------------------------------------------------------------
@@ -535,7 +573,12 @@ def test_replay_counts_unknown_updates(backend, monkeypatch):
     for name in ("FrameDecoder", "decode", "loads", "dumps", "encode", "ToolCallStore", "Message", "BACKEND"):
         monkeypatch.setattr(acp_fast, name, getattr(backend, name))
     data = b"".join([B.tool_call("s", "c", "T"), upd("s", b'{"sessionUpdate":"_p"}') + b"\n"] * 2)
-    assert inspector.replay_file(data).updates_by_kind == {}
+    assert inspector.replay_file(data, max_updates=0).updates_by_kind == {}
+    # kept by default (issue 16)
+    result = inspector.replay_file(data)
+    assert result.updates_by_kind == {"s": {"_p": 2}}
+    assert result.store.max_updates == 1000
+    assert result.store.updates("s") == [{"sessionUpdate": "_p"}] * 2
     result = inspector.replay_file(data, max_updates=1)
     assert result.updates_by_kind == {"s": {"_p": 2}}
     assert result.store.updates("s") == [{"sessionUpdate": "_p"}]

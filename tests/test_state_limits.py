@@ -30,7 +30,8 @@ BOUNDS = {
     "max_content_items": (1000, 0),
     "max_plans": (100, 1),
     "max_permissions": (1000, 1),
-    "max_updates": (0, 0),
+    "max_updates": (1000, 0),
+    "max_terminals": (1000, 1),
 }
 
 
@@ -432,6 +433,8 @@ def test_checkpoint_counts_are_63_bit_integers(backend):
         ("--max-permissions", "0"),
         ("--max-permissions", str(2**63)),
         ("--max-updates", "-3"),
+        ("--max-terminals", "0"),
+        ("--max-terminals", "-1"),
     ],
 )
 def test_proxy_bound_options_are_checked(backend_id, option, value):
@@ -441,12 +444,13 @@ def test_proxy_bound_options_are_checked(backend_id, option, value):
     assert done.returncode == 2
     last = done.stderr.decode().strip().splitlines()[-1]
     assert last.startswith("acp-fast proxy: error: ") and option in last and "Traceback" not in done.stderr.decode()
-    least = 1 if option in ("--max-plans", "--max-permissions") else 0
+    least = 1 if option in ("--max-plans", "--max-permissions", "--max-terminals") else 0
     assert f"expected an integer from {least} to 2**63-1 or none, found " in last
 
 
 def test_proxy_bounds_reach_the_state(tmp_path, backend_id):
     frames = [
+        out_chunk("s1", "u", b"x"),
         out_chunk("s1", "t", b"abcdef"),
         chunk("s1", "c", {"n": 1}),
         chunk("s1", "c", {"n": 2}),
@@ -459,16 +463,19 @@ def test_proxy_bounds_reach_the_state(tmp_path, backend_id):
     state = tmp_path / "state.json"
     env = dict(os.environ, ACP_FAST_BACKEND=backend_id)
     options = ["--max-terminal-bytes", "3", "--max-content-items", "1", "--max-plans", "1", "--max-permissions", "none"]
+    options += ["--max-terminals", "1"]
     cmd = [PY, "-m", "acp_fast.cli", "proxy", "--state-json", str(state), *options, "--", *agent]
     done = subprocess.run(cmd, input=b"", capture_output=True, env=env, timeout=60)
     assert done.returncode == 0, done.stderr.decode()
     assert done.stdout == data
     doc = json.loads(state.read_bytes())
     assert (doc["maxTerminalBytes"], doc["maxContentItems"], doc["maxPlans"], doc["maxPermissions"]) == (3, 1, 1, None)
+    assert doc["maxTerminals"] == 1
     session = doc["sessions"]["s1"]
-    assert session["terminals"]["t"] == {"terminalId": "t", "output": b64(b"def"), "_truncated": {"droppedBytes": 3}}
+    # the terminal u, the oldest, was dropped for t
+    assert session["terminals"] == {"t": {"terminalId": "t", "output": b64(b"def"), "_truncated": {"droppedBytes": 3}}}
     assert session["toolCalls"]["c"]["_truncated"] == {"droppedItems": 1}
-    assert session["_truncated"] == {"droppedPlans": 1}
+    assert session["_truncated"] == {"droppedTerminals": 1, "droppedPlans": 1}
 
 
 # ------------------------------------------------------------------------------------------
@@ -482,6 +489,7 @@ SMALL = st.fixed_dictionaries(
         "max_plans": st.sampled_from([1, 2, None]),
         "max_permissions": st.sampled_from([1, 2, None]),
         "max_updates": st.sampled_from([0, 1, 2, None]),
+        "max_terminals": st.sampled_from([1, 2, None]),
     }
 )
 

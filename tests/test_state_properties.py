@@ -101,7 +101,13 @@ class ToolCallModel:
             return None
         kind = update["sessionUpdate"]
         if kind not in TOOL_CALL_KINDS:
-            return None
+            if not kind.startswith("_"):
+                return None  # a kind the version defines without a rule (the streams hold no other)
+            # an unknown update: kept in its session's record by default (max_updates, DESIGN 7.3)
+            if not isinstance(params.get("sessionId"), str):
+                return ("error", "invalid_session_id")
+            self.sessions.setdefault(params["sessionId"], {})  # the session is seen
+            return ("change", params["sessionId"], "update", kind, "appended", None)
         sid = params.get("sessionId")
         if not isinstance(sid, str):
             return ("error", "invalid_session_id")

@@ -316,7 +316,7 @@ def test_apply_decode_error_object_returned_unchanged(backend):
 
 NOOP_FRAMES = {
     "agent_message_chunk": B.message_chunk("s1", "hello"),
-    "unknown_update": session_update("s1", {"sessionUpdate": "_custom", "toolCallId": "c1"}),
+    "unknown_update_not_kept": session_update("s1", {"sessionUpdate": "_custom", "toolCallId": "c1"}),
     "available_commands": session_update("s1", {"sessionUpdate": "available_commands_update", "availableCommands": []}),
     "prompt_request": frame(request(1, "session/prompt", {"sessionId": "s1", "prompt": []})),
     "unknown_notification": frame(notification("_acme/ping", {"sessionId": "s1"})),
@@ -351,10 +351,32 @@ NOOP_FRAMES = {
 
 @pytest.mark.parametrize("name", list(NOOP_FRAMES))
 def test_frames_that_touch_nothing_return_none(backend, name):
-    s = backend.ToolCallStore()
+    # (unknown updates are kept by default: with max_updates=0 they too touch nothing)
+    expected = empty_state()
+    if name == "unknown_update_not_kept":
+        s = backend.ToolCallStore(max_updates=0)
+        expected = {**dict(list(expected.items())[:4]), "maxUpdates": 0, **dict(list(expected.items())[4:])}
+    else:
+        s = backend.ToolCallStore()
     assert s.apply(NOOP_FRAMES[name]) is None
-    assert_record(s.state(), empty_state())
+    assert_record(s.state(), expected)
     assert len(s) == 0
+
+
+def test_unknown_update_is_recorded_by_default(backend):
+    # issue 16: an update of a kind the store has no rule for is kept in its session's record
+    s = backend.ToolCallStore()
+    line = b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":'
+    change = s.apply(line + b'{"sessionUpdate":"_custom","toolCallId":"c1","n":2.50}}}')
+    assert change_of(backend, change) == ("s1", "update", "_custom", "appended", None)
+    kept = {"sessionUpdate": "_custom", "toolCallId": "c1", "n": 2.5}
+    session = {"toolCalls": {}, "terminals": {}, "plans": {}, "permissions": [], "updates": [kept]}
+    assert_record(s.state(), empty_state(sessions={"s1": session}))
+    assert_record(s.updates("s1"), [kept])
+    # not a tool call: the snapshot lists sessions with tool calls only
+    assert_record(s.snapshot(), {})
+    assert len(s) == 0 and s.get("s1", "c1") is None
+    assert b'"updates":[{"sessionUpdate":"_custom","toolCallId":"c1","n":2.50}]' in s.to_json()
 
 
 def test_apply_batch_results_in_order(backend):

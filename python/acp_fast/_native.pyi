@@ -242,14 +242,16 @@ class ToolCallStore:
         max_content_items: Optional[int] = 1000,
         max_plans: Optional[int] = 100,
         max_permissions: Optional[int] = 1000,
-        max_updates: Optional[int] = 0,
+        max_updates: Optional[int] = 1000,
+        max_terminals: Optional[int] = 1000,
         strict_schema: Union[bool, int, None] = False,
     ) -> ToolCallStore:
         """An empty store: ``protocol_version`` 1 or 2 (None: the negotiated one, else 1);
         ``max_tool_calls`` bounds the finished tool calls kept; ``max_frame_bytes`` as for
         :class:`FrameDecoder`; the bounds inside sessions (None: no bound): output bytes kept per
         terminal, content items per tool call, plans and permission records per session, unknown
-        updates per session (0: none). See docs/API.md "Bounds and checkpoints". ``strict_schema``
+        updates per session (the last ones; 0: none), terminals per session (the oldest exited
+        dropped first). See docs/API.md "Bounds and checkpoints". ``strict_schema``
         as for :class:`FrameDecoder`: a frame (or batch entry) that fails the schema check is
         reported as a :class:`DecodeError` of kind ``schema`` and not applied."""
     def apply(self, frame: _ApplyFrame, *, source: Optional[str] = None) -> Any:
@@ -320,7 +322,10 @@ class ToolCallStore:
         """Permission records kept per session (pending ones always; None: no bound)."""
     @property
     def max_updates(self) -> Optional[int]:
-        """Unknown updates kept per session (0: none; None: no bound)."""
+        """Unknown updates kept per session (the last ones; 0: none; None: no bound)."""
+    @property
+    def max_terminals(self) -> Optional[int]:
+        """Terminals kept per session (the oldest exited ones dropped first; None: no bound)."""
     @property
     def strict_schema(self) -> Union[bool, int]:
         """``strict_schema`` as given: False (off), True (follows the negotiation), 1 or 2."""

@@ -1,4 +1,4 @@
-//! The bound arguments of `ToolCallStore` (`max_terminal_bytes`, ..., `max_updates`; DESIGN §7.1):
+//! The bound arguments of `ToolCallStore` (`max_terminal_bytes`, ..., `max_terminals`; DESIGN §7.1):
 //! omitted, the default; `None`, no bound; else an `int` from the bound's smallest value to
 //! 2**63-1, as the fallback's `_limit` checks them, word for word.
 

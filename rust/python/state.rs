@@ -357,6 +357,7 @@ impl StoreState {
         max_plans: LimitArg<'_>,
         max_permissions: LimitArg<'_>,
         max_updates: LimitArg<'_>,
+        max_terminals: LimitArg<'_>,
         strict_schema: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let version = version_arg(protocol_version)?;
@@ -369,6 +370,7 @@ impl StoreState {
             plans: limit_arg(max_plans, "max_plans", 1, d.plans)?,
             permissions: limit_arg(max_permissions, "max_permissions", 1, d.permissions)?,
             updates: limit_arg(max_updates, "max_updates", 0, d.updates)?,
+            terminals: limit_arg(max_terminals, "max_terminals", 1, d.terminals)?,
         };
         Ok(Self {
             store: Store::with_limits(version, max, limits),
@@ -774,7 +776,7 @@ impl StoreState {
         }
     }
 
-    /// The bounds inside sessions (`max_terminal_bytes`, ..., `max_updates`).
+    /// The bounds inside sessions (`max_terminal_bytes`, ..., `max_terminals`).
     fn limits(&self) -> Limits {
         *self.store.limits()
     }

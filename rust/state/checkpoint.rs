@@ -18,7 +18,7 @@ use crate::encoder::{write_str, PathItem};
 use crate::error::{DecodeError, JsonType};
 use crate::scanner::{check_utf8, parse_i64, parse_u64, Scanner, Skip};
 
-use super::evict::{Limits, Tracked};
+use super::evict::{number_terminals, Limits, Tracked};
 use super::read::base64_decode;
 use super::records::{
     key, members_at, permission_record, terminal_record, tool_call_record, truncated, write_value, CancelRequest,
@@ -716,6 +716,9 @@ fn restore_terminals(
         }
         store.sessions.at_mut(slot).terminals.push(tid, t);
     }
+    if store.limits.terminals.is_some() {
+        number_terminals(store.sessions.at_mut(slot));
+    }
     Ok(())
 }
 
@@ -742,6 +745,11 @@ fn restore_updates(
     }
     let limits = store.limits;
     let bounds = [
+        (
+            "droppedTerminals",
+            "absent (state.maxTerminals is null)",
+            limits.terminals,
+        ),
         ("droppedPlans", "absent (state.maxPlans is null)", limits.plans),
         (
             "droppedPermissions",
@@ -752,7 +760,7 @@ fn restore_updates(
     ];
     let counts = read_marker(r, session, sp, &bounds)?;
     let d = &mut store.sessions.at_mut(slot).dropped;
-    [d.plans, d.permissions, d.updates] = counts;
+    [d.terminals, d.plans, d.permissions, d.updates] = counts;
     Ok(())
 }
 

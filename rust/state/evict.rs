@@ -1,8 +1,19 @@
 //! The bounds (DESIGN §7.8). `Limits` are the bounds inside a session, each applied where its
 //! list grows: `trim_front` (unknown updates), `trim_content` (a tool call's content),
 //! `trim_output` (a terminal's output, from a UTF-8 character boundary), `trim_permissions` (a
-//! session's permission records; `drop_permission`), and `plan.rs` for plans; each counts what it
-//! drops. The rest of this file is the `max_tool_calls` bound: after a frame creates a tool call and more than N are retained, the oldest (first
+//! session's permission records; `drop_permission`), `touch_terminal` and `trim_terminals` (a
+//! session's terminals), and `plan.rs` for plans; each counts what it drops.
+//!
+//! Terminals: after a frame creates a terminal and its session holds more than
+//! `Limits::terminals`, the oldest (first created) terminal of the session that has exited (an
+//! `exitStatus` is set) is dropped, else the oldest one; never the one the frame touched. As for
+//! tool calls below, each terminal gets a creation number in its session and the exited ones are
+//! queued in a min-heap when a frame leaves them exited (an entry whose terminal no longer is
+//! exited is dropped when it reaches the top, and queued again when it is); the oldest one is the
+//! first entry of the ordered map (`OrderedMap::first_slot`, amortised O(1)). Cost: O(1) per frame
+//! while no terminal of the session has exited, O(log n) per terminal that exits and per drop of
+//! an exited one (n: its exited terminals, at most the bound). The heap holds at most one entry
+//! per terminal retained: a terminal is dropped as the oldest only when no other is queued. The rest of this file is the `max_tool_calls` bound: after a frame creates a tool call and more than N are retained, the oldest (first
 //! created, across sessions) tool call whose status is finished is dropped, else the oldest one;
 //! never the one the frame touched.
 //!
@@ -33,7 +44,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-use super::records::{Outcome, Terminal, Text, ToolCall};
+use super::records::{Outcome, Session, Terminal, Text, ToolCall};
 use super::Store;
 
 /// The bounds inside a session (DESIGN §7.8; `None`: no bound). The defaults are `Default`'s.
@@ -47,8 +58,10 @@ pub struct Limits {
     pub plans: Option<usize>,
     /// Permission records kept per session (the oldest resolved ones dropped first).
     pub permissions: Option<usize>,
-    /// Unknown updates kept per session (0, the default: none are kept).
+    /// Unknown updates kept per session (the last ones; 0: none are kept).
     pub updates: Option<usize>,
+    /// Terminals kept per session (the oldest exited ones dropped first, else the oldest).
+    pub terminals: Option<usize>,
 }
 
 impl Default for Limits {
@@ -58,40 +71,44 @@ impl Default for Limits {
             content_items: Some(1000),
             plans: Some(100),
             permissions: Some(1000),
-            updates: Some(0),
+            updates: Some(1000),
+            terminals: Some(1000),
         }
     }
 }
 
 impl Limits {
     /// The checkpoint members of the bounds, in document order (DESIGN §7.8).
-    pub const NAMES: [&'static str; 5] = [
+    pub const NAMES: [&'static str; 6] = [
         "maxTerminalBytes",
         "maxContentItems",
         "maxPlans",
         "maxPermissions",
         "maxUpdates",
+        "maxTerminals",
     ];
 
     /// The bounds, in `NAMES` order.
-    pub fn values(&self) -> [Option<usize>; 5] {
+    pub fn values(&self) -> [Option<usize>; 6] {
         [
             self.terminal_bytes,
             self.content_items,
             self.plans,
             self.permissions,
             self.updates,
+            self.terminals,
         ]
     }
 
     /// Each bound's smallest value (1: a count of records, 0: of items) and slot, in `NAMES` order.
-    pub fn slots_mut(&mut self) -> [(u64, &mut Option<usize>); 5] {
+    pub fn slots_mut(&mut self) -> [(u64, &mut Option<usize>); 6] {
         [
             (0, &mut self.terminal_bytes),
             (0, &mut self.content_items),
             (1, &mut self.plans),
             (1, &mut self.permissions),
             (0, &mut self.updates),
+            (1, &mut self.terminals),
         ]
     }
 
@@ -174,6 +191,75 @@ fn cut_output(t: &mut Terminal, max: usize) {
     }
 }
 
+/// While `session` holds more terminals than `max`: drop its oldest exited one, else its oldest
+/// one (never `keep`, the creation number of the terminal just created: it is the newest), counted
+/// in `droppedTerminals`.
+fn trim_terminals(session: &mut Session, max: Option<usize>, keep: u64) {
+    let Some(max) = max else {
+        return;
+    };
+    while session.terminals.len() > max {
+        let exited = if session.exited.is_empty() {
+            None
+        } else {
+            oldest_exited(session, keep)
+        };
+        // The bound is at least 1: with more than one terminal, the oldest is not the new one.
+        let Some(slot) = exited.or_else(|| session.terminals.first_slot()) else {
+            break;
+        };
+        session.terminals.remove_slot(slot);
+        session.dropped.terminals += 1;
+    }
+    session.terminals.maybe_compact();
+}
+
+/// The slot of the oldest exited terminal of `session` but `keep`, taken off its heap (dropping
+/// stale entries: a terminal dropped, or no longer exited).
+fn oldest_exited(session: &mut Session, keep: u64) -> Option<usize> {
+    let mut held = None;
+    let mut victim = None;
+    while let Some(Reverse((seq, key))) = session.exited.pop() {
+        let Some(slot) = session.terminals.slot(&key) else {
+            continue; // dropped
+        };
+        let t = session.terminals.at_mut(slot);
+        if t.seq != seq {
+            continue; // dropped, and another terminal made with its id since
+        }
+        if t.exit_status.is_none() {
+            t.queued = false;
+        } else if seq == keep {
+            held = Some((seq, key));
+        } else {
+            victim = Some(slot);
+            break;
+        }
+    }
+    if let Some(entry) = held {
+        session.exited.push(Reverse(entry));
+    }
+    victim
+}
+
+/// Number the terminals of `session` 0, 1, 2, ... in creation order and queue the exited ones
+/// (after a restore, with a bound on terminals).
+pub(super) fn number_terminals(session: &mut Session) {
+    let mut exited = Vec::new();
+    let mut seq = 0;
+    for (key, t) in session.terminals.iter_mut() {
+        t.seq = seq;
+        t.queued = t.exit_status.is_some();
+        if t.queued {
+            exited.push(Reverse((seq, key.into())));
+        }
+        seq += 1;
+    }
+    session.terminal_seq = seq;
+    // Ascending creation numbers: `from` heapifies in O(n).
+    session.exited = BinaryHeap::from(exited);
+}
+
 /// An entry of `order`: where the tool call is, and whether its creation number is in the heap of
 /// finished tool calls.
 pub(super) struct Tracked {
@@ -223,6 +309,28 @@ impl Store {
                     self.pending.insert(p.id.clone(), i);
                 }
             }
+        }
+    }
+
+    /// Bound on terminals only: after a frame created (`created`) the terminal in `tslot` (its id:
+    /// `key()`) of the session in `slot`, or left it exited: number it if new, queue it if exited,
+    /// and after a creation, drop terminals beyond the bound (`trim_terminals`). Out of line: a
+    /// frame comes here only when it creates a terminal or sets an exit status.
+    #[inline(never)]
+    pub(super) fn touch_terminal(&mut self, (slot, tslot): (usize, usize), key: impl FnOnce() -> Text, created: bool) {
+        let session = self.sessions.at_mut(slot);
+        let t = session.terminals.at_mut(tslot);
+        if created {
+            t.seq = session.terminal_seq;
+            session.terminal_seq += 1;
+        }
+        let seq = t.seq;
+        if t.exit_status.is_some() && !t.queued {
+            t.queued = true;
+            session.exited.push(Reverse((seq, key())));
+        }
+        if created {
+            trim_terminals(session, self.limits.terminals, seq);
         }
     }
 
@@ -353,7 +461,7 @@ impl Store {
 
 #[cfg(test)]
 mod tests {
-    use super::super::records::IdKey;
+    use super::super::records::{IdKey, OrderedMap};
     use super::super::tests::{apply, upd};
     use super::*;
 
@@ -418,6 +526,52 @@ mod tests {
         assert_eq!(s.session(b"s1").unwrap().dropped.permissions, 102);
         assert!(s.permissions.len() <= 2 * 2 + 32);
         assert_eq!(s.pending.get(&IdKey::Int(500)).copied(), Some(s.permissions.len() - 1));
+    }
+
+    #[test]
+    fn terminals_are_bounded_per_session() {
+        let limits = Limits {
+            terminals: Some(3),
+            ..Limits::default()
+        };
+        let mut s = Store::with_limits(None, None, limits);
+        let chunk = |t: usize| {
+            upd(&format!(
+                r#"{{"sessionUpdate":"terminal_output_chunk","terminalId":"t{t}","data":""}}"#
+            ))
+        };
+        let exit = |t: usize| {
+            upd(&format!(
+                r#"{{"sessionUpdate":"terminal_update","terminalId":"t{t}","exitStatus":{{"exitCode":0}}}}"#
+            ))
+        };
+        for t in 0..10_000 {
+            apply(&mut s, &chunk(t)).unwrap();
+            if t % 3 == 1 {
+                apply(&mut s, &exit(t - 1)).unwrap();
+            }
+            let session = s.session(b"s1").unwrap();
+            assert!(session.terminals.len() <= 3 && session.exited.len() <= 3);
+        }
+        let session = s.session(b"s1").unwrap();
+        let kept: Vec<&[u8]> = session.terminals.iter().map(|(k, _)| k).collect();
+        assert_eq!(kept, [&b"t9997"[..], b"t9998", b"t9999"]);
+        assert_eq!(session.dropped.terminals, 9997);
+    }
+
+    #[test]
+    fn first_slot_passes_removed_slots_once() {
+        let mut m = OrderedMap::default();
+        for i in 0..10u8 {
+            m.push(Box::new([i]), i);
+        }
+        for i in 0..9 {
+            let first = m.first_slot().unwrap();
+            assert_eq!(first, i);
+            m.remove_slot(first);
+        }
+        assert_eq!(m.first_slot(), Some(9));
+        assert_eq!(m.iter().map(|(_, v)| *v).collect::<Vec<_>>(), [9]);
     }
 
     #[test]

@@ -76,8 +76,12 @@ pub struct Store {
 }
 
 /// The `params.update.sessionUpdate` kinds the store handles (DESIGN §7.3), each applied by the
-/// function of the same name (`Store::session_update` dispatches); other kinds go to
-/// `unknown_update`.
+/// function of the same name (`Store::session_update` dispatches), and the kinds a protocol
+/// version defines that no rule of the store handles (conversation, commands, modes, usage...: not
+/// state), ignored under that version. Any other kind without a rule (custom `_` kinds, kinds of
+/// the other version, kinds no version defines) is an unknown update, kept when `Limits::updates`
+/// allows (`unknown_update`). The defined kinds are those of the v1 and v2 schemas (stable and
+/// unstable); the fallback lists them as `_DEFINED_BOTH`, `_DEFINED_V1` and `_DEFINED_V2`.
 #[derive(Clone, Copy)]
 enum UpdateKind {
     ToolCall,
@@ -88,9 +92,16 @@ enum UpdateKind {
     Plan,
     PlanUpdate,
     PlanRemoved,
+    /// Defined by both versions: always ignored.
+    Defined,
+    /// Defined by v1 only / v2 only: ignored under that version, else an unknown update.
+    DefinedV1,
+    DefinedV2,
 }
 
 impl UpdateKind {
+    /// The kind of `kind` (None: an unknown update whatever the version). One match, so that the
+    /// frames most sessions are made of (message chunks) are set aside at once.
     #[inline]
     fn of(kind: &[u8]) -> Option<Self> {
         Some(match kind {
@@ -102,34 +113,21 @@ impl UpdateKind {
             b"plan" => Self::Plan,
             b"plan_update" => Self::PlanUpdate,
             b"plan_removed" => Self::PlanRemoved,
+            b"agent_message_chunk"
+            | b"agent_thought_chunk"
+            | b"available_commands_update"
+            | b"compaction_summary_chunk"
+            | b"compaction_update"
+            | b"config_option_update"
+            | b"notice"
+            | b"session_info_update"
+            | b"usage_update"
+            | b"user_message_chunk" => Self::Defined,
+            b"current_mode_update" => Self::DefinedV1,
+            b"agent_message" | b"agent_thought" | b"state_update" | b"user_message" => Self::DefinedV2,
             _ => return None,
         })
     }
-}
-
-/// The update kinds a protocol version defines that no rule of the store handles (conversation,
-/// commands, modes, usage...: not state). They are ignored; any other kind without a rule (custom
-/// `_` kinds, kinds of the other version, kinds no version defines) is an unknown update, kept
-/// when `Limits::updates` allows (DESIGN §7.3). From the v1 and v2 schemas (stable and unstable).
-const DEFINED_BOTH: [&[u8]; 10] = [
-    b"agent_message_chunk",
-    b"agent_thought_chunk",
-    b"available_commands_update",
-    b"compaction_summary_chunk",
-    b"compaction_update",
-    b"config_option_update",
-    b"notice",
-    b"session_info_update",
-    b"usage_update",
-    b"user_message_chunk",
-];
-const DEFINED_V1: [&[u8]; 1] = [b"current_mode_update"];
-const DEFINED_V2: [&[u8]; 4] = [b"agent_message", b"agent_thought", b"state_update", b"user_message"];
-
-/// Does protocol version `version` define the update kind `kind` (one without a rule)?
-fn defined_kind(version: u8, kind: &[u8]) -> bool {
-    let own: &[&[u8]] = if version >= 2 { &DEFINED_V2 } else { &DEFINED_V1 };
-    DEFINED_BOTH.contains(&kind) || own.contains(&kind)
 }
 
 impl Store {
@@ -329,8 +327,16 @@ impl Store {
             return Ok(None);
         };
         let mut kscratch = Vec::new();
-        let Some(rule) = UpdateKind::of(key_bytes(data, kind, &mut kscratch)) else {
-            // Unknown updates are not kept by default: no call on the path of most frames.
+        let rule = UpdateKind::of(key_bytes(data, kind, &mut kscratch));
+        let known = match rule {
+            Some(UpdateKind::Defined) => return Ok(None),
+            Some(UpdateKind::DefinedV1 | UpdateKind::DefinedV2) => {
+                return self.defined_elsewhere(data, env, (params, update), kind, rule);
+            }
+            rule => rule,
+        };
+        let Some(rule) = known else {
+            // With `max_updates=0` an unknown update is ignored, checking nothing.
             if self.limits.updates == Some(0) {
                 return Ok(None);
             }
@@ -347,13 +353,32 @@ impl Store {
             UpdateKind::Plan => self.plan(data, sid, update, captured),
             UpdateKind::PlanUpdate => self.plan_update(data, sid, update, captured),
             UpdateKind::PlanRemoved => self.plan_removed(data, sid, update, captured),
+            UpdateKind::Defined | UpdateKind::DefinedV1 | UpdateKind::DefinedV2 => Ok(None),
         }
     }
 
-    /// An update of a kind no rule handles (`kind`, its `sessionUpdate` token), when the store
-    /// keeps them (`Limits::updates` is not 0; else `session_update` ignores it, checking
-    /// nothing): ignored when the version in force defines it, else kept as received at the end
-    /// of its session's `updates`, the last `Limits::updates` of them.
+    /// An update of a kind only one version defines (`rule`): ignored under that version, else
+    /// an unknown update.
+    #[inline(never)]
+    fn defined_elsewhere(
+        &mut self,
+        data: &[u8],
+        env: &Envelope,
+        spans: (Span, Span),
+        kind: Str,
+        rule: Option<UpdateKind>,
+    ) -> Result<Option<Change>, DecodeError> {
+        let v2 = self.version() >= 2;
+        if matches!(rule, Some(UpdateKind::DefinedV1)) != v2 || self.limits.updates == Some(0) {
+            return Ok(None);
+        }
+        self.unknown_update(data, env, spans, kind)
+    }
+
+    /// An update of a kind no rule handles and the version in force does not define (`kind`, its
+    /// `sessionUpdate` token; `UpdateKind::of`), when the store keeps them (`Limits::updates` is
+    /// not 0; else `session_update` ignores it, checking nothing): kept as received at the end of
+    /// its session's `updates`, the last `Limits::updates` of them.
     #[inline(never)]
     fn unknown_update(
         &mut self,
@@ -362,10 +387,6 @@ impl Store {
         (params, update): (Span, Span),
         kind: Str,
     ) -> Result<Option<Change>, DecodeError> {
-        let mut scratch = Vec::new();
-        if defined_kind(self.version(), key_bytes(data, kind, &mut scratch)) {
-            return Ok(None);
-        }
         let sid = require_session(data, env, params)?;
         let slot = self.session_slot(data, sid);
         let max = self.limits.updates;
@@ -435,12 +456,42 @@ mod tests {
 
     #[test]
     fn unknown_update_kinds_are_ignored_without_a_session_check() {
-        let mut s = Store::new(None, None);
+        let limits = Limits {
+            updates: Some(0),
+            ..Limits::default()
+        };
+        let mut s = Store::with_limits(None, None, limits);
         let line = r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":1,"update":{"sessionUpdate":"agent_message_chunk"}}}"#;
         assert_eq!(apply(&mut s, line).unwrap(), None);
         let line =
             r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":1,"update":{"sessionUpdate":"_x"}}}"#;
         assert_eq!(apply(&mut s, line).unwrap(), None);
+        // kept by default (the last 1000)
+        let mut s = Store::new(None, None);
+        assert_eq!(apply(&mut s, line).unwrap_err().kind, "invalid_session_id");
+        assert_eq!(
+            apply(&mut s, &upd(r#"{"sessionUpdate":"_x"}"#)).unwrap(),
+            Some((Target::Update, Action::Appended))
+        );
+        assert_eq!(s.session(b"s1").unwrap().updates.len(), 1);
+        // a kind of the other version is unknown, a kind of the version in force ignored
+        assert_eq!(
+            apply(&mut s, &upd(r#"{"sessionUpdate":"state_update"}"#)).unwrap(),
+            Some((Target::Update, Action::Appended))
+        );
+        assert_eq!(
+            apply(&mut s, &upd(r#"{"sessionUpdate":"current_mode_update"}"#)).unwrap(),
+            None
+        );
+        let mut s = Store::new(Some(2), None);
+        assert_eq!(
+            apply(&mut s, &upd(r#"{"sessionUpdate":"state_update"}"#)).unwrap(),
+            None
+        );
+        assert_eq!(
+            apply(&mut s, &upd(r#"{"sessionUpdate":"current_mode_update"}"#)).unwrap(),
+            Some((Target::Update, Action::Appended))
+        );
     }
 
     #[test]

@@ -10,7 +10,8 @@
 //! built as the dicts that queries return by the binding (`rust/python/records.rs`); the
 //! fallback's functions of the same names build dicts.
 
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 
 use hashbrown::{DefaultHashBuilder, HashMap, HashTable};
 
@@ -35,6 +36,8 @@ pub struct OrderedMap<V> {
     table: HashTable<usize>,
     hasher: DefaultHashBuilder,
     live: usize,
+    /// All slots before it are removed ones (`first_slot` moves it on).
+    head: usize,
 }
 
 impl<V> Default for OrderedMap<V> {
@@ -44,6 +47,7 @@ impl<V> Default for OrderedMap<V> {
             table: HashTable::new(),
             hasher: DefaultHashBuilder::default(),
             live: 0,
+            head: 0,
         }
     }
 }
@@ -118,9 +122,13 @@ impl<V> OrderedMap<V> {
         Some(value)
     }
 
-    /// The slot of the first entry (the oldest), if any.
-    pub fn first_slot(&self) -> Option<usize> {
-        self.slots.iter().position(Option::is_some)
+    /// The slot of the first entry (the oldest), if any: amortised O(1) (the removed slots before
+    /// it are passed once).
+    pub fn first_slot(&mut self) -> Option<usize> {
+        while self.slots.get(self.head).is_some_and(Option::is_none) {
+            self.head += 1;
+        }
+        (self.head < self.slots.len()).then_some(self.head)
     }
 
     /// Drop removed slots when they outnumber the live entries. Returns whether slots moved.
@@ -131,6 +139,7 @@ impl<V> OrderedMap<V> {
         }
         let slots = std::mem::take(&mut self.slots);
         self.table.clear();
+        self.head = 0;
         for (key, value) in slots.into_iter().flatten() {
             self.push(key, value);
             self.live -= 1;
@@ -140,6 +149,10 @@ impl<V> OrderedMap<V> {
 
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], &V)> {
         self.slots.iter().flatten().map(|(k, v)| (&**k, v))
+    }
+
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = (&[u8], &mut V)> {
+        self.slots.iter_mut().flatten().map(|(k, v)| (&**k, v))
     }
 
     pub fn values(&self) -> impl Iterator<Item = &V> {
@@ -259,6 +272,10 @@ pub struct Terminal {
     pub meta: Option<Raw>,
     /// Unknown fields in first-set order.
     pub extra: Vec<(Text, Raw)>,
+    /// With a bound: the creation number in its session, and whether it is in the session's heap
+    /// of exited terminals (`evict.rs`).
+    pub seq: u64,
+    pub queued: bool,
 }
 
 impl Terminal {
@@ -375,6 +392,7 @@ pub struct Permission {
 /// What the bounds dropped from a session (DESIGN §7.8): its `_truncated` marker.
 #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
 pub struct Dropped {
+    pub terminals: u64,
     pub plans: u64,
     pub permissions: u64,
     pub updates: u64,
@@ -384,6 +402,7 @@ impl Dropped {
     /// The marker's members: (name, count) of the non-zero counts, in materialized order.
     pub fn counts(&self) -> impl Iterator<Item = (&'static str, u64)> {
         [
+            ("droppedTerminals", self.terminals),
             ("droppedPlans", self.plans),
             ("droppedPermissions", self.permissions),
             ("droppedUpdates", self.updates),
@@ -405,6 +424,10 @@ pub struct Session {
     pub updates: VecDeque<Raw>,
     /// Permission records of this session held by the store (for its bound).
     pub permission_count: usize,
+    /// With a bound on terminals (`evict.rs`): the creation number of the next terminal, and a
+    /// min-heap of (creation number, id) of the terminals found exited.
+    pub terminal_seq: u64,
+    pub exited: BinaryHeap<Reverse<(u64, Text)>>,
     pub dropped: Dropped,
 }
 

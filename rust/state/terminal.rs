@@ -115,7 +115,7 @@ impl Store {
         }
         let members = std::mem::take(&mut self.members);
         let max = self.limits.terminal_bytes;
-        let (t, existed) = self.terminal_mut(data, sid, tid);
+        let (slot, tslot, t, existed) = self.terminal_mut(data, sid, tid);
         for (i, m) in members.iter().enumerate() {
             let null = m.value.ty == JsonType::Null;
             match m.code {
@@ -134,7 +134,11 @@ impl Store {
                 _ => {}
             }
         }
+        let exited = t.exit_status.is_some() && !t.queued;
         self.members = members;
+        if self.limits.terminals.is_some() && (exited || !existed) {
+            self.touch_terminal((slot, tslot), || text_of(data, tid), !existed);
+        }
         Ok(Some(terminal_change(sid, tid, existed, Action::Updated)))
     }
 
@@ -175,22 +179,26 @@ impl Store {
             }
         }
         let max = self.limits.terminal_bytes;
-        let (t, existed) = self.terminal_mut(data, sid, tid);
+        let (slot, tslot, t, existed) = self.terminal_mut(data, sid, tid);
         t.output.extend_from_slice(&bytes);
         trim_output(t, max);
+        if !existed && self.limits.terminals.is_some() {
+            self.touch_terminal((slot, tslot), || text_of(data, tid), true);
+        }
         Ok(Some(terminal_change(sid, tid, existed, Action::Appended)))
     }
 
-    /// The terminal `tid` of session `sid`, created if needed; and whether it existed.
-    fn terminal_mut(&mut self, data: &[u8], sid: Str, tid: Str) -> (&mut Terminal, bool) {
+    /// The terminal `tid` of session `sid`, created if needed: the slots of the session and of
+    /// the terminal, the terminal, and whether it existed.
+    fn terminal_mut(&mut self, data: &[u8], sid: Str, tid: Str) -> (usize, usize, &mut Terminal, bool) {
         let slot = self.session_slot(data, sid);
         let key = text_of(data, tid);
         let terminals = &mut self.sessions.at_mut(slot).terminals;
         match terminals.slot(&key) {
-            Some(s) => (terminals.at_mut(s), true),
+            Some(s) => (slot, s, terminals.at_mut(s), true),
             None => {
                 let s = terminals.push(key, Terminal::default());
-                (terminals.at_mut(s), false)
+                (slot, s, terminals.at_mut(s), false)
             }
         }
     }

@@ -8,9 +8,9 @@ malformed records) are counted and the first ones listed; they never stop the re
 
 The output shows, per session: the tool calls (id, title, kind, status, a content summary), the
 permission requests and their outcomes, the plans with their entries, the terminals (exit
-status, bytes of output, last line) and, with ``--max-updates``, the updates of kinds the state
-engine has no rule for, counted by kind. ``--json`` prints the store's checkpoint (``to_json()``:
-numbers as received) with summary counts instead.
+status, bytes of output, last line) and the updates of kinds the state engine has no rule for
+(the last ``--max-updates`` per session are kept, 1000 by default), counted by kind. ``--json``
+prints the store's checkpoint (``to_json()``: numbers as received) with summary counts instead.
 
 From Python, :func:`replay` gives the store (to compare with a live one)::
 
@@ -41,6 +41,8 @@ from ._usage import Parser, integer
 
 #: The longest line a replay reads by default (``acp_fast.DEFAULT_MAX_FRAME_BYTES``).
 DEFAULT_MAX_FRAME_BYTES = acp_fast.DEFAULT_MAX_FRAME_BYTES
+#: Unknown updates kept per session: the store's default.
+DEFAULT_MAX_UPDATES: int = acp_fast.ToolCallStore().max_updates or 0
 #: What :func:`replay` reads: a path, the bytes themselves, or an open binary file.
 Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, Any]
 
@@ -190,7 +192,7 @@ def replay_file(
     *,
     protocol_version: Optional[int] = None,
     max_tool_calls: Optional[int] = None,
-    max_updates: Optional[int] = 0,
+    max_updates: Optional[int] = DEFAULT_MAX_UPDATES,
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
     forwarded_only: bool = False,
     input_format: str = "auto",
@@ -201,7 +203,7 @@ def replay_file(
     :class:`acp_fast.ToolCallStore`; returns the :class:`Replay` (store, counts, first
     ``max_errors`` errors). ``forwarded_only`` skips recorded frames the proxy did not forward
     (``"action"`` records). ``input_format``: ``auto``, ``ndjson`` or ``recording``. ``max_updates``:
-    unknown updates kept per session (the store's default: none)."""
+    unknown updates kept per session, the last ones (the store's default, 1000; 0: none)."""
     store = acp_fast.ToolCallStore(
         protocol_version, max_tool_calls=max_tool_calls, max_frame_bytes=max_frame_bytes, max_updates=max_updates
     )
@@ -516,9 +518,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument(
         "--max-updates",
         type=integer(0, 2**63 - 1),
-        default=0,
+        default=DEFAULT_MAX_UPDATES,
         metavar="N",
-        help="keep and count the updates no rule handles, the last N per session (default 0: none)",
+        help=f"keep the updates no rule handles, the last N per session, counting those dropped (default {DEFAULT_MAX_UPDATES}; 0: none)",
     )
     parser.add_argument(
         "--max-frame-bytes",

@@ -160,7 +160,8 @@ def parser() -> argparse.ArgumentParser:
         ("--max-content-items", 0, "content items kept per tool call, the last ones"),
         ("--max-plans", 1, "plans kept per session, the oldest dropped first"),
         ("--max-permissions", 1, "permission records kept per session, the oldest resolved dropped first"),
-        ("--max-updates", 0, "updates of kinds the state engine has no rule for, kept per session"),
+        ("--max-updates", 0, "updates of kinds the state engine has no rule for, the last ones kept per session"),
+        ("--max-terminals", 1, "terminals kept per session, the oldest exited dropped first"),
     ):
         default = getattr(defaults, option[2:].replace("-", "_"))
         help = f"{what} (default {default}; none: all)"
@@ -213,6 +214,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             max_plans=ns.max_plans,
             max_permissions=ns.max_permissions,
             max_updates=ns.max_updates,
+            max_terminals=ns.max_terminals,
             record=ns.record,
             state_json=ns.state_json,
             summary=ns.summary,

@@ -71,7 +71,7 @@ class Proxy:
     ``state_json`` and ``summary_json`` are file paths (created owner-only; an existing file is
     refused unless ``force``); ``agent_invalid`` is ``"divert"``, ``"pass"``, ``"drop"`` or
     ``"fail"`` (with ``agent_invalid_limit`` lines, default 1); ``bridge`` is ``(editor,
-    agent)`` protocol versions; ``max_terminal_bytes`` ... ``max_updates`` are the store's bounds
+    agent)`` protocol versions; ``max_terminal_bytes`` ... ``max_terminals`` are the store's bounds
     inside sessions (default: the store's defaults; None: no bound). :meth:`run` returns the exit status."""
 
     def __init__(
@@ -94,6 +94,7 @@ class Proxy:
         max_plans: Optional[int] = _STORE_DEFAULTS.max_plans,
         max_permissions: Optional[int] = _STORE_DEFAULTS.max_permissions,
         max_updates: Optional[int] = _STORE_DEFAULTS.max_updates,
+        max_terminals: Optional[int] = _STORE_DEFAULTS.max_terminals,
         record: Optional[str] = None,
         state_json: Optional[str] = None,
         summary: bool = False,
@@ -132,6 +133,7 @@ class Proxy:
             max_plans=max_plans,
             max_permissions=max_permissions,
             max_updates=max_updates,
+            max_terminals=max_terminals,
         )
         #: Held while the state is read or changed and while the middleware run.
         self.lock: threading.RLock = threading.RLock()

@@ -45,10 +45,11 @@ impl PyToolCallStore {
     #[pyo3(signature = (protocol_version = None, *, max_tool_calls = None, max_frame_bytes = None,
                         max_terminal_bytes = LimitArg::Default, max_content_items = LimitArg::Default,
                         max_plans = LimitArg::Default, max_permissions = LimitArg::Default,
-                        max_updates = LimitArg::Default, strict_schema = None),
+                        max_updates = LimitArg::Default, max_terminals = LimitArg::Default,
+                        strict_schema = None),
            text_signature = "(protocol_version=None, *, max_tool_calls=None, max_frame_bytes=67108864, \
                              max_terminal_bytes=1048576, max_content_items=1000, max_plans=100, \
-                             max_permissions=1000, max_updates=0, strict_schema=False)")]
+                             max_permissions=1000, max_updates=1000, max_terminals=1000, strict_schema=False)")]
     #[allow(clippy::too_many_arguments)]
     fn new(
         protocol_version: Option<&Bound<'_, PyAny>>,
@@ -59,6 +60,7 @@ impl PyToolCallStore {
         max_plans: LimitArg<'_>,
         max_permissions: LimitArg<'_>,
         max_updates: LimitArg<'_>,
+        max_terminals: LimitArg<'_>,
         strict_schema: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         StoreState::new(
@@ -70,6 +72,7 @@ impl PyToolCallStore {
             max_plans,
             max_permissions,
             max_updates,
+            max_terminals,
             strict_schema,
         )
         .map(Self::from)
@@ -219,6 +222,11 @@ impl PyToolCallStore {
     #[getter]
     fn max_updates(&self, py: Python<'_>) -> PyResult<Option<usize>> {
         Ok(self.locked(py)?.limits().updates)
+    }
+
+    #[getter]
+    fn max_terminals(&self, py: Python<'_>) -> PyResult<Option<usize>> {
+        Ok(self.locked(py)?.limits().terminals)
     }
 
     #[getter]

@@ -50,6 +50,7 @@ from .evict import (
     DEFAULT_MAX_PERMISSIONS,
     DEFAULT_MAX_PLANS,
     DEFAULT_MAX_TERMINAL_BYTES,
+    DEFAULT_MAX_TERMINALS,
     DEFAULT_MAX_UPDATES,
     trim_front,
 )
@@ -78,7 +79,7 @@ UpdateFn = Callable[["ToolCallStore", str, Dict[str, Any]], Optional[Change]]
 
 #: ``params.update.sessionUpdate`` -> its function (DESIGN 7.3); other kinds go to
 #: ``unknown_update`` when the store keeps unknown updates, else are ignored.
-UPDATES: Dict[str, Optional[UpdateFn]] = {
+UPDATES: Dict[Optional[str], Optional[UpdateFn]] = {
     "tool_call": tool_call,
     "tool_call_update": tool_call_update,
     "tool_call_content_chunk": content_chunk,
@@ -109,10 +110,12 @@ _DEFINED_V1 = ("current_mode_update",)
 _DEFINED_V2 = ("agent_message", "agent_thought", "state_update", "user_message")
 
 #: The update table of a store that keeps unknown updates, by version in force: ``UPDATES`` with
-#: the kinds that version defines mapped to None (ignored); a kind absent goes to ``unknown_update``.
-KEEPING: Dict[int, Dict[str, Optional[UpdateFn]]] = {
-    1: {**UPDATES, **dict.fromkeys(_DEFINED_BOTH + _DEFINED_V1)},
-    2: {**UPDATES, **dict.fromkeys(_DEFINED_BOTH + _DEFINED_V2)},
+#: the kinds that version defines mapped to None (ignored), and None (``Message._update_kind`` of
+#: an update that is not an object with a string ``sessionUpdate``: ignored, DESIGN 7.3); a kind
+#: absent goes to ``unknown_update``.
+KEEPING: Dict[int, Dict[Optional[str], Optional[UpdateFn]]] = {
+    1: {**UPDATES, None: None, **dict.fromkeys(_DEFINED_BOTH + _DEFINED_V1)},
+    2: {**UPDATES, None: None, **dict.fromkeys(_DEFINED_BOTH + _DEFINED_V2)},
 }
 
 
@@ -177,6 +180,7 @@ class ToolCallStore:
         "_max_plans",
         "_max_permissions",
         "_max_updates",
+        "_max_terminals",
         "_permission_holes",
         "_strict",
     )
@@ -192,6 +196,7 @@ class ToolCallStore:
         max_plans: Optional[int] = DEFAULT_MAX_PLANS,
         max_permissions: Optional[int] = DEFAULT_MAX_PERMISSIONS,
         max_updates: Optional[int] = DEFAULT_MAX_UPDATES,
+        max_terminals: Optional[int] = DEFAULT_MAX_TERMINALS,
         strict_schema: Any = False,
     ) -> None:
         if protocol_version is not None and (type(protocol_version) is not int or protocol_version not in (1, 2)):
@@ -203,6 +208,7 @@ class ToolCallStore:
         self._max_plans = _limit(max_plans, "max_plans", 1)
         self._max_permissions = _limit(max_permissions, "max_permissions", 1)
         self._max_updates = _limit(max_updates, "max_updates", 0)
+        self._max_terminals = _limit(max_terminals, "max_terminals", 1)
         self._framer = Framer(max_frame_bytes=max_frame_bytes)
         # `strict_schema`: the schema check every frame passes before it is applied.
         self._strict: Any = None
@@ -296,8 +302,14 @@ class ToolCallStore:
     @property
     @exclusive
     def max_updates(self) -> Optional[int]:
-        """Unknown updates kept per session (0: none; None: no bound)."""
+        """Unknown updates kept per session (the last ones; 0: none; None: no bound)."""
         return self._max_updates
+
+    @property
+    @exclusive
+    def max_terminals(self) -> Optional[int]:
+        """Terminals kept per session (the oldest exited ones dropped first; None: no bound)."""
+        return self._max_terminals
 
     @property
     @exclusive

@@ -21,7 +21,7 @@ from ..encoder import write
 from ..error import DecodeError, to_python
 from ..scanner import MAX_DEPTH as _FRAME_DEPTH
 from ..scanner import loads, parse_document, to_bytes
-from .evict import LIMITS, compact, drop_permission
+from .evict import LIMITS, compact, drop_permission, number_terminals
 from .permission import MAX_CANCEL_REQUESTS
 from .read import b64decode, exactly, plain
 from .records import (
@@ -356,6 +356,8 @@ def _restore_terminals(store: ToolCallStore, s: Session, session: Dict[str, Any]
         (term.dropped,) = _read_marker(record, rp, (("droppedBytes", "maxTerminalBytes", store._max_terminal_bytes),))
         term.output = bytearray(data)
         term.fields = {k: v for k, v in record.items() if k not in ("terminalId", "output", "_truncated")}
+    if store._max_terminals is not None:
+        number_terminals(s)
 
 
 def _restore_updates(store: ToolCallStore, s: Session, session: Dict[str, Any], sp: str) -> None:
@@ -374,11 +376,13 @@ def _restore_updates(store: ToolCallStore, s: Session, session: Dict[str, Any], 
                 raise _fail(f"{up}.sessionUpdate", "a string", update["sessionUpdate"])
             s.updates.append(update)
     bounds = (
+        ("droppedTerminals", "maxTerminals", store._max_terminals),
         ("droppedPlans", "maxPlans", store._max_plans),
         ("droppedPermissions", "maxPermissions", store._max_permissions),
         ("droppedUpdates", "maxUpdates", store._max_updates),
     )
-    s.dropped_plans, s.dropped_permissions, s.dropped_updates = _read_marker(session, sp, bounds)
+    counts = _read_marker(session, sp, bounds)
+    s.dropped_terminals, s.dropped_plans, s.dropped_permissions, s.dropped_updates = counts
 
 
 def _read_marker(record: Dict[str, Any], rp: str, bounds: Tuple[Tuple[str, str, Optional[int]], ...]) -> List[int]:

@@ -1,8 +1,20 @@
 """The bounds (DESIGN 7.8). ``LIMITS`` are the bounds inside a session, each applied where its
 list grows: ``trim_front`` (unknown updates), ``set_content`` and ``content_chunk`` (a tool call's
 content), ``trim_output`` (a terminal's output, from a UTF-8 character boundary),
-``trim_permissions`` (a session's permission records; ``drop_permission``), and ``plan.py`` for
-plans; each counts what it drops. The rest of this file is the ``max_tool_calls`` bound: after a frame creates a tool call and more than N are retained, the oldest (first created,
+``trim_permissions`` (a session's permission records; ``drop_permission``), ``touch_terminal``
+and ``trim_terminals`` (a session's terminals), and ``plan.py`` for plans; each counts what it
+drops.
+
+Terminals: after a frame creates a terminal and its session holds more than ``max_terminals``, the
+oldest (first created) terminal of the session that has exited (an ``exitStatus`` is set) is
+dropped, else the oldest one; never the one the frame touched. As for tool calls below, each
+terminal gets a creation number in its session and the exited ones are queued in a min-heap when a
+frame leaves them exited (an entry whose terminal no longer is exited is dropped when it reaches
+the top, and queued again when it is); the oldest one is the first key of the session's
+OrderedDict (O(1)). Cost: O(1) per frame while no terminal of the session has exited, O(log n) per
+terminal that exits and per drop of an exited one (n: its exited terminals, at most the bound). The
+heap holds at most one entry per terminal retained: a terminal is dropped as the oldest only when
+no other is queued. The rest of this file is the ``max_tool_calls`` bound: after a frame creates a tool call and more than N are retained, the oldest (first created,
 across sessions) tool call whose status is finished is dropped, else the oldest one; never the one
 the frame touched.
 
@@ -37,7 +49,7 @@ from __future__ import annotations
 from heapq import heappop, heappush
 from typing import TYPE_CHECKING, Any, Deque, Dict, List, Optional, Tuple
 
-from .records import Terminal, finished
+from .records import Session, Terminal, finished
 
 if TYPE_CHECKING:
     from . import ToolCallStore
@@ -47,13 +59,16 @@ __all__ = [
     "DEFAULT_MAX_PERMISSIONS",
     "DEFAULT_MAX_PLANS",
     "DEFAULT_MAX_TERMINAL_BYTES",
+    "DEFAULT_MAX_TERMINALS",
     "DEFAULT_MAX_UPDATES",
     "LIMITS",
     "compact",
     "drop_permission",
     "evict",
+    "number_terminals",
     "set_content",
     "touch",
+    "touch_terminal",
     "trim_front",
     "trim_output",
     "trim_permissions",
@@ -63,7 +78,8 @@ DEFAULT_MAX_TERMINAL_BYTES = 1 << 20
 DEFAULT_MAX_CONTENT_ITEMS = 1000
 DEFAULT_MAX_PLANS = 100
 DEFAULT_MAX_PERMISSIONS = 1000
-DEFAULT_MAX_UPDATES = 0
+DEFAULT_MAX_UPDATES = 1000
+DEFAULT_MAX_TERMINALS = 1000
 
 #: The bounds inside sessions (Rust: ``Limits``), in checkpoint order (DESIGN 7.8): (checkpoint
 #: member, store attribute, smallest value: 1 for a count of records, 0 of items; default). A
@@ -74,6 +90,7 @@ LIMITS: Tuple[Tuple[str, str, int, Optional[int]], ...] = (
     ("maxPlans", "_max_plans", 1, DEFAULT_MAX_PLANS),
     ("maxPermissions", "_max_permissions", 1, DEFAULT_MAX_PERMISSIONS),
     ("maxUpdates", "_max_updates", 0, DEFAULT_MAX_UPDATES),
+    ("maxTerminals", "_max_terminals", 1, DEFAULT_MAX_TERMINALS),
 )
 
 
@@ -159,6 +176,74 @@ def trim_permissions(store: ToolCallStore, sid: str) -> None:
         perms[:] = live
         store._permission_holes = 0
         store._pending = {e[1]["id"]: i for i, e in enumerate(live) if e[1]["outcome"] == "pending"}
+
+
+def touch_terminal(store: ToolCallStore, s: Session, tid: str, term: Terminal, created: bool) -> None:
+    """Bound on terminals only: after a frame created (``created``) the terminal ``tid`` (``term``)
+    of session ``s``, or left it exited: number it if new, queue it if exited, and after a
+    creation, drop terminals beyond the bound (``trim_terminals``)."""
+    if created:
+        term.seq = s.terminal_seq
+        s.terminal_seq += 1
+    if not term.queued and "exitStatus" in term.fields:
+        term.queued = True
+        heappush(s.exited, (term.seq, tid))
+    if created:
+        _trim_terminals(s, store._max_terminals, term.seq)
+
+
+def _trim_terminals(s: Session, limit: Optional[int], keep: int) -> None:
+    """While ``s`` holds more terminals than ``limit``: drop its oldest exited one, else its
+    oldest one (never ``keep``, the creation number of the terminal just created: it is the
+    newest), counted in ``droppedTerminals``. Rust: ``trim_terminals``."""
+    if limit is None:
+        return
+    terms = s.terminals
+    while len(terms) > limit:
+        tid = _oldest_exited(s, keep) if s.exited else None
+        if tid is None:
+            # The bound is at least 1: with more than one terminal, the oldest is not the new one.
+            tid = next(iter(terms))
+        del terms[tid]
+        s.dropped_terminals += 1
+
+
+def _oldest_exited(s: Session, keep: int) -> Optional[str]:
+    """The id of the oldest exited terminal of ``s`` but ``keep``, taken off its heap (dropping
+    stale entries: a terminal dropped, or no longer exited)."""
+    heap = s.exited
+    terms = s.terminals
+    held = None
+    victim = None
+    while heap:
+        entry = heappop(heap)
+        seq, tid = entry
+        term = terms.get(tid)
+        if term is None or term.seq != seq:
+            continue  # dropped (and maybe another terminal made with its id since)
+        if "exitStatus" not in term.fields:
+            term.queued = False
+        elif seq == keep:
+            held = entry
+        else:
+            victim = tid
+            break
+    if held is not None:
+        heappush(heap, held)
+    return victim
+
+
+def number_terminals(s: Session) -> None:
+    """Number the terminals of ``s`` 0, 1, 2, ... in creation order and queue the exited ones
+    (after a restore, with a bound on terminals)."""
+    exited = []
+    for seq, (tid, term) in enumerate(s.terminals.items()):
+        term.seq = seq
+        term.queued = "exitStatus" in term.fields
+        if term.queued:
+            exited.append((seq, tid))
+    s.terminal_seq = len(s.terminals)
+    s.exited = exited  # ascending: a heap already
 
 
 def touch(store: ToolCallStore, sid: str, tcid: str, f: Dict[str, Any], created: bool) -> None:

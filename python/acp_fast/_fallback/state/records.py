@@ -13,7 +13,7 @@ builds the dicts. A number whose text its Python value would not give back is st
 
 from __future__ import annotations
 
-from collections import deque
+from collections import OrderedDict, deque
 from typing import Any, Deque, Dict, Iterator, List, Optional, Tuple
 
 import orjson
@@ -68,13 +68,17 @@ class Terminal:
     the bound, ``dropped`` of them since the output was last replaced), ``fields`` the rest
     (command, cwd, outputMeta, exitStatus, _meta and unknown fields, never null)."""
 
-    __slots__ = ("fields", "output", "start", "dropped")
+    __slots__ = ("fields", "output", "start", "dropped", "seq", "queued")
 
     def __init__(self) -> None:
         self.fields: Dict[str, Any] = {}
         self.output = bytearray()
         self.start = 0
         self.dropped = 0
+        # With a bound: the creation number in its session, and whether it is in the session's
+        # heap of exited terminals (evict.py).
+        self.seq = 0
+        self.queued = False
 
     def kept(self) -> bytes:
         """The output bytes kept (Rust: ``Terminal::output``)."""
@@ -99,9 +103,11 @@ OUTCOMES = ("cancelled", "error", "invalid", "pending", "selected", "unknown")
 
 class Session:
     """What one session holds, each in first-seen order: tool calls (id -> fields dict),
-    terminals (id -> Terminal), plans (id -> record) and unknown updates (DESIGN 7.3, in arrival
-    order); ``dropped_*``: what the bounds dropped (7.8, its ``_truncated`` marker). Permission
-    requests are kept by the store (one list in request order across sessions)."""
+    terminals (id -> Terminal; an OrderedDict, whose first key costs O(1) where a dict's costs its
+    deleted prefix: the terminal bound drops the oldest), plans (id -> record) and unknown updates
+    (DESIGN 7.3, in arrival order); ``dropped_*``: what the bounds dropped (7.8, its
+    ``_truncated`` marker). Permission requests are kept by the store (one list in request order
+    across sessions)."""
 
     __slots__ = (
         "tool_calls",
@@ -109,6 +115,9 @@ class Session:
         "plans",
         "updates",
         "permission_count",
+        "terminal_seq",
+        "exited",
+        "dropped_terminals",
         "dropped_plans",
         "dropped_permissions",
         "dropped_updates",
@@ -116,11 +125,16 @@ class Session:
 
     def __init__(self) -> None:
         self.tool_calls: Dict[str, Dict[str, Any]] = {}
-        self.terminals: Dict[str, Terminal] = {}
+        self.terminals: Dict[str, Terminal] = OrderedDict()
         self.plans: Dict[str, Any] = {}
         self.updates: Deque[Any] = deque()
         # permission records of this session held by the store (for its bound)
         self.permission_count = 0
+        # with a bound on terminals (evict.py): the creation number of the next terminal, and a
+        # min-heap of (creation number, id) of the terminals found exited
+        self.terminal_seq = 0
+        self.exited: List[Tuple[int, str]] = []
+        self.dropped_terminals = 0
         self.dropped_plans = 0
         self.dropped_permissions = 0
         self.dropped_updates = 0
@@ -128,6 +142,7 @@ class Session:
     def dropped(self) -> List[Tuple[str, int]]:
         """The marker's members: (name, count), in materialized order (Rust: ``Dropped::counts``)."""
         return [
+            ("droppedTerminals", self.dropped_terminals),
             ("droppedPlans", self.dropped_plans),
             ("droppedPermissions", self.dropped_permissions),
             ("droppedUpdates", self.dropped_updates),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Dict
 
-from .evict import trim_output
+from .evict import touch_terminal, trim_output
 from .read import Bad, U, b64decode
 from .records import Change, Terminal
 
@@ -43,7 +43,8 @@ def terminal_update(store: ToolCallStore, sid: str, update: Dict[str, Any]) -> C
     es = update.get("exitStatus")
     if es is not None and type(es) is not dict:
         raise Bad("invalid_exit_status", U + ("exitStatus",), "an object or null")
-    terms = store._session(sid).terminals
+    s = store._session(sid)
+    terms = s.terminals
     term = terms.get(tid)
     created = term is None
     if term is None:
@@ -69,6 +70,8 @@ def terminal_update(store: ToolCallStore, sid: str, update: Dict[str, Any]) -> C
                 del f[k]
         else:
             f[k] = v
+    if store._max_terminals is not None and (created or (not term.queued and "exitStatus" in f)):
+        touch_terminal(store, s, tid, term, created)
     return Change(sid, "terminal", tid, "created" if created else "updated", None)
 
 
@@ -81,7 +84,8 @@ def terminal_chunk(store: ToolCallStore, sid: str, update: Dict[str, Any]) -> Ch
     data = b64decode(update.get("data"))
     if data is None:
         raise Bad("invalid_base64", U + ("data",), "base64 text")
-    terms = store._session(sid).terminals
+    s = store._session(sid)
+    terms = s.terminals
     term = terms.get(tid)
     action = "appended"
     if term is None:
@@ -91,4 +95,6 @@ def terminal_chunk(store: ToolCallStore, sid: str, update: Dict[str, Any]) -> Ch
     limit = store._max_terminal_bytes
     if limit is not None and len(term.output) - term.start > limit:
         trim_output(term, limit)
+    if action == "created" and store._max_terminals is not None:
+        touch_terminal(store, s, tid, term, True)
     return Change(sid, "terminal", tid, action, None)
