@@ -585,8 +585,7 @@ pub fn from_json(data: &[u8]) -> Result<Store, CheckpointError> {
             }
             store.pending.insert(p.id.clone(), store.permissions.len());
         }
-        store.sessions.at_mut(slot).permission_count += 1;
-        store.permissions.push(Some(p));
+        store.push_permission(p);
     }
     if let Some(at) = find_opt(&state, "cancelRequests") {
         read_cancel_requests(&mut r, &mut store, at)?;

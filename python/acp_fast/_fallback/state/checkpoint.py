@@ -21,7 +21,7 @@ from ..encoder import write
 from ..error import DecodeError, to_python
 from ..scanner import MAX_DEPTH as _FRAME_DEPTH
 from ..scanner import loads, parse_document, to_bytes
-from .evict import LIMITS, compact, drop_permission, number_terminals
+from .evict import LIMITS, compact, drop_permission, number_terminals, push_permission
 from .permission import MAX_CANCEL_REQUESTS
 from .read import b64decode, exactly, plain
 from .records import (
@@ -285,8 +285,7 @@ def from_json(cls: Type[ToolCallStore], data: Any) -> ToolCallStore:
             if old is not MISSING:
                 drop_permission(store, old)
             pending[ident] = len(perms)
-        store._sessions[sid].permission_count += 1
-        perms.append(entry)
+        push_permission(store, entry)
     if "cancelRequests" in doc:
         _read_cancel_requests(store, doc["cancelRequests"])
     if store._max_tool_calls is not None:
