@@ -5,7 +5,8 @@ checkpoints give.
 Mirror of ``rust/state/records.rs``. Differences on purpose: here a tool call is the dict of its
 set fields (parsed values, never null, toolCallId apart), a terminal a dict plus its bytes, and a
 permission record ``[session id, record dict]``, the dict already in materialized key order; Rust
-keeps the JSON text of each value in fixed slots (and an ordered map where Python has dicts). The
+keeps the JSON text of each value in fixed slots (and an ordered map where Python has dicts:
+``OrderedMap``, moved out of ``records.rs`` into ``rust/state/ordered_map.rs``, Rust only). The
 materialized records are dicts here; Rust writes them as JSON (for checkpoints) and its binding
 builds the dicts. A number whose text its Python value would not give back is stored as an
 ``orjson.Fragment`` of its text (``read.exact``), so that a checkpoint keeps it.
