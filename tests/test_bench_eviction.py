@@ -53,16 +53,56 @@ def test_run_counts_agree_between_backends():
     assert "| rust | pending | 1,000 |" in text and "bound 400" in text and "unbounded" in text
 
 
+def test_permission_frames():
+    frames = eviction.permission_frames(3000, seed=5)
+    assert frames == eviction.permission_frames(3000, seed=5)
+    requests = [f for f in frames if b"session/request_permission" in f]
+    assert len(requests) == 3000
+    assert 2600 < len(frames) - 3000 < 2970  # answers: 99 in 100, less the last ones still due
+    answered = [json.loads(f)["id"] for f in frames if b"session/request_permission" not in f]
+    assert answered != sorted(answered) and len(set(answered)) == len(answered)
+
+
+def test_run_permissions_counts_agree_between_backends():
+    cells = eviction.run_permissions(["rust", "python"], [100, 1000, None], 3000, 1, progress=False)
+    by = {(c["backend"], c["bound"]): c for c in cells}
+    assert len(by) == 6
+    for bound in (100, 1000, None):
+        rust, python = by["rust", bound], by["python", bound]
+        assert (rust["kept"], rust["dropped"]) == (python["kept"], python["dropped"])
+        assert rust["frames_per_s"] > 0
+    assert by["rust", None]["dropped"] == 0 and by["rust", None]["kept"] == 3000
+    # the bound is met but for the pending records (never dropped): each drop keeps one more
+    assert by["rust", 100]["kept"] + by["rust", 100]["dropped"] == 3000
+    assert by["rust", 100]["dropped"] > by["rust", 1000]["dropped"] > 0
+    text = eviction.report_permissions(cells, 3000, 1)
+    assert "| rust | permissions |" in text and "bound 100 |" in text and "unbounded" in text
+
+
 def test_command_end_to_end(tmp_path):
     out = tmp_path / "e.json"
     args = ["--tool-calls", "2000", "--bounds", "1000", "10000", "--repeat", "1", "--json", str(out)]
+    args += ["--permission-requests", "2000", "--permission-bounds", "100", "1000"]
     done = subprocess.run([sys.executable, "-m", "acp_fast.bench.eviction", *args], capture_output=True, timeout=300)
     assert done.returncode == 0, done.stderr.decode()
     assert "Target: ≥ 500,000 frames/s on rust, 2,000 pending tool calls at bound 10,000" in done.stdout.decode()
-    assert len(json.loads(out.read_text())["cells"]) == 2 * 3 * 2
+    assert "2,000 permission requests in one session" in done.stdout.decode()
+    figures = json.loads(out.read_text())
+    assert len(figures["cells"]) == 2 * 3 * 2
+    assert len(figures["permission_cells"]) == 2 * 2
 
 
-@pytest.mark.parametrize("bad", [["--bounds", "0"], ["--bounds", "x"], ["--tool-calls", "-5"], ["--repeat", "0"]])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        ["--bounds", "0"],
+        ["--bounds", "x"],
+        ["--tool-calls", "-5"],
+        ["--repeat", "0"],
+        ["--permission-requests", "-1"],
+        ["--permission-bounds", "0"],
+    ],
+)
 def test_command_usage_errors(bad, capsys):
     with pytest.raises(SystemExit) as exc:
         eviction.main(bad)

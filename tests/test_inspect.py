@@ -301,6 +301,36 @@ def test_text_report_v2_terminals(sessions, backend_id):
     assert terminals[2].split() == ["term_1", "pytest", "-q", "exit", "0", "51", "3", "passed"]
 
 
+def test_text_report_says_what_the_bounds_dropped(backend_id):
+    data = [B.tool_call("a", "c1", "Big", content=[B.text_content("x")] * 1003), B.tool_call("b", "c2", "Whole")]
+    for rid in range(1002):
+        data += [B.request_permission(rid, "a", "c1", [B.permission_option("ok", "OK", "allow_once")])]
+        data += [B.permission_response(rid, "ok")]
+    data += [B.session_update("a", {"sessionUpdate": f"_custom_{i}"}) for i in range(3)]
+    done = inspect("-", "--max-updates", "1", stdin=b"".join(data), backend_id=backend_id)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout.decode()
+    assert (
+        "session a: 1 tool call, 1000 permission requests, 0 plans, 0 terminals\n"
+        "  dropped by the bounds: 2 permission requests, 2 unknown updates, 3 content items (1 tool call)\n"
+    ) in out
+    assert "session b: 1 tool call, 0 permission requests, 0 plans, 0 terminals\n  tool calls\n" in out
+    assert out.count("dropped by the bounds") == 1
+
+
+def test_truncation_line():
+    assert inspector.truncation({"toolCalls": {}, "terminals": {}}) == ""
+    session = {
+        "toolCalls": {"c": {"_truncated": {"droppedItems": 1}}, "d": {}},
+        "terminals": {"t": {"_truncated": {"droppedBytes": 4096}}, "u": {"_truncated": {"droppedBytes": 1}}},
+        "_truncated": {"droppedTerminals": 1, "droppedPlans": 3, "droppedPermissions": 1, "droppedUpdates": 5},
+    }
+    assert inspector.truncation(session) == (
+        "1 terminal, 3 plans, 1 permission request, 5 unknown updates, 1 content item (1 tool call), "
+        "4097 output bytes (2 terminals)"
+    )
+
+
 def test_json_report(sessions, backend_id):
     done = inspect(str(sessions[2]["rec"]), "--json", backend_id=backend_id)
     assert done.returncode == 0

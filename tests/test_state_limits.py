@@ -251,6 +251,52 @@ def test_permission_records_keep_the_pending_and_the_newest(backend):
     assert change_of(backend, s.apply(_answer(3)))[2:4] == (3, "resolved")
 
 
+_PERMISSION_OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("ask"), st.sampled_from(["s1", "s2", "s3"]), st.integers(0, 12)),
+        st.tuples(st.just("answer"), st.just(""), st.integers(0, 12)),
+        st.tuples(st.just("restore"), st.just(""), st.just(0)),
+    ),
+    max_size=120,
+)
+
+
+@given(ops=_PERMISSION_OPS, limit=st.integers(1, 4))
+def test_permission_bound_matches_a_linear_scan_model(backend, ops, limit):
+    """The bound drops, per session, the resolved record first in request order (resolutions in
+    any order, ids reused, checkpoints in between): the same records as a scan of the list from
+    the start (the algorithm before issue 16's review made it a heap), the same counts."""
+    s = backend.ToolCallStore(max_permissions=limit)
+    records: list = []  # [sid, id, resolved], request order
+    dropped: dict = {}
+    for op, sid, rid in ops:
+        note(f"{op} {sid} {rid}")
+        if op == "restore":
+            s = backend.ToolCallStore.from_json(s.to_json())
+            continue
+        if op == "answer":
+            s.apply(_answer(rid))
+            for r in records:
+                if r[1] == rid and not r[2]:
+                    r[2] = True
+            continue
+        s.apply(_ask(sid, rid))
+        records = [r for r in records if r[1] != rid or r[2]] + [[sid, rid, False]]
+        while sum(r[0] == sid for r in records) > limit:
+            oldest = next((r for r in records if r[0] == sid and r[2]), None)
+            if oldest is None:
+                break
+            records.remove(oldest)
+            dropped[sid] = dropped.get(sid, 0) + 1
+        state = s.state()
+        assert state["permissionOrder"] == [r[0] for r in records]
+        for name in ("s1", "s2", "s3"):
+            kept = [(p["id"], p["outcome"] != "pending") for p in s.permissions(name)]
+            assert kept == [(r[1], r[2]) for r in records if r[0] == name]
+            marker = state["sessions"].get(name, {}).get("_truncated", {})
+            assert marker.get("droppedPermissions", 0) == dropped.get(name, 0)
+
+
 # ------------------------------------------------------------------------------------------
 # checkpoints
 # ------------------------------------------------------------------------------------------

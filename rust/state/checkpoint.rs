@@ -3,6 +3,10 @@
 //! `from_json` checks a document and rebuilds the store (its eviction order is the document's
 //! order).
 //!
+//! Moved to `restore.rs` (and `restore.py` in the fallback): the `Reader` of a document and the
+//! readers of a session's records (`restore_tool_calls`, `restore_terminals`, `restore_plans`,
+//! `read_permissions`, `restore_updates`, the markers' `read_marker`); `from_json` stays here.
+//!
 //! Mirror: `python/acp_fast/_fallback/state/checkpoint.py`. Differences on purpose: here the
 //! document is written straight from the records, each stored value re-written as
 //! `dumps(loads(value))` would (`write_value`), and read straight from its bytes (`Reader`: an
@@ -16,13 +20,16 @@ use std::fmt;
 
 use crate::encoder::{write_str, PathItem};
 use crate::error::{DecodeError, JsonType};
-use crate::scanner::{check_utf8, parse_i64, parse_u64, Scanner, Skip};
+use crate::scanner::{check_utf8, Scanner, Skip};
 
-use super::evict::{number_terminals, Limits, Tracked};
-use super::read::base64_decode;
+use super::evict::Limits;
 use super::records::{
-    key, members_at, permission_record, terminal_record, tool_call_record, truncated, write_value, CancelRequest,
-    IdKey, Outcome, Permission, Raw, Session, Source, Terminal, Text, ToolCall, TERMINAL_FIELDS, TOOL_CALL_FIELDS,
+    key, permission_record, terminal_record, tool_call_record, truncated, write_value, CancelRequest, Outcome,
+    Permission, Raw, Session, Source, Text,
+};
+use super::restore::{
+    find, find_opt, lossy, read_permissions, restore_plans, restore_terminals, restore_tool_calls, restore_updates,
+    Reader,
 };
 use super::Store;
 
@@ -306,175 +313,7 @@ fn write_opt(out: &mut Vec<u8>, v: Option<u64>) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Reading
-
-/// `expected "...outcome" to be {what}`: the outcomes, sorted (`records::OUTCOMES`).
-const OUTCOME_WHAT: &str = "one of cancelled, error, invalid, pending, selected, unknown";
-
-/// A checked document being read; values are named by their position in it.
-struct Reader<'a> {
-    sc: Scanner<'a>,
-}
-
-/// An object's members: (key, position of the value).
-type Members = Vec<(Text, usize)>;
-
-fn lossy(text: &[u8]) -> std::borrow::Cow<'_, str> {
-    String::from_utf8_lossy(text)
-}
-
-/// The member `name` of `obj`, or the error naming `path.name`.
-fn find(obj: &Members, name: &'static str, path: &str) -> Result<usize, CheckpointError> {
-    find_opt(obj, name).ok_or_else(|| CheckpointError::Missing {
-        path: path.to_owned(),
-        member: name,
-    })
-}
-
-fn find_opt(obj: &Members, name: &str) -> Option<usize> {
-    obj.iter().find(|(k, _)| **k == *name.as_bytes()).map(|&(_, at)| at)
-}
-
-impl Reader<'_> {
-    fn ty(&mut self, at: usize) -> JsonType {
-        self.sc.pos = at;
-        self.sc.peek_type().unwrap_or(JsonType::Null)
-    }
-
-    /// The value at `at` must be of type `ty`, else `expected "{path}" to be {what}`.
-    fn require(&mut self, at: usize, ty: JsonType, path: &str, what: &'static str) -> Result<(), CheckpointError> {
-        match self.ty(at) {
-            t if t == ty => Ok(()),
-            found => Err(CheckpointError::Type {
-                path: path.to_owned(),
-                what,
-                found,
-            }),
-        }
-    }
-
-    /// The members of the object at `at` (else the error naming `path`).
-    fn object(&mut self, at: usize, path: &str) -> Result<Members, CheckpointError> {
-        self.require(at, JsonType::Object, path, "an object")?;
-        Ok(members_at(&mut self.sc)?.0)
-    }
-
-    /// The positions of the items of the array at `at`.
-    fn items(&mut self, at: usize) -> Result<Vec<usize>, CheckpointError> {
-        self.sc.pos = at;
-        self.sc.enter()?;
-        let mut out = Vec::new();
-        if self.sc.peek() != Some(b']') {
-            loop {
-                self.sc.skip_ws();
-                out.push(self.sc.pos);
-                self.sc.skip_value()?;
-                if self.sc.peek() != Some(b',') {
-                    break;
-                }
-                self.sc.pos += 1;
-            }
-        }
-        self.sc.leave();
-        Ok(out)
-    }
-
-    /// The text of the string at `at` (`None`: not a string).
-    fn text(&mut self, at: usize) -> Option<Text> {
-        if self.ty(at) != JsonType::String {
-            return None;
-        }
-        let s = self.sc.scan_string().ok()?;
-        Some(super::read::text_of(self.sc.data, s))
-    }
-
-    /// A request id (a string, an integer or null).
-    fn id(&mut self, at: usize, path: &str) -> Result<IdKey, CheckpointError> {
-        match self.ty(at) {
-            JsonType::Null => Ok(IdKey::Null),
-            JsonType::String => Ok(IdKey::Str(self.text(at).unwrap_or_default())),
-            JsonType::Number if self.int(at).is_some() => match parse_i64(&self.raw(at)?) {
-                Some(v) => Ok(IdKey::Int(v)),
-                None => Err(self.fail(at, path, "a string, an integer or null")),
-            },
-            _ => Err(self.fail(at, path, "a string, an integer or null")),
-        }
-    }
-
-    /// The JSON text of the value at `at`.
-    fn raw(&mut self, at: usize) -> Result<Raw, CheckpointError> {
-        self.sc.pos = at;
-        self.sc.skip_value()?;
-        Ok(self.sc.data[at..self.sc.pos].into())
-    }
-
-    /// The integer at `at`: (negative, magnitude when it fits in 64 bits); `None`: not an integer.
-    fn int(&mut self, at: usize) -> Option<(bool, Option<u64>)> {
-        if self.ty(at) != JsonType::Number {
-            return None;
-        }
-        let n = self.sc.scan_number().ok()?;
-        let lexeme = &self.sc.data[n.start..n.end];
-        let digits = lexeme.strip_prefix(b"-").unwrap_or(lexeme);
-        n.is_int
-            .then(|| (lexeme[0] == b'-' && digits != b"0", parse_u64(digits)))
-    }
-
-    /// The integer at `at` when it is in `min..=i64::MAX` (the range of every count and bound).
-    fn count(&mut self, at: usize, min: u64) -> Option<u64> {
-        match self.int(at) {
-            Some((false, Some(n))) if n >= min && i64::try_from(n).is_ok() => Some(n),
-            _ => None,
-        }
-    }
-
-    /// `protocolVersion` / `negotiatedVersion`: 1, 2 or null.
-    fn version(&mut self, at: usize, path: &str) -> Result<Option<u8>, CheckpointError> {
-        match self.int(at) {
-            Some((false, Some(v @ (1 | 2)))) => Ok(Some(v as u8)),
-            _ if self.ty(at) == JsonType::Null => Ok(None),
-            _ => Err(self.fail(at, path, "1, 2 or null")),
-        }
-    }
-
-    #[cold]
-    fn fail(&mut self, at: usize, path: &str, what: &'static str) -> CheckpointError {
-        CheckpointError::Type {
-            path: path.to_owned(),
-            what,
-            found: self.ty(at),
-        }
-    }
-
-    /// The record's `member` must be the key it is filed under.
-    fn record_id(
-        &mut self,
-        record: &Members,
-        key: &[u8],
-        member: &'static str,
-        path: &str,
-    ) -> Result<(), CheckpointError> {
-        let at = find(record, member, path)?;
-        if self.text(at).as_deref() == Some(key) {
-            return Ok(());
-        }
-        Err(CheckpointError::Mismatch {
-            path: format!("{path}.{member}"),
-            expected: key.into(),
-            found: self.ty(at),
-        })
-    }
-
-    /// No member of the record is null.
-    fn no_nulls(&mut self, record: &Members, path: &str) -> Result<(), CheckpointError> {
-        for (name, at) in record {
-            if self.ty(*at) == JsonType::Null {
-                return Err(self.fail(*at, &format!("{path}.{}", lossy(name)), "a value other than null"));
-            }
-        }
-        Ok(())
-    }
-}
+// Reading (the reader and the readers of a session's records: `restore.rs`)
 
 impl From<DecodeError> for CheckpointError {
     fn from(e: DecodeError) -> Self {
@@ -535,14 +374,7 @@ pub fn from_json(data: &[u8]) -> Result<Store, CheckpointError> {
         let slot = store.sessions.push(sid.clone(), Session::default());
         restore_tool_calls(&mut r, &mut store, slot, &session, &sp)?;
         restore_terminals(&mut r, &mut store, slot, &session, &sp)?;
-        let path = format!("{sp}.plans");
-        for (pid, at) in r.object(find(&session, "plans", &sp)?, &path)? {
-            let rp = format!("{path}.{}", lossy(&pid));
-            let record = r.object(at, &rp)?;
-            r.record_id(&record, &pid, "planId", &rp)?;
-            let plan = r.raw(at)?;
-            store.sessions.at_mut(slot).plans.push(pid, plan);
-        }
+        restore_plans(&mut r, &mut store, slot, &session, &sp)?;
         records.push(read_permissions(&mut r, slot, &sid, &session, &sp)?);
         restore_updates(&mut r, &mut store, slot, &session, &sp)?;
     }
@@ -585,8 +417,7 @@ pub fn from_json(data: &[u8]) -> Result<Store, CheckpointError> {
             }
             store.pending.insert(p.id.clone(), store.permissions.len());
         }
-        store.sessions.at_mut(slot).permission_count += 1;
-        store.permissions.push(Some(p));
+        store.push_permission(p);
     }
     if let Some(at) = find_opt(&state, "cancelRequests") {
         read_cancel_requests(&mut r, &mut store, at)?;
@@ -627,245 +458,6 @@ fn count_error(store: &Store, slot: usize, expected: usize, found: Option<usize>
         expected,
         found,
     }
-}
-
-/// `{sp}.toolCalls`: each record checked, then added in document order (eviction order).
-fn restore_tool_calls(
-    r: &mut Reader<'_>,
-    store: &mut Store,
-    slot: usize,
-    session: &Members,
-    sp: &str,
-) -> Result<(), CheckpointError> {
-    let path = format!("{sp}.toolCalls");
-    for (tcid, at) in r.object(find(session, "toolCalls", sp)?, &path)? {
-        let rp = format!("{path}.{}", lossy(&tcid));
-        let record = r.object(at, &rp)?;
-        r.record_id(&record, &tcid, "toolCallId", &rp)?;
-        for name in ["kind", "status"] {
-            find(&record, name, &rp)?;
-        }
-        for name in ["content", "locations"] {
-            let at = find(&record, name, &rp)?;
-            r.require(at, JsonType::Array, &format!("{rp}.{name}"), "an array")?;
-        }
-        r.no_nulls(&record, &rp)?;
-        let mut tc = ToolCall::default();
-        let off = "absent (state.maxContentItems is null)";
-        [tc.dropped_items] = read_marker(r, &record, &rp, &[("droppedItems", off, store.limits.content_items)])?;
-        for (name, at) in record {
-            match TOOL_CALL_FIELDS.iter().position(|f| f.as_bytes() == &*name) {
-                Some(i) => tc.fields[i] = Some(r.raw(at)?),
-                None if &*name == b"toolCallId" || &*name == b"_truncated" => {}
-                None if &*name == b"content" => {
-                    for item in r.items(at)? {
-                        tc.content.push(r.raw(item)?);
-                    }
-                }
-                None => tc.extra.push((name, r.raw(at)?)),
-            }
-        }
-        store.tool_call_count += 1;
-        if store.max_tool_calls.is_some() {
-            // In document order; `compact` below numbers them and queues the finished ones.
-            store.order.push(Some(Tracked {
-                slot,
-                key: tcid.clone(),
-                queued: tc.finished(),
-            }));
-        }
-        store.sessions.at_mut(slot).tool_calls.push(tcid, tc);
-    }
-    Ok(())
-}
-
-/// `{sp}.terminals`: each record checked (`output` base64 text), then added.
-fn restore_terminals(
-    r: &mut Reader<'_>,
-    store: &mut Store,
-    slot: usize,
-    session: &Members,
-    sp: &str,
-) -> Result<(), CheckpointError> {
-    let path = format!("{sp}.terminals");
-    for (tid, at) in r.object(find(session, "terminals", sp)?, &path)? {
-        let rp = format!("{path}.{}", lossy(&tid));
-        let record = r.object(at, &rp)?;
-        r.record_id(&record, &tid, "terminalId", &rp)?;
-        let at = find(&record, "output", &rp)?;
-        let output_path = format!("{rp}.output");
-        let Some(text) = r.text(at) else {
-            return Err(r.fail(at, &output_path, "a string"));
-        };
-        let mut t = Terminal::default();
-        if !base64_decode(&text, &mut t.output) {
-            return Err(CheckpointError::Base64 { path: output_path });
-        }
-        r.no_nulls(&record, &rp)?;
-        let off = "absent (state.maxTerminalBytes is null)";
-        [t.dropped_bytes] = read_marker(r, &record, &rp, &[("droppedBytes", off, store.limits.terminal_bytes)])?;
-        for (name, at) in record {
-            match TERMINAL_FIELDS.iter().position(|f| f.as_bytes() == &*name) {
-                Some(i) => *t.field_mut(i) = Some(r.raw(at)?),
-                None => match &*name {
-                    b"terminalId" | b"output" | b"_truncated" => {}
-                    b"outputMeta" => t.output_meta = Some(r.raw(at)?),
-                    _ => t.extra.push((name, r.raw(at)?)),
-                },
-            }
-        }
-        store.sessions.at_mut(slot).terminals.push(tid, t);
-    }
-    if store.limits.terminals.is_some() {
-        number_terminals(store.sessions.at_mut(slot));
-    }
-    Ok(())
-}
-
-/// `{sp}.updates` (optional: unknown updates, each an object with a string `sessionUpdate`) and
-/// `{sp}._truncated` (optional: what the bounds dropped), checked, then added.
-fn restore_updates(
-    r: &mut Reader<'_>,
-    store: &mut Store,
-    slot: usize,
-    session: &Members,
-    sp: &str,
-) -> Result<(), CheckpointError> {
-    if let Some(at) = find_opt(session, "updates") {
-        let path = format!("{sp}.updates");
-        r.require(at, JsonType::Array, &path, "an array")?;
-        for (i, at) in r.items(at)?.into_iter().enumerate() {
-            let up = format!("{path}.{i}");
-            let update = r.object(at, &up)?;
-            let kind = find(&update, "sessionUpdate", &up)?;
-            r.require(kind, JsonType::String, &format!("{up}.sessionUpdate"), "a string")?;
-            let raw = r.raw(at)?;
-            store.sessions.at_mut(slot).updates.push_back(raw);
-        }
-    }
-    let limits = store.limits;
-    let bounds = [
-        (
-            "droppedTerminals",
-            "absent (state.maxTerminals is null)",
-            limits.terminals,
-        ),
-        ("droppedPlans", "absent (state.maxPlans is null)", limits.plans),
-        (
-            "droppedPermissions",
-            "absent (state.maxPermissions is null)",
-            limits.permissions,
-        ),
-        ("droppedUpdates", "absent (state.maxUpdates is null)", limits.updates),
-    ];
-    let counts = read_marker(r, session, sp, &bounds)?;
-    let d = &mut store.sessions.at_mut(slot).dropped;
-    [d.terminals, d.plans, d.permissions, d.updates] = counts;
-    Ok(())
-}
-
-/// The `_truncated` marker of `record` at `rp`, if any: a count for each of `bounds` (member, what
-/// it must be when its bound is off, the bound), each present one a positive integer, at least
-/// one, no other member.
-fn read_marker<const N: usize>(
-    r: &mut Reader<'_>,
-    record: &Members,
-    rp: &str,
-    bounds: &[(&'static str, &'static str, Option<usize>); N],
-) -> Result<[u64; N], CheckpointError> {
-    let mut counts = [0; N];
-    let Some(at) = find_opt(record, "_truncated") else {
-        return Ok(counts);
-    };
-    let path = format!("{rp}._truncated");
-    let marker_at = at;
-    let marker = r.object(at, &path)?;
-    for (name, at) in marker {
-        let member = format!("{path}.{}", lossy(&name));
-        // Another member, or the count of a bound that is off, must be absent.
-        let Some(i) = bounds.iter().position(|(n, _, _)| n.as_bytes() == &*name) else {
-            return Err(r.fail(at, &member, "absent"));
-        };
-        if bounds[i].2.is_none() {
-            return Err(r.fail(at, &member, bounds[i].1));
-        }
-        counts[i] = r
-            .count(at, 1)
-            .ok_or_else(|| r.fail(at, &member, "a positive integer"))?;
-    }
-    if counts.iter().all(|&n| n == 0) {
-        return Err(match bounds.as_slice() {
-            [(name, _, _)] => CheckpointError::Missing { path, member: name },
-            _ => r.fail(marker_at, &path, "an object with at least one count"),
-        });
-    }
-    Ok(counts)
-}
-
-/// `{sp}.permissions`: the records of session `sid` (in `slot`), checked.
-fn read_permissions(
-    r: &mut Reader<'_>,
-    slot: usize,
-    sid: &[u8],
-    session: &Members,
-    sp: &str,
-) -> Result<Vec<Permission>, CheckpointError> {
-    let path = format!("{sp}.permissions");
-    let at = find(session, "permissions", sp)?;
-    r.require(at, JsonType::Array, &path, "an array")?;
-    let mut out = Vec::new();
-    for (i, at) in r.items(at)?.into_iter().enumerate() {
-        let rp = format!("{path}.{i}");
-        let record = r.object(at, &rp)?;
-        let at = find(&record, "id", &rp)?;
-        let id = r.id(at, &format!("{rp}.id"))?;
-        let at = find(&record, "sessionId", &rp)?;
-        if r.text(at).as_deref() != Some(sid) {
-            return Err(CheckpointError::Mismatch {
-                path: format!("{rp}.sessionId"),
-                expected: sid.into(),
-                found: r.ty(at),
-            });
-        }
-        let options = find(&record, "options", &rp)?;
-        r.require(options, JsonType::Array, &format!("{rp}.options"), "an array")?;
-        let at = find(&record, "outcome", &rp)?;
-        let Some(outcome) = r.text(at).and_then(|t| Outcome::from_name(&t)) else {
-            return Err(r.fail(at, &format!("{rp}.outcome"), OUTCOME_WHAT));
-        };
-        let at = find(&record, "approved", &rp)?;
-        let approved = match r.raw(at)?.as_ref() {
-            b"true" => true,
-            b"false" => false,
-            _ => return Err(r.fail(at, &format!("{rp}.approved"), "a boolean")),
-        };
-        let mut text = |name: &'static str| -> Result<Option<Text>, CheckpointError> {
-            let Some(at) = find_opt(&record, name) else {
-                return Ok(None);
-            };
-            match r.text(at) {
-                Some(t) => Ok(Some(t)),
-                None => Err(r.fail(at, &format!("{rp}.{name}"), "a string")),
-            }
-        };
-        let tool_call_id = text("toolCallId")?;
-        let option_id = text("optionId")?;
-        let response = match find_opt(&record, "response") {
-            Some(at) => Some(r.raw(at)?),
-            None => None,
-        };
-        out.push(Permission {
-            id,
-            session: slot,
-            tool_call_id,
-            options: r.raw(options)?,
-            outcome,
-            option_id,
-            approved,
-            response,
-        });
-    }
-    Ok(out)
 }
 
 #[cfg(test)]

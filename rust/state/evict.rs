@@ -13,7 +13,16 @@
 //! first entry of the ordered map (`OrderedMap::first_slot`, amortised O(1)). Cost: O(1) per frame
 //! while no terminal of the session has exited, O(log n) per terminal that exits and per drop of
 //! an exited one (n: its exited terminals, at most the bound). The heap holds at most one entry
-//! per terminal retained: a terminal is dropped as the oldest only when no other is queued. The rest of this file is the `max_tool_calls` bound: after a frame creates a tool call and more than N are retained, the oldest (first
+//! per terminal retained: a terminal is dropped as the oldest only when no other is queued.
+//!
+//! Permission records: one list in request order across sessions (`Store::permissions`, holes
+//! where records were dropped, closed once they outnumber the records). Each session keeps a
+//! min-heap of the indices of its resolved records (`Session::resolved`, pushed when a request is
+//! resolved): the bound pops the oldest resolved one, O(log n) per record dropped whatever the
+//! number of pending ones; closing the holes renumbers the records and refills the heaps
+//! (O(1) amortised).
+//!
+//! The rest of this file is the `max_tool_calls` bound: after a frame creates a tool call and more than N are retained, the oldest (first
 //! created, across sessions) tool call whose status is finished is dropped, else the oldest one;
 //! never the one the frame touched.
 //!
@@ -44,7 +53,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-use super::records::{Outcome, Session, Terminal, Text, ToolCall};
+use super::records::{Outcome, Permission, Session, Terminal, Text, ToolCall};
 use super::Store;
 
 /// The bounds inside a session (DESIGN §7.8; `None`: no bound). The defaults are `Default`'s.
@@ -269,6 +278,17 @@ pub(super) struct Tracked {
 }
 
 impl Store {
+    /// Record a permission request of the session in `slot` (its index in the list queued when
+    /// resolved: a record read from a checkpoint).
+    pub(super) fn push_permission(&mut self, p: Permission) {
+        let session = self.sessions.at_mut(p.session);
+        session.permission_count += 1;
+        if p.outcome != Outcome::Pending {
+            session.resolved.push(Reverse(self.permissions.len()));
+        }
+        self.permissions.push(Some(p));
+    }
+
     /// Drop the permission record at `index` (a pending one replaced by a request with its id, or
     /// one the bound drops); its place stays empty until `trim_permissions` closes the holes.
     pub(super) fn drop_permission(&mut self, index: usize) {
@@ -281,32 +301,37 @@ impl Store {
     /// After a request of the session in `slot` was recorded: while the session holds more records
     /// than `Limits::permissions`, drop its oldest resolved one (pending ones are never dropped),
     /// counted in its `_truncated` marker; then close the holes once they outnumber the records
-    /// (the pending ones renumbered).
+    /// (the pending ones renumbered, the resolved ones queued again). Cost: O(log n) per record
+    /// dropped (the session's heap of resolved records, `Session::resolved`), O(1) amortised for
+    /// closing the holes.
     pub(super) fn trim_permissions(&mut self, slot: usize) {
         if let Some(max) = self.limits.permissions {
-            let mut from = 0;
-            while self.sessions.at_mut(slot).permission_count > max {
-                let oldest = (from..self.permissions.len()).find(|&i| {
-                    self.permissions[i]
-                        .as_ref()
-                        .is_some_and(|p| p.session == slot && p.outcome != Outcome::Pending)
-                });
-                let Some(i) = oldest else {
+            let session = self.sessions.at_mut(slot);
+            while session.permission_count > max {
+                let Some(Reverse(i)) = session.resolved.pop() else {
                     break;
                 };
-                self.drop_permission(i);
-                self.sessions.at_mut(slot).dropped.permissions += 1;
-                from = i + 1;
+                session.dropped.permissions += 1;
+                let p = self.permissions[i].take().expect("a resolved record");
+                debug_assert!(p.session == slot && p.outcome != Outcome::Pending);
+                session.permission_count -= 1;
+                self.permission_holes += 1;
             }
         }
         let live = self.permissions.len() - self.permission_holes;
         if self.permission_holes >= 32 && self.permission_holes > live {
+            for p in self.permissions.iter().flatten() {
+                self.sessions.at_mut(p.session).resolved.clear();
+            }
             self.permissions.retain(Option::is_some);
             self.permission_holes = 0;
             self.pending.clear();
+            // In ascending order: each push onto a min-heap costs O(1).
             for (i, p) in self.permissions.iter().flatten().enumerate() {
                 if p.outcome == Outcome::Pending {
                     self.pending.insert(p.id.clone(), i);
+                } else {
+                    self.sessions.at_mut(p.session).resolved.push(Reverse(i));
                 }
             }
         }

@@ -28,10 +28,12 @@ use crate::scanner::{unescape_into, Str};
 
 pub mod checkpoint;
 mod evict;
+mod ordered_map;
 mod permission;
 mod plan;
 mod read;
 mod records;
+mod restore;
 mod terminal;
 mod tool_call;
 

@@ -8,6 +8,8 @@
 //! is a `Permission` holding its session's slot and the JSON text of `options` / `response`; the
 //! fallback keeps `[session id, record dict]`, the dict in materialized key order.
 
+use std::cmp::Reverse;
+
 use crate::error::{DecodeError, JsonType};
 use crate::message::{Envelope, Kind, Span};
 use crate::scanner::parse_i64;
@@ -81,7 +83,7 @@ impl Store {
             self.drop_permission(old);
         }
         self.pending.insert(key.clone(), self.permissions.len());
-        self.permissions.push(Some(Permission {
+        self.push_permission(Permission {
             id: key,
             session: slot,
             tool_call_id: tcid.map(|t| text_of(data, t)),
@@ -90,8 +92,7 @@ impl Store {
             option_id: None,
             approved: false,
             response: None,
-        }));
-        self.sessions.at_mut(slot).permission_count += 1;
+        });
         self.trim_permissions(slot);
         Ok(Some(Change {
             session: Some(sid),
@@ -114,6 +115,7 @@ impl Store {
             if let Some(index) = self.pending.remove(&key) {
                 let p = self.permissions[index].as_mut().expect("pending record");
                 resolve(p, data, env);
+                self.sessions.at_mut(p.session).resolved.push(Reverse(index));
                 return Some(Change {
                     session: None,
                     target: Target::Permission,

@@ -1,5 +1,7 @@
 //! What the store holds: tool calls, terminals, permission requests and sessions (DESIGN §7.3 -
-//! §7.5, §7.8), the ordered map they live in, and the `Change` a frame yields (§7.9).
+//! §7.5, §7.8), and the `Change` a frame yields (§7.9). The ordered map they live in,
+//! `OrderedMap`, is in `ordered_map.rs` (moved out of this file; re-exported here); it has no
+//! counterpart in the fallback, whose dicts and OrderedDicts play its part.
 //!
 //! Mirror: `python/acp_fast/_fallback/state/records.py`. Differences on purpose: here a record
 //! keeps the JSON text of each value as received (`Raw`), the known fields in fixed slots, and
@@ -13,152 +15,20 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-use hashbrown::{DefaultHashBuilder, HashMap, HashTable};
+use hashbrown::HashMap;
 
 use crate::encoder::{descend, write_str, write_u64, PathItem};
 use crate::error::{DecodeError, JsonType};
 use crate::message::Span;
 use crate::scanner::{parse_i64, Scanner, Str};
 
+pub use super::ordered_map::OrderedMap;
 use super::read::{base64_encode, text_of};
 
 /// The text of a JSON string, unescaped (UTF-8).
 pub type Text = Box<[u8]>;
 /// The JSON text of a value, as received.
 pub type Raw = Box<[u8]>;
-
-// ---------------------------------------------------------------------------------------------
-// An insertion-ordered map with O(1) removal (a slab of slots indexed by a hash table; removed
-// slots are compacted away once they outnumber the live ones).
-
-pub struct OrderedMap<V> {
-    slots: Vec<Option<(Text, V)>>,
-    table: HashTable<usize>,
-    hasher: DefaultHashBuilder,
-    live: usize,
-    /// All slots before it are removed ones (`first_slot` moves it on).
-    head: usize,
-}
-
-impl<V> Default for OrderedMap<V> {
-    fn default() -> Self {
-        Self {
-            slots: Vec::new(),
-            table: HashTable::new(),
-            hasher: DefaultHashBuilder::default(),
-            live: 0,
-            head: 0,
-        }
-    }
-}
-
-impl<V> OrderedMap<V> {
-    pub fn len(&self) -> usize {
-        self.live
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.live == 0
-    }
-
-    #[inline]
-    fn hash(&self, key: &[u8]) -> u64 {
-        use std::hash::BuildHasher;
-        self.hasher.hash_one(key)
-    }
-
-    /// The slot of `key`, if present.
-    #[inline(always)]
-    pub fn slot(&self, key: &[u8]) -> Option<usize> {
-        let slots = &self.slots;
-        self.table
-            .find(self.hash(key), |&i| slots[i].as_ref().is_some_and(|(k, _)| **k == *key))
-            .copied()
-    }
-
-    #[inline]
-    pub fn get(&self, key: &[u8]) -> Option<&V> {
-        self.slot(key).map(|i| &self.slots[i].as_ref().expect("live slot").1)
-    }
-
-    #[inline(always)]
-    pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut V> {
-        self.slot(key).map(|i| self.at_mut(i))
-    }
-
-    pub fn at(&self, slot: usize) -> Option<(&[u8], &V)> {
-        self.slots.get(slot)?.as_ref().map(|(k, v)| (&**k, v))
-    }
-
-    #[inline]
-    pub fn at_mut(&mut self, slot: usize) -> &mut V {
-        &mut self.slots[slot].as_mut().expect("live slot").1
-    }
-
-    /// Append a key that is not present; returns its slot.
-    pub fn push(&mut self, key: Text, value: V) -> usize {
-        let i = self.slots.len();
-        let h = self.hash(&key);
-        let slots = &self.slots;
-        let hasher = &self.hasher;
-        self.table.insert_unique(h, i, |&j| {
-            use std::hash::BuildHasher;
-            hasher.hash_one(&*slots[j].as_ref().expect("live slot").0)
-        });
-        self.slots.push(Some((key, value)));
-        self.live += 1;
-        i
-    }
-
-    /// Remove the entry in `slot`. Slots of other entries stay valid until `compact` runs (only
-    /// through `maybe_compact`, which callers use when they hold no slots).
-    pub fn remove_slot(&mut self, slot: usize) -> Option<V> {
-        let (key, value) = self.slots.get_mut(slot)?.take()?;
-        let h = self.hash(&key);
-        if let Ok(entry) = self.table.find_entry(h, |&i| i == slot) {
-            entry.remove();
-        }
-        self.live -= 1;
-        Some(value)
-    }
-
-    /// The slot of the first entry (the oldest), if any: amortised O(1) (the removed slots before
-    /// it are passed once).
-    pub fn first_slot(&mut self) -> Option<usize> {
-        while self.slots.get(self.head).is_some_and(Option::is_none) {
-            self.head += 1;
-        }
-        (self.head < self.slots.len()).then_some(self.head)
-    }
-
-    /// Drop removed slots when they outnumber the live entries. Returns whether slots moved.
-    pub fn maybe_compact(&mut self) -> bool {
-        let dead = self.slots.len() - self.live;
-        if dead < 32 || dead < self.live {
-            return false;
-        }
-        let slots = std::mem::take(&mut self.slots);
-        self.table.clear();
-        self.head = 0;
-        for (key, value) in slots.into_iter().flatten() {
-            self.push(key, value);
-            self.live -= 1;
-        }
-        true
-    }
-
-    pub fn iter(&self) -> impl Iterator<Item = (&[u8], &V)> {
-        self.slots.iter().flatten().map(|(k, v)| (&**k, v))
-    }
-
-    pub fn iter_mut(&mut self) -> impl Iterator<Item = (&[u8], &mut V)> {
-        self.slots.iter_mut().flatten().map(|(k, v)| (&**k, v))
-    }
-
-    pub fn values(&self) -> impl Iterator<Item = &V> {
-        self.slots.iter().flatten().map(|(_, v)| v)
-    }
-}
 
 // ---------------------------------------------------------------------------------------------
 // Tool calls
@@ -422,8 +292,10 @@ pub struct Session {
     pub plans: OrderedMap<Raw>,
     /// Unknown updates (DESIGN §7.3) as received, in arrival order.
     pub updates: VecDeque<Raw>,
-    /// Permission records of this session held by the store (for its bound).
+    /// Permission records of this session held by the store (for its bound), and a min-heap of
+    /// the indices (in the store's list) of its resolved ones: the bound drops the oldest first.
     pub permission_count: usize,
+    pub resolved: BinaryHeap<Reverse<usize>>,
     /// With a bound on terminals (`evict.rs`): the creation number of the next terminal, and a
     /// min-heap of (creation number, id) of the terminals found exited.
     pub terminal_seq: u64,

@@ -10,7 +10,14 @@ the median of ``--repeat`` passes (a fresh store per pass, collector off while t
 per second. The issue's target: at least 500,000 frames/s on the Rust backend with 100,000
 pending tool calls at bound 10,000.
 
-Prints a Markdown table (stdout) and progress (stderr); ``--json FILE`` writes the figures.
+The ``permissions`` stream times the ``max_permissions`` bound the same way (``--permission-bounds``,
+default 100, 1,000 and 10,000, and unbounded): ``--permission-requests`` permission requests in one
+session (:func:`permission_frames`), most answered out of order a few hundred frames later, one in
+a hundred never answered, so the session always holds pending records before its resolved ones and
+the bound drops the oldest resolved record on nearly every request. Its cost per frame should not
+grow with the bound. ``--permission-requests 0`` leaves it out.
+
+Prints Markdown tables (stdout) and progress (stderr); ``--json FILE`` writes the figures.
 Refuses to time a debug build of the native module.
 """
 
@@ -18,20 +25,25 @@ from __future__ import annotations
 
 import argparse
 import gc
+import heapq
 import importlib
 import json
+import random
 import statistics
 import sys
 import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from .. import builders as B
 from .. import traffic
 from ..cli._streams import check_target
 from ..cli._usage import Parser, integer
 
 BACKENDS = {"rust": "acp_fast._native", "python": "acp_fast._fallback"}
 BOUNDS = (1_000, 10_000, 100_000)
+PERMISSION_BOUNDS = (100, 1_000, 10_000)
+_OPTIONS = [B.permission_option("allow_once", "Allow", "allow_once"), B.permission_option("no", "No", "reject_once")]
 #: The target: (backend, mix, bound) -> frames/s at least.
 TARGET = ("rust", "pending", 10_000, 500_000.0)
 
@@ -70,6 +82,80 @@ def time_feed(module: Any, data: bytes, bound: Optional[int], repeat: int, chang
         retained, evicted = len(store), store.evicted
         del store
     return {"seconds": statistics.median(times), "min": min(times), "retained": retained, "evicted": evicted}
+
+
+def permission_frames(n_requests: int, seed: int = 0) -> List[bytes]:
+    """Frames of one session: ``n_requests`` permission requests (ids 0, 1, ...; each names one of
+    64 tool calls) and the client's answers: 99 in 100 requests are answered after 0 to 511 further
+    requests (out of request order, selected or cancelled), the others never."""
+    rng = random.Random(seed)
+    due: List[Tuple[int, int]] = []
+    out: List[bytes] = []
+    for rid in range(n_requests):
+        out.append(B.request_permission(rid, "sess-perm", f"tc-{rid % 64}", _OPTIONS))
+        if rng.random() < 0.99:
+            heapq.heappush(due, (rid + rng.randrange(512), rid))
+        while due and due[0][0] <= rid:
+            answered = heapq.heappop(due)[1]
+            if rng.random() < 0.9:
+                out.append(B.permission_response(answered, "allow_once"))
+            else:
+                out.append(B.permission_response(answered, cancelled=True))
+    return out
+
+
+def time_permissions(module: Any, data: bytes, bound: Optional[int], repeat: int) -> Dict[str, Any]:
+    """Median seconds of ``repeat`` passes of a fresh ``ToolCallStore(1, max_permissions=bound)``
+    fed ``data`` in one call, with the records the last store kept and its droppedPermissions."""
+    times: List[float] = []
+    kept = dropped = 0
+    for _ in range(repeat):
+        store = module.ToolCallStore(1, max_permissions=bound)
+        gc.collect()
+        gc.disable()
+        try:
+            start = time.perf_counter()
+            store.feed(data, changes=False)
+            times.append(time.perf_counter() - start)
+        finally:
+            gc.enable()
+        kept = len(store.permissions("sess-perm"))
+        marker = store.state()["sessions"]["sess-perm"].get("_truncated", {})
+        dropped = marker.get("droppedPermissions", 0)
+        del store
+    return {"seconds": statistics.median(times), "min": min(times), "kept": kept, "dropped": dropped}
+
+
+def run_permissions(
+    backends: Sequence[str],
+    bounds: Sequence[Optional[int]],
+    n_requests: int,
+    repeat: int,
+    seed: int = 0,
+    progress: bool = True,
+) -> List[Dict[str, Any]]:
+    """Every (backend, bound) cell of the ``permissions`` stream: frames, frames/s, kept, dropped."""
+    frames = permission_frames(n_requests, seed)
+    data = b"".join(frames)
+    cells: List[Dict[str, Any]] = []
+    for name in backends:
+        module = importlib.import_module(BACKENDS[name])
+        for bound in bounds:
+            if progress:
+                _progress(f"{name}, permissions, bound {bound if bound is not None else 'none'}")
+            timing = time_permissions(module, data, bound, repeat)
+            cells.append(
+                {
+                    "backend": name,
+                    "mix": "permissions",
+                    "bound": bound,
+                    "frames": len(frames),
+                    "bytes": len(data),
+                    "frames_per_s": len(frames) / timing["seconds"],
+                    **timing,
+                }
+            )
+    return cells
 
 
 def run(
@@ -148,6 +234,31 @@ def report(results: Dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def report_permissions(cells: List[Dict[str, Any]], n_requests: int, repeat: int) -> str:
+    """Markdown: one row per backend, one column per ``max_permissions`` bound."""
+    bounds: List[Optional[int]] = []
+    for cell in cells:
+        if cell["bound"] not in bounds:
+            bounds.append(cell["bound"])
+    heads = [f"bound {b:,}" if b is not None else "unbounded" for b in bounds]
+    lines = [
+        (
+            f"`ToolCallStore.feed(changes=False)`, {n_requests:,} permission requests in one session "
+            f"(`max_permissions`), frames/s (median of {repeat} passes):"
+        ),
+        "",
+        "| backend | stream | frames | " + " | ".join(heads) + " |",
+        "|---|---|---:|" + "---:|" * len(heads),
+    ]
+    rows: Dict[Tuple[str, int], Dict[Optional[int], Dict[str, Any]]] = {}
+    for cell in cells:
+        rows.setdefault((cell["backend"], cell["frames"]), {})[cell["bound"]] = cell
+    for (backend, frames), by_bound in rows.items():
+        values = [_rate(by_bound[b]["frames_per_s"]) if b in by_bound else "–" for b in bounds]
+        lines.append(f"| {backend} | permissions | {frames:,} | " + " | ".join(values) + " |")
+    return "\n".join(lines)
+
+
 def _check_release() -> Optional[str]:
     try:
         from .. import _native
@@ -173,6 +284,21 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--mixes", nargs="+", choices=traffic.TOOL_CALL_MIXES, default=list(traffic.TOOL_CALL_MIXES), metavar="MIX"
+    )
+    p.add_argument(
+        "--permission-requests",
+        type=integer(0),
+        default=100_000,
+        metavar="N",
+        help="permission requests of the permissions stream; 0 leaves it out (default 100000)",
+    )
+    p.add_argument(
+        "--permission-bounds",
+        nargs="+",
+        type=_bound,
+        default=[*PERMISSION_BOUNDS, None],
+        metavar="N",
+        help="max_permissions values; 'none' for the unbounded reference (default: 100 1000 10000 none)",
     )
     p.add_argument("--backends", nargs="+", choices=list(BACKENDS), default=list(BACKENDS), metavar="NAME")
     p.add_argument("--repeat", type=integer(1), default=5, help="timed passes per cell (default 5)")
@@ -204,7 +330,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         seed=args.seed,
         progress=not args.no_progress,
     )
+    if args.permission_requests:
+        results["permission_requests"] = args.permission_requests
+        results["permission_cells"] = run_permissions(
+            args.backends,
+            args.permission_bounds,
+            args.permission_requests,
+            args.repeat,
+            seed=args.seed,
+            progress=not args.no_progress,
+        )
     print(report(results))
+    if args.permission_requests:
+        print()
+        print(report_permissions(results["permission_cells"], args.permission_requests, args.repeat))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
     return 0

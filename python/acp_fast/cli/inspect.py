@@ -404,6 +404,9 @@ def render(name: str, result: Replay, *, session_filter: Optional[str] = None) -
             f"session {sid}: {_count(len(tcs), 'tool call')}, {_count(len(perms), 'permission request')}, "
             f"{_count(len(plans), 'plan')}, {_count(len(terms), 'terminal')}"
         )
+        dropped = truncation(session)
+        if dropped:
+            lines.append(f"  dropped by the bounds: {dropped}")
         if tcs:
             lines.append("  tool calls")
             rows = [
@@ -463,6 +466,42 @@ def render(name: str, result: Replay, *, session_filter: Optional[str] = None) -
             counted = ", ".join(f"{kind} {n}" for kind, n in sorted(unknown.items()))
             lines.append(f"  unknown updates: {sum(unknown.values())} ({counted}), {kept} kept")
     return "\n".join(lines) + "\n"
+
+
+#: A session's ``_truncated`` counts (DESIGN 7.8), in marker order, and what the report calls them.
+_SESSION_DROPS = (
+    ("droppedTerminals", "terminal"),
+    ("droppedPlans", "plan"),
+    ("droppedPermissions", "permission request"),
+    ("droppedUpdates", "unknown update"),
+)
+
+
+def truncation(session: Dict[str, Any]) -> str:
+    """What the store's bounds dropped from a session of ``state()``, ``""`` when nothing: its
+    ``_truncated`` counts (terminals, plans, permission requests, unknown updates), then the
+    content items its tool calls lost and the output bytes its terminals lost (their records'
+    ``_truncated``), e.g. ``"3 plans, 2 content items (1 tool call)"``."""
+    parts: List[str] = []
+    marker = session.get("_truncated")
+    if isinstance(marker, dict):
+        for key, noun in _SESSION_DROPS:
+            n = marker.get(key)
+            if isinstance(n, int) and n:
+                parts.append(_count(n, noun))
+    for records, key, noun, owner in (
+        (session.get("toolCalls"), "droppedItems", "content item", "tool call"),
+        (session.get("terminals"), "droppedBytes", "output byte", "terminal"),
+    ):
+        total = cut = 0
+        for record in records.values() if isinstance(records, dict) else ():
+            n = record.get("_truncated", {}).get(key) if isinstance(record, dict) else None
+            if isinstance(n, int) and n:
+                total += n
+                cut += 1
+        if cut:
+            parts.append(f"{_count(total, noun)} ({_count(cut, owner)})")
+    return ", ".join(parts)
 
 
 def _count(n: int, noun: str, plural: Optional[str] = None) -> str:

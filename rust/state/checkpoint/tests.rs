@@ -1,6 +1,7 @@
 //! Unit tests of `checkpoint.rs`.
 
 use super::super::records::OUTCOMES;
+use super::super::restore::OUTCOME_WHAT;
 use super::*;
 
 fn canonical(text: &str) -> String {

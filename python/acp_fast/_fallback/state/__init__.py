@@ -631,7 +631,7 @@ class ToolCallStore:
         s = self._sessions.get(_key(session_id, "session_id"))
         if s is None:
             return {}
-        return cast(Dict[str, Any], _fresh(s.plans))
+        return cast(Dict[str, Any], _fresh(dict(s.plans)))
 
     @exclusive
     def updates(self, session_id: str) -> List[Dict[str, Any]]:

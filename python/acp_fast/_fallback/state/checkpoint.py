@@ -2,6 +2,11 @@
 document, ``dumps(state())`` but for numbers, which keep their text as received; ``from_json``
 checks a document and rebuilds the store (its eviction order is the document's order).
 
+Moved to ``restore.py`` (``rust/state/restore.rs`` in Rust): the helpers that check the document's
+values (``_object``, ``_find``, ``_fail``, ...: Rust's ``Reader``) and the readers of a session's
+records (``restore_tool_calls``, ``restore_terminals``, ``restore_plans``, ``read_permissions``,
+``restore_updates``, the markers' ``read_marker``); ``from_json`` stays here.
+
 Mirror of ``rust/state/checkpoint.rs``. Differences on purpose: here ``state`` builds the document
 as a dict (shared with the store; ``ToolCallStore.state`` copies it) and ``to_json`` is ``dumps`` of
 it, and ``from_json`` checks the dict that ``loads`` gives; Rust writes the document straight from
@@ -12,7 +17,7 @@ bad document gets the same error text.
 from __future__ import annotations
 
 import binascii
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Tuple, Type, cast
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Type, cast
 
 import orjson
 
@@ -21,20 +26,28 @@ from ..encoder import write
 from ..error import DecodeError, to_python
 from ..scanner import MAX_DEPTH as _FRAME_DEPTH
 from ..scanner import loads, parse_document, to_bytes
-from .evict import LIMITS, compact, drop_permission, number_terminals
+from .evict import LIMITS, compact, drop_permission, push_permission
 from .permission import MAX_CANCEL_REQUESTS
-from .read import b64decode, exactly, plain
+from .read import exactly, plain
 from .records import (
     MISSING,
-    OUTCOMES,
     Session,
-    Terminal,
-    finished,
     fresh,
-    permission_record,
     terminal_record,
     tool_call_record,
     truncated,
+)
+from .restore import (
+    _count,
+    _fail,
+    _find,
+    _object,
+    _version,
+    read_permissions,
+    restore_plans,
+    restore_terminals,
+    restore_tool_calls,
+    restore_updates,
 )
 
 if TYPE_CHECKING:
@@ -60,39 +73,6 @@ _I64_MAX = 2**63 - 1
 
 _b2a = binascii.b2a_base64
 _a2b = binascii.a2b_base64
-
-# ---------------------------------------------------------------------------------------------
-# Errors (the text of each: DESIGN 7.8)
-
-
-def _name(value: Any) -> str:
-    """The JSON type name of a parsed value."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float, _Fragment)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
-
-
-def _fail(path: str, what: str, value: Any) -> ValueError:
-    return ValueError(f'expected "{path}" to be {what}, found {_name(value)}')
-
-
-def _count(value: Any, least: int) -> Optional[int]:
-    """The integer ``value`` when it is in ``least..2**63-1`` (the range of every count and bound)."""
-    value = plain(value)
-    if type(value) is int and least <= value <= _I64_MAX:
-        return value
-    return None
-
 
 # ---------------------------------------------------------------------------------------------
 # Writing
@@ -155,40 +135,6 @@ def to_json(store: ToolCallStore) -> bytes:
 # Reading
 
 
-def _object(value: Any, path: str) -> Dict[str, Any]:
-    if type(value) is not dict:
-        raise _fail(path, "an object", value)
-    return value
-
-
-def _find(obj: Dict[str, Any], key: str, path: str) -> Any:
-    """The member ``key`` of ``obj``, or the error naming ``path.key``."""
-    if key not in obj:
-        raise ValueError(f'expected "{path}.{key}" to be present, found none')
-    return obj[key]
-
-
-def _version(value: Any, path: str) -> Any:
-    """``protocolVersion`` / ``negotiatedVersion``: 1, 2 or null."""
-    if value is not None and not (type(value) is int and value in (1, 2)):
-        raise _fail(path, "1, 2 or null", value)
-    return value
-
-
-def _record_id(record: Dict[str, Any], key: str, member: str, path: str) -> None:
-    """The record's ``member`` must be the key it is filed under."""
-    value = _find(record, member, path)
-    if value != key or type(value) is not str:
-        raise ValueError(f'expected "{path}.{member}" to be {key!r}, found {_name(value)}')
-
-
-def _no_nulls(record: Dict[str, Any], path: str) -> None:
-    """No member of the record is null."""
-    for name, value in record.items():
-        if value is None:
-            raise _fail(f"{path}.{name}", "a value other than null", value)
-
-
 def _load(data: Any) -> Any:
     """``loads``, with a checkpoint's nesting limit (Rust: ``Scanner::max_depth``)."""
     try:
@@ -239,16 +185,11 @@ def from_json(cls: Type[ToolCallStore], data: Any) -> ToolCallStore:
         sp = f"state.sessions.{sid}"
         _object(session, sp)
         s = store._sessions[sid] = Session()
-        _restore_tool_calls(store, sid, s, session, sp)
-        _restore_terminals(store, s, session, sp)
-        path = f"{sp}.plans"
-        for pid, record in _object(_find(session, "plans", sp), path).items():
-            rp = f"{path}.{pid}"
-            _object(record, rp)
-            _record_id(record, pid, "planId", rp)
-            s.plans[pid] = record
-        records[sid] = _read_permissions(sid, session, sp)
-        _restore_updates(store, s, session, sp)
+        restore_tool_calls(store, sid, s, session, sp)
+        restore_terminals(store, s, session, sp)
+        restore_plans(s, session, sp)
+        records[sid] = read_permissions(sid, session, sp)
+        restore_updates(store, s, session, sp)
     # The session of each permission record in request order across sessions (optional:
     # without it, session order), naming each session as many times as it has records.
     counts = {sid: len(entries) for sid, entries in records.items()}
@@ -285,8 +226,7 @@ def from_json(cls: Type[ToolCallStore], data: Any) -> ToolCallStore:
             if old is not MISSING:
                 drop_permission(store, old)
             pending[ident] = len(perms)
-        store._sessions[sid].permission_count += 1
-        perms.append(entry)
+        push_permission(store, entry)
     if "cancelRequests" in doc:
         _read_cancel_requests(store, doc["cancelRequests"])
     if store._max_tool_calls is not None:
@@ -310,144 +250,3 @@ def _read_cancel_requests(store: ToolCallStore, items: Any) -> None:
         if len(store._cancel_requests) == MAX_CANCEL_REQUESTS:
             store._cancel_requests.popleft()
         store._cancel_requests.append((rid, source))
-
-
-def _restore_tool_calls(store: ToolCallStore, sid: str, s: Session, session: Dict[str, Any], sp: str) -> None:
-    """``{sp}.toolCalls``: each record checked, then added in document order (eviction order)."""
-    path = f"{sp}.toolCalls"
-    bounded = store._max_tool_calls is not None
-    for tcid, record in _object(_find(session, "toolCalls", sp), path).items():
-        rp = f"{path}.{tcid}"
-        _object(record, rp)
-        _record_id(record, tcid, "toolCallId", rp)
-        for name in ("kind", "status"):
-            _find(record, name, rp)
-        for name in ("content", "locations"):
-            if type(_find(record, name, rp)) is not list:
-                raise _fail(f"{rp}.{name}", "an array", record[name])
-        _no_nulls(record, rp)
-        (dropped,) = _read_marker(record, rp, (("droppedItems", "maxContentItems", store._max_content_items),))
-        f = s.tool_calls[tcid] = {k: v for k, v in record.items() if k != "toolCallId" and k != "_truncated"}
-        if dropped:
-            f["_truncated"] = dropped
-        store._tool_call_count += 1
-        if bounded:
-            # In document order; `compact` below numbers them and queues the finished ones.
-            key = (sid, tcid)
-            store._created[key] = [0, finished(f)]
-            store._order.append(key)
-
-
-def _restore_terminals(store: ToolCallStore, s: Session, session: Dict[str, Any], sp: str) -> None:
-    """``{sp}.terminals``: each record checked (``output`` base64 text), then added."""
-    path = f"{sp}.terminals"
-    for tid, record in _object(_find(session, "terminals", sp), path).items():
-        rp = f"{path}.{tid}"
-        _object(record, rp)
-        _record_id(record, tid, "terminalId", rp)
-        output = _find(record, "output", rp)
-        if type(output) is not str:
-            raise _fail(f"{rp}.output", "a string", output)
-        data = b64decode(output)
-        if data is None:
-            raise ValueError(f'expected "{rp}.output" to be base64 text, found string')
-        _no_nulls(record, rp)
-        term = s.terminals[tid] = Terminal()
-        (term.dropped,) = _read_marker(record, rp, (("droppedBytes", "maxTerminalBytes", store._max_terminal_bytes),))
-        term.output = bytearray(data)
-        term.fields = {k: v for k, v in record.items() if k not in ("terminalId", "output", "_truncated")}
-    if store._max_terminals is not None:
-        number_terminals(s)
-
-
-def _restore_updates(store: ToolCallStore, s: Session, session: Dict[str, Any], sp: str) -> None:
-    """``{sp}.updates`` (optional: unknown updates, each an object with a string
-    ``sessionUpdate``) and ``{sp}._truncated`` (optional: what the bounds dropped), checked, then
-    added."""
-    if "updates" in session:
-        path = f"{sp}.updates"
-        updates = session["updates"]
-        if type(updates) is not list:
-            raise _fail(path, "an array", updates)
-        for i, update in enumerate(updates):
-            up = f"{path}.{i}"
-            _object(update, up)
-            if type(_find(update, "sessionUpdate", up)) is not str:
-                raise _fail(f"{up}.sessionUpdate", "a string", update["sessionUpdate"])
-            s.updates.append(update)
-    bounds = (
-        ("droppedTerminals", "maxTerminals", store._max_terminals),
-        ("droppedPlans", "maxPlans", store._max_plans),
-        ("droppedPermissions", "maxPermissions", store._max_permissions),
-        ("droppedUpdates", "maxUpdates", store._max_updates),
-    )
-    counts = _read_marker(session, sp, bounds)
-    s.dropped_terminals, s.dropped_plans, s.dropped_permissions, s.dropped_updates = counts
-
-
-def _read_marker(record: Dict[str, Any], rp: str, bounds: Tuple[Tuple[str, str, Optional[int]], ...]) -> List[int]:
-    """The ``_truncated`` marker of ``record`` at ``rp``, if any: a count for each of ``bounds``
-    (member, bound's name, bound: a count needs its bound to be on), each present one a positive
-    integer, at least one, no other member."""
-    counts = [0] * len(bounds)
-    if "_truncated" not in record:
-        return counts
-    path = f"{rp}._truncated"
-    names = [b[0] for b in bounds]
-    for name, value in _object(record["_truncated"], path).items():
-        member = f"{path}.{name}"
-        if name not in names:
-            raise ValueError(f'expected "{member}" to be absent, found {_name(value)}')
-        i = names.index(name)
-        if bounds[i][2] is None:
-            raise ValueError(f'expected "{member}" to be absent (state.{bounds[i][1]} is null), found {_name(value)}')
-        count = _count(value, 1)
-        if count is None:
-            raise _fail(member, "a positive integer", value)
-        counts[i] = count
-    if not any(counts):
-        if len(bounds) == 1:
-            raise ValueError(f'expected "{path}.{bounds[0][0]}" to be present, found none')
-        raise _fail(path, "an object with at least one count", record["_truncated"])
-    return counts
-
-
-def _read_permissions(sid: str, session: Dict[str, Any], sp: str) -> List[List[Any]]:
-    """``{sp}.permissions``: the records of session ``sid``, checked, as ``[sid, record]``."""
-    path = f"{sp}.permissions"
-    permissions = _find(session, "permissions", sp)
-    if type(permissions) is not list:
-        raise _fail(path, "an array", permissions)
-    out = []
-    for i, record in enumerate(permissions):
-        rp = f"{path}.{i}"
-        _object(record, rp)
-        rid = plain(_find(record, "id", rp))
-        if rid is not None and type(rid) is not str and not (type(rid) is int and -(2**63) <= rid < 2**63):
-            raise _fail(f"{rp}.id", "a string, an integer or null", rid)
-        if _find(record, "sessionId", rp) != sid:
-            raise ValueError(f'expected "{rp}.sessionId" to be {sid!r}, found {_name(record["sessionId"])}')
-        options = _find(record, "options", rp)
-        if type(options) is not list:
-            raise _fail(f"{rp}.options", "an array", options)
-        outcome = _find(record, "outcome", rp)
-        if type(outcome) is not str or outcome not in OUTCOMES:
-            raise _fail(f"{rp}.outcome", "one of " + ", ".join(OUTCOMES), outcome)
-        approved = _find(record, "approved", rp)
-        if type(approved) is not bool:
-            raise _fail(f"{rp}.approved", "a boolean", approved)
-        for name in ("toolCallId", "optionId"):
-            if name in record and type(record[name]) is not str:
-                raise _fail(f"{rp}.{name}", "a string", record[name])
-        entry = permission_record(
-            rid,
-            sid,
-            record.get("toolCallId"),
-            options,
-            outcome,
-            record.get("optionId"),
-            approved,
-            record.get("response", MISSING),
-        )
-        out.append([sid, entry])
-    return out

@@ -14,7 +14,16 @@ the top, and queued again when it is); the oldest one is the first key of the se
 OrderedDict (O(1)). Cost: O(1) per frame while no terminal of the session has exited, O(log n) per
 terminal that exits and per drop of an exited one (n: its exited terminals, at most the bound). The
 heap holds at most one entry per terminal retained: a terminal is dropped as the oldest only when
-no other is queued. The rest of this file is the ``max_tool_calls`` bound: after a frame creates a tool call and more than N are retained, the oldest (first created,
+no other is queued.
+
+Permission records: one list in request order across sessions (``store._permissions``, holes where
+records were dropped, closed once they outnumber the records). Each session keeps a min-heap of the
+indices of its resolved records (``Session.resolved``, pushed when a request is resolved): the
+bound pops the oldest resolved one, O(log n) per record dropped whatever the number of pending
+ones; closing the holes renumbers the records and refills the heaps (O(1) amortised). Plans: the
+session's OrderedDict, the oldest first (O(1)).
+
+The rest of this file is the ``max_tool_calls`` bound: after a frame creates a tool call and more than N are retained, the oldest (first created,
 across sessions) tool call whose status is finished is dropped, else the oldest one; never the one
 the frame touched.
 
@@ -66,6 +75,7 @@ __all__ = [
     "drop_permission",
     "evict",
     "number_terminals",
+    "push_permission",
     "set_content",
     "touch",
     "touch_terminal",
@@ -139,6 +149,17 @@ def trim_output(term: Terminal, limit: Optional[int]) -> None:
     term.start = start
 
 
+def push_permission(store: ToolCallStore, entry: List[Any]) -> None:
+    """Record a permission request ``[session id, record]`` (its index in the list queued when
+    resolved: a record read from a checkpoint)."""
+    perms = store._permissions
+    s = store._sessions[entry[0]]
+    s.permission_count += 1
+    if entry[1]["outcome"] != "pending":
+        heappush(s.resolved, len(perms))
+    perms.append(entry)
+
+
 def drop_permission(store: ToolCallStore, index: int) -> None:
     """Drop the permission record at ``index`` (a pending one replaced by a request with its id, or
     one the bound drops); its place stays empty until ``trim_permissions`` closes the holes."""
@@ -153,29 +174,34 @@ def trim_permissions(store: ToolCallStore, sid: str) -> None:
     """After a request of session ``sid`` was recorded: while the session holds more records than
     ``max_permissions``, drop its oldest resolved one (pending ones are never dropped), counted in
     its ``_truncated`` marker; then close the holes once they outnumber the records (the pending
-    ones renumbered)."""
+    ones renumbered, the resolved ones queued again). Cost: O(log n) per record dropped (the
+    session's heap of resolved records, ``Session.resolved``), O(1) amortised for closing the
+    holes."""
     limit = store._max_permissions
     perms = store._permissions
     if limit is not None:
         s = store._sessions[sid]
-        i = 0
-        while s.permission_count > limit:
-            n = len(perms)
-            while i < n:
-                e = perms[i]
-                if e is not None and e[0] == sid and e[1]["outcome"] != "pending":
-                    break
-                i += 1
-            if i == n:
-                break
-            drop_permission(store, i)
+        resolved = s.resolved
+        while s.permission_count > limit and resolved:
+            perms[heappop(resolved)] = None
+            s.permission_count -= 1
             s.dropped_permissions += 1
+            store._permission_holes += 1
     holes = store._permission_holes
     if holes >= 32 and holes > len(perms) - holes:
         live = [e for e in perms if e is not None]
         perms[:] = live
         store._permission_holes = 0
-        store._pending = {e[1]["id"]: i for i, e in enumerate(live) if e[1]["outcome"] == "pending"}
+        sessions = store._sessions
+        for e in live:
+            sessions[e[0]].resolved.clear()
+        pending = store._pending = {}
+        # In ascending order: a sorted list is a min-heap.
+        for i, e in enumerate(live):
+            if e[1]["outcome"] == "pending":
+                pending[e[1]["id"]] = i
+            else:
+                sessions[e[0]].resolved.append(i)
 
 
 def touch_terminal(store: ToolCallStore, s: Session, tid: str, term: Terminal, created: bool) -> None:

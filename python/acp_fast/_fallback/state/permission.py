@@ -11,10 +11,11 @@ keeps a ``Permission`` with its session's slot and the JSON text of ``options`` 
 
 from __future__ import annotations
 
+from heapq import heappush
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 from ..encoder import dumps
-from .evict import drop_permission, trim_permissions
+from .evict import drop_permission, push_permission, trim_permissions
 from .read import BAD_SID, Bad, exactly, plain
 from .records import MISSING, Change, permission_record
 from .tool_call import check_tool_call, commit_tool_call
@@ -72,9 +73,8 @@ def permission_request(store: ToolCallStore, params: Dict[str, Any], ident: Any)
     if old is not MISSING:
         drop_permission(store, old)
     pending[ident] = len(store._permissions)
-    record = permission_record(ident, sid, tcid, options, "pending", None, False, MISSING)
-    store._permissions.append([sid, record])
-    store._session(sid).permission_count += 1
+    store._session(sid)
+    push_permission(store, [sid, permission_record(ident, sid, tcid, options, "pending", None, False, MISSING)])
     trim_permissions(store, sid)
     return Change(sid, "permission", ident, "requested", tcid)
 
@@ -146,6 +146,7 @@ def resolve(store: ToolCallStore, index: int, kind: str, value: Dict[str, Any]) 
                 outcome = "unknown"
     tcid = record.get("toolCallId")
     entry[1] = permission_record(record["id"], sid, tcid, record["options"], outcome, option_id, approved, answer)
+    heappush(store._sessions[sid].resolved, index)
     return Change(sid, "permission", record["id"], "resolved", tcid)
 
 

@@ -7,12 +7,14 @@ or built for v1); Rust keeps its JSON text.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, Optional
+from typing import TYPE_CHECKING, Any, Dict, Optional, cast
 
 from .read import Bad, U
 from .records import Change
 
 if TYPE_CHECKING:
+    from collections import OrderedDict
+
     from . import ToolCallStore
 
 __all__ = ["plan", "plan_removed", "plan_update"]
@@ -56,7 +58,7 @@ def plan_removed(store: ToolCallStore, sid: str, update: Dict[str, Any]) -> Opti
 
 def _set_plan(store: ToolCallStore, sid: str, pid: str, record: Dict[str, Any]) -> Change:
     """Create or replace the plan ``pid`` of session ``sid``; a new one beyond the bound drops the
-    oldest plans of the session (counted)."""
+    oldest plans of the session (counted; the first keys of its OrderedDict, O(1))."""
     s = store._session(sid)
     plans = s.plans
     if pid in plans:
@@ -66,6 +68,6 @@ def _set_plan(store: ToolCallStore, sid: str, pid: str, record: Dict[str, Any]) 
     limit = store._max_plans
     # The bound is at least 1: the oldest plan is never the new one.
     while limit is not None and len(plans) > limit:
-        del plans[next(iter(plans))]
+        cast("OrderedDict[str, Any]", plans).popitem(last=False)
         s.dropped_plans += 1
     return Change(sid, "plan", pid, "created", None)

@@ -5,7 +5,8 @@ checkpoints give.
 Mirror of ``rust/state/records.rs``. Differences on purpose: here a tool call is the dict of its
 set fields (parsed values, never null, toolCallId apart), a terminal a dict plus its bytes, and a
 permission record ``[session id, record dict]``, the dict already in materialized key order; Rust
-keeps the JSON text of each value in fixed slots (and an ordered map where Python has dicts). The
+keeps the JSON text of each value in fixed slots (and an ordered map where Python has dicts:
+``OrderedMap``, moved out of ``records.rs`` into ``rust/state/ordered_map.rs``, Rust only). The
 materialized records are dicts here; Rust writes them as JSON (for checkpoints) and its binding
 builds the dicts. A number whose text its Python value would not give back is stored as an
 ``orjson.Fragment`` of its text (``read.exact``), so that a checkpoint keeps it.
@@ -103,8 +104,8 @@ OUTCOMES = ("cancelled", "error", "invalid", "pending", "selected", "unknown")
 
 class Session:
     """What one session holds, each in first-seen order: tool calls (id -> fields dict),
-    terminals (id -> Terminal; an OrderedDict, whose first key costs O(1) where a dict's costs its
-    deleted prefix: the terminal bound drops the oldest), plans (id -> record) and unknown updates
+    terminals (id -> Terminal) and plans (id -> record), both OrderedDicts, whose first key costs
+    O(1) where a dict's costs its deleted prefix: their bounds drop the oldest, and unknown updates
     (DESIGN 7.3, in arrival order); ``dropped_*``: what the bounds dropped (7.8, its
     ``_truncated`` marker). Permission requests are kept by the store (one list in request order
     across sessions)."""
@@ -115,6 +116,7 @@ class Session:
         "plans",
         "updates",
         "permission_count",
+        "resolved",
         "terminal_seq",
         "exited",
         "dropped_terminals",
@@ -126,10 +128,12 @@ class Session:
     def __init__(self) -> None:
         self.tool_calls: Dict[str, Dict[str, Any]] = {}
         self.terminals: Dict[str, Terminal] = OrderedDict()
-        self.plans: Dict[str, Any] = {}
+        self.plans: Dict[str, Any] = OrderedDict()
         self.updates: Deque[Any] = deque()
-        # permission records of this session held by the store (for its bound)
+        # permission records of this session held by the store (for its bound), and a min-heap of
+        # the indices (in the store's list) of its resolved ones: the bound drops the oldest first
         self.permission_count = 0
+        self.resolved: List[int] = []
         # with a bound on terminals (evict.py): the creation number of the next terminal, and a
         # min-heap of (creation number, id) of the terminals found exited
         self.terminal_seq = 0

@@ -1,0 +1,275 @@
+"""Reading a checkpoint (DESIGN 7.8), moved out of ``checkpoint.py``: the helpers that check the
+document's values (``_object``, ``_find``, ``_version``, ``_record_id``, ``_no_nulls``, and the
+errors' ``_name``, ``_fail``, ``_count``; ``from_json`` in ``checkpoint.py`` walks the document with
+them), and the readers of one session's records, each checked then added to the store:
+``restore_tool_calls``, ``restore_terminals``, ``restore_plans``, ``read_permissions`` (the
+records, ordered across sessions by ``from_json``) and ``restore_updates`` (unknown updates and the
+session's marker). The ``_truncated`` markers are read by one table-driven reader,
+``read_marker`` (the counts of each marker and the bound each follows: ``TOOL_CALL_COUNTS``,
+``TERMINAL_COUNTS``, ``SESSION_COUNTS``).
+
+Mirror of ``rust/state/restore.rs`` (where the helpers are the methods of its ``Reader``).
+Differences on purpose: as in ``checkpoint.py``, values are read from the dict ``loads`` gives
+here, from the document's bytes in Rust.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+
+import orjson
+
+from .evict import LIMITS, number_terminals
+from .read import b64decode, plain
+from .records import MISSING, OUTCOMES, Session, Terminal, finished, permission_record
+
+if TYPE_CHECKING:
+    from . import ToolCallStore
+
+__all__ = [
+    "SESSION_COUNTS",
+    "TERMINAL_COUNTS",
+    "TOOL_CALL_COUNTS",
+    "read_marker",
+    "read_permissions",
+    "restore_plans",
+    "restore_terminals",
+    "restore_tool_calls",
+    "restore_updates",
+]
+
+_Fragment = orjson.Fragment
+_I64_MAX = 2**63 - 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Errors (the text of each: DESIGN 7.8)
+
+
+def _name(value: Any) -> str:
+    """The JSON type name of a parsed value."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float, _Fragment)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def _fail(path: str, what: str, value: Any) -> ValueError:
+    return ValueError(f'expected "{path}" to be {what}, found {_name(value)}')
+
+
+def _count(value: Any, least: int) -> Optional[int]:
+    """The integer ``value`` when it is in ``least..2**63-1`` (the range of every count and bound)."""
+    value = plain(value)
+    if type(value) is int and least <= value <= _I64_MAX:
+        return value
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading
+
+
+def _object(value: Any, path: str) -> Dict[str, Any]:
+    if type(value) is not dict:
+        raise _fail(path, "an object", value)
+    return value
+
+
+def _find(obj: Dict[str, Any], key: str, path: str) -> Any:
+    """The member ``key`` of ``obj``, or the error naming ``path.key``."""
+    if key not in obj:
+        raise ValueError(f'expected "{path}.{key}" to be present, found none')
+    return obj[key]
+
+
+def _version(value: Any, path: str) -> Any:
+    """``protocolVersion`` / ``negotiatedVersion``: 1, 2 or null."""
+    if value is not None and not (type(value) is int and value in (1, 2)):
+        raise _fail(path, "1, 2 or null", value)
+    return value
+
+
+def _record_id(record: Dict[str, Any], key: str, member: str, path: str) -> None:
+    """The record's ``member`` must be the key it is filed under."""
+    value = _find(record, member, path)
+    if value != key or type(value) is not str:
+        raise ValueError(f'expected "{path}.{member}" to be {key!r}, found {_name(value)}')
+
+
+def _no_nulls(record: Dict[str, Any], path: str) -> None:
+    """No member of the record is null."""
+    for name, value in record.items():
+        if value is None:
+            raise _fail(f"{path}.{name}", "a value other than null", value)
+
+
+def restore_tool_calls(store: ToolCallStore, sid: str, s: Session, session: Dict[str, Any], sp: str) -> None:
+    """``{sp}.toolCalls``: each record checked, then added in document order (eviction order)."""
+    path = f"{sp}.toolCalls"
+    bounded = store._max_tool_calls is not None
+    for tcid, record in _object(_find(session, "toolCalls", sp), path).items():
+        rp = f"{path}.{tcid}"
+        _object(record, rp)
+        _record_id(record, tcid, "toolCallId", rp)
+        for name in ("kind", "status"):
+            _find(record, name, rp)
+        for name in ("content", "locations"):
+            if type(_find(record, name, rp)) is not list:
+                raise _fail(f"{rp}.{name}", "an array", record[name])
+        _no_nulls(record, rp)
+        (dropped,) = read_marker(store, record, rp, TOOL_CALL_COUNTS)
+        f = s.tool_calls[tcid] = {k: v for k, v in record.items() if k != "toolCallId" and k != "_truncated"}
+        if dropped:
+            f["_truncated"] = dropped
+        store._tool_call_count += 1
+        if bounded:
+            # In document order; `compact` below numbers them and queues the finished ones.
+            key = (sid, tcid)
+            store._created[key] = [0, finished(f)]
+            store._order.append(key)
+
+
+def restore_terminals(store: ToolCallStore, s: Session, session: Dict[str, Any], sp: str) -> None:
+    """``{sp}.terminals``: each record checked (``output`` base64 text), then added."""
+    path = f"{sp}.terminals"
+    for tid, record in _object(_find(session, "terminals", sp), path).items():
+        rp = f"{path}.{tid}"
+        _object(record, rp)
+        _record_id(record, tid, "terminalId", rp)
+        output = _find(record, "output", rp)
+        if type(output) is not str:
+            raise _fail(f"{rp}.output", "a string", output)
+        data = b64decode(output)
+        if data is None:
+            raise ValueError(f'expected "{rp}.output" to be base64 text, found string')
+        _no_nulls(record, rp)
+        term = s.terminals[tid] = Terminal()
+        (term.dropped,) = read_marker(store, record, rp, TERMINAL_COUNTS)
+        term.output = bytearray(data)
+        term.fields = {k: v for k, v in record.items() if k not in ("terminalId", "output", "_truncated")}
+    if store._max_terminals is not None:
+        number_terminals(s)
+
+
+def restore_plans(s: Session, session: Dict[str, Any], sp: str) -> None:
+    """``{sp}.plans``: each record checked (its ``planId`` its key), then added."""
+    path = f"{sp}.plans"
+    for pid, record in _object(_find(session, "plans", sp), path).items():
+        rp = f"{path}.{pid}"
+        _object(record, rp)
+        _record_id(record, pid, "planId", rp)
+        s.plans[pid] = record
+
+
+def restore_updates(store: ToolCallStore, s: Session, session: Dict[str, Any], sp: str) -> None:
+    """``{sp}.updates`` (optional: unknown updates, each an object with a string
+    ``sessionUpdate``) and ``{sp}._truncated`` (optional: what the bounds dropped), checked, then
+    added."""
+    if "updates" in session:
+        path = f"{sp}.updates"
+        updates = session["updates"]
+        if type(updates) is not list:
+            raise _fail(path, "an array", updates)
+        for i, update in enumerate(updates):
+            up = f"{path}.{i}"
+            _object(update, up)
+            if type(_find(update, "sessionUpdate", up)) is not str:
+                raise _fail(f"{up}.sessionUpdate", "a string", update["sessionUpdate"])
+            s.updates.append(update)
+    counts = read_marker(store, session, sp, SESSION_COUNTS)
+    s.dropped_terminals, s.dropped_plans, s.dropped_permissions, s.dropped_updates = counts
+
+
+#: The counts of each ``_truncated`` marker (DESIGN 7.8), in document order: (member, the
+#: checkpoint member of the bound it follows); a tool call's, a terminal's, a session's.
+TOOL_CALL_COUNTS = (("droppedItems", "maxContentItems"),)
+TERMINAL_COUNTS = (("droppedBytes", "maxTerminalBytes"),)
+SESSION_COUNTS = (
+    ("droppedTerminals", "maxTerminals"),
+    ("droppedPlans", "maxPlans"),
+    ("droppedPermissions", "maxPermissions"),
+    ("droppedUpdates", "maxUpdates"),
+)
+# A bound's checkpoint member -> the store's attribute.
+_BOUND_ATTRS = {name: attr for name, attr, _, _ in LIMITS}
+
+
+def read_marker(
+    store: ToolCallStore, record: Dict[str, Any], rp: str, counts: Tuple[Tuple[str, str], ...]
+) -> List[int]:
+    """The ``_truncated`` marker of ``record`` at ``rp``, if any: a value for each of ``counts``
+    (the tables above), each present one a positive integer whose bound in ``store`` is on, at
+    least one, no other member."""
+    values = [0] * len(counts)
+    if "_truncated" not in record:
+        return values
+    path = f"{rp}._truncated"
+    names = [c[0] for c in counts]
+    for name, value in _object(record["_truncated"], path).items():
+        member = f"{path}.{name}"
+        if name not in names:
+            raise ValueError(f'expected "{member}" to be absent, found {_name(value)}')
+        i = names.index(name)
+        bound = counts[i][1]
+        if getattr(store, _BOUND_ATTRS[bound]) is None:
+            raise ValueError(f'expected "{member}" to be absent (state.{bound} is null), found {_name(value)}')
+        count = _count(value, 1)
+        if count is None:
+            raise _fail(member, "a positive integer", value)
+        values[i] = count
+    if not any(values):
+        if len(counts) == 1:
+            raise ValueError(f'expected "{path}.{counts[0][0]}" to be present, found none')
+        raise _fail(path, "an object with at least one count", record["_truncated"])
+    return values
+
+
+def read_permissions(sid: str, session: Dict[str, Any], sp: str) -> List[List[Any]]:
+    """``{sp}.permissions``: the records of session ``sid``, checked, as ``[sid, record]``."""
+    path = f"{sp}.permissions"
+    permissions = _find(session, "permissions", sp)
+    if type(permissions) is not list:
+        raise _fail(path, "an array", permissions)
+    out = []
+    for i, record in enumerate(permissions):
+        rp = f"{path}.{i}"
+        _object(record, rp)
+        rid = plain(_find(record, "id", rp))
+        if rid is not None and type(rid) is not str and not (type(rid) is int and -(2**63) <= rid < 2**63):
+            raise _fail(f"{rp}.id", "a string, an integer or null", rid)
+        if _find(record, "sessionId", rp) != sid:
+            raise ValueError(f'expected "{rp}.sessionId" to be {sid!r}, found {_name(record["sessionId"])}')
+        options = _find(record, "options", rp)
+        if type(options) is not list:
+            raise _fail(f"{rp}.options", "an array", options)
+        outcome = _find(record, "outcome", rp)
+        if type(outcome) is not str or outcome not in OUTCOMES:
+            raise _fail(f"{rp}.outcome", "one of " + ", ".join(OUTCOMES), outcome)
+        approved = _find(record, "approved", rp)
+        if type(approved) is not bool:
+            raise _fail(f"{rp}.approved", "a boolean", approved)
+        for name in ("toolCallId", "optionId"):
+            if name in record and type(record[name]) is not str:
+                raise _fail(f"{rp}.{name}", "a string", record[name])
+        entry = permission_record(
+            rid,
+            sid,
+            record.get("toolCallId"),
+            options,
+            outcome,
+            record.get("optionId"),
+            approved,
+            record.get("response", MISSING),
+        )
+        out.append([sid, entry])
+    return out
