@@ -112,6 +112,7 @@ class Validator:
         self.on_problem = on_problem
         # The checks of every message (ImportError: the pure-Python backend without an engine).
         self._checker = acp_fast.SchemaValidator(protocol_version=self.version, unstable=unstable)
+        self._checker_version = self.version
         self.schema = True  # always: ``schema`` is accepted for compatibility (``--schema``)
         self.problems: List[Problem] = []
         self.by_kind: Counter[str] = Counter()
@@ -336,10 +337,8 @@ class Validator:
             problems = self._validator(version).validate(msg, sender=sender)
             if problems:
                 self._report_all(problems, method, f"{method}", version, line, column)
-            if method == "session/update" and version >= 2:
-                raw = msg.raw
-                if b'"terminal_' in raw or any(name in raw for name in _V1_UPDATES):
-                    self._update_rules(msg, line, column)
+            if method == "session/update" and version >= 2 and msg.update_kind in _UPDATE_RULE_KINDS:
+                self._update_rules(msg, line, column)
             if kind == "request":
                 self._register(msg, method, line, column, sender)
             return
@@ -364,11 +363,12 @@ class Validator:
     def _validator(self, version: int) -> Any:
         """The schema validator of ``version``; on a change of version, a new one that knows the
         requests still pending (their problems were reported already)."""
-        if version != self._checker.protocol_version:
+        if version != self._checker_version:
             checker = acp_fast.SchemaValidator(protocol_version=version, unstable=self.unstable)
             for request, sender in self._pending_messages.values():
                 checker.validate(request, sender=sender)
             self._checker = checker
+            self._checker_version = version
         return self._checker
 
     def _report_all(
@@ -412,7 +412,7 @@ class Validator:
         if not isinstance(update, dict):
             return
         kind = update.get("sessionUpdate")
-        replaced = _V1_UPDATES.get(f'"{kind}"'.encode()) if isinstance(kind, str) else None
+        replaced = _V1_UPDATES.get(kind) if isinstance(kind, str) else None
         if replaced is not None:
             message = (
                 f'session/update: expected "params.update.sessionUpdate" to be a protocol v2 session update, '
@@ -497,12 +497,14 @@ class Validator:
         self.negotiated_version = learned
 
 
-#: The protocol v1 session updates that v2 replaced (as JSON strings), and by what.
+#: The protocol v1 session updates that v2 replaced, and by what.
 _V1_UPDATES = {
-    b'"tool_call"': "v2 creates tool calls with tool_call_update",
-    b'"plan"': "v2 uses plan_update",
-    b'"current_mode_update"': "v2 uses config options",
+    "tool_call": "v2 creates tool calls with tool_call_update",
+    "plan": "v2 uses plan_update",
+    "current_mode_update": "v2 uses config options",
 }
+#: The v2 session updates ``_update_rules`` looks at.
+_UPDATE_RULE_KINDS = frozenset(["tool_call", "plan", "current_mode_update", "terminal_output_chunk", "terminal_update"])
 _BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}\Z")
 
 
