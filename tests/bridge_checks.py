@@ -18,7 +18,7 @@ import acp_fast
 from acp_fast import traffic
 from acp_fast.bridge import REJECT_OPTION, Bridge, BridgeError, diff_text, terminal_text, v1_diff_to_v2
 from acp_fast.cli import _shapes
-from acp_fast.cli._schema_check import load_schema
+from acp_fast.cli._shapes import load_schema
 
 V1_KINDS = {"read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"}
 V1_STATUSES = {"pending", "in_progress", "completed", "failed"}

@@ -35,7 +35,17 @@ PY = sys.executable
 @pytest.fixture
 def codec(backend, monkeypatch):
     """Run in-process code on the given backend: acp_fast's codec names point at it."""
-    for name in ("FrameDecoder", "decode", "loads", "dumps", "encode", "ToolCallStore", "Message", "BACKEND"):
+    for name in (
+        "FrameDecoder",
+        "decode",
+        "loads",
+        "dumps",
+        "encode",
+        "ToolCallStore",
+        "Message",
+        "SchemaValidator",
+        "BACKEND",
+    ):
         monkeypatch.setattr(acp_fast, name, getattr(backend, name))
     return backend
 
@@ -60,30 +70,61 @@ def problems_of(stdout: bytes, name: str) -> List[Tuple[int, int, str, str]]:
     return out
 
 
-# (line, text the column points at, kind, message) for every defect of bad_frames.ndjson
+# (line, text the column points at, kind, message) for every defect of bad_frames.ndjson: the
+# codec's JSON / JSON-RPC errors, then the schema validator's problems (issue 17), at the value
+# each one's path names (a missing member: the object that lacks it).
+V1_UPDATES = (
+    '"user_message_chunk", "agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update", "plan", '
+    '"available_commands_update", "current_mode_update", "config_option_update", "session_info_update", '
+    '"usage_update"'
+)
 EXPECTED: List[Tuple[int, bytes, str, str]] = [
-    (3, b'{"cwd"', "acp", 'session/new: expected "params.mcpServers" to be an array, found none'),
+    (3, b'{"cwd"', "schema", 'session/new: expected "params.mcpServers" (required by NewSessionRequest), found none'),
     (5, b"ot json", "json", "expected 'null', found 'o'"),
     (
         6,
         b'{"sessionUpdate":"tool_call"',
-        "acp",
-        'session/update: expected "params.update.toolCallId" to be a string, found none',
+        "schema",
+        'session/update: expected "params.update.toolCallId" (required by ToolCall), found none',
     ),
     (7, b'"1.0"', "jsonrpc", 'expected "jsonrpc": "2.0", found string "1.0"'),
     (
         8,
-        b'"done"',
-        "acp",
-        'session/update: expected "params.update.status" to be one of "pending", "in_progress", "completed", "failed" or null, found string "done"',
+        b'{"sessionUpdate":"tool_call_update"',
+        "protocol",
+        (
+            'warning: session/update: expected "params.update.title" the first time tool call "c1" is reported '
+            "(an agent SHOULD give a title), found none"
+        ),
     ),
-    (9, b'{"toolCallId"', "acp", 'session/update: expected "params.update.sessionUpdate" to be a string, found none'),
-    (10, b'{"update"', "acp", 'session/update: expected "params.sessionId" to be a string, found none'),
-    (11, b'{"sessionId"', "acp", 'session/request_permission: expected "params.options" to be an array, found none'),
+    (
+        8,
+        b'"done"',
+        "schema",
+        'session/update: expected "params.update.status" to be one of "pending", "in_progress", "completed", "failed", found string "done"',
+    ),
+    (
+        9,
+        b'{"toolCallId"',
+        "schema",
+        f'session/update: expected "params.update.sessionUpdate" to be one of {V1_UPDATES}, found none',
+    ),
+    (
+        10,
+        b'{"update"',
+        "schema",
+        'session/update: expected "params.sessionId" (required by SessionNotification), found none',
+    ),
+    (
+        11,
+        b'{"sessionId"',
+        "schema",
+        'session/request_permission: expected "params.options" (required by RequestPermissionRequest), found none',
+    ),
     (
         12,
         b'"maybe"',
-        "acp",
+        "schema",
         (
             'session/request_permission: expected "params.options[0].kind" to be one of "allow_once", "allow_always", '
             '"reject_once", "reject_always", found string "maybe"'
@@ -92,63 +133,81 @@ EXPECTED: List[Tuple[int, bytes, str, str]] = [
     (
         13,
         b'{"outcome":"selected"}',
-        "acp",
-        'result of session/request_permission (request on line 12): expected "result.outcome.optionId" to be a string, found none',
+        "schema",
+        (
+            'result of session/request_permission (request on line 12): expected "result.outcome.optionId" '
+            "(required by SelectedPermissionOutcome), found none"
+        ),
     ),
-    (14, b"99", "protocol", "expected a response to a pending request, found one for id 99 (no such request)"),
-    (15, b'"hi"', "acp", 'session/prompt: expected "params.prompt" to be an array, found string "hi"'),
-    (16, b'{"type":"text"}', "acp", 'session/update: expected "params.update.content.text" to be a string, found none'),
+    (
+        14,
+        b"99",
+        "protocol",
+        "expected a response to a request that was made, found one for id 99 (no such request pending)",
+    ),
+    (15, b'"hi"', "schema", 'session/prompt: expected "params.prompt" to be array, found string "hi"'),
+    (
+        16,
+        b'{"type":"text"}',
+        "schema",
+        'session/update: expected "params.update.content.text" (required by TextContent), found none',
+    ),
     (
         17,
         b'"tool_call_content_chunk"',
-        "acp",
+        "schema",
         (
-            'session/update: expected "params.update.sessionUpdate" to be a protocol v1 session update, found string '
-            '"tool_call_content_chunk" (a protocol v2 update)'
+            f'session/update: expected "params.update.sessionUpdate" to be one of {V1_UPDATES}, '
+            'found string "tool_call_content_chunk"'
         ),
     ),
     (
         18,
         b'"urgent"',
-        "acp",
+        "schema",
         'session/update: expected "params.update.entries[0].priority" to be one of "high", "medium", "low", found string "urgent"',
     ),
-    (19, b'{"sessionId"', "acp", 'fs/read_text_file: expected "params.path" to be a string, found none'),
+    (
+        19,
+        b'{"sessionId"',
+        "schema",
+        'fs/read_text_file: expected "params.path" (required by ReadTextFileRequest), found none',
+    ),
     (
         20,
         b'"no/such/method"',
-        "acp",
-        'expected a protocol v1 method or an extension method starting with "_", found "no/such/method"',
+        "schema",
+        'expected "method" to be a protocol v1 method or an extension method starting with "_", found string "no/such/method"',
     ),
-    (21, b'"session/prompt"', "acp", 'expected "session/prompt" to be a request (with an "id"), found a notification'),
+    (21, b'{"jsonrpc"', "schema", 'expected "id" (required by the request session/prompt), found none'),
     (22, b"[]", "jsonrpc", "expected at least one message in the batch, found an empty array"),
     (
         23,
         b'"finished"',
-        "acp",
+        "schema",
         (
             'result of session/prompt (request on line 15): expected "result.stopReason" to be one of "end_turn", '
             '"max_tokens", "max_turn_requests", "refusal", "cancelled", found string "finished"'
         ),
     ),
-    (
-        25,
-        b'"1.0"',
-        "acp",
-        'initialize: expected "params.protocolVersion" to be an integer from 0 to 65535, found string "1.0"',
-    ),
+    (25, b'"1.0"', "schema", 'initialize: expected "params.protocolVersion" to be integer, found string "1.0"'),
     (26, b"1.5", "jsonrpc", 'expected "id" to be a string, an integer or null, found number 1.5'),
-    (27, b'"session/cancel"', "acp", 'expected "session/cancel" to be a notification (without "id"), found a request'),
+    (27, b"8,", "schema", 'expected no "id", found number 8'),
     (29, b"", "json", "expected a string key, found end of input"),
     (30, b"\xff", "json", "invalid UTF-8 byte 0xFF"),
     (
         31,
         b'{"type":"diff"',
-        "acp",
-        'session/update: expected "params.update.content[0].newText" to be a string, found none',
+        "schema",
+        'session/update: expected "params.update.content[0].newText" (required by Diff), found none',
     ),
-    (32, b'{"line":3}', "acp", 'session/update: expected "params.update.locations[0].path" to be a string, found none'),
-    (33, b"-1", "acp", 'session/update: expected "params.update.used" to be an integer >= 0, found number -1'),
+    (
+        32,
+        b'{"line":3}',
+        "schema",
+        'session/update: expected "params.update.locations[0].path" (required by ToolCallLocation), found none',
+    ),
+    (33, b"-1", "schema", 'session/update: expected "params.update.used" to be >= 0, found number -1'),
     (
         35,
         b"9",
@@ -158,8 +217,8 @@ EXPECTED: List[Tuple[int, bytes, str, str]] = [
     (
         36,
         b'{"type":"terminal"}',
-        "acp",
-        'session/update: expected "params.update.content[0].terminalId" to be a string, found none',
+        "schema",
+        'session/update: expected "params.update.content[0].terminalId" (required by Terminal), found none',
     ),
 ]
 
@@ -186,7 +245,8 @@ def test_bad_frames_every_defect_with_line_and_column(backend_id):
     found = problems_of(done.stdout, str(BAD))
     assert found == _expected_columns()
     assert done.stdout.decode().splitlines()[-1] == (
-        f"{BAD}: ndjson, 36 lines, 29 frames, protocol v1 (negotiated): 30 problems (json 3, jsonrpc 3, acp 22, protocol 2)"
+        f"{BAD}: ndjson, 36 lines, 29 frames, protocol v1 (negotiated): "
+        "31 problems (json 3, jsonrpc 3, schema 22, protocol 3; 1 warning)"
     )
 
 
@@ -195,27 +255,32 @@ def test_bad_frames_json_output(backend_id):
     assert done.returncode == 1
     report = json.loads(done.stdout)
     assert report["ok"] is False
-    assert (report["lines"], report["frames"], report["problemCount"]) == (36, 29, 30)
-    assert report["problemsByKind"] == {"json": 3, "jsonrpc": 3, "acp": 22, "protocol": 2}
-    got = [(p["line"], p["column"], p["kind"], p["message"]) for p in report["problems"]]
+    assert (report["lines"], report["frames"], report["problemCount"], report["warningCount"]) == (36, 29, 31, 1)
+    assert report["problemsByKind"] == {"json": 3, "jsonrpc": 3, "schema": 22, "protocol": 3}
+    got = [
+        (p["line"], p["column"], p["kind"], ("warning: " if p["severity"] == "warning" else "") + p["message"])
+        for p in report["problems"]
+    ]
     assert got == _expected_columns()
+    assert [p["line"] for p in report["problems"] if p["severity"] != "error"] == [8]
     codes = {p["line"]: p["code"] for p in report["problems"]}
     assert (codes[5], codes[7], codes[3], codes[20], codes[14]) == (-32700, -32600, -32602, -32601, None)
+    assert (codes[21], codes[27]) == (-32600, -32600)  # a request without "id", a notification with one
     # the initialize with id 7 was never answered: listed, not a problem
     assert {"id": 7, "method": "initialize", "line": 25, "from": None} in report["unanswered"]
 
 
-def test_bad_frames_with_schema_adds_nothing_already_reported():
-    # The official schema agrees with the shape checks on every defect of the file; a defect is
-    # reported once (its path was already reported by the shape check).
+def test_schema_option_changes_nothing():
+    # The schema is always checked; --schema is accepted for compatibility.
+    plain = run(str(BAD), "--max-problems", "0")
     done = run(str(BAD), "--schema", "--max-problems", "0")
-    assert done.returncode == 1
+    assert done.returncode == plain.returncode == 1
+    assert done.stdout == plain.stdout
     assert problems_of(done.stdout, str(BAD)) == _expected_columns()
-    assert "schema checked: 30 problems" in done.stdout.decode()
 
 
-def test_schema_finds_what_the_shape_checks_do_not(tmp_path):
-    # The shape checks look at the members the spec digest names; the schema knows every member.
+def test_the_schema_checks_every_member(tmp_path, backend_id):
+    # The schema knows every member, not only those the spec digest names.
     frame = B.notification(
         "session/update",
         {
@@ -228,8 +293,7 @@ def test_schema_finds_what_the_shape_checks_do_not(tmp_path):
     )
     path = tmp_path / "s.ndjson"
     path.write_bytes(frame)
-    assert run(str(path)).returncode == 0
-    done = run(str(path), "--schema")
+    done = run(str(path), backend_id=backend_id)
     assert done.returncode == 1
     col = frame.index(b"7}") + 1
     assert problems_of(done.stdout, str(path)) == [
@@ -241,7 +305,7 @@ def test_max_problems_and_quiet(tmp_path):
     done = run(str(BAD), "--max-problems", "3")
     out = done.stdout.decode().splitlines()
     assert len(problems_of(done.stdout, str(BAD))) == 3
-    assert out[-2] == "... 27 more problems not shown (--max-problems)"
+    assert out[-2] == "... 28 more problems not shown (--max-problems)"
     quiet = run(str(BAD), "-q")
     assert quiet.returncode == 1 and len(quiet.stdout.decode().splitlines()) == 1
 
@@ -259,7 +323,7 @@ def test_generated_traffic_is_valid(tmp_path, backend_id, profile):
     assert done.returncode == 0, done.stdout.decode()
     version = traffic.PROTOCOL_VERSIONS[profile]
     assert done.stdout.decode() == (
-        f"{path}: ndjson, 400 lines, 400 frames, protocol v{version} (negotiated), schema checked: no problems\n"
+        f"{path}: ndjson, 400 lines, 400 frames, protocol v{version} (negotiated): no problems\n"
     )
 
 
@@ -279,7 +343,8 @@ def test_version_learned_from_initialize(codec):
     # before initialize: protocol v1, where tool_call_content_chunk does not exist
     v = V.Validator()
     v.run([v2_update])
-    assert [p.kind for p in v.problems] == ["acp"] and "protocol v2 update" in v.problems[0].message
+    assert [p.kind for p in v.problems] == ["schema"]
+    assert v.problems[0].message.endswith('found string "tool_call_content_chunk"')
     # an initialize answered with 2 switches to v2
     v = V.Validator()
     v.run(
@@ -290,15 +355,18 @@ def test_version_learned_from_initialize(codec):
         ]
     )
     assert v.ok and v.version == 2 and v.negotiated_version == 2
-    # v1-only updates are flagged in v2, with a hint
+    # v1-only updates are flagged in v2 (the v2 schema accepts any name as a future update), with a hint
     v.run([B.tool_call("s", "c2", "Read")])
+    assert [p.kind for p in v.problems] == ["acp"]
     assert "v2 creates tool calls with tool_call_update" in v.problems[0].message
 
 
 def test_initialize_checked_by_the_version_it_asks_for(codec):
     v = V.Validator()
     v.run([B.request(0, "initialize", {"protocolVersion": 2})])  # v2 requires "info"
-    assert [p.message for p in v.problems] == ['initialize: expected "params.info" to be an object, found none']
+    assert [p.message for p in v.problems] == [
+        'initialize: expected "params.info" (required by InitializeRequest), found none'
+    ]
 
 
 def test_fixed_protocol_disagreeing_with_initialize(codec):
@@ -327,11 +395,18 @@ def test_v2_checks(codec):
     v.run(frames)
     assert [(p.line, p.message) for p in v.problems] == [
         (2, 'session/update: expected "params.update.data" to be base64 text, found string "abc"'),
-        (3, 'session/update: expected "params.update.messageId" to be a string, found none'),
-        (4, 'session/request_permission: expected "params.title" to be a string, found none'),
+        (3, 'session/update: expected "params.update.messageId" (required by ContentChunk), found none'),
+        (4, 'session/request_permission: expected "params.title" (required by RequestPermissionRequest), found none'),
         (4, 'session/request_permission: expected "params.options" to hold at least 1 item, found 0'),
-        (6, 'expected a protocol v2 method, found "fs/read_text_file" (a protocol v1 method)'),
+        (
+            6,
+            (
+                'expected "method" to be a protocol v2 method or an extension method starting with "_", '
+                'found string "fs/read_text_file" (a protocol v1 method)'
+            ),
+        ),
     ]
+    assert [p.kind for p in v.problems] == ["acp", "schema", "schema", "schema", "schema"]
 
 
 def test_batches(codec):
@@ -342,7 +417,11 @@ def test_batches(codec):
     col_id = batch.index(b"3,") + 1
     assert [(p.column, p.kind, p.message) for p in v.problems] == [
         (col_7, "jsonrpc", "expected a JSON-RPC message object, found number"),
-        (col_id, "protocol", "expected a response to a pending request, found one for id 3 (no such request)"),
+        (
+            col_id,
+            "protocol",
+            "expected a response to a request that was made, found one for id 3 (no such request pending)",
+        ),
         (1, "acp", "expected a batch of calls or a batch of responses, found both"),
     ]
     assert (v.frames, v.messages, v.batches) == (1, 2, 1)
@@ -350,6 +429,67 @@ def test_batches(codec):
     v1.run([b'[{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}]\n'])
     assert [p.message for p in v1.problems] == [
         "expected one message per line, found a batch array (batches exist in protocol v2 only)"
+    ]
+
+
+def test_v2_custom_values_need_the_prefix(codec):
+    # A protocol rule the schema cannot express (issue 17), now checked by default.
+    frame = (
+        b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":'
+        b'{"sessionUpdate":"tool_call_update","toolCallId":"c","title":"t","kind":"vendor_kind"}}}\n'
+    )
+    v = V.Validator(protocol_version=2)
+    v.run([frame, frame.replace(b'"vendor_kind"', b'"_vendor_kind"')])
+    assert [(p.line, p.column, p.kind, p.severity, p.code) for p in v.problems] == [
+        (1, frame.index(b'"vendor_kind"') + 1, "acp", "error", -32602)
+    ]
+    assert v.problems[0].message.startswith('session/update: expected "params.update.kind" to be one of "read"')
+    assert 'or a custom value beginning with "_", found string "vendor_kind"' in v.problems[0].message
+
+
+def test_tool_call_title_is_a_warning(tmp_path, backend_id):
+    frame = (
+        b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":'
+        b'{"sessionUpdate":"tool_call_update","toolCallId":"c","status":"in_progress"}}}\n'
+    )
+    path = tmp_path / "w.ndjson"
+    path.write_bytes(frame + frame)  # the second report of "c" needs no title
+    done = run(str(path), "--protocol", "2", backend_id=backend_id)
+    assert done.returncode == 0, done.stdout  # a warning does not fail the stream
+    col = frame.index(b'{"sessionUpdate"') + 1
+    assert problems_of(done.stdout, str(path)) == [
+        (
+            1,
+            col,
+            "protocol",
+            (
+                'warning: session/update: expected "params.update.title" the first time tool call "c" is reported '
+                "(an agent SHOULD give a title), found none"
+            ),
+        )
+    ]
+    assert done.stdout.decode().splitlines()[-1].endswith(": 1 problem (protocol 1; 1 warning)")
+    report = json.loads(run(str(path), "--protocol", "2", "--format", "json", backend_id=backend_id).stdout)
+    assert (report["ok"], report["problemCount"], report["warningCount"]) == (True, 1, 1)
+    assert report["problems"][0]["severity"] == "warning" and report["problems"][0]["column"] == col
+
+
+def test_requests_pending_across_the_negotiation(codec):
+    # The schema validator of the negotiated version still knows the requests made before it.
+    v = V.Validator()
+    v.run(
+        [
+            B.request(5, "_acme/ping", {}),
+            B.request(0, "initialize", {"protocolVersion": 2, "info": {"name": "e", "version": "1"}}),
+            B.request(6, "session/new", {"cwd": "/r", "mcpServers": []}),  # checked by v1: not yet negotiated
+            B.response(0, {"protocolVersion": 2, "info": {"name": "a", "version": "1"}}),
+            B.response(5, {}),
+            B.response(6, {"sessionId": 7}),
+        ]
+    )
+    assert v.version == 2
+    assert [(p.line, p.message) for p in v.problems] == [
+        (6, 'result of session/new (request on line 3): expected "result.sessionId" to be string, found number 7')
     ]
 
 
@@ -365,7 +505,7 @@ def test_ids_are_json_values_and_extensions_pass(codec):
         ]
     )
     assert [p.message for p in v.problems] == [
-        "expected a response to a pending request, found one for id 1 (no such request)"
+        "expected a response to a request that was made, found one for id 1 (no such request pending)"
     ]
 
 
@@ -374,7 +514,8 @@ def test_unstable_methods(codec):
     v = V.Validator()
     v.run([frame])
     assert v.problems[0].message == (
-        'expected a stable protocol v1 method, found "session/fork" (unstable; pass --unstable to accept it)'
+        'expected "method" to be a protocol v1 method or an extension method starting with "_", '
+        'found string "session/fork" (unstable; pass --unstable to accept it)'
     )
     v = V.Validator(unstable=True)
     v.run([frame])
@@ -436,8 +577,9 @@ def test_recording_problems_at_the_recording_lines_and_columns(tmp_path, backend
     lines = rec.split(b"\n")
     found = problems_of(done.stdout, str(path))
     # record 4 (line 4) holds the bad tool_call: the column points into the recording line
-    assert found[0][:3] == (4, lines[3].index(b'{"sessionUpdate"') + 1, "acp")
-    assert found[0][3] == 'session/update: expected "params.update.title" to be a string, found none'
+    assert found[0][:3] == (4, lines[3].index(b'{"sessionUpdate"') + 1, "schema")
+    # required by the v1 schema: the error only, not also the tool-call-title warning
+    assert found[0][3] == 'session/update: expected "params.update.title" (required by ToolCall), found none'
     assert found[1] == (5, lines[4].index(b"Traceback") + 1, "json", "expected a JSON value, found 'T'")
     assert found[2] == (
         6,
@@ -586,7 +728,7 @@ def test_usage_errors(tmp_path):
     assert helped.returncode == 0 and b"FILE:LINE:COLUMN" in helped.stdout
 
 
-def _without_jsonschema(backend: str) -> subprocess.CompletedProcess[bytes]:
+def _without_jsonschema(backend: str, *options: str) -> subprocess.CompletedProcess[bytes]:
     code = (
         "import sys\n"
         "class Block:\n"
@@ -595,25 +737,26 @@ def _without_jsonschema(backend: str) -> subprocess.CompletedProcess[bytes]:
         "            raise ImportError('blocked')\n"
         "sys.meta_path.insert(0, Block())\n"
         "from acp_fast.cli import main\n"
-        f"sys.exit(main(['validate', '--schema', {str(BAD)!r}]))\n"
+        f"sys.exit(main(['validate', *{list(options)!r}, {str(BAD)!r}]))\n"
     )
     env = {**os.environ, "ACP_FAST_BACKEND": backend}
     return subprocess.run([PY, "-c", code], capture_output=True, timeout=60, env=env)
 
 
-def test_schema_without_jsonschema_is_a_clear_usage_error(tmp_path):
-    # The pure-Python backend validates with jsonschema-rs or jsonschema (issue 17).
-    done = _without_jsonschema("python")
+@pytest.mark.parametrize("options", [(), ("--schema",)])
+def test_without_jsonschema_the_python_backend_is_a_clear_usage_error(tmp_path, options):
+    # The pure-Python backend validates with jsonschema-rs or jsonschema (issue 17), always.
+    done = _without_jsonschema("python", *options)
     assert done.returncode == 2
-    assert b"pip install jsonschema" in done.stderr
+    assert b"pip install jsonschema" in done.stderr and b"Traceback" not in done.stderr
     assert done.stdout == b""
 
 
-def test_schema_with_the_rust_core_needs_no_jsonschema():
+def test_the_rust_core_needs_no_jsonschema():
     require_native()
     done = _without_jsonschema("rust")
     assert done.returncode == 1, done.stderr
-    assert b"schema checked: 30 problems" in done.stdout
+    assert b"31 problems" in done.stdout
 
 
 def test_progress_only_when_asked(tmp_path):
@@ -630,11 +773,11 @@ def test_progress_only_when_asked(tmp_path):
 def test_main_in_process(capsys, codec):
     assert V.main([str(BAD), "-q"]) == 1
     out = capsys.readouterr().out
-    assert out.endswith("30 problems (json 3, jsonrpc 3, acp 22, protocol 2)\n")
+    assert out.endswith("31 problems (json 3, jsonrpc 3, schema 22, protocol 3; 1 warning)\n")
     from acp_fast.cli import main
 
     assert main(["validate", str(DATA / "bad_frames.ndjson"), "--format", "json"]) == 1
-    assert json.loads(capsys.readouterr().out)["problemCount"] == 30
+    assert json.loads(capsys.readouterr().out)["problemCount"] == 31
 
 
 # --------------------------------------------------------------------------------------------

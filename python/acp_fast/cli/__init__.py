@@ -19,7 +19,7 @@ COMMANDS: Dict[str, Tuple[str, str]] = {
     ),
     "validate": (
         "acp_fast.cli.validate",
-        "check every line of an NDJSON stream or recording (JSON-RPC, ACP shapes, schema)",
+        "check every line of an NDJSON stream or recording (JSON-RPC, the ACP schema, protocol rules)",
     ),
     "inspect": (
         "acp_fast.cli.inspect",
