@@ -6,11 +6,9 @@ fixture is handed to the integration). Shared helpers: ``sdk_helpers.py``.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import sys
-import threading
 import warnings
 from typing import Any, List
 
@@ -26,7 +24,7 @@ import acp.core  # noqa: E402
 import acp.stdio  # noqa: E402
 from acp import schema as S  # noqa: E402
 
-from acp_fast.integrations import _sdk_transport, acp_sdk  # noqa: E402
+from acp_fast.integrations import acp_sdk  # noqa: E402
 from sdk_helpers import (  # noqa: E402
     AGENT,
     RecordingClient,
@@ -55,8 +53,6 @@ async def _session(
         conn, process = await spawned.__aenter__()
     try:
         assert type(conn._conn) is (acp_sdk.FastConnection if client_fast else acp.connection.Connection)
-        if client_fast:  # the agent's stdout, read in blocks the heap serves (_tune_pipe_reads)
-            assert conn._conn._stream._reader._transport.max_size == _sdk_transport.PIPE_READ_BYTES
         init_request = scenario.golden("initialize_request")
         results: List[Any] = [
             await conn.initialize(
@@ -126,53 +122,3 @@ def test_sdk_client_and_agent_see_the_same_calls_with_and_without_acp_fast(
     assert results == plain_results
     assert agent_calls == plain_agent_calls
     assert updates_seen == plain_updates_seen  # prompt() returned after every update was handled
-
-
-# ---------------------------------------------------------------------------------------------
-# Reading pipes
-
-
-def test_pipe_reads_are_tuned_and_lose_nothing() -> None:
-    """asyncio's pipe transport reads up to 256 KiB at a time, which glibc serves with mmap and
-    munmap on every read; the integration lowers it to 64 KiB (``_tune_pipe_reads``). A stream
-    larger than several reads still arrives whole and in order; a transport without
-    ``max_size`` is left alone."""
-    data = b"".join(b'{"jsonrpc":"2.0","method":"n","params":{"i":%d}}\n' % i for i in range(20000))
-    assert len(data) > 8 * _sdk_transport.PIPE_READ_BYTES
-
-    async def main() -> bytes:
-        loop = asyncio.get_running_loop()
-        rfd, wfd = os.pipe()
-        reader = asyncio.StreamReader()
-        transport, _ = await loop.connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(rfd, "rb", 0)
-        )
-        try:
-            assert transport.max_size > _sdk_transport.PIPE_READ_BYTES  # asyncio's own size
-            _sdk_transport._tune_pipe_reads(reader)
-            assert transport.max_size == _sdk_transport.PIPE_READ_BYTES
-
-            def write() -> None:
-                with os.fdopen(wfd, "wb", 0) as w:
-                    w.write(data)
-
-            writer = threading.Thread(target=write)
-            writer.start()
-            got = await reader.read()
-            writer.join()
-            return got
-        finally:
-            transport.close()
-
-    assert asyncio.run(main()) == data
-
-    class NoSize:
-        pass
-
-    async def plain() -> Any:
-        reader = asyncio.StreamReader()
-        reader.set_transport(NoSize())  # type: ignore[arg-type]  # a transport without max_size
-        _sdk_transport._tune_pipe_reads(reader)
-        return reader._transport
-
-    assert not hasattr(asyncio.run(plain()), "max_size")

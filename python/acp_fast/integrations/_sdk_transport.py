@@ -13,23 +13,6 @@ from acp_fast.errors import EncodeError
 #: Bytes asked of the reader per read.
 READ_SIZE = 256 * 1024
 
-#: The most an asyncio pipe transport under the connection reads at once (see _tune_pipe_reads).
-PIPE_READ_BYTES = 64 * 1024
-
-
-def _tune_pipe_reads(reader: asyncio.StreamReader) -> None:
-    """Read the pipe under ``reader`` (a subprocess's stdout, or stdin) at most
-    :data:`PIPE_READ_BYTES` at a time. asyncio's pipe transport calls ``os.read(fd, 256 KiB)``:
-    CPython allocates the whole 256 KiB and shrinks it to what was read (at most the 64 KiB a
-    Linux pipe holds), and glibc serves such a block with ``mmap`` and gives it back with
-    ``munmap``, so every read paid for fresh pages (100-500 us a read here: about 0.7 us of each
-    frame of an SDK client receiving session updates). A 64 KiB block comes from the heap.
-    Nothing else changes: a read still takes all the pipe holds. Transports without a
-    ``max_size`` (sockets, test doubles) are left as they are."""
-    transport: Any = getattr(reader, "_transport", None)
-    if transport is not None and type(getattr(transport, "max_size", None)) is int:
-        transport.max_size = min(transport.max_size, PIPE_READ_BYTES)
-
 
 class _StreamTransport:
     """NDJSON over an asyncio ``StreamReader`` / ``StreamWriter`` with acp-fast framing and JSON.
@@ -47,7 +30,6 @@ class _StreamTransport:
     ) -> None:
         self._reader = reader
         self._writer = writer
-        _tune_pipe_reads(reader)
         # Either backend's (same API; typed as the package's).
         self._decoder: acp_fast.FrameDecoder = backend.FrameDecoder(max_frame_bytes=max_frame_bytes)
         self._dumps: Callable[[Any], bytes] = backend.dumps
