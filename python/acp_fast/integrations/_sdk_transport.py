@@ -20,6 +20,9 @@ class _StreamTransport:
     ``Connection`` sends through it (``send`` / ``close``, as the SDK's ``Transport``);
     :class:`FastConnection` reads through :meth:`receive_frames`."""
 
+    #: The decoder's ``strict_schema`` (:class:`_StrictStreamTransport` sets it).
+    strict_schema = False
+
     def __init__(
         self,
         reader: asyncio.StreamReader,
@@ -31,7 +34,9 @@ class _StreamTransport:
         self._reader = reader
         self._writer = writer
         # Either backend's (same API; typed as the package's).
-        self._decoder: acp_fast.FrameDecoder = backend.FrameDecoder(max_frame_bytes=max_frame_bytes)
+        self._decoder: acp_fast.FrameDecoder = backend.FrameDecoder(
+            max_frame_bytes=max_frame_bytes, strict_schema=self.strict_schema
+        )
         self._dumps: Callable[[Any], bytes] = backend.dumps
         self._receive_timeout = receive_timeout
         self._drain_lock = asyncio.Lock()
@@ -82,16 +87,7 @@ class _StrictStreamTransport(_StreamTransport):
     told every frame written (``FrameDecoder.sent``), so that a response read is checked against
     the request it answers."""
 
-    def __init__(
-        self,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
-        backend: Any,
-        max_frame_bytes: int,
-        receive_timeout: Optional[float],
-    ) -> None:
-        super().__init__(reader, writer, backend, max_frame_bytes, receive_timeout)
-        self._decoder = backend.FrameDecoder(max_frame_bytes=max_frame_bytes, strict_schema=True)
+    strict_schema = True
 
     def encode(self, message: Any) -> bytes:
         data = super().encode(message)
