@@ -223,31 +223,60 @@ fn trim_terminals(session: &mut Session, max: Option<usize>, keep: u64) {
     session.terminals.maybe_compact();
 }
 
-/// The slot of the oldest exited terminal of `session` but `keep`, taken off its heap (dropping
-/// stale entries: a terminal dropped, or no longer exited).
-fn oldest_exited(session: &mut Session, keep: u64) -> Option<usize> {
+/// What [`pop_oldest`] makes of an entry taken off an eviction heap.
+enum Seen {
+    /// Stale (its record dropped, or no longer queued): forgotten.
+    Skip,
+    /// The record the frame being applied touches: back on the heap once a victim is found.
+    Keep,
+    /// The victim.
+    Victim,
+}
+
+/// Pop `heap` (a min-heap of queued records whose entries go stale lazily) until `judge` names a
+/// victim; an entry judged [`Seen::Keep`] goes back on the heap. The tool-call and terminal bounds
+/// share it (mirror: `_fallback/state/evict.py`, `pop_oldest`).
+fn pop_oldest<E: Ord>(heap: &mut BinaryHeap<Reverse<E>>, mut judge: impl FnMut(&E) -> Seen) -> Option<E> {
     let mut held = None;
     let mut victim = None;
-    while let Some(Reverse((seq, key))) = session.exited.pop() {
-        let Some(slot) = session.terminals.slot(&key) else {
-            continue; // dropped
-        };
-        let t = session.terminals.at_mut(slot);
-        if t.seq != seq {
-            continue; // dropped, and another terminal made with its id since
-        }
-        if t.exit_status.is_none() {
-            t.queued = false;
-        } else if seq == keep {
-            held = Some((seq, key));
-        } else {
-            victim = Some(slot);
-            break;
+    while let Some(Reverse(entry)) = heap.pop() {
+        match judge(&entry) {
+            Seen::Skip => {}
+            Seen::Keep => held = Some(entry),
+            Seen::Victim => {
+                victim = Some(entry);
+                break;
+            }
         }
     }
     if let Some(entry) = held {
-        session.exited.push(Reverse(entry));
+        heap.push(Reverse(entry));
     }
+    victim
+}
+
+/// The slot of the oldest exited terminal of `session` but `keep`, taken off its heap (dropping
+/// stale entries: a terminal dropped, or no longer exited).
+fn oldest_exited(session: &mut Session, keep: u64) -> Option<usize> {
+    let terminals = &mut session.terminals;
+    let mut victim = None;
+    pop_oldest(&mut session.exited, |(seq, key)| {
+        let Some(slot) = terminals.slot(key) else {
+            return Seen::Skip; // dropped
+        };
+        let t = terminals.at_mut(slot);
+        if t.seq != *seq {
+            Seen::Skip // dropped, and another terminal made with its id since
+        } else if t.exit_status.is_none() {
+            t.queued = false;
+            Seen::Skip
+        } else if *seq == keep {
+            Seen::Keep
+        } else {
+            victim = Some(slot);
+            Seen::Victim
+        }
+    });
     victim
 }
 
@@ -419,33 +448,23 @@ impl Store {
         }
     }
 
-    /// The live entry of `seq`, if it is one.
-    fn entry(&self, seq: usize) -> Option<&Tracked> {
-        self.order.get(seq.checked_sub(self.order_base)?)?.as_ref()
-    }
-
     /// The oldest finished tool call but `keep`, taken off the heap (dropping stale entries).
     fn oldest_finished(&mut self, keep: usize) -> Option<usize> {
-        let mut held = None;
-        let mut victim = None;
-        while let Some(Reverse(seq)) = self.finished.pop() {
-            let Some(entry) = self.entry(seq) else {
-                continue; // evicted
+        let (order, base, sessions) = (&mut self.order, self.order_base, &self.sessions);
+        pop_oldest(&mut self.finished, |&seq| {
+            let Some(Some(entry)) = seq.checked_sub(base).and_then(|i| order.get_mut(i)) else {
+                return Seen::Skip; // evicted
             };
-            let tool_calls = &self.sessions.at(entry.slot).expect("session slot").1.tool_calls;
+            let tool_calls = &sessions.at(entry.slot).expect("session slot").1.tool_calls;
             if !tool_calls.get(&entry.key).is_some_and(|tc| tc.finished()) {
-                self.order[seq - self.order_base].as_mut().expect("a live entry").queued = false;
+                entry.queued = false;
+                Seen::Skip
             } else if seq == keep {
-                held = Some(seq);
+                Seen::Keep
             } else {
-                victim = Some(seq);
-                break;
+                Seen::Victim
             }
-        }
-        if let Some(seq) = held {
-            self.finished.push(Reverse(seq));
-        }
-        victim
+        })
     }
 
     /// Move `order_head` past the evicted entries at the front.

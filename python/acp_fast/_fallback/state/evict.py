@@ -56,7 +56,7 @@ entry. Rust's ``Limits`` struct is ``LIMITS`` here, the store's attributes named
 from __future__ import annotations
 
 from heapq import heappop, heappush
-from typing import TYPE_CHECKING, Any, Deque, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Deque, Dict, List, Optional, Tuple
 
 from .records import Session, Terminal, finished
 
@@ -234,29 +234,48 @@ def _trim_terminals(s: Session, limit: Optional[int], keep: int) -> None:
         s.dropped_terminals += 1
 
 
-def _oldest_exited(s: Session, keep: int) -> Optional[str]:
-    """The id of the oldest exited terminal of ``s`` but ``keep``, taken off its heap (dropping
-    stale entries: a terminal dropped, or no longer exited)."""
-    heap = s.exited
-    terms = s.terminals
+#: What ``pop_oldest`` makes of an entry taken off an eviction heap (Rust: ``Seen``): stale (its
+#: record dropped, or no longer queued: forgotten), the record the frame touches (back on the
+#: heap once a victim is found), or the victim.
+SKIP, KEEP, VICTIM = 0, 1, 2
+
+
+def pop_oldest(heap: List[Any], judge: Callable[[Any], int]) -> Any:
+    """Pop ``heap`` (a min-heap of queued records whose entries go stale lazily) until ``judge``
+    names a victim (its entry, or None); an entry judged ``KEEP`` goes back on the heap. The
+    tool-call and terminal bounds share it."""
     held = None
     victim = None
     while heap:
         entry = heappop(heap)
-        seq, tid = entry
-        term = terms.get(tid)
-        if term is None or term.seq != seq:
-            continue  # dropped (and maybe another terminal made with its id since)
-        if "exitStatus" not in term.fields:
-            term.queued = False
-        elif seq == keep:
+        seen = judge(entry)
+        if seen == KEEP:
             held = entry
-        else:
-            victim = tid
+        elif seen == VICTIM:
+            victim = entry
             break
     if held is not None:
         heappush(heap, held)
     return victim
+
+
+def _oldest_exited(s: Session, keep: int) -> Optional[str]:
+    """The id of the oldest exited terminal of ``s`` but ``keep``, taken off its heap (dropping
+    stale entries: a terminal dropped, or no longer exited)."""
+    terms = s.terminals
+
+    def judge(entry: Tuple[int, str]) -> int:
+        seq, tid = entry
+        term = terms.get(tid)
+        if term is None or term.seq != seq:
+            return SKIP  # dropped (and maybe another terminal made with its id since)
+        if "exitStatus" not in term.fields:
+            term.queued = False
+            return SKIP
+        return KEEP if seq == keep else VICTIM
+
+    victim = pop_oldest(s.exited, judge)
+    return None if victim is None else victim[1]
 
 
 def number_terminals(s: Session) -> None:
@@ -327,25 +346,19 @@ def evict(store: ToolCallStore, keep: int) -> None:
 
 def _oldest_finished(store: ToolCallStore, keep: int) -> Optional[int]:
     """The oldest finished tool call but ``keep``, taken off the heap (dropping stale entries)."""
-    heap = store._finished
     order = store._order
     base = store._order_base
-    held = None
-    victim = None
-    while heap:
-        seq = heappop(heap)
+
+    def judge(seq: int) -> int:
         key = order[seq - base] if seq >= base else None
         if key is None:
-            continue  # evicted
+            return SKIP  # evicted
         if not finished(store._sessions[key[0]].tool_calls[key[1]]):
             store._created[key][1] = False
-        elif seq == keep:
-            held = seq
-        else:
-            victim = seq
-            break
-    if held is not None:
-        heappush(heap, held)
+            return SKIP
+        return KEEP if seq == keep else VICTIM
+
+    victim: Optional[int] = pop_oldest(store._finished, judge)
     return victim
 
 
