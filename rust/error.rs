@@ -60,6 +60,17 @@ impl DecodeError {
     pub fn params(kind: &'static str, description: String, position: usize) -> Self {
         Self::new(INVALID_PARAMS, kind, description, Some(position))
     }
+
+    /// The error of a batch entry (positions relative to the entry) at frame offsets: the entry
+    /// starts at byte `by` of the frame.
+    #[cold]
+    #[must_use]
+    pub fn shifted(mut self, by: usize) -> Self {
+        if let Some(p) = &mut self.0.position {
+            *p += by;
+        }
+        self
+    }
 }
 
 impl std::ops::Deref for DecodeError {

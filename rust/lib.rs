@@ -6,6 +6,7 @@
 pub mod columns;
 pub mod decoder;
 pub mod encoder;
+pub mod engine;
 pub mod error;
 pub mod framing;
 pub mod message;

@@ -1,6 +1,7 @@
 //! The proxy's relay loop in the core (no PyO3): read a side's bytes from a file descriptor,
-//! cut them into lines (`framing`, the exact reading), parse each line and apply it to the state
-//! engine (`state::Store`), and gather the lines to forward, byte-exact, in order. The binding
+//! cut them into lines (`framing`, the exact reading), give each line to the engine's per-frame
+//! loop (`engine::Engine`: parse, strict check, apply), and gather the lines to forward,
+//! byte-exact, in order. The binding
 //! (`rust/python/relay.rs`) runs it with the interpreter released; `acp_fast.proxy` uses it when
 //! nothing per frame needs Python (no middleware, no recording, no `--watch`, no schema check,
 //! no bridge). Docs: docs/PROXY.md, "Performance".
@@ -13,7 +14,8 @@
 //!
 //! Mirror: none (the fallback keeps the Python loop of `acp_fast.proxy`, `_relay.py`, whose
 //! `tracked_block` this does per line, with the same verdicts: blank lines forwarded, a batch
-//! with one valid message a frame, a bad state update (−32602) forwarded and reported).
+//! with one valid message a frame, a bad state update (−32602) forwarded and reported, a frame
+//! the strict check refuses not forwarded).
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -21,9 +23,11 @@ use std::io::{self, Read};
 use std::mem::ManuallyDrop;
 use std::os::fd::{FromRawFd, RawFd};
 
-use crate::error::DecodeError;
+use crate::engine::{Engine, Framed, Item};
+use crate::error::{DecodeError, INVALID_PARAMS};
 use crate::framing::{Framer, Piece};
-use crate::message::{parse_line_utf8, strip_line_ending, Captured, Frame};
+use crate::message::strip_line_ending;
+use crate::schema::Problem;
 use crate::state::{Source, Store};
 
 /// Bytes read from a side at a time (and the pipe buffers the proxy asks for).
@@ -48,6 +52,20 @@ pub enum Notice {
         wire: Vec<u8>,
         error: DecodeError,
     },
+    /// Line `line` was refused as a whole by the store's strict check: not applied, not
+    /// forwarded; the step stopped before it (as `Invalid`).
+    RefusedFrame {
+        line: u64,
+        wire: Vec<u8>,
+        problems: Vec<Problem>,
+    },
+    /// A batch entry (`raw`) of line `line` was refused by the strict check: not applied; the
+    /// frame is forwarded.
+    Refused {
+        line: u64,
+        raw: Vec<u8>,
+        problems: Vec<Problem>,
+    },
 }
 
 /// A line cut but not applied yet (after a step stopped at an invalid line).
@@ -68,7 +86,6 @@ pub struct Relay {
     /// Set when a step stopped at an invalid line: later lines of the chunk go to `queued`.
     stopped: bool,
     queued: VecDeque<Queued>,
-    cap: Captured,
     /// The part of the chunk being framed known to be valid UTF-8 (addresses; empty: none), so
     /// that its lines are not checked again one by one (the framer's windowed check, as `feed`).
     utf8: (usize, usize),
@@ -99,7 +116,6 @@ impl Relay {
             finished: false,
             stopped: false,
             queued: VecDeque::new(),
-            cap: Captured::new(),
             utf8: (0, 0),
             out: Vec::with_capacity(CHUNK + 4096),
             bytes_in: 0,
@@ -136,14 +152,14 @@ impl Relay {
         }
     }
 
-    /// Apply what was read (and what waits from an earlier step) to `store`, gathering the lines
-    /// to forward in `out` and what the caller must know in `notices`; stops after a
+    /// Apply what was read (and what waits from an earlier step) through `engine`, gathering the
+    /// lines to forward in `out` and what the caller must know in `notices`; stops after a
     /// `Notice::Invalid`.
-    pub fn process(&mut self, store: &mut Store, notices: &mut Vec<Notice>) {
+    pub fn process(&mut self, engine: &mut Engine, notices: &mut Vec<Notice>) {
         self.stopped = false;
         while let Some(item) = self.queued.pop_front() {
             match item {
-                Queued::Line(line, data) => self.line(store, line, &data, notices),
+                Queued::Line(line, data) => self.line(engine, line, &data, notices),
                 Queued::TooLarge(line, bytes) => {
                     self.lines += 1;
                     notices.push(Notice::TooLarge { line, bytes });
@@ -168,7 +184,7 @@ impl Relay {
                 return;
             }
             match piece {
-                Piece::Line { line, data } => self.line(store, line, data, notices),
+                Piece::Line { line, data } => self.line(engine, line, data, notices),
                 Piece::TooLarge { line, bytes } => {
                     self.lines += 1;
                     notices.push(Notice::TooLarge { line, bytes });
@@ -190,8 +206,9 @@ impl Relay {
         }
     }
 
-    /// One line as read (`data` with its line ending): applied and forwarded, or a notice.
-    fn line(&mut self, store: &mut Store, line: u64, data: &[u8], notices: &mut Vec<Notice>) {
+    /// One line as read (`data` with its line ending): applied and forwarded, or a notice. The
+    /// frame goes through the engine's per-frame loop; what it was decides what the relay does.
+    fn line(&mut self, engine: &mut Engine, line: u64, data: &[u8], notices: &mut Vec<Notice>) {
         let content = strip_line_ending(data);
         if is_blank(content) {
             self.lines += 1;
@@ -200,40 +217,64 @@ impl Relay {
         }
         let at = content.as_ptr() as usize;
         let utf8 = self.utf8.0 <= at && at + content.len() <= self.utf8.1;
-        match parse_line_utf8(content, Some(&mut self.cap), utf8) {
-            Ok(Frame::Single(env)) => {
-                if let Err(error) = store.apply_captured(content, &env, Some(&self.cap), self.source) {
-                    let data = content.to_vec();
-                    notices.push(Notice::StateError { line, data, error });
-                }
-            }
-            Ok(Frame::Batch(entries)) => {
-                if let Some(first) = entries.iter().find_map(|e| e.result.as_ref().err()) {
-                    if entries.iter().all(|e| e.result.is_err()) {
-                        let error = shifted(first, entries[0].start);
-                        return self.invalid(line, data, error, notices);
+        // The first error of the frame (a batch's first bad entry), and the notices of the others.
+        let mut first: Option<DecodeError> = None;
+        let mut reported: Vec<Notice> = Vec::new();
+        let mut on_item = |_: &Store, item: Item<'_>| -> Result<(), std::convert::Infallible> {
+            match item {
+                Item::Applied { .. } | Item::TooLarge { .. } => {}
+                Item::Error { error, .. } => {
+                    if first.is_none() {
+                        first = Some(error.clone());
+                    }
+                    if error.code == INVALID_PARAMS {
+                        reported.push(Notice::StateError {
+                            line,
+                            data: content.to_vec(),
+                            error,
+                        });
                     }
                 }
-                for entry in &entries {
-                    if let Ok(env) = &entry.result {
-                        if let Err(error) = store.apply(&content[entry.start..entry.end], env, self.source) {
-                            let error = shifted(&error, entry.start);
-                            notices.push(Notice::StateError {
-                                line,
-                                data: content.to_vec(),
-                                error,
-                            });
-                        }
-                    }
-                }
+                Item::Refused { raw, problems } => reported.push(Notice::Refused {
+                    line,
+                    raw: raw.to_vec(),
+                    problems,
+                }),
             }
-            Err(error) if not_json_rpc(&error) => return self.invalid(line, data, error, notices),
-            Err(error) => notices.push(Notice::StateError {
+            Ok(())
+        };
+        let Ok(framed) = engine.line_frame(content, utf8, self.source, &mut on_item);
+        let not_json_rpc = match framed {
+            Framed::Unparsed => first.as_ref().is_some_and(not_json_rpc),
+            Framed::Batch { messages: 0 } => true,
+            _ => false,
+        };
+        if not_json_rpc {
+            if let Some(error) = first {
+                return self.invalid(line, data, error, notices);
+            }
+        }
+        if framed == Framed::Refused {
+            if let Some(Notice::Refused { problems, .. }) = reported.pop() {
+                self.lines += 1;
+                self.stopped = true;
+                notices.push(Notice::RefusedFrame {
+                    line,
+                    wire: data.to_vec(),
+                    problems,
+                });
+                return;
+            }
+        }
+        if let (Framed::Unparsed, Some(error)) = (framed, first) {
+            // A frame the parser refused with another code: reported, forwarded.
+            reported.push(Notice::StateError {
                 line,
                 data: content.to_vec(),
                 error,
-            }),
+            });
         }
+        notices.append(&mut reported);
         self.lines += 1;
         self.out.extend_from_slice(data);
     }
@@ -264,16 +305,11 @@ fn valid_lines(chunk: &[u8]) -> (usize, usize) {
     (start, start + lines.len())
 }
 
-/// An error of a batch entry (positions relative to the entry) at frame offsets.
-fn shifted(e: &DecodeError, by: usize) -> DecodeError {
-    DecodeError::new(e.code, e.kind, e.description.clone(), e.position.map(|p| p + by))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn run(relay: &mut Relay, store: &mut Store, input: &[u8]) -> (Vec<u8>, Vec<Notice>) {
+    fn run(relay: &mut Relay, store: &mut Engine, input: &[u8]) -> (Vec<u8>, Vec<Notice>) {
         let mut all = Vec::new();
         relay.buf[..input.len()].copy_from_slice(input);
         relay.fresh = input.len();
@@ -296,7 +332,7 @@ mod tests {
 
     #[test]
     fn lines_are_forwarded_and_tracked_invalid_ones_stop_a_step() {
-        let mut store = Store::new(None, None);
+        let mut store = Engine::new(Store::new(None, None), 1000, None);
         let mut relay = Relay::new(1000, Source::Agent);
         let call = br#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"c","title":"t"}}}"#;
         let bad_update = br#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call"}}}"#;
@@ -320,6 +356,7 @@ mod tests {
                 Notice::TooLarge { line, .. } => (*line, "too_large"),
                 Notice::StateError { line, .. } => (*line, "state"),
                 Notice::Invalid { line, .. } => (*line, "invalid"),
+                Notice::RefusedFrame { line, .. } | Notice::Refused { line, .. } => (*line, "refused"),
             })
             .collect();
         assert_eq!(
@@ -339,11 +376,25 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+        // A batch with no valid message: its first entry's error, at its position in the line.
+        match &notices[2] {
+            Notice::Invalid { wire, error, .. } => {
+                assert_eq!(wire, b"[1,2]\n");
+                assert_eq!((error.code, error.position), (-32600, Some(1)));
+            }
+            other => panic!("{other:?}"),
+        }
         match &notices[4] {
             Notice::Invalid { wire, .. } => assert_eq!(wire, b"last"),
             other => panic!("{other:?}"),
         }
         assert_eq!(relay.lines, 8);
-        assert!(store.session(b"s").unwrap().tool_calls.get(b"c".as_slice()).is_some());
+        assert!(store
+            .store()
+            .session(b"s")
+            .unwrap()
+            .tool_calls
+            .get(b"c".as_slice())
+            .is_some());
     }
 }

@@ -403,7 +403,7 @@ pub struct PyFrameDecoder {
 /// checked in (checked in the order they were decoded).
 struct Decoding {
     decoder: FrameDecoder,
-    strict: Option<super::schema::Strict>,
+    strict: Option<crate::schema::Strict>,
 }
 
 impl PyFrameDecoder {
@@ -411,7 +411,7 @@ impl PyFrameDecoder {
         let mut state = self.decoder.lock(py)?;
         let out = Self::collect_in(&mut state.decoder, py, source)?;
         if let Some(strict) = &mut state.strict {
-            strict.apply(py, &out)?;
+            super::schema::check_results(py, strict, &out)?;
         }
         Ok(out)
     }
@@ -465,13 +465,17 @@ impl PyFrameDecoder {
         signature = (*, max_frame_bytes = None, strict_schema = None),
         text_signature = "(*, max_frame_bytes=67108864, strict_schema=False)"
     )]
-    fn new(max_frame_bytes: Option<&Bound<'_, PyAny>>, strict_schema: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+    fn new(
+        py: Python<'_>,
+        max_frame_bytes: Option<&Bound<'_, PyAny>>,
+        strict_schema: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
         Ok(Self {
             decoder: Exclusive::new(
                 "FrameDecoder",
                 Decoding {
                     decoder: FrameDecoder::new(max_frame_bytes_arg(max_frame_bytes)?),
-                    strict: super::schema::Strict::from_arg(strict_schema)?,
+                    strict: super::schema::strict_arg(py, strict_schema)?,
                 },
             ),
         })
@@ -493,7 +497,7 @@ impl PyFrameDecoder {
     /// without it, nothing.
     fn sent(&self, py: Python<'_>, message: &Bound<'_, PyAny>) -> PyResult<()> {
         match &mut self.decoder.lock(py)?.strict {
-            Some(strict) => strict.sent(py, message),
+            Some(strict) => super::schema::sent(strict, message),
             None => Ok(()),
         }
     }

@@ -4,7 +4,7 @@
 //! all detached from the interpreter; then it gives back the bytes to write and the notices.
 //!
 //! The store is shared by both directions and by Python: each step takes the store's own lock
-//! (`PyToolCallStore::with_store_detached`, the `Exclusive` every method takes) without the GIL,
+//! (`PyToolCallStore::with_engine_detached`, the `Exclusive` every method takes) without the GIL,
 //! so a Python call on the store waits for the step (detached, see `mod.rs`) and the step waits
 //! for a Python call; neither waits for the GIL while holding the lock. The bytes are written by
 //! the caller (its writer's lock keeps lines from two writers whole).
@@ -15,6 +15,7 @@ use pyo3::types::{PyBytes, PyList};
 use pyo3::IntoPyObjectExt;
 
 use super::errors::{decode_error_object, Origin};
+use super::schema::schema_error;
 use super::state::PyToolCallStore;
 use super::Exclusive;
 use crate::relay::{Notice, Relay};
@@ -73,7 +74,7 @@ impl PyRelay {
                 relay.read(fd)?;
             }
             let mut notices = Vec::new();
-            store.with_store_detached(|s| relay.process(s, &mut notices));
+            store.with_engine_detached(|e| relay.process(e, &mut notices));
             Ok(notices)
         })?;
         let data = PyBytes::new(py, &relay.out);
@@ -90,6 +91,15 @@ impl PyRelay {
                     let content = crate::message::strip_line_ending(&wire);
                     let e = decode_error_object(py, &error, Origin::Stream { line }, Some(content))?;
                     ("invalid", line, PyBytes::new(py, &wire), e).into_bound_py_any(py)?
+                }
+                Notice::RefusedFrame { line, wire, problems } => {
+                    let content = crate::message::strip_line_ending(&wire);
+                    let e = schema_error(py, problems, Some(line), content)?;
+                    ("invalid", line, PyBytes::new(py, &wire), e).into_bound_py_any(py)?
+                }
+                Notice::Refused { line, raw, problems } => {
+                    let e = schema_error(py, problems, Some(line), &raw)?;
+                    ("state_error", line, e).into_bound_py_any(py)?
                 }
             };
             list.append(item)?;

@@ -7,14 +7,14 @@ use std::sync::Mutex;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple, PyType};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PyString, PyTuple, PyType};
 
 use super::convert::dumps_bytes;
 use super::errors::{decode_error, decode_error_type, Origin};
 use super::frames::{source_of, PyMessage};
 use crate::encoder::PathItem;
 use crate::message::strip_line_ending;
-use crate::schema::{render, Conversation, Problem, Schema, Severity, Tape};
+use crate::schema::{render, stream, Conversation, Problem, Schema, Strict, Tape, Verdict};
 
 static SCHEMAS: [PyOnceLock<Schema>; 4] = [
     PyOnceLock::new(),
@@ -200,178 +200,78 @@ impl PySchemaValidator {
     }
 }
 
-/// The `strict_schema` option of `FrameDecoder` and `ToolCallStore`: every frame goes through a
-/// conversation check; a frame with errors is reported as a `DecodeError` of kind `schema` (code
-/// -32602, the first problem as its message, all of them in `problems`).
-pub struct Strict {
-    /// The fixed protocol version, or None to follow the `initialize` answer (1 until then).
-    fixed: Option<usize>,
-    conversation: Conversation,
-    /// `FrameDecoder.sent` was called: the decoder reads one direction of a connection, whose
-    /// frames are the sender `RECEIVED` (else its frames name no sender).
-    directed: bool,
-}
-
-/// The two sides of a connection whose decoder is told what was sent (`FrameDecoder.sent`).
-const RECEIVED: &str = "received";
-const SENT: &str = "sent";
-
-/// What `Strict::check` found in one frame.
-pub enum Verdict<'py> {
-    /// No problem of severity `error`.
-    Valid,
-    /// The frame as a whole fails: its `DecodeError`.
-    Frame(Bound<'py, PyAny>),
-    /// A batch checked entry by entry: the `DecodeError` of each entry that fails (None: valid).
-    Entries(Vec<Option<Bound<'py, PyAny>>>),
-}
-
-impl Strict {
-    /// `strict_schema`: False / None (off), True (follow the negotiation) or 1 / 2 (fixed).
-    pub fn from_arg(arg: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Self>> {
-        let Some(arg) = arg else { return Ok(None) };
-        if arg.is_none() || arg.is_instance_of::<pyo3::types::PyBool>() {
-            return Ok(arg.is_truthy()?.then(|| Self {
-                fixed: None,
-                conversation: Conversation::new(),
-                directed: false,
-            }));
+/// The `strict_schema` option of `FrameDecoder` and `ToolCallStore`: False / None (off), True
+/// (follow the negotiation) or 1 / 2 (fixed), as the core's stream check (`crate::schema::Strict`).
+pub fn strict_arg(py: Python<'_>, arg: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Strict>> {
+    let Some(arg) = arg else { return Ok(None) };
+    let fixed = if arg.is_none() || arg.is_instance_of::<pyo3::types::PyBool>() {
+        if !arg.is_truthy()? {
+            return Ok(None);
         }
+        None
+    } else {
         match arg.extract::<i64>() {
-            Ok(v @ (1 | 2)) => Ok(Some(Self {
-                fixed: Some(v as usize),
-                conversation: Conversation::new(),
-                directed: false,
-            })),
-            _ => Err(PyValueError::new_err(format!(
-                "expected strict_schema to be a bool, 1 or 2, found {}",
-                arg.repr()?
-            ))),
+            Ok(v @ (1 | 2)) => Some(v as u8),
+            _ => {
+                return Err(PyValueError::new_err(format!(
+                    "expected strict_schema to be a bool, 1 or 2, found {}",
+                    arg.repr()?
+                )))
+            }
         }
-    }
+    };
+    Ok(Some(Strict::new(fixed, [schema(py, 0)?, schema(py, 2)?])))
+}
 
-    /// The option as given: `True` (follow the negotiation) or the fixed version.
-    pub fn setting<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        match self.fixed {
-            Some(v) => Ok(v.into_pyobject(py)?.into_any()),
-            None => Ok(pyo3::types::PyBool::new(py, true).to_owned().into_any()),
-        }
+/// The option as given: `False` (off), `True` (follow the negotiation) or the fixed version.
+pub fn strict_setting<'py>(py: Python<'py>, strict: Option<&Strict>) -> PyResult<Bound<'py, PyAny>> {
+    match strict.map(Strict::fixed) {
+        Some(Some(v)) => Ok(v.into_pyobject(py)?.into_any()),
+        Some(None) => Ok(PyBool::new(py, true).to_owned().into_any()),
+        None => Ok(PyBool::new(py, false).to_owned().into_any()),
     }
+}
 
-    /// Check the results of a `FrameDecoder`'s `feed` / `finish`, replacing the frames that fail
-    /// (a batch as a whole).
-    pub fn apply(&mut self, py: Python<'_>, results: &Bound<'_, PyList>) -> PyResult<()> {
-        for index in 0..results.len() {
-            let item = results.get_item(index)?;
-            let raw = if let Ok(m) = item.cast::<PyMessage>() {
-                PyBytes::new(py, m.get().raw_bytes(py))
-            } else if item.is_instance_of::<PyList>() {
-                item.getattr(pyo3::intern!(py, "raw"))?.cast_into::<PyBytes>()?
-            } else {
-                continue; // a DecodeError already
-            };
+/// Check the results of a `FrameDecoder`'s `feed` / `finish`, replacing the frames that fail (a
+/// batch as a whole).
+pub fn check_results(py: Python<'_>, strict: &mut Strict, results: &Bound<'_, PyList>) -> PyResult<()> {
+    for index in 0..results.len() {
+        let item = results.get_item(index)?;
+        let raw = if let Ok(m) = item.cast::<PyMessage>() {
+            PyBytes::new(py, m.get().raw_bytes(py))
+        } else if item.is_instance_of::<PyList>() {
+            item.getattr(pyo3::intern!(py, "raw"))?.cast_into::<PyBytes>()?
+        } else {
+            continue; // a DecodeError already
+        };
+        if let Verdict::Frame(problems) = strict.check(raw.as_bytes(), None, None) {
             let line: Option<u64> = item.getattr(pyo3::intern!(py, "line"))?.extract()?;
-            let sender = self.directed.then_some(RECEIVED);
-            if let Verdict::Frame(error) = self.check(py, raw.as_bytes(), None, sender, line)? {
-                results.set_item(index, error)?;
-            }
+            results.set_item(index, schema_error(py, problems, line, raw.as_bytes())?)?;
         }
-        Ok(())
     }
+    Ok(())
+}
 
-    /// `FrameDecoder.sent`: a frame sent the other way, into the conversation (a request is then
-    /// pending, a response answers one received); its problems are not reported.
-    pub fn sent(&mut self, py: Python<'_>, message: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.directed = true;
-        let bytes = frame_bytes(message)?;
-        let schema = schema(py, self.schema_index())?;
-        let mut tape = TAPE.lock().unwrap_or_else(|e| e.into_inner());
-        // Not JSON: nothing to learn from it.
-        let _ = self
-            .conversation
-            .check(schema, strip_line_ending(bytes.as_bytes()), Some(SENT), &mut tape);
-        Ok(())
-    }
-
-    /// The schema in force: the fixed version, else the negotiated one, else 1 (stable).
-    fn schema_index(&self) -> usize {
-        let version = self
-            .fixed
-            .or(self.conversation.negotiated.map(usize::from))
-            .unwrap_or(1);
-        (version - 1) * 2
-    }
-
-    /// Check the frame `data` (no line ending), sent by `sender` (None: not said). `entries`: the
-    /// byte ranges of a batch's entries, to judge each on its own (problems at the frame itself,
-    /// such as a batch in protocol v1, still fail the whole frame); None: the frame as one.
-    /// `line`: its stream line, for the errors.
-    pub fn check<'py>(
-        &mut self,
-        py: Python<'py>,
-        data: &[u8],
-        entries: Option<&[(usize, usize)]>,
-        sender: Option<&str>,
-        line: Option<u64>,
-    ) -> PyResult<Verdict<'py>> {
-        let schema = schema(py, self.schema_index())?;
-        let found = {
-            let mut tape = TAPE.lock().unwrap_or_else(|e| e.into_inner());
-            self.conversation.check(schema, data, sender, &mut tape)
-        };
-        // A frame the scanner refuses is the caller's to report (it decoded it already).
-        let Ok(found) = found else { return Ok(Verdict::Valid) };
-        let errors: Vec<Problem> = found.into_iter().filter(|p| p.severity == Severity::Error).collect();
-        if errors.is_empty() {
-            return Ok(Verdict::Valid);
-        }
-        let Some(entries) = entries else {
-            return Ok(Verdict::Frame(schema_error(py, errors, line, data)?));
-        };
-        let entry_of = |p: &Problem| match p.path.first() {
-            Some(PathItem::Index(i)) if *i < entries.len() => Some(*i),
-            _ => None,
-        };
-        if errors.iter().any(|p| entry_of(p).is_none()) {
-            return Ok(Verdict::Frame(schema_error(py, errors, line, data)?));
-        }
-        let mut by_entry: Vec<Vec<Problem>> = entries.iter().map(|_| Vec::new()).collect();
-        for p in errors {
-            if let Some(i) = entry_of(&p) {
-                by_entry[i].push(p);
-            }
-        }
-        let mut out = Vec::with_capacity(entries.len());
-        for (problems, &(start, end)) in by_entry.into_iter().zip(entries) {
-            out.push(if problems.is_empty() {
-                None
-            } else {
-                Some(schema_error(py, problems, line, &data[start..end])?)
-            });
-        }
-        Ok(Verdict::Entries(out))
-    }
+/// `FrameDecoder.sent`: a frame sent the other way, into the conversation.
+pub fn sent(strict: &mut Strict, message: &Bound<'_, PyAny>) -> PyResult<()> {
+    let bytes = frame_bytes(message)?;
+    strict.sent(strip_line_ending(bytes.as_bytes()));
+    Ok(())
 }
 
 /// The `DecodeError` of kind `schema` for `errors` (not empty), of the frame or entry `raw`.
-fn schema_error<'py>(
+pub fn schema_error<'py>(
     py: Python<'py>,
     errors: Vec<Problem>,
     line: Option<u64>,
     raw: &[u8],
 ) -> PyResult<Bound<'py, PyAny>> {
-    let more = if errors.len() > 1 {
-        format!(" (and {} more)", errors.len() - 1)
-    } else {
-        String::new()
-    };
     let kwargs = PyDict::new(py);
     kwargs.set_item("code", crate::error::INVALID_PARAMS)?;
     kwargs.set_item("kind", "schema")?;
     kwargs.set_item("line", line)?;
     kwargs.set_item("raw", PyBytes::new(py, raw))?;
-    let message = format!("{}{more}", errors[0].message);
-    let error = decode_error_type(py)?.call((message,), Some(&kwargs))?;
+    let error = decode_error_type(py)?.call((stream::message(&errors),), Some(&kwargs))?;
     error.setattr("problems", problems(py, errors)?)?;
     Ok(error)
 }

@@ -1,6 +1,7 @@
-//! `ToolCallStore` and `Change` over the core `state::Store`: argument conversion, framing for
-//! `feed` / `finish`, error mapping, and the Python objects the API returns (records are built
-//! only when asked for: `get`, `tool_calls`, `snapshot`, `state`, ...). DESIGN §7.
+//! `ToolCallStore` and `Change` over the core engine (`crate::engine::Engine`: framer, strict
+//! check, `state::Store`): argument conversion, the Python objects of the engine's outcomes and
+//! of the queries (records are built only when asked for: `get`, `tool_calls`, `snapshot`,
+//! `state`, ...), and error mapping. No protocol rule lives here. DESIGN §7.
 //!
 //! The methods are written on `StoreState`, what a `ToolCallStore` holds; the Python class is in
 //! `state/methods.rs`: its state behind a per-object lock, and `#[pymethods]` that take the lock
@@ -18,11 +19,11 @@ use super::frames::{source_of, PyMessage};
 use super::records::{
     id_object, permission_dict, terminal_dict, text, tool_call_dict, truncated_dict, value, PyChange,
 };
-use super::schema::{Strict, Verdict};
+use super::schema::{schema_error, strict_arg, strict_setting};
 use super::strcache::{token_str, CacheGuard, VALUES};
-use crate::error::DecodeError;
-use crate::framing::{Event, Framer, DEFAULT_MAX_FRAME_BYTES};
-use crate::message::{parse_frame, parse_line_utf8, strip_line_ending, Captured, Envelope, Frame};
+use crate::engine::{Engine, Framed, Item};
+use crate::framing::DEFAULT_MAX_FRAME_BYTES;
+use crate::message::{strip_line_ending, Envelope};
 use crate::state::{
     checkpoint, Action, Change, CheckpointError, IdKey, Ident, Limits, Outcome, Permission, Source, Store, Target,
     FORMAT,
@@ -63,14 +64,10 @@ fn id_arg(obj: &Bound<'_, PyAny>) -> PyResult<IdKey> {
 // ---------------------------------------------------------------------------------------------
 // The store
 
-/// What a `ToolCallStore` holds, behind its lock (`methods.rs`).
+/// What a `ToolCallStore` holds, behind its lock (`methods.rs`): the core engine (store,
+/// framer, strict check).
 struct StoreState {
-    store: Store,
-    framer: Framer,
-    /// While `feed(..., changes=False)` runs: build no `Change` objects.
-    quiet: bool,
-    /// `strict_schema`: the schema check every frame passes before it is applied.
-    strict: Option<Strict>,
+    engine: Engine,
 }
 
 fn target_str<'py>(py: Python<'py>, t: Target) -> &'py Bound<'py, PyString> {
@@ -146,146 +143,74 @@ fn change_object<'py>(
     Ok(obj.into_any())
 }
 
-/// Move an error of a batch entry (positions relative to the entry) to frame offsets.
-fn shifted(e: DecodeError, by: usize) -> DecodeError {
-    DecodeError::new(e.code, e.kind, e.description.clone(), e.position.map(|p| p + by))
+/// The Python object of one engine outcome: a `Change` (None when nothing changed, or when
+/// `changes` is false), a `DecodeError` (with `origin` for its line and column).
+fn item_object<'py>(
+    py: Python<'py>,
+    store: &Store,
+    item: Item<'_>,
+    origin: Origin<'_>,
+    changes: bool,
+    cache: &mut Option<CacheGuard<'_>>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    Ok(match item {
+        Item::Applied { data, change } => match change {
+            Some(c) if changes => Some(change_object(py, store, data, &c, cache)?),
+            _ => None,
+        },
+        Item::Error { raw, error } => Some(decode_error_object(py, &error, origin, Some(raw))?),
+        Item::Refused { raw, problems } => {
+            let line = match origin {
+                Origin::Stream { line } => Some(line),
+                Origin::Document(_) => None,
+            };
+            Some(schema_error(py, problems, line, raw)?)
+        }
+        Item::TooLarge { error } => Some(decode_error_object(py, &error, origin, None)?),
+    })
 }
 
 impl StoreState {
-    /// Apply every message of the frame `data` (no line ending). Single messages: `Ok(change)`
-    /// or `Err(error)`; batches: one item per entry pushed to `out`. With `strict_schema`, a
-    /// frame (or batch entry) that fails the schema check is reported instead of applied.
-    /// Returns whether the frame as a whole was refused by that check.
-    #[allow(clippy::too_many_arguments)]
-    fn apply_frame<'py>(
-        &mut self,
-        py: Python<'py>,
-        data: &[u8],
-        parsed: Result<Frame, DecodeError>,
-        source: Source,
-        line: Option<u64>,
-        cache: &mut Option<CacheGuard<'_>>,
-        out: &mut dyn FnMut(Bound<'py, PyAny>) -> PyResult<()>,
-        batch_nones: bool,
-        captured: Option<&Captured>,
-    ) -> PyResult<bool> {
-        let origin = |line: Option<u64>| match line {
-            Some(line) => Origin::Stream { line },
-            None => Origin::Document(data),
-        };
-        let mut refused: Vec<Option<Bound<'py, PyAny>>> = Vec::new();
-        if let (Some(strict), Ok(frame)) = (&mut self.strict, &parsed) {
-            let ranges: Option<Vec<(usize, usize)>> = match frame {
-                Frame::Single(_) => None,
-                Frame::Batch(entries) => Some(entries.iter().map(|e| (e.start, e.end)).collect()),
-            };
-            match strict.check(py, data, ranges.as_deref(), source.name(), line)? {
-                Verdict::Valid => {}
-                Verdict::Frame(error) => {
-                    out(error)?;
-                    return Ok(true);
-                }
-                Verdict::Entries(errors) => refused = errors,
-            }
-        }
-        match parsed {
-            Ok(Frame::Single(env)) => match self.store.apply_captured(data, &env, captured, source) {
-                Ok(Some(_)) if self.quiet => Ok(false),
-                Ok(Some(c)) => out(change_object(py, &self.store, data, &c, cache)?).map(|()| false),
-                Ok(None) => {
-                    if batch_nones {
-                        out(py.None().into_bound(py))?;
-                    }
-                    Ok(false)
-                }
-                Err(e) => out(decode_error_object(py, &e, origin(line), Some(data))?).map(|()| false),
-            },
-            Ok(Frame::Batch(entries)) => {
-                let mut refused = refused.into_iter();
-                for entry in entries {
-                    let bytes = &data[entry.start..entry.end];
-                    let schema_error = refused.next().flatten();
-                    let item = match entry.result {
-                        // The entry's own decode error comes first; then the schema's verdict.
-                        Ok(_) if schema_error.is_some() => schema_error,
-                        Ok(env) => match self.store.apply(bytes, &env, source) {
-                            Ok(Some(_)) if self.quiet => None,
-                            Ok(Some(c)) => Some(change_object(py, &self.store, bytes, &c, cache)?),
-                            Ok(None) => None,
-                            Err(e) => Some(decode_error_object(
-                                py,
-                                &shifted(e, entry.start),
-                                origin(line),
-                                Some(bytes),
-                            )?),
-                        },
-                        Err(e) => Some(decode_error_object(py, &e, origin(line), Some(bytes))?),
-                    };
-                    match item {
-                        Some(obj) => out(obj)?,
-                        None if batch_nones => out(py.None().into_bound(py))?,
-                        None => {}
-                    }
-                }
-                Ok(false)
-            }
-            Err(e) => out(decode_error_object(py, &e, origin(line), Some(data))?).map(|()| false),
-        }
+    fn store(&self) -> &Store {
+        self.engine.store()
     }
 
-    fn collect<'py>(&mut self, py: Python<'py>, data: Option<&[u8]>, source: Source) -> PyResult<Bound<'py, PyList>> {
+    /// The Changes and DecodeErrors of the lines `data` completes (None: end of input), in
+    /// order (with `changes` false, only the DecodeErrors).
+    fn collect<'py>(
+        &mut self,
+        py: Python<'py>,
+        data: Option<&[u8]>,
+        source: Source,
+        changes: bool,
+    ) -> PyResult<Bound<'py, PyList>> {
         let _gc = super::GcPause::new(py);
         let list = PyList::empty(py);
-        let max = self.framer.max_frame_bytes();
-        let mut failure: Option<PyErr> = None;
         let mut cache = VALUES.lock();
-        let mut framer = std::mem::replace(&mut self.framer, Framer::new(1));
-        let mut cap = Captured::new();
-        {
-            let mut push = |obj: Bound<'py, PyAny>| list.append(obj);
-            let mut on_event = |event: Event<'_>| {
-                if failure.is_some() {
-                    return;
-                }
-                let r = match event {
-                    Event::Frame { line, data, utf8 } => {
-                        let parsed = parse_line_utf8(data, Some(&mut cap), utf8);
-                        self.apply_frame(
-                            py,
-                            data,
-                            parsed,
-                            source,
-                            Some(line),
-                            &mut cache,
-                            &mut push,
-                            false,
-                            Some(&cap),
-                        )
-                        .map(|_| ())
-                    }
-                    Event::TooLarge { line } => {
-                        decode_error_object(py, &crate::framing::too_large(max), Origin::Stream { line }, None)
-                            .and_then(&mut push)
-                    }
-                };
-                if let Err(e) = r {
-                    failure = Some(e);
-                }
-            };
-            match data {
-                Some(d) => framer.feed(d, &mut on_event),
-                None => framer.finish(&mut on_event),
+        let mut out = |store: &Store, line: u64, item: Item<'_>| -> PyResult<()> {
+            match item_object(py, store, item, Origin::Stream { line }, changes, &mut cache)? {
+                Some(obj) => list.append(obj),
+                None => Ok(()),
             }
+        };
+        match data {
+            Some(d) => self.engine.feed(d, source, &mut out)?,
+            None => self.engine.finish(source, &mut out)?,
         }
-        self.framer = framer;
-        match failure {
-            Some(e) => Err(e),
-            None => Ok(list),
-        }
+        Ok(list)
     }
 
     fn session(&self, session_id: &Bound<'_, PyAny>) -> PyResult<Option<&crate::state::Session>> {
-        Ok(self.store.session(key_arg(session_id, "session_id")?.as_bytes()))
+        Ok(self.store().session(key_arg(session_id, "session_id")?.as_bytes()))
+    }
+}
+
+/// `apply`'s answer for a single message: its Change or None, or its DecodeError raised.
+fn single<'py>(py: Python<'py>, item: Option<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
+    match item {
+        Some(obj) if obj.is_instance(decode_error_type(py)?)? => Err(PyErr::from_value(obj)),
+        Some(obj) => Ok(obj),
+        None => Ok(py.None().into_bound(py)),
     }
 }
 
@@ -349,6 +274,7 @@ fn max_arg(v: Option<&Bound<'_, PyAny>>) -> PyResult<Option<usize>> {
 impl StoreState {
     #[allow(clippy::too_many_arguments)]
     fn new(
+        py: Python<'_>,
         protocol_version: Option<&Bound<'_, PyAny>>,
         max_tool_calls: Option<&Bound<'_, PyAny>>,
         max_frame_bytes: Option<&Bound<'_, PyAny>>,
@@ -372,11 +298,10 @@ impl StoreState {
             updates: limit_arg(max_updates, "max_updates", 0, d.updates)?,
             terminals: limit_arg(max_terminals, "max_terminals", 1, d.terminals)?,
         };
+        let store = Store::with_limits(version, max, limits);
+        let strict = strict_arg(py, strict_schema)?;
         Ok(Self {
-            store: Store::with_limits(version, max, limits),
-            framer: Framer::new(max_frame_bytes),
-            quiet: false,
-            strict: Strict::from_arg(strict_schema)?,
+            engine: Engine::new(store, max_frame_bytes, strict),
         })
     }
 
@@ -391,20 +316,17 @@ impl StoreState {
         let source_arg = source;
         let source = parse_source(source)?;
         let mut cache = VALUES.lock();
+        let mut items: Vec<Option<Bound<'py, PyAny>>> = Vec::new();
         if let Ok(m) = frame.cast::<PyMessage>() {
             let m = m.get();
             let data = m.raw_bytes(py);
             let env: Envelope = *m.envelope();
-            if let Some(strict) = &mut self.strict {
-                if let Verdict::Frame(error) = strict.check(py, data, None, source.name(), None)? {
-                    return Err(PyErr::from_value(error));
-                }
-            }
-            return match self.store.apply(data, &env, source) {
-                Ok(Some(c)) => change_object(py, &self.store, data, &c, &mut cache),
-                Ok(None) => Ok(py.None().into_bound(py)),
-                Err(e) => Err(decode_error(py, &e, Origin::Document(data), Some(data))),
+            let mut out = |store: &Store, item: Item<'_>| -> PyResult<()> {
+                items.push(item_object(py, store, item, Origin::Document(data), true, &mut cache)?);
+                Ok(())
             };
+            self.engine.message(data, &env, source, &mut out)?;
+            return single(py, items.pop().flatten());
         }
         if frame.is_instance(decode_error_type(py)?)? {
             return Ok(frame.clone());
@@ -454,31 +376,17 @@ impl StoreState {
             )));
         };
         let data = strip_line_ending(bytes);
-        let parsed = parse_frame(data);
-        let is_batch = matches!(parsed, Ok(Frame::Batch(_)));
-        let mut items: Vec<Bound<'py, PyAny>> = Vec::new();
-        let refused = self.apply_frame(
-            py,
-            data,
-            parsed,
-            source,
-            None,
-            &mut cache,
-            &mut |o| {
-                items.push(o);
-                Ok(())
-            },
-            true,
-            None,
-        )?;
-        if is_batch && !refused {
-            return Ok(PyList::new(py, items)?.into_any());
+        let mut out = |store: &Store, item: Item<'_>| -> PyResult<()> {
+            items.push(item_object(py, store, item, Origin::Document(data), true, &mut cache)?);
+            Ok(())
+        };
+        match self.engine.frame(data, source, &mut out)? {
+            Framed::Batch { .. } => {
+                let none = || py.None().into_bound(py);
+                Ok(PyList::new(py, items.into_iter().map(|i| i.unwrap_or_else(none)))?.into_any())
+            }
+            _ => single(py, items.pop().flatten()),
         }
-        let item = items.pop().unwrap_or_else(|| py.None().into_bound(py));
-        if item.is_instance(decode_error_type(py)?)? {
-            return Err(PyErr::from_value(item));
-        }
-        Ok(item)
     }
 
     /// Feed stream bytes: the Changes and DecodeErrors of every line they complete, in order
@@ -492,10 +400,7 @@ impl StoreState {
     ) -> PyResult<Bound<'py, PyList>> {
         let from = parse_source(source)?;
         let source = source_of(data)?;
-        self.quiet = !changes;
-        let r = self.collect(py, Some(source.bytes.as_bytes()), from);
-        self.quiet = false;
-        r
+        self.collect(py, Some(source.bytes.as_bytes()), from, changes)
     }
 
     /// End of input: apply a last line that has no newline.
@@ -506,10 +411,7 @@ impl StoreState {
         source: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
         let from = parse_source(source)?;
-        self.quiet = !changes;
-        let r = self.collect(py, None, from);
-        self.quiet = false;
-        r
+        self.collect(py, None, from, changes)
     }
 
     fn get<'py>(
@@ -540,7 +442,7 @@ impl StoreState {
 
     fn snapshot<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
-        for (sid, s) in self.store.sessions().iter() {
+        for (sid, s) in self.store().sessions().iter() {
             if s.tool_calls.is_empty() {
                 continue;
             }
@@ -600,8 +502,8 @@ impl StoreState {
     /// The latest permission request with this id, or None.
     fn permission<'py>(&self, py: Python<'py>, request_id: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyDict>>> {
         let key = id_arg(request_id)?;
-        match self.store.permission(&key) {
-            Some(p) => Ok(Some(permission_dict(py, &self.store, p)?)),
+        match self.store().permission(&key) {
+            Some(p) => Ok(Some(permission_dict(py, self.store(), p)?)),
             None => Ok(None),
         }
     }
@@ -621,7 +523,7 @@ impl StoreState {
     /// The `cancelled` responses a client owes for the pending requests of a session.
     fn cancel_responses<'py>(&self, py: Python<'py>, session_id: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
         let frames = self
-            .store
+            .store()
             .cancel_responses(key_arg(session_id, "session_id")?.as_bytes());
         PyList::new(py, frames.iter().map(|f| PyBytes::new(py, f)))
     }
@@ -630,25 +532,25 @@ impl StoreState {
     fn state<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
         d.set_item("format", FORMAT)?;
-        d.set_item("protocolVersion", self.store.fixed_version())?;
-        d.set_item("negotiatedVersion", self.store.negotiated_version())?;
-        d.set_item("maxToolCalls", self.store.max_tool_calls())?;
+        d.set_item("protocolVersion", self.store().fixed_version())?;
+        d.set_item("negotiatedVersion", self.store().negotiated_version())?;
+        d.set_item("maxToolCalls", self.store().max_tool_calls())?;
         let defaults = Limits::default().values();
-        for ((name, v), default) in Limits::NAMES.iter().zip(self.store.limits().values()).zip(defaults) {
+        for ((name, v), default) in Limits::NAMES.iter().zip(self.store().limits().values()).zip(defaults) {
             if v != default {
                 d.set_item(*name, v)?;
             }
         }
-        d.set_item("evicted", self.store.evicted())?;
+        d.set_item("evicted", self.store().evicted())?;
         let sessions = PyDict::new(py);
-        let mut perms: Vec<Vec<&Permission>> = (0..self.store.sessions().len()).map(|_| Vec::new()).collect();
-        for p in self.store.permissions() {
+        let mut perms: Vec<Vec<&Permission>> = (0..self.store().sessions().len()).map(|_| Vec::new()).collect();
+        for p in self.store().permissions() {
             if let Some(v) = perms.get_mut(p.session) {
                 v.push(p);
             }
         }
         let mut sids = Vec::with_capacity(perms.len());
-        for (slot, (sid, s)) in self.store.sessions().iter().enumerate() {
+        for (slot, (sid, s)) in self.store().sessions().iter().enumerate() {
             let sd = PyDict::new(py);
             let calls = PyDict::new(py);
             for (k, tc) in s.tool_calls.iter() {
@@ -667,7 +569,7 @@ impl StoreState {
             sd.set_item("plans", plans)?;
             let pl = PyList::empty(py);
             for p in &perms[slot] {
-                pl.append(permission_dict(py, &self.store, p)?)?;
+                pl.append(permission_dict(py, self.store(), p)?)?;
             }
             sd.set_item("permissions", pl)?;
             if !s.updates.is_empty() {
@@ -684,11 +586,11 @@ impl StoreState {
         d.set_item("sessions", sessions)?;
         // The session of each permission record in request order across sessions (DESIGN 7.8).
         let order = PyList::empty(py);
-        for p in self.store.permissions() {
+        for p in self.store().permissions() {
             order.append(&sids[p.session])?;
         }
         d.set_item("permissionOrder", order)?;
-        if self.store.cancel_requests().next().is_some() {
+        if self.store().cancel_requests().next().is_some() {
             d.set_item("cancelRequests", self.cancel_requests(py)?)?;
         }
         Ok(d)
@@ -698,7 +600,7 @@ impl StoreState {
     /// `{"requestId": id, "source": "agent" | "client" | None}`.
     fn cancel_requests<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let list = PyList::empty(py);
-        for c in self.store.cancel_requests() {
+        for c in self.store().cancel_requests() {
             let d = PyDict::new(py);
             d.set_item("requestId", id_object(py, &c.id)?)?;
             d.set_item("source", c.source.name())?;
@@ -709,7 +611,7 @@ impl StoreState {
 
     /// `dumps(state())`.
     fn to_json<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        match checkpoint::to_json(&self.store) {
+        match checkpoint::to_json(self.store()) {
             Ok(doc) => Ok(PyBytes::new(py, &doc)),
             // `dumps`' error for a value nested too deep (the path collected innermost first).
             Err(e) => Err(e
@@ -747,57 +649,51 @@ impl StoreState {
         let obj = Bound::new(
             py,
             PyToolCallStore::from(StoreState {
-                store,
-                framer: Framer::new(DEFAULT_MAX_FRAME_BYTES),
-                quiet: false,
-                strict: None,
+                engine: Engine::new(store, DEFAULT_MAX_FRAME_BYTES, None),
             }),
         )?;
         Ok(obj.into_any())
     }
 
     fn protocol_version(&self) -> u8 {
-        self.store.version()
+        self.store().version()
     }
 
     fn negotiated_version(&self) -> Option<u8> {
-        self.store.negotiated_version()
+        self.store().negotiated_version()
     }
 
     fn max_tool_calls(&self) -> Option<usize> {
-        self.store.max_tool_calls()
+        self.store().max_tool_calls()
     }
 
     /// `strict_schema` as given: False (off), True (follows the negotiation), 1 or 2.
     fn strict_schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        match &self.strict {
-            Some(strict) => strict.setting(py),
-            None => Ok(PyBool::new(py, false).to_owned().into_any()),
-        }
+        strict_setting(py, self.engine.strict())
     }
 
     /// The bounds inside sessions (`max_terminal_bytes`, ..., `max_terminals`).
     fn limits(&self) -> Limits {
-        *self.store.limits()
+        *self.store().limits()
     }
 
     fn evicted(&self) -> u64 {
-        self.store.evicted()
+        self.store().evicted()
     }
 
     fn line(&self) -> u64 {
-        self.framer.line()
+        self.engine.line()
     }
 
     fn __len__(&self) -> usize {
-        self.store.tool_call_count()
+        self.store().tool_call_count()
     }
 
     fn __repr__(&self) -> String {
         format!(
             "ToolCallStore(protocol_version={}, tool_calls={})",
-            self.store.version(),
-            self.store.tool_call_count()
+            self.store().version(),
+            self.store().tool_call_count()
         )
     }
 }
@@ -811,9 +707,9 @@ impl StoreState {
     ) -> PyResult<Bound<'py, PyList>> {
         let sid = key_arg(session_id, "session_id")?.as_bytes();
         let out = PyList::empty(py);
-        for p in self.store.permissions() {
-            if (!pending || p.outcome == Outcome::Pending) && self.store.session_id(p.session) == sid {
-                out.append(permission_dict(py, &self.store, p)?)?;
+        for p in self.store().permissions() {
+            if (!pending || p.outcome == Outcome::Pending) && self.store().session_id(p.session) == sid {
+                out.append(permission_dict(py, self.store(), p)?)?;
             }
         }
         Ok(out)

@@ -26,6 +26,7 @@ mod check;
 mod compile;
 mod explain;
 mod rules;
+pub mod stream;
 mod tape;
 
 use std::collections::HashMap;
@@ -36,6 +37,7 @@ pub use compile::{Compiled, NodeId};
 pub use rules::{
     Conversation, CUSTOM_VALUE_PREFIX, MAX_PENDING_IDS, MAX_TOOL_CALL_IDS, TOOL_CALL_TITLE, UNEXPECTED_RESPONSE,
 };
+pub use stream::{Strict, Verdict};
 pub use tape::Tape;
 
 use check::Check;

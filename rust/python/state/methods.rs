@@ -32,9 +32,9 @@ impl PyToolCallStore {
 
     /// Run `f` on the core store under this object's lock, from a thread detached from the
     /// interpreter (the proxy's relay, `rust/python/relay.rs`).
-    pub(crate) fn with_store_detached<R>(&self, f: impl FnOnce(&mut crate::state::Store) -> R) -> R {
+    pub(crate) fn with_engine_detached<R>(&self, f: impl FnOnce(&mut crate::engine::Engine) -> R) -> R {
         let mut state = self.state.lock_detached();
-        f(&mut state.store)
+        f(&mut state.engine)
     }
 }
 
@@ -52,6 +52,7 @@ impl PyToolCallStore {
                              max_permissions=1000, max_updates=1000, max_terminals=1000, strict_schema=False)")]
     #[allow(clippy::too_many_arguments)]
     fn new(
+        py: Python<'_>,
         protocol_version: Option<&Bound<'_, PyAny>>,
         max_tool_calls: Option<&Bound<'_, PyAny>>,
         max_frame_bytes: Option<&Bound<'_, PyAny>>,
@@ -64,6 +65,7 @@ impl PyToolCallStore {
         strict_schema: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         StoreState::new(
+            py,
             protocol_version,
             max_tool_calls,
             max_frame_bytes,
