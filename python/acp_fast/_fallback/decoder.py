@@ -61,7 +61,7 @@ class FrameDecoder:
         self._framer = Framer(max_frame_bytes=max_frame_bytes)
         self._strict: Any = None
         if strict_schema is not None and strict_schema is not False:
-            from .schema import Strict
+            from .schema.stream import Strict
 
             self._strict = Strict(strict_schema)
         self._lock = RLock()

@@ -1,6 +1,7 @@
 """Strict validation against the official ACP schema (issue 17), pure-Python backend.
 
-Mirror of ``rust/schema/mod.rs`` (its top comment says which definition applies to a message):
+Mirror of ``rust/schema/mod.rs`` (its top comment says which definition applies to a message;
+the stream check of ``strict_schema`` is ``stream.py``, as ``rust/schema/stream.rs``):
 ``Schema`` with its envelope nodes, ``validate_schema`` and ``SchemaValidator`` (Rust: the
 binding ``rust/python/schema.rs`` over ``Schema::validate`` and ``Conversation``). Differences on
 purpose: the verdict on a whole message comes from the ``jsonschema-rs`` package when it is
@@ -15,18 +16,17 @@ from __future__ import annotations
 import json
 from functools import cache
 from importlib import resources
-from typing import Any, Callable, Dict, List, Optional, Tuple, Union, cast
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
-from ...errors import DecodeError
 from ...problems import SchemaProblem
 from ..encoder import dumps
-from ..scanner import array_items, loads, skip_ws
+from ..scanner import loads
 from . import rules
 from .check import Check
 from .compile import ANY_TYPE, OBJECT, STRING, Node, compile_schema
 from .explain import Explain, describe, problem, quote
 
-__all__ = ["Schema", "schema", "validate_schema", "SchemaValidator", "Strict", "engine_name"]
+__all__ = ["Schema", "schema", "validate_schema", "SchemaValidator", "engine_name"]
 
 #: ``loads`` of the fallback (its signature is a comment, for the native one): typed here.
 _loads: Callable[[bytes], Any] = loads
@@ -346,97 +346,3 @@ class SchemaValidator:
         if pending < 1 or tool_calls < 1:
             raise ValueError("expected limits of at least 1")
         self._conversation = rules.Conversation(pending, tool_calls)
-
-
-#: The two sides of a connection whose decoder is told what was sent (``FrameDecoder.sent``).
-RECEIVED = "received"
-SENT = "sent"
-
-
-class Strict:
-    """The ``strict_schema`` option of ``FrameDecoder`` and ``ToolCallStore`` (Rust: ``Strict`` in
-    ``rust/python/schema.rs``): every frame goes through a conversation check; a frame with errors
-    is reported as a ``DecodeError`` of kind ``schema`` (code -32602, the first problem as its
-    message, all of them in ``problems``)."""
-
-    def __init__(self, arg: Any) -> None:
-        if arg is True:
-            self.fixed: Optional[int] = None
-        elif isinstance(arg, int) and not isinstance(arg, bool) and arg in (1, 2):
-            self.fixed = int(arg)
-        else:
-            raise ValueError(f"expected strict_schema to be a bool, 1 or 2, found {arg!r}")
-        engine_name()
-        self.conversation = rules.Conversation()
-        # `FrameDecoder.sent` was called: the decoder reads one direction of a connection, whose
-        # frames are the sender RECEIVED (else its frames name no sender).
-        self.directed = False
-
-    def setting(self) -> Union[bool, int]:
-        """The option as given: ``True`` (follow the negotiation) or the fixed version."""
-        return True if self.fixed is None else self.fixed
-
-    def apply(self, results: List[Any]) -> None:
-        """Check the results of a ``FrameDecoder``'s ``feed`` / ``finish``, replacing the frames
-        that fail (a batch as a whole)."""
-        for index, item in enumerate(results):
-            if isinstance(item, DecodeError):
-                continue
-            verdict = self.check(item.raw, False, RECEIVED if self.directed else None, item.line)
-            if isinstance(verdict, DecodeError):
-                results[index] = verdict
-
-    def sent(self, message: Any) -> None:
-        """``FrameDecoder.sent``: a frame sent the other way, into the conversation (a request is
-        then pending, a response answers one received); its problems are not reported."""
-        self.directed = True
-        try:
-            value = _parse(message)
-        except DecodeError:  # not JSON: nothing to learn from it
-            return
-        self.conversation.check(schema(self._version(), False), value, SENT)
-
-    def _version(self) -> int:
-        """The version in force: the fixed one, else the negotiated one, else 1."""
-        return self.fixed or self.conversation.negotiated or 1
-
-    def check(self, raw: bytes, entries: bool, sender: Optional[str], line: Optional[int]) -> Any:
-        """Check the frame ``raw`` (no line ending), sent by ``sender`` (None: not said).
-        ``entries``: judge the entries of a batch each on its own (problems at the frame itself,
-        such as a batch in protocol v1, still fail the whole frame). Returns None (no problem of
-        severity ``error``), the frame's ``DecodeError``, or for a batch judged by entry a list
-        with each entry's ``DecodeError`` (None: valid)."""
-        version = self._version()
-        try:
-            value = _loads(raw)
-        except DecodeError:  # a frame the scanner refuses is the caller's to report
-            return None
-        found = self.conversation.check(schema(version, False), value, sender)
-        errors = [p for p in found if p.severity == "error"]
-        if not errors:
-            return None
-        count = len(value) if entries and isinstance(value, list) else 0
-
-        def entry_of(p: SchemaProblem) -> Optional[int]:
-            first = p.location[0] if p.location else None
-            return first if type(first) is int and first < count else None
-
-        if not entries or any(entry_of(p) is None for p in errors):
-            return _schema_error(errors, line, raw)
-        by_entry: List[List[SchemaProblem]] = [[] for _ in range(count)]
-        for p in errors:
-            by_entry[cast(int, entry_of(p))].append(p)
-        spans = array_items(raw, skip_ws(raw, 0))
-        return [
-            _schema_error(problems, line, raw[start:end]) if problems else None
-            for problems, (_, start, end) in zip(by_entry, spans)
-        ]
-
-
-def _schema_error(errors: List[SchemaProblem], line: Optional[int], raw: bytes) -> DecodeError:
-    """The ``DecodeError`` of kind ``schema`` for ``errors`` (not empty), of the frame or entry
-    ``raw``."""
-    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-    error = DecodeError(errors[0].message + more, code=-32602, kind="schema", line=line, raw=raw)
-    error.problems = errors  # type: ignore[attr-defined]  # the list, for whoever wants it
-    return error

@@ -12,10 +12,10 @@ Mirror of ``rust/state/`` module for module and function for function (this file
 ``mod.rs``): ``records`` (what is stored), ``read`` (reading frames, -32602 errors, base64),
 ``tool_call``, ``terminal``, ``plan``, ``permission`` (one function per update kind, dispatched
 from ``ToolCallStore._dispatch`` and ``UPDATES`` below; ``unknown_update``, here, keeps the updates
-no rule handles), ``evict`` (the bounds), ``checkpoint`` (``to_json`` / ``from_json``). Differences
-on purpose: here the store is the Python class itself, with framing (``feed``, ``_feed_lines``) and
-the queries; Rust's core takes messages already parsed, and its binding (``rust/python/state.rs``)
-does framing and builds the objects.
+no rule handles), ``evict`` (the bounds), ``checkpoint`` (``to_json`` / ``from_json``). The
+per-frame loop (framing, parsing, the strict check, batches) is ``_fallback/engine.py``, as it is
+``rust/engine.rs``. Differences on purpose: here the store is the Python class itself, with the
+queries; Rust's binding (``rust/python/state.rs``) builds the objects of the core's outcomes.
 
 Every public method and property runs under the store's lock (``framing.exclusive``; docs/API.md
 "Threads"); ``from_json`` builds a new store and takes none.
@@ -27,23 +27,18 @@ from collections import deque
 from threading import RLock
 from typing import Any, Callable, Deque, Dict, List, Optional, Tuple, cast
 
-import orjson
-
 from ...errors import DecodeError as PyDecodeError
-from ..encoder import dumps
+from .. import engine
 from ..error import DecodeError, to_python
 from ..framing import (
-    _BLANK,
-    _BLANK_START,
     DEFAULT_MAX_FRAME_BYTES,
     MAX_FRAME_BYTES,
     Framer,
     check_bool,
     exclusive,
-    too_large,
 )
-from ..message import Message, decode_frame, decode_value, message_or_none
-from ..scanner import array_items, parse_exact, skip_ws, to_bytes
+from ..message import Message
+from ..scanner import to_bytes
 from . import checkpoint
 from .evict import (
     DEFAULT_MAX_CONTENT_ITEMS,
@@ -56,7 +51,7 @@ from .evict import (
 )
 from .permission import cancel_request, cancel_responses, permission_request, response
 from .plan import plan, plan_removed, plan_update
-from .read import BAD_SID, Bad, exactly, recheck, state_error
+from .read import BAD_SID, exactly
 from .records import Change, Session, terminal_record, tool_call_record
 from .records import fresh as _fresh
 from .terminal import terminal_chunk, terminal_update
@@ -66,11 +61,6 @@ __all__ = ["ToolCallStore", "Change", "DEFAULT_MAX_FRAME_BYTES", "MAX_FRAME_BYTE
 
 STATE_FORMAT = checkpoint.FORMAT
 
-_orjson_loads = orjson.loads
-_orjson_dumps = orjson.dumps
-_JSONDecodeError = orjson.JSONDecodeError
-# `dumps` takes any JSON value; FrameDecoder is untyped (typed here for the calls below).
-_dumps: Callable[[Any], bytes] = dumps
 _I64_MIN = -(2**63)
 _I64_MAX = 2**63 - 1
 
@@ -213,7 +203,7 @@ class ToolCallStore:
         # `strict_schema`: the schema check every frame passes before it is applied.
         self._strict: Any = None
         if strict_schema is not None and strict_schema is not False:
-            from ..schema import Strict
+            from ..schema.stream import Strict
 
             self._strict = Strict(strict_schema)
         self._fixed: Optional[int] = protocol_version
@@ -360,121 +350,16 @@ class ToolCallStore:
         _check_source(source)
         t = type(frame)
         if t is Message:
-            return self._apply_message(frame, source, True)
+            return engine.message(self, frame, source, True, None)
         if t is not bytes:
             if isinstance(frame, PyDecodeError):
                 return frame
             if isinstance(frame, list):
                 if frame and (type(frame[0]) is Message or isinstance(frame[0], PyDecodeError)):
-                    return self._apply_entries(frame, source)
-                frame = _dumps(frame)
-            elif isinstance(frame, dict):
-                frame = _dumps(frame)
-            elif isinstance(frame, (bytes, str, bytearray, memoryview)):  # bytes: a subclass here
-                frame = to_bytes(frame, "apply")
-                if type(frame) is DecodeError:
-                    raise to_python(frame, None)
-            else:
+                    return engine.entries(self, frame, source)
+            elif not isinstance(frame, (dict, bytes, str, bytearray, memoryview)):
                 raise TypeError(f"expected a Message, bytes, str, a dict or a list, found {type(frame).__name__}")
-        data = frame
-        if data and data[-1] == 10:  # \n
-            data = data[:-1]
-        if data and data[-1] == 13:  # \r
-            data = data[:-1]
-        if b"\n" in data:
-            nl = data.find(b"\n")
-            err = DecodeError.json("embedded_newline", "expected one frame per line, found a newline", nl)
-            raise to_python(err, data, raw=data)
-        try:
-            value = _orjson_loads(data)
-        except _JSONDecodeError:
-            result = decode_frame(data, None)
-            if type(result) is PyDecodeError:
-                raise result from None
-            if type(result) is Message:
-                return self._apply_message(result, source, True)
-            return _batch_results(self._apply_batch(data, parse_exact(data), result, source, None))
-        if type(value) is dict:
-            m = message_or_none(data, value, None)
-            if m is not None:
-                if self._strict is not None:
-                    refused = self._strict.check(data, False, source, None)
-                    if refused is not None:
-                        raise refused
-                try:
-                    return self._dispatch(value, m, source, data)
-                except Bad as bad:
-                    raise to_python(state_error(bad, data, skip_ws(data, 0)), data, raw=data) from None
-        elif type(value) is list and value:
-            return _batch_results(self._apply_batch(data, value, None, source, None))
-        raise cast(PyDecodeError, decode_value(data, value, None))  # an error here
-
-    def _apply_message(self, m: Any, source: Any, raise_errors: bool) -> Any:
-        """Apply a Message (its raw re-parsed); errors at offsets in its raw, without a line."""
-        raw = m._raw
-        if self._strict is not None:
-            refused = self._strict.check(raw, False, source, None)
-            if refused is not None:
-                if raise_errors:
-                    raise refused
-                return refused
-        try:
-            return self._dispatch(parse_exact(raw), m, source, raw)
-        except Bad as bad:
-            err = to_python(state_error(bad, raw, skip_ws(raw, 0)), raw, raw=raw)
-            if raise_errors:
-                raise err from None
-            return err
-
-    def _apply_entries(self, entries: List[Any], source: Any) -> List[Any]:
-        """A Batch (or list) of Messages and DecodeErrors: one result per entry, each Message
-        applied on its own (error positions within the entry)."""
-        out = []
-        for entry in entries:
-            if type(entry) is Message:
-                out.append(self._apply_message(entry, source, False))
-            elif isinstance(entry, PyDecodeError):
-                out.append(entry)
-            else:
-                raise TypeError(
-                    f"expected the entries of a decoded batch (Message or DecodeError), found {type(entry).__name__}"
-                )
-        return out
-
-    def _apply_batch(self, frame: bytes, value: Any, batch: Any, source: Any, line: Optional[int]) -> Any:
-        """Apply the entries of a batch frame whose parsed value is ``value`` (``batch``: its
-        decoded Batch when known). The list of results, or the frame's DecodeError (with
-        ``strict_schema``: also when the schema check refuses the frame as a whole; an entry it
-        refuses is reported in place of that entry's result)."""
-        if batch is None:
-            batch = decode_value(frame, value, line)
-            if type(batch) is PyDecodeError:
-                return batch
-        refused = None
-        if self._strict is not None:
-            refused = self._strict.check(frame, True, source, line)
-            if type(refused) is PyDecodeError:
-                return refused
-        value = exactly(frame, value)
-        out: List[Any] = []
-        items = None
-        dispatch = self._dispatch
-        for i, entry in enumerate(batch):
-            if type(entry) is not Message:
-                out.append(entry)
-                continue
-            if refused is not None and refused[i] is not None:
-                out.append(refused[i])
-                continue
-            try:
-                out.append(dispatch(value[i], entry, source, None))
-            except Bad as bad:
-                # Offsets in the whole frame; raw = the entry's bytes (as -32600 entry errors).
-                if items is None:
-                    items = array_items(frame, skip_ws(frame, 0))
-                _, start, end = items[i]
-                out.append(to_python(state_error(bad, frame, start), frame, line=line, raw=frame[start:end]))
-        return out
+        return engine.frame(self, frame, source)
 
     @exclusive
     def feed(self, data: Any, *, changes: bool = True, source: Optional[str] = None) -> List[Any]:
@@ -487,7 +372,7 @@ class ToolCallStore:
             data = to_bytes(data, "feed")
             if type(data) is DecodeError:
                 raise to_python(data, None)
-        return _feed_lines(self, data, changes, source)
+        return engine.feed(self, data, source, changes)
 
     @exclusive
     def finish(self, *, changes: bool = True, source: Optional[str] = None) -> List[Any]:
@@ -495,41 +380,7 @@ class ToolCallStore:
         DecodeErrors with ``changes=False``)."""
         check_bool(changes)
         _check_source(source)
-        out: List[Any] = []
-        for line, frame in self._framer._end():
-            self._collect(decode_frame(frame, line), out, changes, source)
-        return out
-
-    def _collect(self, result: Any, out: List[Any], changes: bool, source: Any) -> None:
-        """Add to ``out`` what one frame yields: ``result`` is its decoded Message / Batch /
-        error, or the result list of a batch already applied."""
-        t = type(result)
-        if t is PyDecodeError:
-            out.append(result)
-            return
-        if t is Message:
-            result = [self._apply_message_in_stream(result, source)]
-        elif t is not list:  # a Batch decoded from a frame orjson refused
-            frame = result.raw
-            result = self._apply_batch(frame, parse_exact(frame), result, source, result.line)
-            if type(result) is PyDecodeError:  # refused as a whole by `strict_schema`
-                out.append(result)
-                return
-        for r in result:
-            if r is not None and (changes or type(r) is not Change):
-                out.append(r)
-
-    def _apply_message_in_stream(self, m: Any, source: Any) -> Any:
-        """A Message from the stream (a frame orjson refused): errors carry its line."""
-        raw = m._raw
-        if self._strict is not None:
-            refused = self._strict.check(raw, False, source, m._line)
-            if refused is not None:
-                return refused
-        try:
-            return self._dispatch(parse_exact(raw), m, source, raw)
-        except Bad as bad:
-            return to_python(state_error(bad, raw, skip_ws(raw, 0)), raw, line=m._line, raw=raw)
+        return engine.finish(self, source, changes)
 
     def _dispatch(self, value: Any, m: Any, source: Any, frame: Optional[bytes]) -> Optional[Change]:
         """Apply one valid message (Rust: ``Store::apply``) whose parsed object is ``value``.
@@ -539,7 +390,7 @@ class ToolCallStore:
         if kind == "notification":
             method = m._method
             if method == "session/update":
-                # The update table (Rust: `session_update`; inlined in `_feed_lines`).
+                # The update table (Rust: `session_update`; inlined in `engine.feed`).
                 update_fn = self._updates.get(m._update_kind, self._unknown)
                 if update_fn is None:
                     return None
@@ -719,94 +570,3 @@ class ToolCallStore:
         raises ValueError naming the path. The restored store starts a fresh decoder; its
         eviction order is the checkpoint's order."""
         return checkpoint.from_json(cls, data)
-
-
-def _batch_results(result: Any) -> List[Any]:
-    """``apply``'s answer for a batch frame: the results of its entries, or its DecodeError
-    raised (the frame refused as a whole)."""
-    if type(result) is PyDecodeError:
-        raise result
-    return cast(List[Any], result)
-
-
-def _feed_lines(store: ToolCallStore, data: bytes, changes: bool, source: Any) -> List[Any]:
-    """``ToolCallStore.feed`` after its argument checks: the lines of the store's ``Framer`` (one
-    split of the whole feed, as ``FrameDecoder.feed`` takes them), with each frame's parsed value
-    applied directly (``_dispatch``'s session/update branch inlined: most frames)."""
-    framer = store._framer
-    out: List[Any] = []
-    split = framer._feed(data, out)
-    if split is None:
-        return out
-    parts, tail, line = split[0], split[1], split[2]
-    limit = framer.max_frame_bytes
-    blank_start = _BLANK_START
-    append = out.append
-    loads = _orjson_loads
-    message = message_or_none
-    dispatch = store._dispatch
-    updates = store._updates
-    unknown = store._unknown
-    dumps = _orjson_dumps
-    strict = store._strict
-    for frame in parts:
-        line += 1
-        if not frame:
-            continue
-        if len(frame) > limit:
-            append(too_large(limit, line))
-            continue
-        if frame[-1] == 13:  # \r
-            frame = frame[:-1]
-            if not frame:
-                continue
-        if frame[0] in blank_start and not frame.strip(_BLANK):
-            continue
-        try:
-            value = loads(frame)
-        except _JSONDecodeError:
-            store._collect(decode_frame(frame, line), out, changes, source)
-            updates = store._updates
-            continue
-        if type(value) is dict:
-            m: Any = message(frame, value, line)
-            if m is not None:
-                if strict is not None:
-                    refused = strict.check(frame, False, source, line)
-                    if refused is not None:
-                        append(refused)
-                        continue
-                try:
-                    if m._method == "session/update" and m._kind == "notification":
-                        update_fn = updates.get(m._update_kind, unknown)
-                        if update_fn is None:
-                            continue
-                        sid = m._session_id
-                        if sid is None:
-                            raise BAD_SID
-                        # read.exactly, inlined
-                        try:
-                            dumped = dumps(value)
-                        except TypeError:
-                            dumped = None
-                        if dumped != frame:
-                            value = recheck(frame, value, dumped)
-                        change = update_fn(store, sid, value["params"]["update"])
-                    else:
-                        change = dispatch(value, m, source, frame)
-                        updates = store._updates  # a response may change the version in force
-                except Bad as bad:
-                    err = state_error(bad, frame, skip_ws(frame, 0))
-                    append(to_python(err, frame, line=line, raw=frame))
-                    continue
-                if change is not None and changes:
-                    append(change)
-                continue
-        elif type(value) is list and value:
-            store._collect(store._apply_batch(frame, value, None, source, line), out, changes, source)
-            updates = store._updates
-            continue
-        append(decode_value(frame, value, line))
-    if tail:
-        framer._buffer_tail(tail, out)
-    return out

@@ -1,0 +1,118 @@
+"""Strict checking of a stream of frames: the ``strict_schema`` option of ``FrameDecoder`` and
+``ToolCallStore`` (and so of ``acp-fast proxy --strict-schema`` and
+``acp_sdk.install(strict=True)``). Every frame goes through one conversation (``rules.py``); a
+frame with problems of severity ``error`` is refused, as a whole or, for a batch, entry by entry.
+
+The schema a frame is checked against is the one of the protocol version in force when it was
+sent: the fixed version, else the version the ``initialize`` answer negotiated, else 1. The
+answer itself is checked against the version of its request (the conversation learns the new
+version while checking it, after the schema was chosen).
+
+Mirror of ``rust/schema/stream.rs``. Differences on purpose: the verdicts are the ``DecodeError``
+objects themselves (Rust's core gives the problems, its binding builds the errors); ``apply``
+(the check of a ``FrameDecoder``'s results) is Rust's binding's ``check_results``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, List, Optional, Union, cast
+
+from ...errors import DecodeError
+from ...problems import SchemaProblem
+from ..scanner import array_items, loads, skip_ws
+from . import _parse, engine_name, rules, schema
+
+#: ``loads`` of the fallback (its signature is a comment, for the native one): typed here.
+_loads: Callable[[bytes], Any] = loads
+
+#: The two sides of a connection whose decoder is told what was sent (``FrameDecoder.sent``).
+RECEIVED = "received"
+SENT = "sent"
+
+
+class Strict:
+    """The ``strict_schema`` option of ``FrameDecoder`` and ``ToolCallStore``: every frame goes
+    through a conversation check; a frame with errors is reported as a ``DecodeError`` of kind
+    ``schema`` (code -32602, the first problem as its message, all of them in ``problems``)."""
+
+    def __init__(self, arg: Any) -> None:
+        if arg is True:
+            self.fixed: Optional[int] = None
+        elif isinstance(arg, int) and not isinstance(arg, bool) and arg in (1, 2):
+            self.fixed = int(arg)
+        else:
+            raise ValueError(f"expected strict_schema to be a bool, 1 or 2, found {arg!r}")
+        engine_name()
+        self.conversation = rules.Conversation()
+        # `FrameDecoder.sent` was called: the decoder reads one direction of a connection, whose
+        # frames are the sender RECEIVED (else its frames name no sender).
+        self.directed = False
+
+    def setting(self) -> Union[bool, int]:
+        """The option as given: ``True`` (follow the negotiation) or the fixed version."""
+        return True if self.fixed is None else self.fixed
+
+    def apply(self, results: List[Any]) -> None:
+        """Check the results of a ``FrameDecoder``'s ``feed`` / ``finish``, replacing the frames
+        that fail (a batch as a whole)."""
+        for index, item in enumerate(results):
+            if isinstance(item, DecodeError):
+                continue
+            verdict = self.check(item.raw, False, RECEIVED if self.directed else None, item.line)
+            if isinstance(verdict, DecodeError):
+                results[index] = verdict
+
+    def sent(self, message: Any) -> None:
+        """``FrameDecoder.sent``: a frame sent the other way, into the conversation (a request is
+        then pending, a response answers one received); its problems are not reported."""
+        self.directed = True
+        try:
+            value = _parse(message)
+        except DecodeError:  # not JSON: nothing to learn from it
+            return
+        self.conversation.check(schema(self.version(), False), value, SENT)
+
+    def version(self) -> int:
+        """The version in force: the fixed one, else the negotiated one, else 1."""
+        return self.fixed or self.conversation.negotiated or 1
+
+    def check(self, raw: bytes, entries: bool, sender: Optional[str], line: Optional[int]) -> Any:
+        """Check the frame ``raw`` (no line ending), sent by ``sender`` (None: not said).
+        ``entries``: judge the entries of a batch each on its own (problems at the frame itself,
+        such as a batch in protocol v1, still fail the whole frame). Returns None (no problem of
+        severity ``error``), the frame's ``DecodeError``, or for a batch judged by entry a list
+        with each entry's ``DecodeError`` (None: valid)."""
+        version = self.version()
+        try:
+            value = _loads(raw)
+        except DecodeError:  # a frame the scanner refuses is the caller's to report
+            return None
+        found = self.conversation.check(schema(version, False), value, sender)
+        errors = [p for p in found if p.severity == "error"]
+        if not errors:
+            return None
+        count = len(value) if entries and isinstance(value, list) else 0
+
+        def entry_of(p: SchemaProblem) -> Optional[int]:
+            first = p.location[0] if p.location else None
+            return first if type(first) is int and first < count else None
+
+        if not entries or any(entry_of(p) is None for p in errors):
+            return schema_error(errors, line, raw)
+        by_entry: List[List[SchemaProblem]] = [[] for _ in range(count)]
+        for p in errors:
+            by_entry[cast(int, entry_of(p))].append(p)
+        spans = array_items(raw, skip_ws(raw, 0))
+        return [
+            schema_error(problems, line, raw[start:end]) if problems else None
+            for problems, (_, start, end) in zip(by_entry, spans)
+        ]
+
+
+def schema_error(errors: List[SchemaProblem], line: Optional[int], raw: bytes) -> DecodeError:
+    """The ``DecodeError`` of kind ``schema`` for ``errors`` (not empty), of the frame or entry
+    ``raw``."""
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    error = DecodeError(errors[0].message + more, code=-32602, kind="schema", line=line, raw=raw)
+    error.problems = errors  # type: ignore[attr-defined]  # the list, for whoever wants it
+    return error
