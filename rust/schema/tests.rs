@@ -353,3 +353,31 @@ fn speed() {
         );
     }
 }
+
+/// The stream check follows the negotiation: the `initialize` answer is checked against the
+/// version of its request (v1), the frames after it against v2.
+#[test]
+fn the_stream_check_follows_the_initialize_answer() {
+    let schemas: [&'static Schema; 2] = [
+        Box::leak(Box::new(schema(1, false))),
+        Box::leak(Box::new(schema(2, false))),
+    ];
+    let mut strict = Strict::new(None, schemas);
+    let request = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":2}}"#;
+    assert_eq!(strict.check(request.as_bytes(), None, Some("client")), Verdict::Valid);
+    assert_eq!(strict.version(), 1);
+    let answer = r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":2}}"#;
+    assert_eq!(strict.check(answer.as_bytes(), None, Some("agent")), Verdict::Valid);
+    assert_eq!(strict.version(), 2);
+    // checked against v2 now: a custom kind needs "_"
+    let update = r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"t","kind":"mine"}}}"#;
+    match strict.check(update.as_bytes(), None, Some("agent")) {
+        Verdict::Frame(problems) => assert_eq!(problems[0].rule, CUSTOM_VALUE_PREFIX),
+        other => panic!("{other:?}"),
+    }
+    // a fixed version never follows
+    let mut fixed = Strict::new(Some(1), schemas);
+    fixed.check(request.as_bytes(), None, Some("client"));
+    fixed.check(answer.as_bytes(), None, Some("agent"));
+    assert_eq!(fixed.version(), 1);
+}
