@@ -13,8 +13,8 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 
+use super::args::{Arg, MaxFrameBytes};
 use super::frames::source_of;
-use super::framing::max_frame_bytes_arg;
 use crate::columns::{Batch, FrameColumns, Validity, VarColumn, COLUMNS, MAX_LINE_BYTES};
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -106,8 +106,8 @@ pub struct PyFrameColumns {
 impl PyFrameColumns {
     #[new]
     #[pyo3(signature = (*, first_line = 0, max_frame_bytes = None), text_signature = "(*, first_line=0, max_frame_bytes=67108864)")]
-    fn new(first_line: u64, max_frame_bytes: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
-        let max = max_frame_bytes_arg(max_frame_bytes)?;
+    fn new(first_line: u64, max_frame_bytes: Option<Arg<MaxFrameBytes>>) -> PyResult<Self> {
+        let max = MaxFrameBytes::or_default(max_frame_bytes)?;
         if max > MAX_LINE_BYTES {
             return Err(PyValueError::new_err(format!(
                 "max_frame_bytes of FrameColumns must be at most {MAX_LINE_BYTES}, found {max}"

@@ -10,9 +10,9 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyByteArray, PyBytes, PyList, PyString, PyTuple};
 use pyo3::{intern, IntoPyObjectExt};
 
+use super::args::{Arg, MaxFrameBytes, StrictSchema};
 use super::convert::{build, build_span, dumps_bytes};
 use super::errors::{batch_type, decode_error, decode_error_object, Origin};
-use super::framing::max_frame_bytes_arg;
 use super::strcache::{token_str, CacheGuard, VALUES};
 use super::Exclusive;
 use crate::decoder::{Decoded, FrameDecoder};
@@ -467,15 +467,15 @@ impl PyFrameDecoder {
     )]
     fn new(
         py: Python<'_>,
-        max_frame_bytes: Option<&Bound<'_, PyAny>>,
-        strict_schema: Option<&Bound<'_, PyAny>>,
+        max_frame_bytes: Option<Arg<MaxFrameBytes>>,
+        strict_schema: Option<Arg<StrictSchema>>,
     ) -> PyResult<Self> {
         Ok(Self {
             decoder: Exclusive::new(
                 "FrameDecoder",
                 Decoding {
-                    decoder: FrameDecoder::new(max_frame_bytes_arg(max_frame_bytes)?),
-                    strict: super::schema::strict_arg(py, strict_schema)?,
+                    decoder: FrameDecoder::new(MaxFrameBytes::or_default(max_frame_bytes)?),
+                    strict: super::schema::strict_arg(py, Arg::get(strict_schema)?)?,
                 },
             ),
         })

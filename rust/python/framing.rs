@@ -5,34 +5,15 @@
 //! one object can be shared by threads (docs/API.md "Threads"; the reasons are at the top of
 //! `mod.rs`).
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyInt, PyList};
+use pyo3::types::{PyBytes, PyList};
 use pyo3::IntoPyObjectExt;
 
+use super::args::{Arg, MaxFrameBytes};
 use super::errors::{decode_error_object, Origin};
 use super::frames::{concat_bytes, source_of, Source};
 use super::Exclusive;
-use crate::framing::{
-    check_max_frame_bytes, max_frame_bytes_not_an_int, max_frame_bytes_out_of_range, too_large, Event, Framer, Piece,
-    DEFAULT_MAX_FRAME_BYTES,
-};
-
-/// A caller's `max_frame_bytes` (`framing::check_max_frame_bytes`): an `int` (not a `bool`) from 1
-/// to `MAX_FRAME_BYTES`, or None for the default; else the TypeError / ValueError saying why not.
-pub(crate) fn max_frame_bytes_arg(value: Option<&Bound<'_, PyAny>>) -> PyResult<usize> {
-    let Some(value) = value else {
-        return Ok(DEFAULT_MAX_FRAME_BYTES);
-    };
-    if value.is_instance_of::<PyBool>() || !value.is_instance_of::<PyInt>() {
-        let name = value.get_type().name()?;
-        return Err(PyTypeError::new_err(max_frame_bytes_not_an_int(&name.to_string())));
-    }
-    match value.extract::<i64>() {
-        Ok(v) => check_max_frame_bytes(v).map_err(PyValueError::new_err),
-        Err(_) => Err(PyValueError::new_err(max_frame_bytes_out_of_range(value.str()?))),
-    }
-}
+use crate::framing::{too_large, Event, Framer, Piece};
 
 /// Splits a byte stream into lines (what `FrameDecoder` does before it parses them).
 #[pyclass(module = "acp_fast", name = "Framer", frozen)]
@@ -160,9 +141,9 @@ impl PyFramer {
     #[new]
     #[pyo3(signature = (*, max_frame_bytes = None, keepends = false, joined = false),
            text_signature = "(*, max_frame_bytes=67108864, keepends=False, joined=False)")]
-    fn new(max_frame_bytes: Option<&Bound<'_, PyAny>>, keepends: bool, joined: bool) -> PyResult<Self> {
+    fn new(max_frame_bytes: Option<Arg<MaxFrameBytes>>, keepends: bool, joined: bool) -> PyResult<Self> {
         Ok(Self {
-            framer: Exclusive::new("Framer", Framer::new(max_frame_bytes_arg(max_frame_bytes)?)),
+            framer: Exclusive::new("Framer", Framer::new(MaxFrameBytes::or_default(max_frame_bytes)?)),
             keepends: keepends || joined,
             joined,
         })

@@ -14,6 +14,7 @@
 //! itself: it raises RuntimeError instead (the fallback raises the same, `_fallback/framing.py`
 //! `exclusive`). This locking does not rely on the GIL, so it holds on a free-threaded build too.
 
+mod args;
 mod arrow;
 mod bounds;
 mod convert;

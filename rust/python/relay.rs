@@ -14,6 +14,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 use pyo3::IntoPyObjectExt;
 
+use super::args::{Arg, MaxFrameBytes};
 use super::errors::{decode_error_object, Origin};
 use super::schema::schema_error;
 use super::state::PyToolCallStore;
@@ -38,7 +39,7 @@ impl PyRelay {
         store: Bound<'_, PyToolCallStore>,
         fd: i32,
         source: &str,
-        max_frame_bytes: Option<&Bound<'_, PyAny>>,
+        max_frame_bytes: Option<Arg<MaxFrameBytes>>,
     ) -> PyResult<Self> {
         let source = match source {
             "agent" => Source::Agent,
@@ -49,7 +50,7 @@ impl PyRelay {
                 )))
             }
         };
-        let max = super::framing::max_frame_bytes_arg(max_frame_bytes)?;
+        let max = MaxFrameBytes::or_default(max_frame_bytes)?;
         Ok(Self {
             relay: Exclusive::new("_Relay", Relay::new(max, source)),
             store: store.unbind(),

@@ -9,6 +9,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PyString, PyTuple, PyType};
 
+use super::args::{Arg, SchemaVersion, StrictSchema};
 use super::convert::dumps_bytes;
 use super::errors::{decode_error, decode_error_type, Origin};
 use super::frames::{source_of, PyMessage};
@@ -25,19 +26,10 @@ static SCHEMAS: [PyOnceLock<Schema>; 4] = [
 static PROBLEM: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static TAPE: Mutex<Tape> = Mutex::new(Tape { entries: Vec::new() });
 
-fn version_index(protocol_version: &Bound<'_, PyAny>, unstable: bool) -> PyResult<usize> {
-    let version: Option<i64> = if protocol_version.is_instance_of::<pyo3::types::PyBool>() {
-        None
-    } else {
-        protocol_version.extract().ok()
-    };
-    match version {
-        Some(v @ (1 | 2)) => Ok((v as usize - 1) * 2 + usize::from(unstable)),
-        _ => Err(PyValueError::new_err(format!(
-            "expected protocol_version to be 1 or 2, found {}",
-            protocol_version.repr()?
-        ))),
-    }
+/// The index in `SCHEMAS` of a protocol version (None: 1), stable or unstable.
+fn version_index(protocol_version: Option<SchemaVersion>, unstable: bool) -> usize {
+    let version = protocol_version.map_or(1, |v| usize::from(v.0));
+    (version - 1) * 2 + usize::from(unstable)
 }
 
 /// The compiled schema of protocol v1/v2, stable or unstable (`index` from `version_index`).
@@ -106,14 +98,11 @@ fn problems<'py>(py: Python<'py>, found: Vec<Problem>) -> PyResult<Bound<'py, Py
 pub fn validate_schema<'py>(
     py: Python<'py>,
     message: &Bound<'py, PyAny>,
-    protocol_version: Option<&Bound<'py, PyAny>>,
+    protocol_version: Option<Arg<SchemaVersion>>,
     unstable: bool,
     method: Option<&str>,
 ) -> PyResult<Bound<'py, PyList>> {
-    let index = match protocol_version {
-        Some(v) => version_index(v, unstable)?,
-        None => usize::from(unstable),
-    };
+    let index = version_index(Arg::get(protocol_version)?, unstable);
     let schema = schema(py, index)?;
     let bytes = frame_bytes(message)?;
     let data = strip_line_ending(bytes.as_bytes());
@@ -139,11 +128,8 @@ pub struct PySchemaValidator {
 impl PySchemaValidator {
     #[new]
     #[pyo3(signature = (*, protocol_version = None, unstable = false))]
-    fn new(py: Python<'_>, protocol_version: Option<&Bound<'_, PyAny>>, unstable: bool) -> PyResult<Self> {
-        let index = match protocol_version {
-            Some(v) => version_index(v, unstable)?,
-            None => usize::from(unstable),
-        };
+    fn new(py: Python<'_>, protocol_version: Option<Arg<SchemaVersion>>, unstable: bool) -> PyResult<Self> {
+        let index = version_index(Arg::get(protocol_version)?, unstable);
         schema(py, index)?;
         Ok(Self {
             index,
@@ -200,27 +186,13 @@ impl PySchemaValidator {
     }
 }
 
-/// The `strict_schema` option of `FrameDecoder` and `ToolCallStore`: False / None (off), True
-/// (follow the negotiation) or 1 / 2 (fixed), as the core's stream check (`crate::schema::Strict`).
-pub fn strict_arg(py: Python<'_>, arg: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Strict>> {
-    let Some(arg) = arg else { return Ok(None) };
-    let fixed = if arg.is_none() || arg.is_instance_of::<pyo3::types::PyBool>() {
-        if !arg.is_truthy()? {
-            return Ok(None);
-        }
-        None
-    } else {
-        match arg.extract::<i64>() {
-            Ok(v @ (1 | 2)) => Some(v as u8),
-            _ => {
-                return Err(PyValueError::new_err(format!(
-                    "expected strict_schema to be a bool, 1 or 2, found {}",
-                    arg.repr()?
-                )))
-            }
-        }
-    };
-    Ok(Some(Strict::new(fixed, [schema(py, 0)?, schema(py, 2)?])))
+/// The core's stream check (`crate::schema::Strict`) for a `strict_schema` argument (None or
+/// False: none).
+pub fn strict_arg(py: Python<'_>, arg: Option<StrictSchema>) -> PyResult<Option<Strict>> {
+    match arg.and_then(|a| a.0) {
+        Some(fixed) => Ok(Some(Strict::new(fixed, [schema(py, 0)?, schema(py, 2)?]))),
+        None => Ok(None),
+    }
 }
 
 /// The option as given: `False` (off), `True` (follow the negotiation) or the fixed version.

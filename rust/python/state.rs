@@ -12,6 +12,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyString, PyType};
 use pyo3::{intern, IntoPyObjectExt};
 
+use super::args::{Arg, MaxFrameBytes, MaxToolCalls, ProtocolVersion, StrictSchema};
 use super::bounds::{limit_arg, LimitArg};
 use super::convert::{dumps_bytes, Writer};
 use super::errors::{decode_error, decode_error_object, decode_error_type, Origin};
@@ -214,81 +215,24 @@ fn single<'py>(py: Python<'py>, item: Option<Bound<'py, PyAny>>) -> PyResult<Bou
     }
 }
 
-fn parse_source(source: Option<&Bound<'_, PyAny>>) -> PyResult<Source> {
-    let Some(s) = source else {
-        return Ok(Source::Unknown);
-    };
-    if s.is_none() {
-        return Ok(Source::Unknown);
-    }
-    match s.cast::<PyString>().ok().and_then(|s| s.to_str().ok()) {
-        Some("agent") => Ok(Source::Agent),
-        Some("client") => Ok(Source::Client),
-        _ => Err(PyValueError::new_err(format!(
-            "expected source to be 'agent', 'client' or None, found {}",
-            s.repr()?
-        ))),
-    }
-}
-
-fn version_arg(v: Option<&Bound<'_, PyAny>>) -> PyResult<Option<u8>> {
-    let Some(v) = v else {
-        return Ok(None);
-    };
-    if v.is_none() {
-        return Ok(None);
-    }
-    if v.is_exact_instance_of::<PyInt>() {
-        match v.extract::<i64>() {
-            Ok(1) => return Ok(Some(1)),
-            Ok(2) => return Ok(Some(2)),
-            _ => {}
-        }
-    }
-    Err(PyValueError::new_err(format!(
-        "expected protocol_version to be 1, 2 or None, found {}",
-        v.repr()?
-    )))
-}
-
-fn max_arg(v: Option<&Bound<'_, PyAny>>) -> PyResult<Option<usize>> {
-    let Some(v) = v else {
-        return Ok(None);
-    };
-    if v.is_none() {
-        return Ok(None);
-    }
-    if v.is_exact_instance_of::<PyInt>() {
-        if let Ok(n) = v.extract::<i64>() {
-            if n >= 1 {
-                return Ok(Some(n as usize));
-            }
-        }
-    }
-    Err(PyValueError::new_err(format!(
-        "expected max_tool_calls to be a positive integer or None, found {}",
-        v.repr()?
-    )))
-}
-
 impl StoreState {
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
-        protocol_version: Option<&Bound<'_, PyAny>>,
-        max_tool_calls: Option<&Bound<'_, PyAny>>,
-        max_frame_bytes: Option<&Bound<'_, PyAny>>,
+        protocol_version: Option<Arg<ProtocolVersion>>,
+        max_tool_calls: Option<Arg<MaxToolCalls>>,
+        max_frame_bytes: Option<Arg<MaxFrameBytes>>,
         max_terminal_bytes: LimitArg<'_>,
         max_content_items: LimitArg<'_>,
         max_plans: LimitArg<'_>,
         max_permissions: LimitArg<'_>,
         max_updates: LimitArg<'_>,
         max_terminals: LimitArg<'_>,
-        strict_schema: Option<&Bound<'_, PyAny>>,
+        strict_schema: Option<Arg<StrictSchema>>,
     ) -> PyResult<Self> {
-        let version = version_arg(protocol_version)?;
-        let max = max_arg(max_tool_calls)?;
-        let max_frame_bytes = super::framing::max_frame_bytes_arg(max_frame_bytes)?;
+        let version = Arg::get(protocol_version)?.map(|v| v.0);
+        let max = Arg::get(max_tool_calls)?.map(|m| m.0);
+        let max_frame_bytes = MaxFrameBytes::or_default(max_frame_bytes)?;
         let d = Limits::default();
         let limits = Limits {
             terminal_bytes: limit_arg(max_terminal_bytes, "max_terminal_bytes", 0, d.terminal_bytes)?,
@@ -299,7 +243,7 @@ impl StoreState {
             terminals: limit_arg(max_terminals, "max_terminals", 1, d.terminals)?,
         };
         let store = Store::with_limits(version, max, limits);
-        let strict = strict_arg(py, strict_schema)?;
+        let strict = strict_arg(py, Arg::get(strict_schema)?)?;
         Ok(Self {
             engine: Engine::new(store, max_frame_bytes, strict),
         })
@@ -311,10 +255,8 @@ impl StoreState {
         &mut self,
         py: Python<'py>,
         frame: &Bound<'py, PyAny>,
-        source: Option<&Bound<'py, PyAny>>,
+        source: Source,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let source_arg = source;
-        let source = parse_source(source)?;
         let mut cache = VALUES.lock();
         let mut items: Vec<Option<Bound<'py, PyAny>>> = Vec::new();
         if let Ok(m) = frame.cast::<PyMessage>() {
@@ -346,7 +288,7 @@ impl StoreState {
                             item.get_type().name()?
                         )));
                     }
-                    let r = match self.apply(py, &item, source_arg) {
+                    let r = match self.apply(py, &item, source) {
                         Ok(v) => v,
                         Err(e) if e.is_instance(py, decode_error_type(py)?) => {
                             e.into_value(py).into_bound(py).into_any()
@@ -396,22 +338,15 @@ impl StoreState {
         py: Python<'py>,
         data: &Bound<'py, PyAny>,
         changes: bool,
-        source: Option<&Bound<'py, PyAny>>,
+        from: Source,
     ) -> PyResult<Bound<'py, PyList>> {
-        let from = parse_source(source)?;
         let source = source_of(data)?;
         self.collect(py, Some(source.bytes.as_bytes()), from, changes)
     }
 
     /// End of input: apply a last line that has no newline.
-    fn finish<'py>(
-        &mut self,
-        py: Python<'py>,
-        changes: bool,
-        source: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyList>> {
-        let from = parse_source(source)?;
-        self.collect(py, None, from, changes)
+    fn finish<'py>(&mut self, py: Python<'py>, changes: bool, source: Source) -> PyResult<Bound<'py, PyList>> {
+        self.collect(py, None, source, changes)
     }
 
     fn get<'py>(

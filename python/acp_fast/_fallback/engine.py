@@ -21,10 +21,10 @@ import orjson
 
 from ..errors import DecodeError as PyDecodeError
 from .encoder import dumps
-from .error import DecodeError, to_python
+from .error import to_python
 from .framing import _BLANK, _BLANK_START, too_large
-from .message import Message, decode_frame, decode_value, message_or_none
-from .scanner import array_items, parse_exact, skip_ws, to_bytes
+from .message import Message, decode_frame, decode_value, message_or_none, one_frame
+from .scanner import array_items, parse_exact, skip_ws
 from .state.read import BAD_SID, Bad, exactly, recheck, state_error
 from .state.records import Change
 
@@ -158,21 +158,9 @@ def frame(store: Any, data: Any, source: Any) -> Any:
     """``ToolCallStore.apply`` of one frame given as bytes, str, a dict or a list (not a stream's
     line: errors carry no line): a Change or None, a list for a batch; raises the DecodeError of a
     frame refused as a whole."""
-    if type(data) is not bytes:
-        if isinstance(data, (list, dict)):
-            data = _dumps(data)
-        else:
-            data = to_bytes(data, "apply")
-            if type(data) is DecodeError:
-                raise to_python(data, None)
-    if data and data[-1] == 10:  # \n
-        data = data[:-1]
-    if data and data[-1] == 13:  # \r
-        data = data[:-1]
-    if b"\n" in data:
-        nl = data.find(b"\n")
-        err = DecodeError.json("embedded_newline", "expected one frame per line, found a newline", nl)
-        raise to_python(err, data, raw=data)
+    if isinstance(data, (list, dict)):
+        data = _dumps(data)
+    data = one_frame(data, "apply")
     try:
         value = _orjson_loads(data)
     except _JSONDecodeError:

@@ -11,7 +11,7 @@ Mirror of ``rust/message.rs`` (and of the ``Message`` / ``decode`` / ``encode`` 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Union, cast
 
 import orjson
 
@@ -389,13 +389,11 @@ def decode_value(frame: bytes, value: Any, line: Optional[int]) -> Union[Message
     return to_python(err, frame, line=line, raw=frame)
 
 
-# decode and encode are typed by comments so that their signatures read as the native ones.
-def decode(line):  # type: (Any) -> Union[Message, Batch]
-    """``acp_fast.decode``: one frame (with or without its line ending) to a Message or a Batch;
-    raises DecodeError."""
-    data = line
+def one_frame(data: Any, caller: str) -> bytes:
+    """A frame given on its own (bytes-like or str, with or without its line ending) as bytes
+    without its line ending; raises the DecodeError of another type or of an embedded newline."""
     if type(data) is not bytes:
-        data = to_bytes(data, "decode")
+        data = to_bytes(data, caller)
         if type(data) is DecodeError:
             raise to_python(data, None)
     if data and data[-1] == 10:  # \n
@@ -406,6 +404,14 @@ def decode(line):  # type: (Any) -> Union[Message, Batch]
         nl = data.find(b"\n")
         err = DecodeError.json("embedded_newline", "expected one frame per line, found a newline", nl)
         raise to_python(err, data, raw=data)
+    return cast(bytes, data)
+
+
+# decode and encode are typed by comments so that their signatures read as the native ones.
+def decode(line):  # type: (Any) -> Union[Message, Batch]
+    """``acp_fast.decode``: one frame (with or without its line ending) to a Message or a Batch;
+    raises DecodeError."""
+    data = one_frame(line, "decode")
     result = decode_frame(data, None)
     if type(result) is PyDecodeError:
         raise result

@@ -6,6 +6,7 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyType};
 
+use super::super::args::{Arg, MaxFrameBytes, MaxToolCalls, ProtocolVersion, SourceArg, StrictSchema};
 use super::super::bounds::LimitArg;
 use super::super::{Exclusive, Locked};
 use super::StoreState;
@@ -53,16 +54,16 @@ impl PyToolCallStore {
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
-        protocol_version: Option<&Bound<'_, PyAny>>,
-        max_tool_calls: Option<&Bound<'_, PyAny>>,
-        max_frame_bytes: Option<&Bound<'_, PyAny>>,
+        protocol_version: Option<Arg<ProtocolVersion>>,
+        max_tool_calls: Option<Arg<MaxToolCalls>>,
+        max_frame_bytes: Option<Arg<MaxFrameBytes>>,
         max_terminal_bytes: LimitArg<'_>,
         max_content_items: LimitArg<'_>,
         max_plans: LimitArg<'_>,
         max_permissions: LimitArg<'_>,
         max_updates: LimitArg<'_>,
         max_terminals: LimitArg<'_>,
-        strict_schema: Option<&Bound<'_, PyAny>>,
+        strict_schema: Option<Arg<StrictSchema>>,
     ) -> PyResult<Self> {
         StoreState::new(
             py,
@@ -85,9 +86,9 @@ impl PyToolCallStore {
         &self,
         py: Python<'py>,
         frame: &Bound<'py, PyAny>,
-        source: Option<&Bound<'py, PyAny>>,
+        source: Option<Arg<SourceArg>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        self.locked(py)?.apply(py, frame, source)
+        self.locked(py)?.apply(py, frame, SourceArg::or_unknown(source)?)
     }
 
     #[pyo3(signature = (data, *, changes = true, source = None))]
@@ -96,9 +97,9 @@ impl PyToolCallStore {
         py: Python<'py>,
         data: &Bound<'py, PyAny>,
         changes: bool,
-        source: Option<&Bound<'py, PyAny>>,
+        source: Option<Arg<SourceArg>>,
     ) -> PyResult<Bound<'py, PyList>> {
-        self.locked(py)?.feed(py, data, changes, source)
+        self.locked(py)?.feed(py, data, changes, SourceArg::or_unknown(source)?)
     }
 
     #[pyo3(signature = (*, changes = true, source = None))]
@@ -106,9 +107,9 @@ impl PyToolCallStore {
         &self,
         py: Python<'py>,
         changes: bool,
-        source: Option<&Bound<'py, PyAny>>,
+        source: Option<Arg<SourceArg>>,
     ) -> PyResult<Bound<'py, PyList>> {
-        self.locked(py)?.finish(py, changes, source)
+        self.locked(py)?.finish(py, changes, SourceArg::or_unknown(source)?)
     }
 
     fn get<'py>(
