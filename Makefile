@@ -19,7 +19,7 @@ PYTHON ?= $(shell if [ -x $(VENV)/bin/python ]; then echo $(VENV)/bin/python; el
 ENV_EXTRAS ?= test,bench,lint
 
 .PHONY: install build env test test-rust test-python test-aarch64 miri fuzz soak bench bench-suite bench-rust ab \
-	lint format lint-format lint-ruff lint-mypy lint-stubtest lint-imports lint-rust env-setup build-tools wheels wheel-test docs docs-tools docs-serve clean-venv
+	lint format lint-format lint-ruff lint-mypy lint-stubtest lint-imports lint-mirror lint-rust env-setup build-tools wheels wheel-test docs docs-tools docs-serve clean-venv
 
 install:  ## build the Rust core (release) and install the package with its test and lint extras
 	$(PYTHON) -m pip install -e '.[test,lint]'
@@ -140,7 +140,7 @@ ab:  ## A/B of two native builds in one process: make ab OLD=/tmp/old.so NEW=/tm
 PY_PATHS = python tests benches .ci $(wildcard docs/*.py)
 CHECK_ENV = PYTHONPATH=$(CURDIR)/python
 
-lint: lint-format lint-ruff lint-mypy lint-stubtest lint-imports lint-rust  ## every static check
+lint: lint-format lint-ruff lint-mypy lint-stubtest lint-imports lint-mirror lint-rust  ## every static check
 
 lint-format:  ## Python formatting (ruff format --check; `make format` fixes it)
 	$(PYTHON) -m ruff format --check --output-format concise $(PY_PATHS)
@@ -157,6 +157,9 @@ lint-stubtest:  ## the stub python/acp_fast/_native.pyi against the built native
 
 lint-imports:  ## no import cycle between the package's modules
 	$(CHECK_ENV) $(PYTHON) .ci/import_cycles.py acp_fast
+
+lint-mirror:  ## the fallback mirrors rust/ function for function, and DESIGN's module map is MAP (tests/test_mirror.py)
+	$(PYTHON) -m pytest tests/test_mirror.py -q
 
 lint-rust:  ## rustfmt, clippy with the [lints] of Cargo.toml as errors, the core without PyO3
 	cargo fmt --check

@@ -2,6 +2,9 @@
 //!
 //! The core modules below know nothing about Python; the PyO3 binding layer (`python`) is compiled
 //! only with the `python` feature, so `cargo test` runs without libpython.
+//!
+//! The pure-Python fallback (`python/acp_fast/_fallback/`) mirrors these modules file for file
+//! and function for function; tests/test_mirror.py checks it and lists the differences on purpose.
 
 pub mod columns;
 pub mod decoder;

@@ -1,8 +1,10 @@
 """The pure-Python backend of acp-fast, built on orjson.
 
-It mirrors the Rust core file for file (docs/DESIGN.md section 1): ``error.py``, ``scanner/``,
-``encoder.py``, ``message.py``, ``framing.py``, ``decoder.py``. The behaviour is the same byte for
-byte; only the speed differs.
+It mirrors the Rust core file for file and function for function (docs/DESIGN.md section 1):
+``X.py`` is ``rust/X.rs`` plus the part of ``rust/python/`` that its classes do. The behaviour is
+the same byte for byte; only the speed differs. tests/test_mirror.py keeps the mirror: the
+functions of both sides in the same order, but for the differences on purpose that its
+``ALLOWED`` names, each with its reason (the top of each file says them too).
 """
 
 from __future__ import annotations

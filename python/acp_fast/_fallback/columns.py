@@ -40,15 +40,7 @@ BATCH_BYTES = 1 << 30
 MAX_LINE_BYTES = 1 << 30
 
 
-def schema() -> Any:
-    """The schema of ``COLUMNS``: ``line`` and ``kind`` always set, the others nullable."""
-    import pyarrow as pa
-
-    types = [pa.int64(), pa.string(), *[pa.string()] * 6, pa.int64(), pa.string(), pa.binary()]
-    return pa.schema([pa.field(name, ty, nullable=i >= 2) for i, (name, ty) in enumerate(zip(COLUMNS, types))])
-
-
-def _status(message: Any) -> Optional[str]:
+def _status_of(message: Any) -> Optional[str]:
     """``params.update.status`` when it is a string."""
     params = message.params
     update = params.get("update") if type(params) is dict else None
@@ -83,7 +75,7 @@ class _Rows:
                 frame.session_id,
                 frame.update_kind,
                 frame.tool_call_id,
-                _status(frame),
+                _status_of(frame),
                 None,
             )
         for name, value in zip(
@@ -188,3 +180,11 @@ class FrameColumns:
         sch = schema()
         batches = [pa.record_batch([batch[name] for name in COLUMNS], schema=sch) for batch in self._rows.take()]
         return pa.Table.from_batches(batches, schema=sch)
+
+
+def schema() -> Any:
+    """The schema of ``COLUMNS``: ``line`` and ``kind`` always set, the others nullable."""
+    import pyarrow as pa
+
+    types = [pa.int64(), pa.string(), *[pa.string()] * 6, pa.int64(), pa.string(), pa.binary()]
+    return pa.schema([pa.field(name, ty, nullable=i >= 2) for i, (name, ty) in enumerate(zip(COLUMNS, types))])

@@ -49,25 +49,6 @@ def char_len(value: str) -> int:
     return len(value)
 
 
-def listed(c: Compiled, n: Node) -> List[Lit]:
-    """(``rules.py``) The constants an extensible enumeration lists."""
-    out: List[Lit] = []
-    for u in (n.any_of, n.one_of):
-        if u is not None:
-            for b in u.branches:
-                lits = c.nodes[b].lits
-                if len(lits) == 1:
-                    out.extend(lits[0])
-    return out
-
-
-def needs_prefix(c: Compiled, n: Node, value: str) -> bool:
-    """(``rules.py``) Is the string a custom value (not listed) that does not begin with ``_``?"""
-    if value.startswith("_"):
-        return False
-    return not any(isinstance(lit, str) and lit == value for lit in listed(c, n))
-
-
 class Check:
     """A walk over one message."""
 
@@ -163,3 +144,22 @@ class Check:
                 if count >= limit:
                     break
         return count
+
+
+def listed(c: Compiled, n: Node) -> List[Lit]:
+    """(``rules.py``) The constants an extensible enumeration lists."""
+    out: List[Lit] = []
+    for u in (n.any_of, n.one_of):
+        if u is not None:
+            for b in u.branches:
+                lits = c.nodes[b].lits
+                if len(lits) == 1:
+                    out.extend(lits[0])
+    return out
+
+
+def needs_prefix(c: Compiled, n: Node, value: str) -> bool:
+    """(``rules.py``) Is the string a custom value (not listed) that does not begin with ``_``?"""
+    if value.startswith("_"):
+        return False
+    return not any(isinstance(lit, str) and lit == value for lit in listed(c, n))

@@ -59,18 +59,18 @@ def type_names(types: int) -> str:
     return " or ".join(name for bit, name in TYPE_NAMES if types & bit and not (bit == INTEGER and types & NUMBER))
 
 
-def number_text(f: float) -> str:
-    """A bound as problems print it: ``0``, ``65535``, ``0.5``."""
-    if float(f).is_integer() and abs(f) < 1e15:
-        return str(int(f))
-    return repr(float(f))
-
-
 def lit_text(lit: Lit) -> str:
     """A literal as JSON text."""
     if isinstance(lit, float) and not isinstance(lit, bool):
         return number_text(lit)
     return dumps(lit).decode("utf-8")
+
+
+def number_text(f: float) -> str:
+    """A bound as problems print it: ``0``, ``65535``, ``0.5``."""
+    if float(f).is_integer() and abs(f) < 1e15:
+        return str(int(f))
+    return repr(float(f))
 
 
 class Explain:

@@ -149,6 +149,73 @@ def trim_output(term: Terminal, limit: Optional[int]) -> None:
     term.start = start
 
 
+def _trim_terminals(s: Session, limit: Optional[int], keep: int) -> None:
+    """While ``s`` holds more terminals than ``limit``: drop its oldest exited one, else its
+    oldest one (never ``keep``, the creation number of the terminal just created: it is the
+    newest), counted in ``droppedTerminals``. Rust: ``trim_terminals``."""
+    if limit is None:
+        return
+    terms = s.terminals
+    while len(terms) > limit:
+        tid = _oldest_exited(s, keep) if s.exited else None
+        if tid is None:
+            # The bound is at least 1: with more than one terminal, the oldest is not the new one.
+            tid = next(iter(terms))
+        del terms[tid]
+        s.dropped_terminals += 1
+
+
+def pop_oldest(heap: List[Any], judge: Callable[[Any], int]) -> Any:
+    """Pop ``heap`` (a min-heap of queued records whose entries go stale lazily) until ``judge``
+    names a victim (its entry, or None); an entry judged ``KEEP`` goes back on the heap. The
+    tool-call and terminal bounds share it."""
+    held = None
+    victim = None
+    while heap:
+        entry = heappop(heap)
+        seen = judge(entry)
+        if seen == KEEP:
+            held = entry
+        elif seen == VICTIM:
+            victim = entry
+            break
+    if held is not None:
+        heappush(heap, held)
+    return victim
+
+
+def _oldest_exited(s: Session, keep: int) -> Optional[str]:
+    """The id of the oldest exited terminal of ``s`` but ``keep``, taken off its heap (dropping
+    stale entries: a terminal dropped, or no longer exited)."""
+    terms = s.terminals
+
+    def judge(entry: Tuple[int, str]) -> int:
+        seq, tid = entry
+        term = terms.get(tid)
+        if term is None or term.seq != seq:
+            return SKIP  # dropped (and maybe another terminal made with its id since)
+        if "exitStatus" not in term.fields:
+            term.queued = False
+            return SKIP
+        return KEEP if seq == keep else VICTIM
+
+    victim = pop_oldest(s.exited, judge)
+    return None if victim is None else victim[1]
+
+
+def number_terminals(s: Session) -> None:
+    """Number the terminals of ``s`` 0, 1, 2, ... in creation order and queue the exited ones
+    (after a restore, with a bound on terminals)."""
+    exited = []
+    for seq, (tid, term) in enumerate(s.terminals.items()):
+        term.seq = seq
+        term.queued = "exitStatus" in term.fields
+        if term.queued:
+            exited.append((seq, tid))
+    s.terminal_seq = len(s.terminals)
+    s.exited = exited  # ascending: a heap already
+
+
 def push_permission(store: ToolCallStore, entry: List[Any]) -> None:
     """Record a permission request ``[session id, record]`` (its index in the list queued when
     resolved: a record read from a checkpoint)."""
@@ -218,77 +285,10 @@ def touch_terminal(store: ToolCallStore, s: Session, tid: str, term: Terminal, c
         _trim_terminals(s, store._max_terminals, term.seq)
 
 
-def _trim_terminals(s: Session, limit: Optional[int], keep: int) -> None:
-    """While ``s`` holds more terminals than ``limit``: drop its oldest exited one, else its
-    oldest one (never ``keep``, the creation number of the terminal just created: it is the
-    newest), counted in ``droppedTerminals``. Rust: ``trim_terminals``."""
-    if limit is None:
-        return
-    terms = s.terminals
-    while len(terms) > limit:
-        tid = _oldest_exited(s, keep) if s.exited else None
-        if tid is None:
-            # The bound is at least 1: with more than one terminal, the oldest is not the new one.
-            tid = next(iter(terms))
-        del terms[tid]
-        s.dropped_terminals += 1
-
-
 #: What ``pop_oldest`` makes of an entry taken off an eviction heap (Rust: ``Seen``): stale (its
 #: record dropped, or no longer queued: forgotten), the record the frame touches (back on the
 #: heap once a victim is found), or the victim.
 SKIP, KEEP, VICTIM = 0, 1, 2
-
-
-def pop_oldest(heap: List[Any], judge: Callable[[Any], int]) -> Any:
-    """Pop ``heap`` (a min-heap of queued records whose entries go stale lazily) until ``judge``
-    names a victim (its entry, or None); an entry judged ``KEEP`` goes back on the heap. The
-    tool-call and terminal bounds share it."""
-    held = None
-    victim = None
-    while heap:
-        entry = heappop(heap)
-        seen = judge(entry)
-        if seen == KEEP:
-            held = entry
-        elif seen == VICTIM:
-            victim = entry
-            break
-    if held is not None:
-        heappush(heap, held)
-    return victim
-
-
-def _oldest_exited(s: Session, keep: int) -> Optional[str]:
-    """The id of the oldest exited terminal of ``s`` but ``keep``, taken off its heap (dropping
-    stale entries: a terminal dropped, or no longer exited)."""
-    terms = s.terminals
-
-    def judge(entry: Tuple[int, str]) -> int:
-        seq, tid = entry
-        term = terms.get(tid)
-        if term is None or term.seq != seq:
-            return SKIP  # dropped (and maybe another terminal made with its id since)
-        if "exitStatus" not in term.fields:
-            term.queued = False
-            return SKIP
-        return KEEP if seq == keep else VICTIM
-
-    victim = pop_oldest(s.exited, judge)
-    return None if victim is None else victim[1]
-
-
-def number_terminals(s: Session) -> None:
-    """Number the terminals of ``s`` 0, 1, 2, ... in creation order and queue the exited ones
-    (after a restore, with a bound on terminals)."""
-    exited = []
-    for seq, (tid, term) in enumerate(s.terminals.items()):
-        term.seq = seq
-        term.queued = "exitStatus" in term.fields
-        if term.queued:
-            exited.append((seq, tid))
-    s.terminal_seq = len(s.terminals)
-    s.exited = exited  # ascending: a heap already
 
 
 def touch(store: ToolCallStore, sid: str, tcid: str, f: Dict[str, Any], created: bool) -> None:

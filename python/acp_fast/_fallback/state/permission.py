@@ -109,6 +109,34 @@ def response(
     return Change(None, "protocol", version, "negotiated", None)
 
 
+def cancel_responses(store: ToolCallStore, sid: str) -> List[bytes]:
+    """For each pending request of session ``sid`` (request order), the frame a client must answer
+    with after ``session/cancel``."""
+    return [
+        _CANCEL_HEAD + _dumps(e[1]["id"]) + _CANCEL_TAIL
+        for e in store._permissions
+        if e is not None and e[0] == sid and e[1]["outcome"] == "pending"
+    ]
+
+
+def cancel_request(store: ToolCallStore, params: Dict[str, Any], source: Any) -> Change:
+    """A ``$/cancel_request`` notification: ``params.requestId`` (a string, an integer or null) and
+    its sender are kept (the last ``MAX_CANCEL_REQUESTS``); the change names the request, and its
+    session and tool call when it is a pending permission request."""
+    rid = params.get("requestId", MISSING)
+    if not (rid is None or type(rid) is str or (type(rid) is int and -(2**63) <= rid < 2**63)):
+        raise Bad("invalid_request_id", ("params", "requestId"), "a string, an integer or null")
+    requests = store._cancel_requests
+    if len(requests) == MAX_CANCEL_REQUESTS:
+        requests.popleft()
+    requests.append((rid, source))
+    index = store._pending.get(rid, MISSING)
+    if index is MISSING:
+        return Change(None, "request", rid, "cancelled", None)
+    sid, record = store._permissions[index]
+    return Change(sid, "request", rid, "cancelled", record.get("toolCallId"))
+
+
 def resolve(store: ToolCallStore, index: int, kind: str, value: Dict[str, Any]) -> Change:
     """Resolve the pending request at ``index`` with a response (DESIGN 7.5)."""
     entry = store._permissions[index]
@@ -148,31 +176,3 @@ def resolve(store: ToolCallStore, index: int, kind: str, value: Dict[str, Any]) 
     entry[1] = permission_record(record["id"], sid, tcid, record["options"], outcome, option_id, approved, answer)
     heappush(store._sessions[sid].resolved, index)
     return Change(sid, "permission", record["id"], "resolved", tcid)
-
-
-def cancel_responses(store: ToolCallStore, sid: str) -> List[bytes]:
-    """For each pending request of session ``sid`` (request order), the frame a client must answer
-    with after ``session/cancel``."""
-    return [
-        _CANCEL_HEAD + _dumps(e[1]["id"]) + _CANCEL_TAIL
-        for e in store._permissions
-        if e is not None and e[0] == sid and e[1]["outcome"] == "pending"
-    ]
-
-
-def cancel_request(store: ToolCallStore, params: Dict[str, Any], source: Any) -> Change:
-    """A ``$/cancel_request`` notification: ``params.requestId`` (a string, an integer or null) and
-    its sender are kept (the last ``MAX_CANCEL_REQUESTS``); the change names the request, and its
-    session and tool call when it is a pending permission request."""
-    rid = params.get("requestId", MISSING)
-    if not (rid is None or type(rid) is str or (type(rid) is int and -(2**63) <= rid < 2**63)):
-        raise Bad("invalid_request_id", ("params", "requestId"), "a string, an integer or null")
-    requests = store._cancel_requests
-    if len(requests) == MAX_CANCEL_REQUESTS:
-        requests.popleft()
-    requests.append((rid, source))
-    index = store._pending.get(rid, MISSING)
-    if index is MISSING:
-        return Change(None, "request", rid, "cancelled", None)
-    sid, record = store._permissions[index]
-    return Change(sid, "request", rid, "cancelled", record.get("toolCallId"))

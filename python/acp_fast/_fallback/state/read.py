@@ -31,7 +31,7 @@ __all__ = [
     "P_UPDATE_TCID",
     "U",
     "Bad",
-    "b64decode",
+    "base64_decode",
     "exact",
     "exactly",
     "number",
@@ -165,7 +165,7 @@ _b64_fullmatch = re.compile(r"[A-Za-z0-9+/]*={0,2}").fullmatch
 _a2b = binascii.a2b_base64
 
 
-def b64decode(text: Any) -> Optional[bytes]:
+def base64_decode(text: Any) -> Optional[bytes]:
     """The bytes of padded standard base64 text, or None if ``text`` is not such base64."""
     if type(text) is not str or len(text) & 3 or _b64_fullmatch(text) is None:
         return None

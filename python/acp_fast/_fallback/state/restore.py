@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 import orjson
 
 from .evict import LIMITS, number_terminals
-from .read import b64decode, plain
+from .read import base64_decode, plain
 from .records import MISSING, OUTCOMES, Session, Terminal, finished, permission_record
 
 if TYPE_CHECKING:
@@ -63,8 +63,17 @@ def _name(value: Any) -> str:
     return type(value).__name__
 
 
-def _fail(path: str, what: str, value: Any) -> ValueError:
-    return ValueError(f'expected "{path}" to be {what}, found {_name(value)}')
+def _find(obj: Dict[str, Any], key: str, path: str) -> Any:
+    """The member ``key`` of ``obj``, or the error naming ``path.key``."""
+    if key not in obj:
+        raise ValueError(f'expected "{path}.{key}" to be present, found none')
+    return obj[key]
+
+
+def _object(value: Any, path: str) -> Dict[str, Any]:
+    if type(value) is not dict:
+        raise _fail(path, "an object", value)
+    return value
 
 
 def _count(value: Any, least: int) -> Optional[int]:
@@ -75,28 +84,19 @@ def _count(value: Any, least: int) -> Optional[int]:
     return None
 
 
-# ---------------------------------------------------------------------------------------------
-# Reading
-
-
-def _object(value: Any, path: str) -> Dict[str, Any]:
-    if type(value) is not dict:
-        raise _fail(path, "an object", value)
-    return value
-
-
-def _find(obj: Dict[str, Any], key: str, path: str) -> Any:
-    """The member ``key`` of ``obj``, or the error naming ``path.key``."""
-    if key not in obj:
-        raise ValueError(f'expected "{path}.{key}" to be present, found none')
-    return obj[key]
-
-
 def _version(value: Any, path: str) -> Any:
     """``protocolVersion`` / ``negotiatedVersion``: 1, 2 or null."""
     if value is not None and not (type(value) is int and value in (1, 2)):
         raise _fail(path, "1, 2 or null", value)
     return value
+
+
+def _fail(path: str, what: str, value: Any) -> ValueError:
+    return ValueError(f'expected "{path}" to be {what}, found {_name(value)}')
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading
 
 
 def _record_id(record: Dict[str, Any], key: str, member: str, path: str) -> None:
@@ -149,7 +149,7 @@ def restore_terminals(store: ToolCallStore, s: Session, session: Dict[str, Any],
         output = _find(record, "output", rp)
         if type(output) is not str:
             raise _fail(f"{rp}.output", "a string", output)
-        data = b64decode(output)
+        data = base64_decode(output)
         if data is None:
             raise ValueError(f'expected "{rp}.output" to be base64 text, found string')
         _no_nulls(record, rp)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Dict
 
 from .evict import touch_terminal, trim_output
-from .read import Bad, U, b64decode
+from .read import Bad, U, base64_decode
 from .records import Change, Terminal
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ def terminal_update(store: ToolCallStore, sid: str, update: Dict[str, Any]) -> C
     if output is not None:
         if type(output) is not dict:
             raise Bad("invalid_output", U + ("output",), "an object or null")
-        data = b64decode(output.get("data"))
+        data = base64_decode(output.get("data"))
         if data is None:
             raise Bad("invalid_base64", U + ("output", "data"), "base64 text")
     es = update.get("exitStatus")
@@ -81,7 +81,7 @@ def terminal_chunk(store: ToolCallStore, sid: str, update: Dict[str, Any]) -> Ch
     tid = update.get("terminalId")
     if type(tid) is not str:
         raise Bad("invalid_terminal_id", U + ("terminalId",), "a string")
-    data = b64decode(update.get("data"))
+    data = base64_decode(update.get("data"))
     if data is None:
         raise Bad("invalid_base64", U + ("data",), "base64 text")
     s = store._session(sid)
