@@ -171,13 +171,15 @@ impl PySchemaValidator {
     }
 
     /// Test-only: (pending request ids, tool call ids remembered, pending requests forgotten).
-    fn _sizes(&self) -> (usize, usize, u64) {
+    #[pyo3(name = "_sizes")]
+    fn sizes(&self) -> (usize, usize, u64) {
         self.conversation.sizes()
     }
 
     /// Test-only: start the conversation afresh with these limits (each at least 1) instead of
     /// `MAX_PENDING_IDS` and `MAX_TOOL_CALL_IDS`.
-    fn _set_limits(&mut self, pending: i64, tool_calls: i64) -> PyResult<()> {
+    #[pyo3(name = "_set_limits")]
+    fn set_limits(&mut self, pending: i64, tool_calls: i64) -> PyResult<()> {
         if pending < 1 || tool_calls < 1 {
             return Err(PyValueError::new_err("expected limits of at least 1"));
         }

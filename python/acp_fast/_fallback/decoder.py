@@ -61,41 +61,11 @@ class FrameDecoder:
         self._framer = Framer(max_frame_bytes=max_frame_bytes)
         self._strict: Any = None
         if strict_schema is not None and strict_schema is not False:
-            from .schema.stream import Strict
+            from .schema.stream import strict_arg
 
-            self._strict = Strict(strict_schema)
+            self._strict = strict_arg(strict_schema)
         self._lock = RLock()
         self._busy = False
-
-    @property
-    @exclusive
-    def max_frame_bytes(self) -> int:
-        return self._framer._max
-
-    @property
-    @exclusive
-    def line(self) -> int:
-        """Lines completed so far (blank and oversized lines included)."""
-        return self._framer._line
-
-    @property
-    @exclusive
-    def buffered(self) -> int:
-        """Bytes held for the current partial line."""
-        return self._framer._buffered
-
-    @exclusive
-    def sent(self, message: Any) -> None:
-        """With ``strict_schema``: a frame sent the other way on the same connection, so that the
-        responses read are checked against the requests sent (and the requests read are
-        answered); without it, nothing."""
-        if self._strict is not None:
-            self._strict.sent(message)
-
-    @exclusive
-    def __repr__(self) -> str:
-        framer = self._framer
-        return f"FrameDecoder(max_frame_bytes={framer._max}, line={framer._line}, buffered={framer._buffered})"
 
     @exclusive
     def feed(self, /, data):  # type: ignore[no-untyped-def]  # signature = the native one
@@ -107,7 +77,9 @@ class FrameDecoder:
         split = framer._feed(data, out)
         if split is None:
             if self._strict is not None:
-                self._strict.apply(out)
+                from .schema.stream import check_results
+
+                check_results(self._strict, out)
             return out
         parts, tail, line, check_size, has_cr = split
         limit = framer._max
@@ -185,7 +157,9 @@ class FrameDecoder:
         if tail:
             framer._buffer_tail(tail, out)
         if self._strict is not None:
-            self._strict.apply(out)
+            from .schema.stream import check_results
+
+            check_results(self._strict, out)
         return out
 
     @exclusive
@@ -194,5 +168,37 @@ class FrameDecoder:
         blank); resets the partial line. The decoder may be fed again afterwards."""
         out = [decode_frame(frame, line) for line, frame in self._framer._end()]
         if self._strict is not None:
-            self._strict.apply(out)
+            from .schema.stream import check_results
+
+            check_results(self._strict, out)
         return out
+
+    @exclusive
+    def sent(self, message: Any) -> None:
+        """With ``strict_schema``: a frame sent the other way on the same connection, so that the
+        responses read are checked against the requests sent (and the requests read are
+        answered); without it, nothing."""
+        if self._strict is not None:
+            self._strict.sent(message)
+
+    @property
+    @exclusive
+    def line(self) -> int:
+        """Lines completed so far (blank and oversized lines included)."""
+        return self._framer._line
+
+    @property
+    @exclusive
+    def buffered(self) -> int:
+        """Bytes held for the current partial line."""
+        return self._framer._buffered
+
+    @property
+    @exclusive
+    def max_frame_bytes(self) -> int:
+        return self._framer._max
+
+    @exclusive
+    def __repr__(self) -> str:
+        framer = self._framer
+        return f"FrameDecoder(max_frame_bytes={framer._max}, line={framer._line}, buffered={framer._buffered})"

@@ -76,6 +76,11 @@ def engine_name() -> str:
     return _engine()[0]
 
 
+def accepts_empty(compiled: Any, index: int) -> bool:
+    """Does the definition accept ``{}`` (then ``params`` may be left out)?"""
+    return Check(compiled).valid(index, {})
+
+
 class Schema:
     """A compiled protocol schema: the definitions, and an envelope node per method."""
 
@@ -117,7 +122,7 @@ class Schema:
             for name, params in listed:
                 kind = "request" if request else "notification"
                 required = ["jsonrpc", "id", "method"] if request else ["jsonrpc", "method"]
-                if not self._accepts_empty(params):
+                if not accepts_empty(self.compiled, params):
                     required.append("params")
                 props = {
                     "jsonrpc": jsonrpc,
@@ -186,9 +191,6 @@ class Schema:
             "$defs": self._document.get("$defs", {}),
         }
         return index
-
-    def _accepts_empty(self, index: int) -> bool:
-        return Check(self.compiled).valid(index, {})
 
     def is_valid(self, envelope: int, value: Any) -> bool:
         """The engine's verdict on a message against an envelope."""

@@ -31,39 +31,29 @@ SENT = "sent"
 
 
 class Strict:
-    """The ``strict_schema`` option of ``FrameDecoder`` and ``ToolCallStore``: every frame goes
-    through a conversation check; a frame with errors is reported as a ``DecodeError`` of kind
-    ``schema`` (code -32602, the first problem as its message, all of them in ``problems``)."""
+    """The stream check: the conversation and the version setting. A frame with errors is
+    reported as a ``DecodeError`` of kind ``schema`` (code -32602, the first problem as its
+    message, all of them in ``problems``)."""
 
-    def __init__(self, arg: Any) -> None:
-        if arg is True:
-            self.fixed: Optional[int] = None
-        elif isinstance(arg, int) and not isinstance(arg, bool) and arg in (1, 2):
-            self.fixed = int(arg)
-        else:
-            raise ValueError(f"expected strict_schema to be a bool, 1 or 2, found {arg!r}")
-        engine_name()
+    def __init__(self, fixed: Optional[int]) -> None:
+        engine_name()  # the package that gives the verdicts, or the error saying what to install
+        # The fixed protocol version, or None to follow the `initialize` answer (1 until then).
+        self.fixed = fixed
         self.conversation = rules.Conversation()
-        # `FrameDecoder.sent` was called: the decoder reads one direction of a connection, whose
-        # frames are the sender RECEIVED (else its frames name no sender).
+        # `sent` was called: the frames checked are the sender RECEIVED (else they name no sender
+        # unless the caller does).
         self.directed = False
 
-    def setting(self) -> Union[bool, int]:
-        """The option as given: ``True`` (follow the negotiation) or the fixed version."""
-        return True if self.fixed is None else self.fixed
+    def version(self) -> int:
+        """The version in force: the fixed one, else the negotiated one, else 1."""
+        return self.fixed or self.conversation.negotiated or 1
 
-    def apply(self, results: List[Any]) -> None:
-        """Check the results of a ``FrameDecoder``'s ``feed`` / ``finish``, replacing the frames
-        that fail (a batch as a whole)."""
-        for index, item in enumerate(results):
-            if isinstance(item, DecodeError):
-                continue
-            verdict = self.check(item.raw, False, RECEIVED if self.directed else None, item.line)
-            if isinstance(verdict, DecodeError):
-                results[index] = verdict
+    def default_sender(self) -> Optional[str]:
+        """The sender of the frames checked when the caller names none."""
+        return RECEIVED if self.directed else None
 
     def sent(self, message: Any) -> None:
-        """``FrameDecoder.sent``: a frame sent the other way, into the conversation (a request is
+        """A frame sent the other way (``FrameDecoder.sent``), into the conversation (a request is
         then pending, a response answers one received); its problems are not reported."""
         self.directed = True
         try:
@@ -72,10 +62,6 @@ class Strict:
             return
         self.conversation.check(schema(self.version(), False), value, SENT)
 
-    def version(self) -> int:
-        """The version in force: the fixed one, else the negotiated one, else 1."""
-        return self.fixed or self.conversation.negotiated or 1
-
     def check(self, raw: bytes, entries: bool, sender: Optional[str], line: Optional[int]) -> Any:
         """Check the frame ``raw`` (no line ending), sent by ``sender`` (None: not said).
         ``entries``: judge the entries of a batch each on its own (problems at the frame itself,
@@ -83,6 +69,8 @@ class Strict:
         severity ``error``), the frame's ``DecodeError``, or for a batch judged by entry a list
         with each entry's ``DecodeError`` (None: valid)."""
         version = self.version()
+        if sender is None:
+            sender = self.default_sender()
         try:
             value = _loads(raw)
         except DecodeError:  # a frame the scanner refuses is the caller's to report
@@ -107,6 +95,37 @@ class Strict:
             schema_error(problems, line, raw[start:end]) if problems else None
             for problems, (_, start, end) in zip(by_entry, spans)
         ]
+
+
+def strict_arg(arg: Any) -> Optional[Strict]:
+    """The stream check for a ``strict_schema`` argument: False / None (none), True (follow the
+    negotiation) or 1 / 2 (fixed)."""
+    if arg is None or arg is False:
+        return None
+    if arg is True:
+        return Strict(None)
+    if isinstance(arg, int) and not isinstance(arg, bool) and arg in (1, 2):
+        return Strict(int(arg))
+    raise ValueError(f"expected strict_schema to be a bool, 1 or 2, found {arg!r}")
+
+
+def strict_setting(strict: Optional[Strict]) -> Union[bool, int]:
+    """The option as given: ``False`` (off), ``True`` (follow the negotiation) or the fixed
+    version."""
+    if strict is None:
+        return False
+    return True if strict.fixed is None else strict.fixed
+
+
+def check_results(strict: Strict, results: List[Any]) -> None:
+    """Check the results of a ``FrameDecoder``'s ``feed`` / ``finish``, replacing the frames that
+    fail (a batch as a whole)."""
+    for index, item in enumerate(results):
+        if isinstance(item, DecodeError):
+            continue
+        verdict = strict.check(item.raw, False, None, item.line)
+        if isinstance(verdict, DecodeError):
+            results[index] = verdict
 
 
 def schema_error(errors: List[SchemaProblem], line: Optional[int], raw: bytes) -> DecodeError:

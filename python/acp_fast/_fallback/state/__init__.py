@@ -203,9 +203,9 @@ class ToolCallStore:
         # `strict_schema`: the schema check every frame passes before it is applied.
         self._strict: Any = None
         if strict_schema is not None and strict_schema is not False:
-            from ..schema.stream import Strict
+            from ..schema.stream import strict_arg
 
-            self._strict = Strict(strict_schema)
+            self._strict = strict_arg(strict_schema)
         self._fixed: Optional[int] = protocol_version
         self._negotiated: Optional[int] = None
         # The version in force is 2 (cached: tool_call_update's null rule reads it per frame).
@@ -305,7 +305,11 @@ class ToolCallStore:
     @exclusive
     def strict_schema(self) -> Any:
         """``strict_schema`` as given: False (off), True (follows the negotiation), 1 or 2."""
-        return False if self._strict is None else self._strict.setting()
+        if self._strict is None:
+            return False
+        from ..schema.stream import strict_setting
+
+        return strict_setting(self._strict)
 
     @property
     @exclusive
