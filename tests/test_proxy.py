@@ -448,9 +448,9 @@ def test_the_native_relay_runs_when_nothing_per_frame_needs_python(backend_id):
         "from acp_fast.proxy import Proxy\n"
         "def native(**options):\n"
         "    p = Proxy(['true'], **options)\n"
-        "    return p.native_relay(p.directions[1]) is not None\n"
+        "    return p.directions[1].native_relay() is not None\n"
         "print([native(), native(strict=True, agent_invalid='fail'), native(watch=True), native(strict_schema=True),"
-        " native(bridge=(1, 2)), (lambda p: p.native_relay(p.directions[1]) is not None)("
+        " native(bridge=(1, 2)), (lambda p: p.directions[1].native_relay() is not None)("
         "Proxy(['true'], middleware=[lambda m, s, c: m]))])\n"
     )
     env = {**os.environ, "ACP_FAST_BACKEND": backend_id}

@@ -37,7 +37,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import builders as B
 from .. import traffic
-from ..cli._streams import check_target
+from .._outputs import check_target
 from ..cli._usage import Parser, integer
 
 BACKENDS = {"rust": "acp_fast._native", "python": "acp_fast._fallback"}

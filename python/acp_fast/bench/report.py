@@ -39,7 +39,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 # `from .m import X as X`: re-exported, the names tests and benches use from this module.
 from .. import traffic
-from ..cli._streams import check_target
+from .._outputs import check_target
 from ..cli._usage import Parser, integer, number
 from . import contenders as C
 from .noise import noisy_rows as noisy_rows

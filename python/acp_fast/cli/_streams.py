@@ -4,8 +4,6 @@
 * :func:`open_input` / :func:`read_chunks` / :func:`sniff` — a file or stdin as byte chunks, and
   whether it holds a recording (it starts with the header ``{"acp-fast-recording":1,...}``) or a
   plain stream.
-* :func:`check_target` / :func:`check_output` / :func:`create_output` — output files, checked before
-  any work starts.
 * :func:`string_offset` — where a byte of a recorded text line is in its JSON string token.
 * :class:`Progress` — a progress line on stderr.
 
@@ -14,7 +12,6 @@ The recording format, and its reader (lines, records), live in :mod:`acp_fast.re
 
 from __future__ import annotations
 
-import errno
 import os
 import re
 import sys
@@ -22,6 +19,8 @@ import time
 from typing import Any, BinaryIO, Iterable, Iterator, List, Optional, TextIO, Tuple
 
 from ..recording import MAGIC
+
+__all__ = ["CHUNK_BYTES", "Progress", "chunks_of", "open_input", "read_chunks", "sniff", "string_offset"]
 
 CHUNK_BYTES = 1 << 20
 
@@ -42,68 +41,6 @@ def open_input(path: str) -> Tuple[BinaryIO, Optional[int], str]:
     except OSError:  # pragma: no cover
         pass
     return stream, size, path
-
-
-# ---------------------------------------------------------------------------------------------
-# Output files that hold a session's traffic
-
-
-def _describe(path: str, error: OSError) -> str:
-    """A short reason for an output file that cannot be created."""
-    if error.errno == errno.ELOOP or (error.errno == errno.EEXIST and os.path.islink(path)):
-        return "is a symbolic link (refused: it could point anywhere)"
-    if error.errno == errno.EEXIST:
-        return "already exists (use --force to overwrite it)"
-    return error.strerror or str(error)
-
-
-def check_target(path: str) -> Optional[str]:
-    """Why a file cannot be written at ``path`` (None when it can, as far as can be told before
-    writing): its folder must exist, and the path must not be a folder."""
-    if os.path.isdir(path):
-        return "is a directory"
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        return f"cannot be created: no folder {folder}"
-    return None
-
-
-def check_output(path: str, force: bool) -> Optional[str]:
-    """Why ``path`` cannot be created as a private output file now (None when it can): its folder
-    must exist, and nothing may stand at the path but a regular file, and that only with
-    ``force``. For reports written at exit, checked at start so that a mistake is a usage error."""
-    if os.path.islink(path):
-        return "is a symbolic link (refused: it could point anywhere)"
-    problem = check_target(path)
-    if problem is not None:
-        return problem
-    if os.path.lexists(path):
-        if not force:
-            return "already exists (use --force to overwrite it)"
-        if not os.path.isfile(path):
-            return "exists and is not a regular file"
-    return None
-
-
-def create_output(path: str, force: bool) -> BinaryIO:
-    """Open ``path`` for writing a file that holds a session's traffic (a recording, a state
-    checkpoint, a summary): created owner-only (0600), never through a symbolic link, and an
-    existing file is refused unless ``force`` (then it is truncated and made owner-only). Raises
-    OSError with a reason from :func:`output_error`."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-    flags |= os.O_TRUNC if force else os.O_EXCL
-    fd = os.open(path, flags, 0o600)
-    try:
-        os.fchmod(fd, 0o600)
-        return os.fdopen(fd, "wb")
-    except BaseException:
-        os.close(fd)
-        raise
-
-
-def output_error(path: str, error: OSError) -> str:
-    """One line: why the output file ``path`` could not be written."""
-    return f"{path}: {_describe(path, error)}"
 
 
 def read_chunks(stream: Any, size: int = CHUNK_BYTES) -> Iterator[bytes]:

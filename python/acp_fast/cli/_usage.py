@@ -8,7 +8,7 @@ a traceback.
   integer of at least 1, found 0``).
 
 Paths are checked where they are used: inputs when opened (``cannot read FILE: ...``), output
-files with :func:`acp_fast.cli._streams.check_output` / :func:`~acp_fast.cli._streams.check_target`
+files with :func:`acp_fast._outputs.check_output` / :func:`~acp_fast._outputs.check_target`
 before any work starts.
 """
 

@@ -15,7 +15,8 @@ import sys
 import time
 from typing import Any, List, Optional
 
-from ._streams import Progress, check_output, create_output, output_error
+from .._outputs import check_output, create_output, output_error
+from ._streams import Progress
 from ._usage import Parser
 
 COMPRESSIONS = ("zstd", "snappy", "gzip", "lz4", "none")

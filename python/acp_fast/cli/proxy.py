@@ -15,9 +15,9 @@ from typing import Callable, List, Optional, Sequence, Tuple
 
 import acp_fast
 
+from .._outputs import check_output, output_error
 from ..proxy import DEFAULT_MAX_TOOL_CALLS, INVALID_LINES_STATUS, INVALID_POLICIES, Middleware, Proxy
 from ..proxy.cancel import DEFAULT_GRACE, CancelledPermissions
-from ._streams import check_output, output_error
 from ._usage import Parser, integer
 
 __all__ = ["main", "parser", "Proxy"]

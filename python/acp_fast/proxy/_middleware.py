@@ -26,12 +26,9 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from threading import get_ident
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Protocol, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Protocol, Sequence, Tuple, Union
 
 import acp_fast
-
-if TYPE_CHECKING:  # pragma: no cover - typing only (the proxy imports this module)
-    from ._proxy import Proxy
 
 __all__ = ["SIDES", "Context", "Drop", "Frame", "Middleware", "Result", "other_side"]
 
@@ -61,6 +58,27 @@ class Middleware(Protocol):
     def __call__(self, message: acp_fast.Message, sender: str, ctx: Context) -> Result: ...
 
 
+class Host(Protocol):
+    """What the middleware's contexts and chain need of the proxy (``acp_fast.proxy.Proxy``)."""
+
+    @property
+    def store(self) -> acp_fast.ToolCallStore:
+        """The proxy's ``ToolCallStore``."""
+
+    @property
+    def lock(self) -> threading.RLock:
+        """Held while the state is read or changed and while the middleware run."""
+
+    @property
+    def chain(self) -> Chain: ...
+
+    def note(self, text: str) -> None:
+        """A diagnostic on stderr (unless quiet)."""
+
+    def send(self, ctx: Optional[Context], message: acp_fast.Message, to: str) -> None:
+        """A frame injected outside a middleware call, delivered through the rest of the chain."""
+
+
 def other_side(side: str) -> str:
     return "agent" if side == "editor" else "editor"
 
@@ -77,7 +95,7 @@ class Context:
     either direction, diagnostics, and the reason recorded for a frame it drops or replaces. One
     context per middleware for the proxy's life."""
 
-    def __init__(self, proxy: Proxy, index: int, name: str) -> None:
+    def __init__(self, proxy: Host, index: int, name: str) -> None:
         self._proxy = proxy
         self.index = index  #: the middleware's place in the list (0: next to the editor)
         self.name = name  #: the middleware's name, in diagnostics and recorded reasons
@@ -173,7 +191,7 @@ class Chain:
     """The middleware of a proxy, in order from the editor to the agent, and the runs of messages
     through them. The caller holds the proxy's lock during :meth:`run` and :meth:`deliveries`."""
 
-    def __init__(self, proxy: Proxy, middleware: Sequence[Middleware]) -> None:
+    def __init__(self, proxy: Host, middleware: Sequence[Middleware]) -> None:
         self.proxy = proxy
         self.middleware = list(middleware)
         self.contexts = [Context(proxy, i, _name(m)) for i, m in enumerate(self.middleware)]

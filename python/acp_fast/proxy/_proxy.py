@@ -16,11 +16,11 @@ import orjson
 
 import acp_fast
 
+from .._outputs import create_output, output_error
 from ..bridge import Bridge
-from ..cli._streams import create_output, output_error
 from ..recording import RecordWriter
 from ._middleware import Chain, Context, Middleware, other_side
-from ._relay import INVALID_LINES_STATUS, Direction, Output, request_id
+from ._relay import INVALID_LINES_STATUS, Direction, Output, SchemaCheck, Settings, change_line, request_id
 
 __all__ = [
     "DEFAULT_MAX_TOOL_CALLS",
@@ -115,7 +115,8 @@ class Proxy:
         self.agent_invalid_limit = agent_invalid_limit
         self.strict = strict
         self.strict_schema = strict_schema
-        self._schema_validators: Dict[int, Any] = {}
+        #: ``--strict-schema``: one check for the whole connection, following the negotiation.
+        self.schema: Optional[SchemaCheck] = SchemaCheck(protocol, max_frame_bytes) if strict_schema else None
         self.watch = watch
         self.quiet = quiet
         self.record_path = record
@@ -152,25 +153,22 @@ class Proxy:
         self.bridge = None if bridge is None else Bridge(editor=bridge[0], agent=bridge[1])
         self.bridge_lock = threading.Lock()
         self.chain = Chain(self, middleware)
+        #: What the directions read of the options.
+        self.settings = Settings(
+            max_frame_bytes=max_frame_bytes,
+            agent_invalid=agent_invalid,
+            agent_invalid_limit=agent_invalid_limit,
+            strict=strict,
+            watch=watch,
+            recording=self.recorder is not None,
+            per_frame=bool(self.chain) or self.recorder is not None or watch or strict_schema or bridge is not None,
+        )
         #: Set when the session is being stopped (``agent_invalid="fail"``): the relays stop.
         self.stopping = False
         self._stop_status: Optional[int] = None
         editor = Direction(self, "editor", 0, Output(-1))
         agent = Direction(self, "agent", -1, self.stdout)
         self.directions: Tuple[Direction, Direction] = (editor, agent)
-
-    def native_relay(self, direction: Direction) -> Optional[Any]:
-        """The core's relay (``_native._Relay``) for a direction, when the native backend is in use
-        and nothing per frame needs Python: no middleware, recording, ``--watch``, schema check or
-        bridge. None: the Python loop."""
-        if self.chain or self.recorder is not None or self.watch or self.strict_schema or self.bridge is not None:
-            return None
-        if os.environ.get("ACP_FAST_PROXY_RELAY") == "python":  # to compare the two loops (benches)
-            return None
-        relay_type = getattr(getattr(acp_fast, "_native", None), "_Relay", None)
-        if relay_type is None or acp_fast.BACKEND != "rust":
-            return None
-        return relay_type(self.store, direction.src, direction.source, self.max_frame_bytes)
 
     @property
     def middleware(self) -> List[Middleware]:
@@ -207,9 +205,9 @@ class Proxy:
 
     def show_change(self, change: Any) -> None:
         """``--watch``: one stderr line for a state change."""
-        sid, target, ident, action, tcid = change
-        if target in ("tool_call", "permission", "terminal", "plan"):
-            self.note(f"[{sid}] {target} {ident} {action}")
+        text = change_line(change)
+        if text is not None:
+            self.note(text)
 
     # -- recording ---------------------------------------------------------------------------
 
@@ -245,7 +243,11 @@ class Proxy:
         sender = other_side(to)
         direction = self.directions[0 if sender == "editor" else 1]
         for frame in frames:
-            direction.track(frame, 0)
+            if self.schema is not None:  # into the connection's conversation (its verdict is not asked)
+                with self.lock:
+                    self.schema.frame(frame.rstrip(b"\r\n"), direction.source)
+            for error in direction.track(frame):
+                direction.state_error(0, error)
             direction.stats["injected"] += 1
             if self.recorder is not None:
                 self.record(sender, frame[:-1], True, now, False, True, "injected")
@@ -266,10 +268,12 @@ class Proxy:
 
     # -- --bridge ------------------------------------------------------------------------------
 
-    def bridged(self, side: str, data: bytes) -> bytes:
+    def bridged(self, side: str, data: bytes) -> Optional[bytes]:
         """Whole lines from ``side``, converted for the other side (docs/BRIDGE.md); a line the
-        bridge cannot read is left as it is (the usual rules for invalid lines apply to it)."""
-        assert self.bridge is not None
+        bridge cannot read is left as it is (the usual rules for invalid lines apply to it).
+        None without ``--bridge``."""
+        if self.bridge is None:
+            return None
         convert = self.bridge.from_agent if side == "agent" else self.bridge.from_editor
         out: List[bytes] = []
         with self.bridge_lock:
@@ -284,16 +288,6 @@ class Proxy:
         return b"".join(out)
 
     # -- strict mode -------------------------------------------------------------------------
-
-    def schema_validator(self) -> Any:
-        """The :class:`acp_fast.SchemaValidator` of the protocol version in force (call with the
-        lock held)."""
-        version = self.store.protocol_version
-        validator = self._schema_validators.get(version)
-        if validator is None:
-            validator = acp_fast.SchemaValidator(protocol_version=version)
-            self._schema_validators[version] = validator
-        return validator
 
     def answer_editor(self, data: bytes, error: Any) -> None:
         """Answer the editor's invalid request ``data`` with a JSON-RPC error built from ``error``."""

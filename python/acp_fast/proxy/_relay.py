@@ -2,8 +2,16 @@
 record, write whole lines to the other side (docs/PROXY.md).
 
 A block of whole lines takes the fast path when nothing per frame is asked for: one
-``ToolCallStore.feed`` over the block and one write. Lines that are not JSON-RPC, a recording or
-middleware that changed a frame send it line by line (``slow_block`` / ``changed_block``).
+``ToolCallStore.feed`` over the block and one write. Lines that are not JSON-RPC, bad state
+updates, a recording or middleware that changed a frame send it line by line (``slow_block`` /
+``changed_block``), so that the diagnostics come in the order of the lines.
+
+Diagnostics are the same whichever loop runs (this one or the core's, ``run_native``): the side's
+own line number, and the error as :func:`acp_fast.decode` gives it for that line (for a batch with
+no valid message, its first entry), at that line (``_relined``).
+
+A :class:`Direction` sees the proxy through :class:`Host` (what it needs of it, no more);
+``acp_fast.proxy.Proxy`` is one.
 """
 
 from __future__ import annotations
@@ -11,21 +19,31 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, cast
+from dataclasses import dataclass
+from typing import Any, ContextManager, Dict, List, Optional, Protocol, Tuple, cast
 
 import orjson
 
 import acp_fast
 
-from ._middleware import Outcome
-
-if TYPE_CHECKING:  # pragma: no cover - typing only (the proxy imports this module)
-    from ._proxy import Proxy
+from ._middleware import Chain, Outcome
 
 #: The exit status after ``agent_invalid="fail"`` stopped the session (EX_PROTOCOL of sysexits.h).
 INVALID_LINES_STATUS = 76
 
-__all__ = ["CHUNK", "INVALID_LINES_STATUS", "NOT_JSON_RPC", "Direction", "Output", "all_invalid", "request_id"]
+__all__ = [
+    "CHUNK",
+    "INVALID_LINES_STATUS",
+    "NOT_JSON_RPC",
+    "Direction",
+    "Host",
+    "Output",
+    "SchemaCheck",
+    "Settings",
+    "change_line",
+    "line_error",
+    "request_id",
+]
 
 CHUNK = 1 << 20
 # DecodeError codes of lines that are not JSON-RPC messages (JSON errors, framing errors, invalid
@@ -70,6 +88,141 @@ class Output:
                 pass
 
 
+@dataclass(frozen=True)
+class Settings:
+    """The proxy's options that a direction reads (fixed for the proxy's life)."""
+
+    max_frame_bytes: int
+    #: ``agent_invalid`` and its limit: what happens to a line from the agent that is not JSON-RPC.
+    agent_invalid: str = "divert"
+    agent_invalid_limit: int = 1
+    #: ``--strict``: answer the editor's lines that are not JSON-RPC.
+    strict: bool = False
+    #: ``--watch``: a stderr line for each change of the state.
+    watch: bool = False
+    #: Every line is recorded (``--record``).
+    recording: bool = False
+    #: Something per frame needs Python (middleware, recording, ``--watch``, ``--strict-schema``,
+    #: ``--bridge``): the core's relay is not used.
+    per_frame: bool = False
+
+
+class Host(Protocol):
+    """What a :class:`Direction` needs of the proxy that runs it (``acp_fast.proxy.Proxy``)."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def store(self) -> Any:
+        """The state of every session (a ``ToolCallStore``), read and changed under ``lock``."""
+
+    @property
+    def lock(self) -> ContextManager[Any]: ...
+
+    @property
+    def chain(self) -> Chain:
+        """The middleware (false when there are none)."""
+
+    @property
+    def schema(self) -> Optional[SchemaCheck]:
+        """``--strict-schema``: the connection's schema check, else None."""
+
+    @property
+    def stopping(self) -> bool:
+        """Set when the session is being stopped: the directions stop."""
+
+    def note(self, text: str) -> None:
+        """A diagnostic on stderr (unless quiet)."""
+
+    def divert(self, data: bytes) -> None:
+        """A line that is not JSON-RPC, diverted to stderr."""
+
+    def stop(self, status: int, why: str) -> None:
+        """Stop the session (``--agent-invalid fail``)."""
+
+    def answer_editor(self, data: bytes, error: Any) -> None:
+        """Answer the editor's invalid request ``data`` with a JSON-RPC error."""
+
+    def lost(self, side: str) -> None:
+        """Frames to ``side`` could not be delivered."""
+
+    def bridged(self, side: str, data: bytes) -> Optional[bytes]:
+        """``--bridge``: whole lines from ``side`` converted for the other side; None: no bridge."""
+
+    def record(
+        self,
+        side: str,
+        data: bytes,
+        is_json: bool,
+        t: float,
+        crlf: bool,
+        eol: bool,
+        action: Optional[str],
+        reason: Optional[str] = None,
+    ) -> None:
+        """Record one line of ``side``."""
+
+    def record_too_large(self, side: str, length: int) -> None:
+        """Record a line of ``side`` over the frame limit."""
+
+    def deliver(self, to: str, frames: List[bytes], now: float) -> None:
+        """Frames injected by the middleware, going to ``to``."""
+
+
+class SchemaCheck:
+    """``--strict-schema``: one conversation for the whole connection, both directions, that
+    follows the protocol version negotiated by ``initialize`` by itself: a
+    ``ToolCallStore(strict_schema=...)`` fed every frame as its sender sent it (before any
+    middleware), whose verdicts (DecodeErrors of kind ``schema``) are taken. Its state is not
+    used (its bounds are the least); the proxy's state is the editor's view, tracked as frames are
+    delivered. ``protocol``: a fixed version (``--protocol``), else the negotiated one."""
+
+    def __init__(self, protocol: Optional[int], max_frame_bytes: int) -> None:
+        self.store = acp_fast.ToolCallStore(
+            protocol,
+            strict_schema=protocol or True,
+            max_frame_bytes=max_frame_bytes,
+            max_tool_calls=1,
+            max_terminal_bytes=0,
+            max_content_items=0,
+            max_plans=1,
+            max_permissions=1,
+            max_updates=0,
+            max_terminals=1,
+        )
+
+    def block(self, data: bytes, source: str) -> Dict[int, Any]:
+        """The first schema error of each line of ``data`` (whole lines) that has one, by its
+        number in ``data`` (from 1). Call with the proxy's lock held."""
+        base = self.store.line
+        out: Dict[int, Any] = {}
+        for r in self.store.feed(data, changes=False, source=source):
+            if isinstance(r, acp_fast.DecodeError) and r.kind == "schema":
+                assert r.line is not None  # the store's errors carry their line
+                out.setdefault(r.line - base, r)
+        return out
+
+    def frame(self, data: bytes, source: str) -> Optional[Any]:
+        """The first schema error of one frame (no line ending), else None. Call with the proxy's
+        lock held."""
+        try:
+            result = self.store.apply(data, source=source)
+        except acp_fast.DecodeError as e:
+            return e if e.kind == "schema" else None
+        if isinstance(result, list):
+            return next((r for r in result if isinstance(r, acp_fast.DecodeError) and r.kind == "schema"), None)
+        return None
+
+
+def change_line(change: Any) -> Optional[str]:
+    """``--watch``: the diagnostic of a state change (None for the changes it does not show)."""
+    sid, target, ident, action, tcid = change
+    if target in ("tool_call", "permission", "terminal", "plan"):
+        return f"[{sid}] {target} {ident} {action}"
+    return None
+
+
 def _strip_cr(line: bytes) -> bytes:
     return line[:-1] if line.endswith(b"\r") else line
 
@@ -86,16 +239,18 @@ def _lines(block: bytes) -> List[bytes]:
 class Direction:
     """One direction of the relay: reads ``src``, tracks state, writes whole lines to ``dst``."""
 
-    def __init__(self, proxy: Proxy, side: str, src: int, dst: Output) -> None:
-        self.proxy = proxy
+    def __init__(self, host: Host, side: str, src: int, dst: Output) -> None:
+        self.host = host
+        self.settings = host.settings
         self.side = side  # who sends: "editor" or "agent"
         self.source = "client" if side == "editor" else "agent"
         self.src = src
         self.dst = dst
+        max_frame_bytes = self.settings.max_frame_bytes
         # The lines of this side, exactly as they came, the whole lines of each read in one piece.
-        self.framer = acp_fast.Framer(max_frame_bytes=proxy.max_frame_bytes, joined=True)
+        self.framer = acp_fast.Framer(max_frame_bytes=max_frame_bytes, joined=True)
         # The messages of each block, for the middleware (whole lines only: it never holds a partial one).
-        self.decoder = acp_fast.FrameDecoder(max_frame_bytes=proxy.max_frame_bytes)
+        self.decoder = acp_fast.FrameDecoder(max_frame_bytes=max_frame_bytes)
         self.stats: Dict[str, int] = dict(
             bytes_in=0,
             bytes_out=0,
@@ -113,31 +268,42 @@ class Direction:
 
     # -- the loop ----------------------------------------------------------------------------
 
+    def native_relay(self) -> Optional[Any]:
+        """The core's relay (``_native._Relay``) for this direction, when the native backend is in
+        use and nothing per frame needs Python; None: the Python loop."""
+        if self.settings.per_frame or os.environ.get("ACP_FAST_PROXY_RELAY") == "python":  # (to compare)
+            return None
+        relay_type = getattr(getattr(acp_fast, "_native", None), "_Relay", None)
+        if relay_type is None or acp_fast.BACKEND != "rust":
+            return None
+        return relay_type(self.host.store, self.src, self.source, self.settings.max_frame_bytes)
+
     def run(self) -> None:
-        relay = self.proxy.native_relay(self)
+        relay = self.native_relay()
         if relay is not None:
             self.run_native(relay)
             return
+        host = self.host
         try:
             read = os.read
             src = self.src
-            while not self.proxy.stopping:
+            while not host.stopping:
                 try:
                     chunk = read(src, CHUNK)
                 except InterruptedError:  # pragma: no cover - PEP 475 retries
                     continue
                 except OSError as e:
-                    self.proxy.note(f"{self.side} stream read failed: {e}")
+                    host.note(f"{self.side} stream read failed: {e}")
                     break
                 if not chunk:
                     break
                 self.stats["bytes_in"] += len(chunk)
                 self.events(self.framer.feed(chunk), True)
             # End of input: a last line without a newline is handled (and forwarded) as it is.
-            if not self.proxy.stopping:
+            if not host.stopping:
                 self.events(self.framer.finish(), False)
         except BaseException as e:  # never die silently: report and close the direction
-            self.proxy.note(f"{self.side} relay stopped: {type(e).__name__}: {e}")
+            host.note(f"{self.side} relay stopped: {type(e).__name__}: {e}")
             raise
         finally:
             self.dst.close()  # end of input passed on: the agent's stdin, or the editor's stdout
@@ -147,14 +313,14 @@ class Direction:
         tracks its lines and gives back the lines to forward, with the interpreter released;
         what needs Python (lines that are not JSON-RPC, lines over the limit, bad state updates)
         comes back as notices, handled here as in the Python loop."""
-        proxy = self.proxy
+        host = self.host
         stats = self.stats
         try:
-            while not proxy.stopping:
+            while not host.stopping:
                 try:
                     step = relay.pump()
                 except OSError as e:
-                    proxy.note(f"{self.side} stream read failed: {e}")
+                    host.note(f"{self.side} stream read failed: {e}")
                     break
                 if step is None:
                     break
@@ -163,10 +329,10 @@ class Direction:
                     stats["bytes_out"] += len(data)
                 for notice in notices:
                     self.notice(notice)
-                    if self.proxy.stopping:  # set by the notice (--agent-invalid fail)
+                    if self.host.stopping:  # set by the notice (--agent-invalid fail)
                         break
         except BaseException as e:  # never die silently: report and close the direction
-            proxy.note(f"{self.side} relay stopped: {type(e).__name__}: {e}")
+            host.note(f"{self.side} relay stopped: {type(e).__name__}: {e}")
             raise
         finally:
             stats["bytes_in"] = relay.bytes_in
@@ -175,14 +341,14 @@ class Direction:
 
     def notice(self, notice: Tuple[Any, ...]) -> None:
         """A notice of the native relay: a line over the limit, a bad state update (forwarded),
-        or a line that is not JSON-RPC (not forwarded unless its rule says so)."""
+        or a line that is not JSON-RPC (not forwarded unless its rule says so). Its errors are
+        the core's, at the side's line, as the Python loop gives them."""
         kind, line = notice[0], notice[1]
         if kind == "too_large":
             self.stats["lines"] -= 1  # counted by the relay (skipped() counts it again)
             self.skipped(line, notice[2])
         elif kind == "state_error":
-            self.stats["state_errors"] += 1
-            self.proxy.note(f"{self.side} line {line}: {notice[2]} (forwarded)")
+            self.state_error(line, notice[2])
         else:
             wire, error = notice[2], notice[3]
             data = wire[:-1] if wire.endswith(b"\n") else wire
@@ -195,7 +361,7 @@ class Direction:
         """The framer's events: whole lines (ending in ``\\n`` when ``eol``, else the last line of
         the stream) and lines over the limit (their length)."""
         for line, data in events:
-            if self.proxy.stopping:
+            if self.host.stopping:
                 return
             if type(data) is int:
                 self.skipped(line, data)
@@ -206,92 +372,93 @@ class Direction:
         """Line ``line``, over the limit (``length`` bytes, newline included), was skipped."""
         self.stats["lines"] += 1
         self.stats["too_large"] += 1
-        self.proxy.note(
-            f"{self.side} line {line}: expected a frame of at most {self.proxy.max_frame_bytes} bytes, "
+        self.host.note(
+            f"{self.side} line {line}: expected a frame of at most {self.settings.max_frame_bytes} bytes, "
             f"found {length} bytes; not forwarded"
         )
-        if self.proxy.recorder is not None:
-            self.proxy.record_too_large(self.side, length)
+        if self.settings.recording:
+            self.host.record_too_large(self.side, length)
+
+    def state_error(self, line: int, error: Any) -> None:
+        """A bad state update (−32602) at line ``line``: reported; the frame is forwarded."""
+        self.stats["state_errors"] += 1
+        self.host.note(f"{self.side} line {line}: {error} (forwarded)")
+
+    def show_change(self, change: Any) -> None:
+        """``--watch``: one stderr line for a state change."""
+        text = change_line(change)
+        if text is not None:
+            self.host.note(text)
 
     # -- one block of whole lines --------------------------------------------------------------
 
     def block(self, block: bytes, before: int, eol: bool) -> None:
         """Track and forward ``block``: whole lines ending in ``\\n`` (``eol``), or the last
         unterminated line of the stream; ``before`` is the number of the line before it."""
-        proxy = self.proxy
-        if proxy.bridge is not None and self.side == "agent":  # --bridge: the editor's version from here on
-            block = proxy.bridged(self.side, block if eol else block + b"\n")
-            eol = True
-            if not block:
-                return
-        if proxy.chain:
+        host = self.host
+        if self.side == "agent":  # --bridge: the editor's version from here on
+            bridged = host.bridged(self.side, block if eol else block + b"\n")
+            if bridged is not None:
+                block, eol = bridged, True
+                if not block:
+                    return
+        if host.chain:
             self.middleware_block(block, before, eol)
             return
         self.tracked_block(block, before, eol)
 
-    def tracked_block(self, block: bytes, before: int, eol: bool, schema: Optional[Dict[int, Any]] = None) -> None:
-        """Track ``block`` in the state, then forward it (each line as it came). ``schema``: the
-        ``--strict-schema`` errors of its lines, when already known."""
-        proxy = self.proxy
+    def tracked_block(self, block: bytes, before: int, eol: bool) -> None:
+        """Track ``block`` in the state, then forward it (each line as it came)."""
+        host = self.host
+        watch = self.settings.watch
         fed = block if eol else block + b"\n"
-        with proxy.lock:
-            base = proxy.store.line
-            results = proxy.store.feed(fed, changes=proxy.watch, source=self.source)
-            self.stats["lines"] += proxy.store.line - base  # the store's framer counted the block's lines
-        bad: Dict[int, Any] = {}
+        with host.lock:
+            base = host.store.line
+            results = host.store.feed(fed, changes=watch, source=self.source)
+            self.stats["lines"] += host.store.line - base  # the store's framer counted the block's lines
+            schema = host.schema.block(fed, self.source) if host.schema is not None else None
+        suspect: List[int] = []  # lines with an error of a line that is not JSON-RPC (or of a batch entry)
+        state: Dict[int, List[Any]] = {}
         for r in results:
             if isinstance(r, acp_fast.DecodeError):
                 assert r.line is not None  # the store's errors carry their line
                 rel = r.line - base
                 if r.code in NOT_JSON_RPC:
-                    bad[rel] = r
+                    if not suspect or suspect[-1] != rel:
+                        suspect.append(rel)
                 else:
-                    self.stats["state_errors"] += 1
-                    proxy.note(f"{self.side} line {before + rel}: {r} (forwarded)")
-            elif proxy.watch:
-                proxy.show_change(r)
-        if schema is not None:
-            bad.update(schema)
-        elif proxy.strict_schema:
-            self.schema_check(block, bad, before)
-        if not bad and proxy.recorder is None:
+                    state.setdefault(rel, []).append(r)
+            elif watch:
+                self.show_change(r)
+        if not suspect and not state and not schema and not self.settings.recording:
             if self.write(block):
                 self.stats["bytes_out"] += len(block)
             return
-        self.slow_block(block, bad, before)
-
-    def schema_check(self, block: bytes, bad: Dict[int, Any], before: int) -> None:
-        """``--strict-schema``: add the frames of the block that the official schema (or a protocol
-        rule) refuses to ``bad``, as DecodeErrors of kind ``schema``; warnings are noted."""
-        for index, wire in enumerate(_lines(block), 1):
-            data = wire[:-1] if wire.endswith(b"\r") else wire
-            if index in bad or not data.strip():
-                continue
-            error = self.schema_error(data, before + index)
-            if error is not None:
-                bad[index] = error
+        bad: Dict[int, Any] = {}
+        if suspect or schema:
+            lines = _lines(block)
+            for rel in suspect:
+                error = line_error(_strip_cr(lines[rel - 1]), before + rel)
+                if error is not None:  # else a batch with a valid message: a frame
+                    bad[rel] = error
+            for rel, error in (schema or {}).items():
+                if rel not in bad:
+                    bad[rel] = _relined(error, before + rel, _strip_cr(lines[rel - 1]))
+        self.slow_block(block, bad, before, state)
 
     def schema_error(self, data: bytes, line: int) -> Optional[Any]:
         """``--strict-schema``: the DecodeError (kind ``schema``) of a frame that the official schema
-        or a protocol rule refuses, else None; warnings are noted."""
-        proxy = self.proxy
-        with proxy.lock:
-            problems = proxy.schema_validator().validate(data, sender=self.side)
-        errors = [p for p in problems if p.severity == "error"]
-        for p in problems:
-            if p.severity != "error":
-                proxy.note(f"{self.side} line {line}: {p.message} ({p.rule})")
-        if not errors:
-            return None
-        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        error = acp_fast.DecodeError(errors[0].message + more, code=-32602, kind="schema", line=line, raw=data)
-        error.problems = errors  # type: ignore[attr-defined]  # the list, for whoever wants it
-        return error
+        or a protocol rule refuses, at line ``line``, else None (call with the lock held)."""
+        assert self.host.schema is not None
+        error = self.host.schema.frame(data, self.source)
+        return None if error is None else _relined(error, line, data)
 
-    def slow_block(self, block: bytes, bad: Dict[int, Any], before: int) -> None:
-        """Line by line: the block has lines that are not JSON-RPC, or is being recorded."""
-        proxy = self.proxy
-        lines = acp_fast.Framer(max_frame_bytes=proxy.max_frame_bytes, keepends=True)
+    def slow_block(self, block: bytes, bad: Dict[int, Any], before: int, state: Dict[int, List[Any]]) -> None:
+        """Line by line: the block has lines that are not JSON-RPC (``bad``: their errors by line
+        in the block), bad state updates (``state``), or is being recorded."""
+        host = self.host
+        recording = self.settings.recording
+        lines = acp_fast.Framer(max_frame_bytes=self.settings.max_frame_bytes, keepends=True)
         out: List[bytes] = []
         now = time.time()
         # Every line of the block is within the limit (longer ones were skipped): (line, bytes) events.
@@ -302,22 +469,20 @@ class Direction:
             crlf = line_eol and data.endswith(b"\r")
             if crlf:
                 data = data[:-1]
+            for e in state.get(index, ()):
+                self.state_error(before + index, _relined(e, before + index, data))
             error = bad.get(index)
-            # An invalid entry of a batch: the batch is a frame when it holds at least one valid
-            # message (JSON-RPC answers the bad entries), else it is not JSON-RPC.
-            if error is not None and error.raw is not None and error.raw != data and not all_invalid(data):
-                error = None
             action = None
             if error is not None:
                 action = self.invalid(data, error, before + index)
             if action is None:
                 out.append(wire)
-            if proxy.recorder is not None:
+            if recording:
                 # Embedded verbatim when it is JSON (valid, or JSON but not JSON-RPC); blank lines
                 # and non-JSON lines are recorded as text / base64.
                 is_json = (error is None or error.code != -32700) and bool(data.strip())
-                proxy.record(self.side, data, is_json, now, crlf, line_eol, action)
-            if proxy.stopping:
+                host.record(self.side, data, is_json, now, crlf, line_eol, action)
+            if host.stopping:
                 break
         if out:
             data = b"".join(out)
@@ -330,18 +495,19 @@ class Direction:
         """Every message of the block through the middleware, each tracked in the state as it is
         delivered (so a middleware sees the state of the frames before its own); then the block is
         forwarded as it came when no middleware changed anything, else line by line."""
-        proxy = self.proxy
-        run = proxy.chain.run
+        host = self.host
+        run = host.chain.run
         side = self.side
         outcomes: Dict[int, Outcome] = {}
         bad: Dict[int, Any] = {}
-        schema = proxy.strict_schema
+        state: Dict[int, List[Any]] = {}
+        schema = host.schema is not None
         message_type = acp_fast.Message
-        apply = proxy.store.apply
+        apply = host.store.apply
         source = self.source
-        watch = proxy.watch
+        watch = self.settings.watch
         lines = _lines(block)
-        with proxy.lock:
+        with host.lock:
             base = self.decoder.line
             # Messages (Batches, DecodeErrors) of the block, with their line numbers; blank lines skipped.
             items: List[Any] = self.decoder.feed(block if eol else block + b"\n")
@@ -350,47 +516,56 @@ class Direction:
                 if isinstance(item, acp_fast.DecodeError):  # not JSON-RPC: the usual rules, never middleware
                     bad[index] = _relined(item, before + index, _strip_cr(lines[index - 1]))
                     continue
-                if type(item) is not message_type and not any(isinstance(m, message_type) for m in item):
+                single = type(item) is message_type
+                if not single and not any(isinstance(m, message_type) for m in item):
                     bad[index] = _relined(item[0], before + index, _strip_cr(lines[index - 1]))  # no valid message
                     continue
                 if schema:
                     error = self.schema_error(_strip_cr(lines[index - 1]), before + index)
                     if error is not None:  # refused: handled as a line that is not JSON-RPC (tracked all the same)
                         bad[index] = error
-                        self.track(item, before + index)
+                        state[index] = self.track(item)
                         continue
-                outcome = run(item, side) if type(item) is message_type else self.batch(item)
+                outcome = run(item, side) if single else self.batch(item)
                 if outcome is None:  # unchanged: tracked here (the common case, inline)
                     try:
-                        change = apply(item, source=source)
+                        # A batch as its line: its state errors at their offsets in the line.
+                        change = apply(item if single else item.raw, source=source)
                     except acp_fast.DecodeError as e:
-                        self.stats["state_errors"] += 1
-                        proxy.note(f"{side} line {before + index}: {e} (forwarded)")
+                        state[index] = [e]
                         continue
-                    if watch and change is not None:
-                        for c in change if isinstance(change, list) else [change]:
-                            if c is not None:
-                                proxy.show_change(c)
+                    if single:
+                        if watch and change is not None:
+                            self.show_change(change)
+                        continue
+                    for c in change:
+                        if isinstance(c, acp_fast.DecodeError):
+                            if c.code not in NOT_JSON_RPC:  # (an invalid entry is not a state error)
+                                state.setdefault(index, []).append(c)
+                        elif watch and c is not None:
+                            self.show_change(c)
                     continue
                 outcomes[index] = outcome
                 for wire, _ in outcome.delivered:
-                    self.track(item if wire is None else wire, before + index)
+                    errors = self.track(item if wire is None else wire)
+                    if errors:
+                        state.setdefault(index, []).extend(errors)
             self.stats["lines"] += self.decoder.line - base
         if not outcomes:
-            if not bad and proxy.recorder is None:
+            if not bad and not state and not self.settings.recording:
                 if self.write(block):
                     self.stats["bytes_out"] += len(block)
                 return
-            self.slow_block(block, bad, before)
+            self.slow_block(block, bad, before, state)
         else:
-            self.changed_block(lines, eol, before, outcomes, bad)
+            self.changed_block(lines, eol, before, outcomes, bad, state)
 
     def batch(self, frame: Any) -> Optional[Outcome]:
         """A batch line's entries through the middleware: None (the line as it came) when no entry
         was changed, else the entries' frames one per line (its invalid entries are not
         forwarded)."""
         entries = [m for m in frame if isinstance(m, acp_fast.Message)]
-        runs = [self.proxy.chain.run(m, self.side) for m in entries]
+        runs = [self.host.chain.run(m, self.side) for m in entries]
         if all(r is None for r in runs):
             return None
         outcome = Outcome()
@@ -405,10 +580,17 @@ class Direction:
         return outcome
 
     def changed_block(
-        self, lines: List[bytes], eol: bool, before: int, outcomes: Dict[int, Outcome], bad: Dict[int, Any]
+        self,
+        lines: List[bytes],
+        eol: bool,
+        before: int,
+        outcomes: Dict[int, Outcome],
+        bad: Dict[int, Any],
+        state: Dict[int, List[Any]],
     ) -> None:
         """Line by line (already tracked), with what the middleware made of each message."""
-        proxy = self.proxy
+        host = self.host
+        recording = self.settings.recording
         out: List[bytes] = []
         back: List[bytes] = []
         now = time.time()
@@ -417,103 +599,110 @@ class Direction:
             crlf = wire.endswith(b"\r")
             data = wire[:-1] if crlf else wire
             line = wire + b"\n" if line_eol else wire
+            for e in state.get(index, ()):
+                self.state_error(before + index, _relined(e, before + index, data))
             outcome = outcomes.get(index)
             if outcome is None:  # unchanged, or not a message: as without middleware
                 error = bad.get(index)
                 action = self.invalid(data, error, before + index) if error is not None else None
                 if action is None:
                     out.append(line)
-                if proxy.recorder is not None:
+                if recording:
                     is_json = (error is None or error.code != -32700) and bool(data.strip())
-                    proxy.record(self.side, data, is_json, now, crlf, line_eol, action)
-                if proxy.stopping:
+                    host.record(self.side, data, is_json, now, crlf, line_eol, action)
+                if host.stopping:
                     break
                 continue
             if outcome.action is not None:
                 self.stats[outcome.action] += 1
-                if proxy.recorder is not None:
-                    proxy.record(self.side, data, True, now, crlf, line_eol, outcome.action, outcome.reason)
+                if recording:
+                    host.record(self.side, data, True, now, crlf, line_eol, outcome.action, outcome.reason)
             for wire_out, injected in outcome.delivered:
                 out.append(line if wire_out is None else wire_out)
                 if injected:
                     self.stats["injected"] += 1
-                if proxy.recorder is not None:
+                if recording:
                     if wire_out is None:
-                        proxy.record(self.side, data, True, now, crlf, line_eol, None)
+                        host.record(self.side, data, True, now, crlf, line_eol, None)
                     else:
-                        proxy.record(self.side, wire_out.rstrip(b"\r\n"), True, now, False, True, "injected")
+                        host.record(self.side, wire_out.rstrip(b"\r\n"), True, now, False, True, "injected")
             back += outcome.back
         if out:
             data = b"".join(out)
             if self.write(data):
                 self.stats["bytes_out"] += len(data)
         if back:  # injected by the middleware, going back to this side
-            proxy.deliver(self.side, back, now)
+            host.deliver(self.side, back, now)
 
-    def track(self, frame: Any, line: int) -> None:
-        """Apply one delivered frame (a Message, Batch or bytes) to the state (a bad state update
-        is noted and forwarded)."""
-        proxy = self.proxy
-        with proxy.lock:
+    def track(self, frame: Any) -> List[Any]:
+        """Apply one delivered frame (a Message, Batch or bytes) to the state: its bad state
+        updates (the frame is forwarded all the same), for the caller to report."""
+        host = self.host
+        with host.lock:
             try:
-                change = proxy.store.apply(frame, source=self.source)
+                change = host.store.apply(frame, source=self.source)
             except acp_fast.DecodeError as e:
-                self.stats["state_errors"] += 1
-                proxy.note(f"{self.side} line {line}: {e} (forwarded)")
-                return
-        if proxy.watch:
-            for c in change if isinstance(change, list) else [change]:
-                if isinstance(c, acp_fast.Change):
-                    proxy.show_change(c)
+                return [e]
+        errors: List[Any] = []
+        for c in change if isinstance(change, list) else [change]:
+            if isinstance(c, acp_fast.DecodeError):
+                if c.code not in NOT_JSON_RPC:
+                    errors.append(c)
+            elif self.settings.watch and isinstance(c, acp_fast.Change):
+                self.show_change(c)
+        return errors
 
     # -- lines that are not JSON-RPC ---------------------------------------------------------------
 
     def invalid(self, data: bytes, error: Any, line: int) -> Optional[str]:
         """What to do with a line that is not JSON-RPC: None (forward it) or the action taken."""
-        proxy = self.proxy
+        host = self.host
+        settings = self.settings
         self.stats["invalid"] += 1
         where = f"{self.side} line {line}"
         if self.side == "agent":
-            policy = proxy.agent_invalid
+            policy = settings.agent_invalid
             if policy == "pass":
-                proxy.note(f"{where}: {error} (passed on)")
+                host.note(f"{where}: {error} (passed on)")
                 return None
             if policy == "drop":
                 self.stats["dropped"] += 1
-                proxy.note(f"{where}: {error} (dropped)")
+                host.note(f"{where}: {error} (dropped)")
                 return "dropped"
             self.stats["diverted"] += 1
-            proxy.divert(data)
-            if policy == "fail" and self.stats["invalid"] >= proxy.agent_invalid_limit:
+            host.divert(data)
+            if policy == "fail" and self.stats["invalid"] >= settings.agent_invalid_limit:
                 n = self.stats["invalid"]
-                proxy.stop(
+                host.stop(
                     INVALID_LINES_STATUS,
                     f"{where}: {error}; {n} line{'s' if n > 1 else ''} from the agent "
-                    f"{'were' if n > 1 else 'was'} not JSON-RPC (--agent-invalid fail={proxy.agent_invalid_limit})",
+                    f"{'were' if n > 1 else 'was'} not JSON-RPC (--agent-invalid fail={settings.agent_invalid_limit})",
                 )
             return "diverted"
-        if not (proxy.strict or (proxy.strict_schema and error.kind == "schema")):
-            proxy.note(f"{where}: {error} (forwarded)")
+        if not (settings.strict or (host.schema is not None and error.kind == "schema")):
+            host.note(f"{where}: {error} (forwarded)")
             return None
         self.stats["answered"] += 1
-        proxy.note(f"{where}: {error} (answered with an error, not forwarded)")
-        proxy.answer_editor(data, error)
+        host.note(f"{where}: {error} (answered with an error, not forwarded)")
+        host.answer_editor(data, error)
         return "answered"
 
     def write(self, data: bytes) -> bool:
-        if self.proxy.bridge is not None and self.side == "editor":  # --bridge: into the agent's version
-            data = self.proxy.bridged(self.side, data)
+        if self.side == "editor":  # --bridge: into the agent's version
+            bridged = self.host.bridged(self.side, data)
+            if bridged is not None:
+                data = bridged
         if self.dst.write(data):
             return True
         self.stats["undelivered"] += len(data)
-        self.proxy.lost(self.side)
+        self.host.lost(self.side)
         return False
 
 
 def _relined(error: Any, line: int, data: bytes) -> Any:
-    """``error`` (the decoder's, for line ``data``) as the error of line ``line`` of this side."""
+    """``error`` (of line ``data``, at its offsets in it) as the error of line ``line`` of its side."""
     pos = error.position
-    return acp_fast.DecodeError(
+    out = acp_fast.DecodeError(
         error.msg,
         code=error.code,
         kind=error.kind,
@@ -523,15 +712,23 @@ def _relined(error: Any, line: int, data: bytes) -> Any:
         line=line,
         raw=data,
     )
+    problems = getattr(error, "problems", None)
+    if problems is not None:  # a schema error's list of problems
+        out.problems = problems  # type: ignore[attr-defined]
+    return out
 
 
-def all_invalid(line: bytes) -> bool:
-    """Whether a batch line holds no valid message."""
+def line_error(data: bytes, line: int) -> Optional[Any]:
+    """The error of a line that is not JSON-RPC, as :func:`acp_fast.decode` gives it (for a batch
+    with no valid message, its first entry's), at line ``line`` of its side; None when the line
+    is a frame (a batch holding at least one valid message is one)."""
     try:
-        frame = acp_fast.decode(line)
-    except acp_fast.DecodeError:
-        return True
-    return isinstance(frame, list) and all(isinstance(entry, acp_fast.DecodeError) for entry in frame)
+        frame = acp_fast.decode(data)
+    except acp_fast.DecodeError as e:
+        return _relined(e, line, data)
+    if isinstance(frame, list) and frame and all(isinstance(entry, acp_fast.DecodeError) for entry in frame):
+        return _relined(frame[0], line, data)
+    return None
 
 
 def request_id(data: bytes) -> Any:
