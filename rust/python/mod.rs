@@ -1,5 +1,10 @@
-//! The PyO3 binding layer: `acp_fast._native`. Every function here takes Python arguments, calls
-//! the core, and maps errors; no protocol logic lives in this folder.
+//! The PyO3 binding layer: `acp_fast._native`. What this folder holds, and all it holds:
+//! argument conversion (`args.rs`, `bounds.rs`), the Python objects of what the core returns
+//! (`Message`, `Change`, `DecodeError`, records, Arrow batches), the calls into the core, and
+//! error mapping. No protocol rule lives here: framing, parsing, batches, strict validation (the
+//! stream check is `crate::schema::stream`), the per-frame loop (`crate::engine`), the state
+//! engine's rules, the state document and the record shapes are the core's, so a change to any
+//! of them edits no file in this folder.
 //!
 //! Threads (docs/API.md "Threads"): the stateful classes (`FrameDecoder`, `Framer`,
 //! `ToolCallStore`) are `#[pyclass(frozen)]` and keep their state in an `Exclusive`, a per-object
