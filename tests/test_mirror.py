@@ -96,7 +96,7 @@ MAP: list[tuple[list[str], str | None, str]] = [
     (["rust/schema/rules.rs"], "schema/rules.py", "the protocol rules the schema cannot express"),
     (["rust/schema/tape.rs"], None, "a parsed message as a tape"),
     (
-        ["rust/state/mod.rs", "rust/python/state.rs", "rust/python/state/methods.rs", "rust/python/bounds.rs"],
+        ["rust/state/mod.rs", "rust/python/state.rs", "rust/python/state/methods.rs"],
         "state/__init__.py",
         "the state engine (`ToolCallStore`, DESIGN 7)",
     ),

@@ -1,5 +1,5 @@
 //! The PyO3 binding layer: `acp_fast._native`. What this folder holds, and all it holds:
-//! argument conversion (`args.rs`, `bounds.rs`), the Python objects of what the core returns
+//! argument conversion (`args.rs`), the Python objects of what the core returns
 //! (`Message`, `Change`, `DecodeError`, records, Arrow batches), the calls into the core, and
 //! error mapping. No protocol rule lives here: framing, parsing, batches, strict validation (the
 //! stream check is `crate::schema::stream`), the per-frame loop (`crate::engine`), the state
@@ -21,7 +21,6 @@
 
 mod args;
 mod arrow;
-mod bounds;
 mod convert;
 mod errors;
 mod frames;

@@ -12,8 +12,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyString, PyType};
 use pyo3::{intern, IntoPyObjectExt};
 
-use super::args::{Arg, MaxFrameBytes, MaxToolCalls, ProtocolVersion, StrictSchema};
-use super::bounds::{limit_arg, LimitArg};
+use super::args::{limit_arg, Arg, LimitArg, MaxFrameBytes, MaxToolCalls, ProtocolVersion, StrictSchema};
 use super::convert::{dumps_bytes, Writer};
 use super::errors::{decode_error, decode_error_object, decode_error_type, Origin};
 use super::frames::{source_of, PyMessage};

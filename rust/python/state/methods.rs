@@ -6,8 +6,7 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyType};
 
-use super::super::args::{Arg, MaxFrameBytes, MaxToolCalls, ProtocolVersion, SourceArg, StrictSchema};
-use super::super::bounds::LimitArg;
+use super::super::args::{Arg, LimitArg, MaxFrameBytes, MaxToolCalls, ProtocolVersion, SourceArg, StrictSchema};
 use super::super::{Exclusive, Locked};
 use super::StoreState;
 
