@@ -44,7 +44,7 @@ class Contract:
     native: Sequence[str] = ()
 
 
-#: The contract of acp_fast (docs/DESIGN.md, "Layers").
+#: The contract of acp_fast.
 ACP_FAST = Contract(
     layers=(
         # What every layer shares: errors, schema problems, Batch, and the output files and
@@ -210,8 +210,19 @@ def check(package: str, contract: Contract) -> List[str]:
     for members in strongly_connected(edges):
         cycle = shortest_cycle(edges, members[0], set(members))
         out.append(f"import cycle among {', '.join(members)}:\n  {' -> '.join(cycle)}")
+        shown = set(itertools.pairwise(cycle))
         for importer, imported in itertools.pairwise(cycle):
             out += [f"    {graph.where(found)}" for found in graph.imports[importer, imported]]
+        typing = [  # the other imports inside the component that only typing needs
+            found
+            for (importer, imported), imports in sorted(graph.imports.items())
+            if importer in members and imported in members and (importer, imported) not in shown
+            for found in imports
+            if found.typing_only
+        ]
+        if typing:
+            out.append("  and, in the same cycles, under TYPE_CHECKING:")
+            out += [f"    {graph.where(found)}" for found in typing]
     names = [name for name, _ in contract.layers]
     unplaced = sorted(m for m in graph.modules if layer_of(contract, m) is None)
     out += [f"module {m} is in no layer (place it in .ci/import_cycles.py)" for m in unplaced]
