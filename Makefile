@@ -155,7 +155,7 @@ lint-stubtest:  ## the stub python/acp_fast/_native.pyi against the built native
 	$(CHECK_ENV) $(PYTHON) -m mypy.stubtest acp_fast._native --mypy-config-file pyproject.toml \
 		--allowlist .ci/stubtest-allowlist.txt
 
-lint-imports:  ## no import cycle between the package's modules
+lint-imports:  ## the import contract (.ci/import_cycles.py): no cycle, not even through TYPE_CHECKING; layers that do not point up
 	$(CHECK_ENV) $(PYTHON) .ci/import_cycles.py acp_fast
 
 lint-mirror:  ## the fallback mirrors rust/ function for function, and DESIGN's module map is MAP (tests/test_mirror.py)

@@ -16,7 +16,8 @@ The rule, for both sides (a name counts once per row, where it first appears):
   ``#[cfg(test)]`` (the ``mod tests`` blocks) and the ``tests.rs`` files. A source
   ``path::A,B`` takes only the functions of ``impl A`` / ``impl B`` blocks and the free functions
   named ``A`` or ``B`` (a binding file that serves several fallback files).
-* Python: the module-level ``def``s and the methods of the module-level classes, in file order;
+* Python: the module-level ``def``s and the methods of the module-level classes (not of the
+  ``Protocol`` classes, the type checker's interfaces, as Rust's ``trait`` blocks), in file order;
   leading underscores are dropped (``_feed`` is Rust's ``feed``), ``__init__`` and ``__new__``
   are ``new`` (PyO3's ``#[new]``), other dunders stay as they are.
 
@@ -399,10 +400,16 @@ def python_functions(path: Path) -> list[tuple[str | None, str]]:
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             found.append((None, normalised(node.name)))
-        elif isinstance(node, ast.ClassDef):
+        elif isinstance(node, ast.ClassDef) and not is_protocol(node):
             methods = [m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
             found += [(node.name, normalised(m.name)) for m in methods]
     return found
+
+
+def is_protocol(node: ast.ClassDef) -> bool:
+    """A ``typing.Protocol``: an interface declared for the type checker, like a Rust ``trait``
+    block (not listed)."""
+    return any(isinstance(b, ast.Name) and b.id == "Protocol" for b in node.bases)
 
 
 def normalised(name: str) -> str:

@@ -66,3 +66,29 @@ def test_malformed_records_name_the_line(line, where):
     with pytest.raises(recording.RecordingError) as info:
         list(recording.read(data))
     assert where in str(info.value)
+
+
+# Spans of payloads, found by the backend's scanner (acp_fast._find_member), not a walker of its own.
+
+
+def test_a_frame_written_in_another_layout_is_found_by_scanning():
+    frame = b'{"jsonrpc":"2.0","method":"x","params":{"frame":"not this one"}}'
+    line = b'{ "from" : "agent", "frame" : ' + frame + b' , "t" : 1, "fr\\u0061me" : ' + frame + b" }"
+    parsed = recording.parse_record(line, 2)
+    assert parsed.data == frame and parsed.offset == line.rindex(frame)  # a duplicate: the last one
+
+
+def test_a_text_payload_keeps_its_token_and_offset():
+    line = b'{"t":1,"from":"agent","text":"a \\"quoted\\" word","action":"diverted"}'
+    parsed = recording.parse_record(line, 2)
+    assert parsed.data == b'a "quoted" word' and parsed.raw == b'"a \\"quoted\\" word"'
+    assert parsed.offset == line.index(b'"a ')
+
+
+def test_a_frame_as_deep_as_a_frame_may_be_is_read_apart_from_its_record():
+    frame = b"[" * 1023 + b'{"jsonrpc":"2.0","method":"x"}' + b"]" * 1023
+    line = b'{"t":1,"from":"agent","frame":' + frame + b',"action":"dropped"}'
+    parsed = recording.parse_record(line, 2)
+    assert parsed.data == frame and parsed.offset == line.index(b"[")
+    with pytest.raises(recording.RecordingError, match="not a JSON record"):
+        recording.parse_record(line[:-2] + b"x}", 2)  # not JSON after the depth limit: no span

@@ -854,3 +854,18 @@ def test_no_input_makes_validate_or_inspect_raise(codec, data):
     result = inspector.replay_file(data)
     inspector.render("x", result)
     inspector.to_json("x", result)
+
+
+def test_locate_follows_a_path_with_the_backends_scanner():
+    from acp_fast.cli.validate import locate
+
+    raw = b' {"a": [10, {"b": 1, "b": [true]}], "c\\u0022": null}'
+    assert locate(raw, ()) == 1
+    assert locate(raw, ("a",)) == raw.index(b"[10")
+    assert locate(raw, ("a", 1, "b")) == raw.index(b"[true")  # a duplicated key: the last one
+    assert locate(raw, ("a", 1, "b", 0)) == raw.index(b"true")
+    assert locate(raw, ('c"',)) == raw.index(b"null")
+    assert locate(raw, ("a", 2)) == raw.index(b"[10")  # no such entry: the array
+    assert locate(raw, ("a", -1)) == raw.index(b"[10")
+    assert locate(raw, ("a", 1, "z")) == raw.index(b'{"b"')  # no such member: the object
+    assert locate(raw, ("a", 0, "x")) == raw.index(b"10")  # not an object: the value reached

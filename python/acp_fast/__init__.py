@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os as _os
 from types import ModuleType as _ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, List, Optional, Tuple
 
 from .batch import Batch
 from .errors import AcpError, DecodeError, EncodeError
@@ -65,6 +65,34 @@ else:
     Change = _backend.Change
     validate_schema = _backend.validate_schema
     SchemaValidator = _backend.SchemaValidator
+
+
+# For the modules above the facade, which reach the backend only through it (the layers of
+# .ci/import_cycles.py); not API. Spans in a JSON text already known to be valid, found by the
+# backend's scanner: the native module's function of the same name when it has one, else the
+# fallback's (the walks ``Message`` uses to place an error on a member or a batch entry).
+
+
+def _find_member(data: bytes, obj_start: int, key: str) -> Optional[Tuple[str, int, int]]:
+    """The JSON type, start and end of the value of the last member ``key`` of the object whose
+    ``{`` is at ``obj_start`` in ``data``; None when it has none."""
+    if hasattr(_backend, "find_member"):
+        found: Optional[Tuple[str, int, int]] = _backend.find_member(data, obj_start, key)
+        return found
+    from ._fallback.scanner import find_member
+
+    return find_member(data, obj_start, key)
+
+
+def _array_items(data: bytes, arr_start: int) -> List[Tuple[str, int, int]]:
+    """The JSON type, start and end of each element of the array whose ``[`` is at ``arr_start``
+    in ``data``."""
+    if hasattr(_backend, "array_items"):
+        found: List[Tuple[str, int, int]] = _backend.array_items(data, arr_start)
+        return found
+    from ._fallback.scanner import array_items
+
+    return array_items(data, arr_start)
 
 
 def _find_version() -> str:

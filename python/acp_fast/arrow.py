@@ -21,8 +21,6 @@ from typing import IO, TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, L
 
 import acp_fast
 
-from ._fallback.columns import schema as _frame_schema
-from ._fallback.state import _check_source
 from .recording import SOURCES, RecordingError, is_recording, parse_lines, record_limit
 
 if TYPE_CHECKING:
@@ -186,6 +184,18 @@ def _table(pa: Any, result: Any) -> Any:
     if isinstance(result, pa.Table):
         return result
     return pa.RecordBatchReader.from_stream(result).read_all()
+
+
+def _check_source(source: Any) -> None:
+    """ValueError for a ``source`` that is not ``"agent"``, ``"client"`` or None: the backend's own
+    check and message (a fresh store's ``finish`` reads ``source`` and does nothing else)."""
+    if source is not None:
+        _ToolCallStore().finish(changes=False, source=source)
+
+
+def _frame_schema() -> Any:
+    """The schema of the backend's ``FrameColumns`` (that of its table of no line)."""
+    return _table(require_pyarrow(), _FrameColumns().finish()).schema
 
 
 def frames_schema(*, recording: bool = False, side: bool = False, file: bool = False) -> pa.Schema:

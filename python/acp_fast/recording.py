@@ -35,8 +35,6 @@ import orjson
 
 import acp_fast
 
-from .cli._offsets import members
-
 __all__ = ["FORMAT_VERSION", "Record", "RecordingError", "RecordWriter", "read", "extract", "is_recording"]
 
 #: The recording format this module writes and reads (the header's ``acp-fast-recording``).
@@ -56,6 +54,7 @@ SOURCES = {"editor": "client", "agent": "agent"}
 _loads: Callable[[bytes], Any] = acp_fast.loads
 _dumps: Callable[[Any], bytes] = acp_fast.dumps
 _Framer: Callable[..., Any] = acp_fast.Framer
+_find_member = acp_fast._find_member
 
 
 class RecordingError(ValueError):
@@ -290,14 +289,18 @@ def _kind_of(value: Any) -> str:
 
 
 def _value_offset(line: bytes, key: str) -> Optional[Tuple[int, int]]:
-    """(start, end) of the last ``key`` member's value in the record object ``line``."""
+    """(start, end) of the last ``key`` member's value in the record object ``line``, found by the
+    backend's scanner. ``line`` is valid JSON, or (``_load_deep``) valid as far as the depth limit
+    let ``loads`` read: there a span is checked by reading what it delimits, and a walk that runs
+    off the text gives None."""
     i = line.find(b"{")
-    found = None
-    if i >= 0:
-        for name, start, end in members(line, i):
-            if name == key:
-                found = (start, end)
-    return found
+    if i < 0:
+        return None
+    try:
+        found = _find_member(line, i, key)
+    except (IndexError, AttributeError):  # the fallback's walk off the end of a text that is not JSON
+        return None
+    return None if found is None else (found[1], found[2])
 
 
 def _frame_span(line: bytes, value: Dict[str, Any]) -> Tuple[int, int]:

@@ -10,12 +10,19 @@ import functools
 import importlib
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
-
-if TYPE_CHECKING:
-    from .contenders import Corpus
+from typing import Any, Dict, List, Optional, Protocol, Tuple
 
 __all__ = ["sdk_path"]
+
+
+class _Corpus(Protocol):
+    """What :meth:`_Sdk.skip_reason` reads of a corpus (``contenders.Corpus``)."""
+
+    @property
+    def profile(self) -> str: ...
+
+    @property
+    def version(self) -> int: ...
 
 
 class _SdkPath:
@@ -52,7 +59,7 @@ class _SdkPath:
                 continue
             (self.results if name.endswith("Response") else self.params)[method] = model
 
-    def skip_reason(self, corpus: Corpus) -> Optional[str]:
+    def skip_reason(self, corpus: _Corpus) -> Optional[str]:
         if self.unavailable is not None:
             return self.unavailable
         if corpus.version != self.version:

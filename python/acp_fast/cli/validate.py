@@ -42,18 +42,40 @@ import argparse
 import re
 import sys
 from collections import Counter
-from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Tuple
+from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import acp_fast
 
 from ..recording import RecordingError, parse_lines, record_limit
-from ._offsets import locate
 from ._shapes import protocol
 from ._streams import Progress, open_input, read_chunks, sniff, string_offset
 from ._usage import Parser, integer
 
 DEFAULT_MAX_FRAME_BYTES = acp_fast.DEFAULT_MAX_FRAME_BYTES
 KINDS = ("json", "jsonrpc", "acp", "schema", "protocol", "recording")
+
+
+def locate(raw: bytes, path: Sequence[Union[str, int]]) -> int:
+    """Byte offset of the value at ``path`` in the valid JSON text ``raw``, found by the backend's
+    scanner. When a member on the way is missing, the offset of the object that lacks it (its
+    ``{``); for a duplicated key, the last one (its value is the one that counts). A path that
+    cannot be followed stops at the deepest value found."""
+    i = len(raw) - len(raw.lstrip(b" \t\r\n"))
+    for part in path:
+        c = raw[i : i + 1]
+        if isinstance(part, str) and c == b"{":
+            found = acp_fast._find_member(raw, i, part)
+            if found is None:
+                return i
+            i = found[1]
+        elif isinstance(part, int) and c == b"[":
+            items = acp_fast._array_items(raw, i) if part >= 0 else []
+            if not 0 <= part < len(items):
+                return i
+            i = items[part][1]
+        else:
+            return i
+    return i
 
 
 class Problem(NamedTuple):

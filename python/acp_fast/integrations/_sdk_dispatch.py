@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import contextvars
 import types
-from typing import TYPE_CHECKING, Any, Dict, List
+from typing import Any, Dict, List, Protocol
 
-if TYPE_CHECKING:
-    from .acp_sdk import FastConnection
+
+class _Writer(Protocol):
+    """What a :class:`_BatchReply` needs of the connection (``FastConnection``): writing a reply."""
+
+    def _write_reply(self, payload: Any) -> None: ...
 
 
 async def _await(awaitable: Any) -> Any:
@@ -74,7 +77,7 @@ class _BatchReply:
 
     __slots__ = ("connection", "expected", "replies", "sealed")
 
-    def __init__(self, connection: FastConnection) -> None:
+    def __init__(self, connection: _Writer) -> None:
         self.connection = connection
         self.expected = 0  # requests whose reply is still owed
         self.replies: List[Dict[str, Any]] = []

@@ -8,17 +8,13 @@ Mirror of ``rust/schema/rules.rs`` (its top comment lists the rules): ``mark``,
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Protocol, Tuple, Union
 
 from ...problems import SchemaProblem
 from ..encoder import dumps
 from . import explain
-from .check import listed, needs_prefix
+from .check import Check, listed, needs_prefix
 from .compile import Compiled
-
-if TYPE_CHECKING:
-    from . import Schema
-    from .check import Check
 
 __all__ = [
     "PREFIXED_ENUMS",
@@ -47,6 +43,17 @@ MAX_PENDING_IDS = 10_000
 MAX_TOOL_CALL_IDS = 100_000
 
 PathList = List[Union[str, int]]
+
+
+class _Schema(Protocol):
+    """What :class:`Conversation` uses of the package's ``Schema`` (one protocol version's
+    checks): named here so that this module does not import the package that imports it."""
+
+    version: int
+
+    def frame(self, frame: Any, method: Optional[str], out: List[SchemaProblem]) -> None: ...
+
+    def message(self, msg: Any, method: Optional[str], path: PathList, out: List[SchemaProblem]) -> None: ...
 
 
 def mark(c: Compiled, version: int) -> None:
@@ -171,7 +178,7 @@ class Conversation:
             self.tool_calls.popitem(last=False)
         return True
 
-    def check(self, schema: Schema, frame: Any, sender: Optional[str]) -> List[SchemaProblem]:
+    def check(self, schema: _Schema, frame: Any, sender: Optional[str]) -> List[SchemaProblem]:
         """The problems of one parsed frame, ``sender`` being the side it comes from."""
         out: List[SchemaProblem] = []
         if isinstance(frame, list) and schema.version >= 2 and frame:
@@ -184,7 +191,7 @@ class Conversation:
         return out
 
     def _message(
-        self, schema: Schema, msg: Any, path: PathList, sender: Optional[str], out: List[SchemaProblem]
+        self, schema: _Schema, msg: Any, path: PathList, sender: Optional[str], out: List[SchemaProblem]
     ) -> None:
         if not isinstance(msg, dict):
             schema.message(msg, None, path, out)

@@ -17,7 +17,7 @@ bad document gets the same error text.
 from __future__ import annotations
 
 import binascii
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Type, cast
+from typing import Any, Callable, Dict, Iterator, List, TypeVar, cast
 
 import orjson
 
@@ -32,6 +32,7 @@ from .read import exactly, plain
 from .records import (
     MISSING,
     Session,
+    Store,
     fresh,
     terminal_record,
     tool_call_record,
@@ -50,8 +51,8 @@ from .restore import (
     restore_updates,
 )
 
-if TYPE_CHECKING:
-    from . import ToolCallStore
+#: The store class ``from_json`` builds (``ToolCallStore``).
+S = TypeVar("S", bound=Store)
 
 __all__ = ["FORMAT", "MAX_DEPTH", "from_json", "state", "to_json"]
 
@@ -78,7 +79,7 @@ _a2b = binascii.a2b_base64
 # Writing
 
 
-def state(store: ToolCallStore) -> Dict[str, Any]:
+def state(store: Store) -> Dict[str, Any]:
     """The checkpoint document as a dict, its values shared with the store."""
     per_session: Dict[str, List[Any]] = {sid: [] for sid in store._sessions}
     for e in store._permissions:
@@ -116,12 +117,12 @@ def state(store: ToolCallStore) -> Dict[str, Any]:
     return doc
 
 
-def cancel_request_list(store: ToolCallStore) -> List[Dict[str, Any]]:
+def cancel_request_list(store: Store) -> List[Dict[str, Any]]:
     """``state.cancelRequests``: ``[{"requestId": id, "source": "agent" | "client" | None}]``."""
     return [{"requestId": rid, "source": source} for rid, source in store._cancel_requests]
 
 
-def to_json(store: ToolCallStore) -> bytes:
+def to_json(store: Store) -> bytes:
     """The checkpoint document of ``store``: ``dumps(state())``, numbers as received, with a
     checkpoint's nesting limit."""
     doc = state(store)
@@ -150,7 +151,7 @@ def _load(data: Any) -> Any:
     return value
 
 
-def from_json(cls: Type[ToolCallStore], data: Any) -> ToolCallStore:
+def from_json(cls: Callable[..., S], data: Any) -> S:
     """Check the document ``data`` (bytes or str) and rebuild the store it describes. Checks and
     messages: DESIGN 7.8 (in Rust's order, so both report the same first problem)."""
     value = _load(data)  # its errors for what is not JSON, with a checkpoint's nesting limit
@@ -234,7 +235,7 @@ def from_json(cls: Type[ToolCallStore], data: Any) -> ToolCallStore:
     return store
 
 
-def _read_cancel_requests(store: ToolCallStore, items: Any) -> None:
+def _read_cancel_requests(store: Store, items: Any) -> None:
     """``state.cancelRequests`` (optional): ``[{"requestId": id, "source": "agent" | "client" | null}]``."""
     if type(items) is not list:
         raise _fail("state.cancelRequests", "an array", items)

@@ -56,12 +56,9 @@ entry. Rust's ``Limits`` struct is ``LIMITS`` here, the store's attributes named
 from __future__ import annotations
 
 from heapq import heappop, heappush
-from typing import TYPE_CHECKING, Any, Callable, Deque, Dict, List, Optional, Tuple
+from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
 
-from .records import Session, Terminal, finished
-
-if TYPE_CHECKING:
-    from . import ToolCallStore
+from .records import Session, Store, Terminal, finished
 
 __all__ = [
     "DEFAULT_MAX_CONTENT_ITEMS",
@@ -216,7 +213,7 @@ def number_terminals(s: Session) -> None:
     s.exited = exited  # ascending: a heap already
 
 
-def push_permission(store: ToolCallStore, entry: List[Any]) -> None:
+def push_permission(store: Store, entry: List[Any]) -> None:
     """Record a permission request ``[session id, record]`` (its index in the list queued when
     resolved: a record read from a checkpoint)."""
     perms = store._permissions
@@ -227,7 +224,7 @@ def push_permission(store: ToolCallStore, entry: List[Any]) -> None:
     perms.append(entry)
 
 
-def drop_permission(store: ToolCallStore, index: int) -> None:
+def drop_permission(store: Store, index: int) -> None:
     """Drop the permission record at ``index`` (a pending one replaced by a request with its id, or
     one the bound drops); its place stays empty until ``trim_permissions`` closes the holes."""
     entry = store._permissions[index]
@@ -237,7 +234,7 @@ def drop_permission(store: ToolCallStore, index: int) -> None:
         store._permission_holes += 1
 
 
-def trim_permissions(store: ToolCallStore, sid: str) -> None:
+def trim_permissions(store: Store, sid: str) -> None:
     """After a request of session ``sid`` was recorded: while the session holds more records than
     ``max_permissions``, drop its oldest resolved one (pending ones are never dropped), counted in
     its ``_truncated`` marker; then close the holes once they outnumber the records (the pending
@@ -271,7 +268,7 @@ def trim_permissions(store: ToolCallStore, sid: str) -> None:
                 sessions[e[0]].resolved.append(i)
 
 
-def touch_terminal(store: ToolCallStore, s: Session, tid: str, term: Terminal, created: bool) -> None:
+def touch_terminal(store: Store, s: Session, tid: str, term: Terminal, created: bool) -> None:
     """Bound on terminals only: after a frame created (``created``) the terminal ``tid`` (``term``)
     of session ``s``, or left it exited: number it if new, queue it if exited, and after a
     creation, drop terminals beyond the bound (``trim_terminals``)."""
@@ -291,7 +288,7 @@ def touch_terminal(store: ToolCallStore, s: Session, tid: str, term: Terminal, c
 SKIP, KEEP, VICTIM = 0, 1, 2
 
 
-def touch(store: ToolCallStore, sid: str, tcid: str, f: Dict[str, Any], created: bool) -> None:
+def touch(store: Store, sid: str, tcid: str, f: Dict[str, Any], created: bool) -> None:
     """Bound only: after a frame created (``created``) or changed the tool call ``tcid`` (fields
     ``f``) of session ``sid``: number it if new, queue it if it is now finished, and after a
     creation, evict."""
@@ -312,7 +309,7 @@ def touch(store: ToolCallStore, sid: str, tcid: str, f: Dict[str, Any], created:
             evict(store, seq)
 
 
-def evict(store: ToolCallStore, keep: int) -> None:
+def evict(store: Store, keep: int) -> None:
     """Drop tool calls while more than the bound are retained: the oldest finished one, else the
     oldest one; never ``keep`` (the creation number of the tool call just created). Then cut off
     or renumber the evicted entries."""
@@ -344,7 +341,7 @@ def evict(store: ToolCallStore, keep: int) -> None:
         store._order_head = 0
 
 
-def _oldest_finished(store: ToolCallStore, keep: int) -> Optional[int]:
+def _oldest_finished(store: Store, keep: int) -> Optional[int]:
     """The oldest finished tool call but ``keep``, taken off the heap (dropping stale entries)."""
     order = store._order
     base = store._order_base
@@ -362,7 +359,7 @@ def _oldest_finished(store: ToolCallStore, keep: int) -> Optional[int]:
     return victim
 
 
-def _skip_evicted(store: ToolCallStore) -> None:
+def _skip_evicted(store: Store) -> None:
     """Move ``order_head`` past the evicted entries at the front."""
     order = store._order
     head = store._order_head
@@ -371,7 +368,7 @@ def _skip_evicted(store: ToolCallStore) -> None:
     store._order_head = head
 
 
-def _oldest(store: ToolCallStore, keep: int) -> Optional[int]:
+def _oldest(store: Store, keep: int) -> Optional[int]:
     """The oldest tool call but ``keep``."""
     _skip_evicted(store)
     seq = store._order_base + store._order_head
@@ -381,7 +378,7 @@ def _oldest(store: ToolCallStore, keep: int) -> Optional[int]:
     return seq
 
 
-def compact(store: ToolCallStore) -> None:
+def compact(store: Store) -> None:
     """Renumber the live tool calls 0, 1, 2, ... in creation order and rebuild the heap from their
     queued flags (after a restore, this numbers the tool calls and fills the heap)."""
     created = store._created

@@ -12,16 +12,13 @@ keeps a ``Permission`` with its session's slot and the JSON text of ``options`` 
 from __future__ import annotations
 
 from heapq import heappush
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..encoder import dumps
 from .evict import drop_permission, push_permission, trim_permissions
 from .read import BAD_SID, Bad, exactly, plain
-from .records import MISSING, Change, permission_record
+from .records import MISSING, Change, Store, permission_record
 from .tool_call import check_tool_call, commit_tool_call
-
-if TYPE_CHECKING:
-    from . import ToolCallStore
 
 __all__ = ["MAX_CANCEL_REQUESTS", "cancel_request", "cancel_responses", "permission_request", "response"]
 
@@ -35,7 +32,7 @@ _CANCEL_TAIL = b',"result":{"outcome":{"outcome":"cancelled"}}}\n'
 _dumps: Callable[[Any], bytes] = dumps
 
 
-def permission_request(store: ToolCallStore, params: Dict[str, Any], ident: Any) -> Change:
+def permission_request(store: Store, params: Dict[str, Any], ident: Any) -> Change:
     """A ``session/request_permission`` request: ``params.options`` must be an array; its tool call
     (``params.toolCall``, else the ``toolCall`` of a ``tool_call`` subject) is applied as a
     ``tool_call_update`` of the version in force; the request is recorded as pending (replacing a
@@ -79,9 +76,7 @@ def permission_request(store: ToolCallStore, params: Dict[str, Any], ident: Any)
     return Change(sid, "permission", ident, "requested", tcid)
 
 
-def response(
-    store: ToolCallStore, value: Dict[str, Any], m: Any, source: Any, frame: Optional[bytes]
-) -> Optional[Change]:
+def response(store: Store, value: Dict[str, Any], m: Any, source: Any, frame: Optional[bytes]) -> Optional[Change]:
     """A response or error response (the Message ``m``, its parsed object ``value``; ``frame``:
     its bytes when ``value`` is orjson's parse): resolves the pending request with its id (unless
     the agent sent it), else a success response whose ``result.protocolVersion`` is an integer sets
@@ -109,7 +104,7 @@ def response(
     return Change(None, "protocol", version, "negotiated", None)
 
 
-def cancel_responses(store: ToolCallStore, sid: str) -> List[bytes]:
+def cancel_responses(store: Store, sid: str) -> List[bytes]:
     """For each pending request of session ``sid`` (request order), the frame a client must answer
     with after ``session/cancel``."""
     return [
@@ -119,7 +114,7 @@ def cancel_responses(store: ToolCallStore, sid: str) -> List[bytes]:
     ]
 
 
-def cancel_request(store: ToolCallStore, params: Dict[str, Any], source: Any) -> Change:
+def cancel_request(store: Store, params: Dict[str, Any], source: Any) -> Change:
     """A ``$/cancel_request`` notification: ``params.requestId`` (a string, an integer or null) and
     its sender are kept (the last ``MAX_CANCEL_REQUESTS``); the change names the request, and its
     session and tool call when it is a pending permission request."""
@@ -137,7 +132,7 @@ def cancel_request(store: ToolCallStore, params: Dict[str, Any], source: Any) ->
     return Change(sid, "request", rid, "cancelled", record.get("toolCallId"))
 
 
-def resolve(store: ToolCallStore, index: int, kind: str, value: Dict[str, Any]) -> Change:
+def resolve(store: Store, index: int, kind: str, value: Dict[str, Any]) -> Change:
     """Resolve the pending request at ``index`` with a response (DESIGN 7.5)."""
     entry = store._permissions[index]
     assert entry is not None  # a pending request's record

@@ -10,17 +10,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Dict, Optional, cast
 
 from .read import Bad, U
-from .records import Change
+from .records import Change, Store
 
 if TYPE_CHECKING:
     from collections import OrderedDict
 
-    from . import ToolCallStore
-
 __all__ = ["plan", "plan_removed", "plan_update"]
 
 
-def plan(store: ToolCallStore, sid: str, update: Dict[str, Any]) -> Change:
+def plan(store: Store, sid: str, update: Dict[str, Any]) -> Change:
     """v1 ``plan``: ``{"type": "items", "planId": "main", "entries": [...]}`` (+ ``_meta`` when not
     null) replaces the plan ``"main"``."""
     entries = update.get("entries")
@@ -33,7 +31,7 @@ def plan(store: ToolCallStore, sid: str, update: Dict[str, Any]) -> Change:
     return _set_plan(store, sid, "main", record)
 
 
-def plan_update(store: ToolCallStore, sid: str, update: Dict[str, Any]) -> Change:
+def plan_update(store: Store, sid: str, update: Dict[str, Any]) -> Change:
     """v2 ``plan_update``: ``update.plan`` (an object with a string ``planId``) replaces that plan."""
     record = update.get("plan")
     if type(record) is not dict:
@@ -44,7 +42,7 @@ def plan_update(store: ToolCallStore, sid: str, update: Dict[str, Any]) -> Chang
     return _set_plan(store, sid, pid, record)
 
 
-def plan_removed(store: ToolCallStore, sid: str, update: Dict[str, Any]) -> Optional[Change]:
+def plan_removed(store: Store, sid: str, update: Dict[str, Any]) -> Optional[Change]:
     """``plan_removed``: the plan ``update.planId`` is removed (a Change only when it existed)."""
     pid = update.get("planId")
     if type(pid) is not str:
@@ -56,7 +54,7 @@ def plan_removed(store: ToolCallStore, sid: str, update: Dict[str, Any]) -> Opti
     return Change(sid, "plan", pid, "removed", None)
 
 
-def _set_plan(store: ToolCallStore, sid: str, pid: str, record: Dict[str, Any]) -> Change:
+def _set_plan(store: Store, sid: str, pid: str, record: Dict[str, Any]) -> Change:
     """Create or replace the plan ``pid`` of session ``sid``; a new one beyond the bound drops the
     oldest plans of the session (counted; the first keys of its OrderedDict, O(1))."""
     s = store._session(sid)

@@ -15,7 +15,7 @@ builds the dicts. A number whose text its Python value would not give back is st
 from __future__ import annotations
 
 from collections import OrderedDict, deque
-from typing import Any, Deque, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Deque, Dict, Iterator, List, Optional, Protocol, Tuple
 
 import orjson
 
@@ -26,6 +26,7 @@ __all__ = [
     "OUTCOMES",
     "Change",
     "Session",
+    "Store",
     "Terminal",
     "finished",
     "fresh",
@@ -151,6 +152,39 @@ class Session:
             ("droppedPermissions", self.dropped_permissions),
             ("droppedUpdates", self.dropped_updates),
         ]
+
+
+class Store(Protocol):
+    """The store as the rule modules (``tool_call``, ``terminal``, ``plan``, ``permission``,
+    ``evict``, ``restore``, ``checkpoint``) read and write it: the fields of ``ToolCallStore`` that
+    they use, which Rust keeps in ``Store`` (``mod.rs``). Named here so that they take the store
+    without importing the package that imports them (no import cycle, not even for typing)."""
+
+    _fixed: Optional[int]
+    _negotiated: Optional[int]
+    _v2: bool
+    _max_tool_calls: Optional[int]
+    _max_terminal_bytes: Optional[int]
+    _max_content_items: Optional[int]
+    _max_plans: Optional[int]
+    _max_permissions: Optional[int]
+    _max_terminals: Optional[int]
+    _sessions: Dict[str, Session]
+    _permissions: List[Optional[List[Any]]]
+    _permission_holes: int
+    _pending: Dict[Any, int]
+    _cancel_requests: Deque[Tuple[Any, Any]]
+    _tool_call_count: int
+    _evicted: int
+    _order: List[Optional[Tuple[str, str]]]
+    _order_base: int
+    _order_head: int
+    _finished: List[int]
+    _created: Dict[Tuple[str, str], List[Any]]
+
+    def _session(self, sid: str) -> Session: ...
+
+    def _set_negotiated(self, version: Optional[int]) -> None: ...
 
 
 # ---------------------------------------------------------------------------------------------

@@ -15,16 +15,13 @@ here, from the document's bytes in Rust.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import orjson
 
 from .evict import LIMITS, number_terminals
 from .read import base64_decode, plain
-from .records import MISSING, OUTCOMES, Session, Terminal, finished, permission_record
-
-if TYPE_CHECKING:
-    from . import ToolCallStore
+from .records import MISSING, OUTCOMES, Session, Store, Terminal, finished, permission_record
 
 __all__ = [
     "SESSION_COUNTS",
@@ -113,7 +110,7 @@ def _no_nulls(record: Dict[str, Any], path: str) -> None:
             raise _fail(f"{path}.{name}", "a value other than null", value)
 
 
-def restore_tool_calls(store: ToolCallStore, sid: str, s: Session, session: Dict[str, Any], sp: str) -> None:
+def restore_tool_calls(store: Store, sid: str, s: Session, session: Dict[str, Any], sp: str) -> None:
     """``{sp}.toolCalls``: each record checked, then added in document order (eviction order)."""
     path = f"{sp}.toolCalls"
     bounded = store._max_tool_calls is not None
@@ -139,7 +136,7 @@ def restore_tool_calls(store: ToolCallStore, sid: str, s: Session, session: Dict
             store._order.append(key)
 
 
-def restore_terminals(store: ToolCallStore, s: Session, session: Dict[str, Any], sp: str) -> None:
+def restore_terminals(store: Store, s: Session, session: Dict[str, Any], sp: str) -> None:
     """``{sp}.terminals``: each record checked (``output`` base64 text), then added."""
     path = f"{sp}.terminals"
     for tid, record in _object(_find(session, "terminals", sp), path).items():
@@ -171,7 +168,7 @@ def restore_plans(s: Session, session: Dict[str, Any], sp: str) -> None:
         s.plans[pid] = record
 
 
-def restore_updates(store: ToolCallStore, s: Session, session: Dict[str, Any], sp: str) -> None:
+def restore_updates(store: Store, s: Session, session: Dict[str, Any], sp: str) -> None:
     """``{sp}.updates`` (optional: unknown updates, each an object with a string
     ``sessionUpdate``) and ``{sp}._truncated`` (optional: what the bounds dropped), checked, then
     added."""
@@ -204,9 +201,7 @@ SESSION_COUNTS = (
 _BOUND_ATTRS = {name: attr for name, attr, _, _ in LIMITS}
 
 
-def read_marker(
-    store: ToolCallStore, record: Dict[str, Any], rp: str, counts: Tuple[Tuple[str, str], ...]
-) -> List[int]:
+def read_marker(store: Store, record: Dict[str, Any], rp: str, counts: Tuple[Tuple[str, str], ...]) -> List[int]:
     """The ``_truncated`` marker of ``record`` at ``rp``, if any: a value for each of ``counts``
     (the tables above), each present one a positive integer whose bound in ``store`` is on, at
     least one, no other member."""

@@ -9,14 +9,11 @@ update's members into the terminal's slots.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict
+from typing import Any, Dict
 
 from .evict import touch_terminal, trim_output
 from .read import Bad, U, base64_decode
-from .records import Change, Terminal
-
-if TYPE_CHECKING:
-    from . import ToolCallStore
+from .records import Change, Store, Terminal
 
 __all__ = ["terminal_chunk", "terminal_update"]
 
@@ -25,7 +22,7 @@ __all__ = ["terminal_chunk", "terminal_update"]
 _NOT_FIELDS = frozenset(("sessionUpdate", "terminalId", "output", "outputMeta", "_truncated"))
 
 
-def terminal_update(store: ToolCallStore, sid: str, update: Dict[str, Any]) -> Change:
+def terminal_update(store: Store, sid: str, update: Dict[str, Any]) -> Change:
     """``terminal_update``: omitted = unchanged, null = unset (``output: null`` empties the bytes
     and unsets ``outputMeta``), a value replaces; ``output.data`` (base64) replaces all bytes and
     ``output._meta`` becomes ``outputMeta``."""
@@ -75,7 +72,7 @@ def terminal_update(store: ToolCallStore, sid: str, update: Dict[str, Any]) -> C
     return Change(sid, "terminal", tid, "created" if created else "updated", None)
 
 
-def terminal_chunk(store: ToolCallStore, sid: str, update: Dict[str, Any]) -> Change:
+def terminal_chunk(store: Store, sid: str, update: Dict[str, Any]) -> Change:
     """``terminal_output_chunk``: the base64 ``data`` decoded and appended (the chunk's other
     members are not stored); the output then keeps its last ``max_terminal_bytes`` bytes."""
     tid = update.get("terminalId")

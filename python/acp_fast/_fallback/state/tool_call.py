@@ -16,19 +16,16 @@ the list (Rust moves a start offset instead).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, Tuple
+from typing import Any, Dict, Tuple
 
 from .evict import set_content, touch
 from .read import P_UPDATE_CONTENT, P_UPDATE_LOCATIONS, P_UPDATE_TCID, Bad
-from .records import Change, Session
-
-if TYPE_CHECKING:
-    from . import ToolCallStore
+from .records import Change, Session, Store
 
 __all__ = ["check_tool_call", "commit_tool_call", "content_chunk", "tool_call", "tool_call_update"]
 
 
-def tool_call(store: ToolCallStore, sid: str, update: Dict[str, Any]) -> Change:
+def tool_call(store: Store, sid: str, update: Dict[str, Any]) -> Change:
     """v1 ``tool_call``: create the record from the update's fields, or replace an existing one
     whole (it keeps its place and its creation number). Any version."""
     tcid = update.get("toolCallId")
@@ -60,7 +57,7 @@ def tool_call(store: ToolCallStore, sid: str, update: Dict[str, Any]) -> Change:
     return Change(sid, "tool_call", tcid, "created" if created else "replaced", tcid)
 
 
-def tool_call_update(store: ToolCallStore, sid: str, update: Dict[str, Any]) -> Change:
+def tool_call_update(store: Store, sid: str, update: Dict[str, Any]) -> Change:
     """``tool_call_update``: patch an existing record (null leaves a field in v1, unsets it in
     v2), or create one from the non-null fields."""
     tcid = update.get("toolCallId")
@@ -93,7 +90,7 @@ def tool_call_update(store: ToolCallStore, sid: str, update: Dict[str, Any]) -> 
     return Change(sid, "tool_call", tcid, "created" if created else "updated", tcid)
 
 
-def content_chunk(store: ToolCallStore, sid: str, update: Dict[str, Any]) -> Change:
+def content_chunk(store: Store, sid: str, update: Dict[str, Any]) -> Change:
     """``tool_call_content_chunk``: append ``update.content`` to the record's content (created if
     needed). Any version."""
     tcid = update.get("toolCallId")
@@ -144,7 +141,7 @@ def check_tool_call(obj: Dict[str, Any], path: Tuple[str, ...]) -> str:
     return tcid
 
 
-def commit_tool_call(store: ToolCallStore, sid: str, tcid: str, update: Dict[str, Any]) -> bool:
+def commit_tool_call(store: Store, sid: str, tcid: str, update: Dict[str, Any]) -> bool:
     """Apply a checked tool-call update (patch / upsert) with the null rule of the version in force;
     a new record takes the update dict itself as its fields. True if the record was created."""
     s = store._sessions.get(sid)
