@@ -5,6 +5,7 @@
 //! order, the optional members and the markers are the core's.
 
 use pyo3::exceptions::PyValueError;
+use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PyString, PyTuple};
@@ -133,11 +134,9 @@ pub(super) fn id_object<'py>(py: Python<'py>, id: &IdKey) -> PyResult<Bound<'py,
 /// One interned `str` per name of the documents (`document::NAMES`, by index).
 static NAMES: PyOnceLock<Vec<Py<PyString>>> = PyOnceLock::new();
 
-/// A container being filled.
-enum Open<'py> {
-    Dict(Bound<'py, PyDict>),
-    List(Bound<'py, PyList>),
-}
+/// The most containers a document has open at once (state, sessions, a session, its tool calls,
+/// a record, its content: 6); the values inside records are built apart (`value`).
+const MAX_OPEN: usize = 8;
 
 /// The name of a member, until its value comes.
 enum Key<'py> {
@@ -152,7 +151,10 @@ enum Key<'py> {
 pub(super) struct PyBuilder<'py> {
     py: Python<'py>,
     names: &'py [Py<PyString>],
-    open: Vec<Open<'py>>,
+    /// The open containers, innermost last, and whether each is a dict: borrowed, as each is
+    /// held by its parent from the start, the outermost by `done`.
+    open: [(*mut ffi::PyObject, bool); MAX_OPEN],
+    depth: usize,
     /// The name of the member whose value comes next.
     key: Key<'py>,
     done: Option<Bound<'py, PyAny>>,
@@ -170,7 +172,8 @@ impl<'py> PyBuilder<'py> {
         Self {
             py,
             names,
-            open: Vec::with_capacity(8),
+            open: [(std::ptr::null_mut(), false); MAX_OPEN],
+            depth: 0,
             key: Key::None,
             done: None,
             scratch: Vec::new(),
@@ -194,20 +197,44 @@ impl<'py> PyBuilder<'py> {
         Ok(Self::build(py, write)?.cast_into::<PyList>()?)
     }
 
+    /// Put `v` where the document is: the value of the named member of the open dict, the next
+    /// item of the open list, or the document itself.
     #[inline]
     fn put(&mut self, v: Bound<'py, PyAny>) -> PyResult<()> {
-        match self.open.last() {
-            Some(Open::Dict(d)) => match std::mem::replace(&mut self.key, Key::None) {
-                Key::Name(name) => d.set_item(self.names[name.index()].bind(self.py), v),
-                Key::Text(k) => d.set_item(k, v),
-                Key::None => unreachable!("a member without a name"),
-            },
-            Some(Open::List(l)) => l.append(v),
-            None => {
-                self.done = Some(v);
-                Ok(())
+        let Some(&(top, dict)) = self.depth.checked_sub(1).map(|i| &self.open[i]) else {
+            self.done = Some(v);
+            return Ok(());
+        };
+        // SAFETY: `top` is a live dict or list (held by its parent or by `done`); SetItem and
+        // Append borrow the key and the value.
+        let status = unsafe {
+            if dict {
+                match std::mem::replace(&mut self.key, Key::None) {
+                    Key::Name(name) => ffi::PyDict_SetItem(top, self.names[name.index()].as_ptr(), v.as_ptr()),
+                    Key::Text(k) => ffi::PyDict_SetItem(top, k.as_ptr(), v.as_ptr()),
+                    Key::None => unreachable!("a member without a name"),
+                }
+            } else {
+                ffi::PyList_Append(top, v.as_ptr())
             }
+        };
+        if status < 0 {
+            return Err(PyErr::fetch(self.py));
         }
+        Ok(())
+    }
+
+    /// Open the container `c` (put in its place first).
+    #[inline]
+    fn enter(&mut self, c: Bound<'py, PyAny>, dict: bool) -> PyResult<()> {
+        if self.depth == MAX_OPEN {
+            return Err(PyValueError::new_err("a document nested deeper than the builder holds"));
+        }
+        let ptr = c.as_ptr();
+        self.put(c)?;
+        self.open[self.depth] = (ptr, dict);
+        self.depth += 1;
+        Ok(())
     }
 }
 
@@ -216,29 +243,23 @@ impl<'py> Sink for PyBuilder<'py> {
 
     #[inline]
     fn begin_object(&mut self) -> PyResult<()> {
-        let d = PyDict::new(self.py);
-        self.put(d.clone().into_any())?;
-        self.open.push(Open::Dict(d));
-        Ok(())
+        self.enter(PyDict::new(self.py).into_any(), true)
     }
 
     #[inline]
     fn end_object(&mut self) -> PyResult<()> {
-        self.open.pop();
+        self.depth -= 1;
         Ok(())
     }
 
     #[inline]
     fn begin_array(&mut self) -> PyResult<()> {
-        let l = PyList::empty(self.py);
-        self.put(l.clone().into_any())?;
-        self.open.push(Open::List(l));
-        Ok(())
+        self.enter(PyList::empty(self.py).into_any(), false)
     }
 
     #[inline]
     fn end_array(&mut self) -> PyResult<()> {
-        self.open.pop();
+        self.depth -= 1;
         Ok(())
     }
 
