@@ -1,15 +1,20 @@
 //! Python objects built from the core's records (`rust/state/records.rs`): the `Change` class
-//! (DESIGN §7.9; `state.rs` builds one per core change) and the dicts that `ToolCallStore` queries
-//! return (§7.3 - §7.5), fresh on every call.
+//! (DESIGN §7.9; `state.rs` builds one per core change), and `PyBuilder`, the sink that builds the
+//! Python objects of the documents the core writes (`rust/state/document.rs`: the records, the
+//! answers of the queries, `state()`), fresh on every call. No shape is written here: the key
+//! order, the optional members and the markers are the core's.
 
 use pyo3::exceptions::PyValueError;
+use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
-use pyo3::{intern, IntoPyObjectExt};
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PyString, PyTuple};
+use pyo3::IntoPyObjectExt;
 
 use super::convert::build;
 use super::strcache::new_str;
-use crate::state::{base64_encode, IdKey, Permission, Store, Terminal, ToolCall, TC_AFTER_LOCATIONS, TOOL_CALL_FIELDS};
+use crate::state::document::{self, Name, Sink};
+use crate::state::{base64_encode, IdKey};
 
 // ---------------------------------------------------------------------------------------------
 // Change
@@ -126,99 +131,187 @@ pub(super) fn id_object<'py>(py: Python<'py>, id: &IdKey) -> PyResult<Bound<'py,
     }
 }
 
-pub(super) fn tool_call_dict<'py>(py: Python<'py>, id: &[u8], tc: &ToolCall) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item(intern!(py, "toolCallId"), text(py, id))?;
-    if let Some(t) = tc.title() {
-        d.set_item(intern!(py, "title"), value(py, t)?)?;
-    }
-    d.set_item(intern!(py, "kind"), value(py, tc.kind())?)?;
-    d.set_item(intern!(py, "status"), value(py, tc.status())?)?;
-    let content = PyList::empty(py);
-    for item in tc.content() {
-        content.append(value(py, item)?)?;
-    }
-    d.set_item(intern!(py, "content"), content)?;
-    d.set_item(intern!(py, "locations"), value(py, tc.locations())?)?;
-    for i in TC_AFTER_LOCATIONS {
-        if let Some(v) = &tc.fields[i] {
-            d.set_item(TOOL_CALL_FIELDS[i], value(py, v)?)?;
-        }
-    }
-    for (k, v) in &tc.extra {
-        d.set_item(text(py, k), value(py, v)?)?;
-    }
-    truncated_dict(py, &d, [("droppedItems", tc.dropped_items)])?;
-    Ok(d)
+/// One interned `str` per name of the documents (`document::NAMES`, by index).
+static NAMES: PyOnceLock<Vec<Py<PyString>>> = PyOnceLock::new();
+
+/// The most containers a document has open at once (state, sessions, a session, its tool calls,
+/// a record, its content: 6); the values inside records are built apart (`value`).
+const MAX_OPEN: usize = 8;
+
+/// The name of a member, until its value comes.
+enum Key<'py> {
+    None,
+    Name(Name),
+    Text(Bound<'py, PyAny>),
 }
 
-pub(super) fn terminal_dict<'py>(
+/// The sink that builds the Python objects of a document (`rust/state/document.rs`): dicts,
+/// lists, `str`, `int`, `bool`, `None`, `bytes`; a stored value as `loads` builds it (`value`).
+/// It knows no shape: the core's writers say what goes where.
+pub(super) struct PyBuilder<'py> {
     py: Python<'py>,
-    id: &[u8],
-    t: &Terminal,
-    base64: bool,
-) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item(intern!(py, "terminalId"), text(py, id))?;
-    for (name, v) in [("command", &t.command), ("cwd", &t.cwd)] {
-        if let Some(v) = v {
-            d.set_item(name, value(py, v)?)?;
-        }
-    }
-    if base64 {
-        let mut out = Vec::with_capacity(t.output().len() / 3 * 4 + 4);
-        base64_encode(t.output(), &mut out);
-        d.set_item(intern!(py, "output"), text(py, &out))?;
-    } else {
-        d.set_item(intern!(py, "output"), PyBytes::new(py, t.output()))?;
-    }
-    for (name, v) in [
-        ("outputMeta", &t.output_meta),
-        ("exitStatus", &t.exit_status),
-        ("_meta", &t.meta),
-    ] {
-        if let Some(v) = v {
-            d.set_item(name, value(py, v)?)?;
-        }
-    }
-    for (k, v) in &t.extra {
-        d.set_item(text(py, k), value(py, v)?)?;
-    }
-    truncated_dict(py, &d, [("droppedBytes", t.dropped_bytes)])?;
-    Ok(d)
+    names: &'py [Py<PyString>],
+    /// The open containers, innermost last, and whether each is a dict: borrowed, as each is
+    /// held by its parent from the start, the outermost by `done`.
+    open: [(*mut ffi::PyObject, bool); MAX_OPEN],
+    depth: usize,
+    /// The name of the member whose value comes next.
+    key: Key<'py>,
+    done: Option<Bound<'py, PyAny>>,
+    scratch: Vec<u8>,
 }
 
-/// The `_truncated` marker of a record (DESIGN §7.8): one member per non-zero count, when any.
-pub(super) fn truncated_dict(
-    py: Python<'_>,
-    d: &Bound<'_, PyDict>,
-    counts: impl IntoIterator<Item = (&'static str, u64)>,
-) -> PyResult<()> {
-    let marker = PyDict::new(py);
-    for (name, n) in counts.into_iter().filter(|&(_, n)| n > 0) {
-        marker.set_item(name, n)?;
+impl<'py> PyBuilder<'py> {
+    pub(super) fn new(py: Python<'py>) -> Self {
+        let names = NAMES.get_or_init(py, || {
+            document::NAMES
+                .iter()
+                .map(|n| PyString::intern(py, n).unbind())
+                .collect()
+        });
+        Self {
+            py,
+            names,
+            open: [(std::ptr::null_mut(), false); MAX_OPEN],
+            depth: 0,
+            key: Key::None,
+            done: None,
+            scratch: Vec::new(),
+        }
     }
-    if !marker.is_empty() {
-        d.set_item(intern!(py, "_truncated"), marker)?;
+
+    /// Build what `write` writes (one value).
+    pub(super) fn build(py: Python<'py>, write: impl FnOnce(&mut Self) -> PyResult<()>) -> PyResult<Bound<'py, PyAny>> {
+        let mut b = Self::new(py);
+        write(&mut b)?;
+        Ok(b.done.take().expect("a document was written"))
     }
-    Ok(())
+
+    /// A dict built by `write` (which writes an object).
+    pub(super) fn dict(py: Python<'py>, write: impl FnOnce(&mut Self) -> PyResult<()>) -> PyResult<Bound<'py, PyDict>> {
+        Ok(Self::build(py, write)?.cast_into::<PyDict>()?)
+    }
+
+    /// A list built by `write` (which writes an array).
+    pub(super) fn list(py: Python<'py>, write: impl FnOnce(&mut Self) -> PyResult<()>) -> PyResult<Bound<'py, PyList>> {
+        Ok(Self::build(py, write)?.cast_into::<PyList>()?)
+    }
+
+    /// Put `v` where the document is: the value of the named member of the open dict, the next
+    /// item of the open list, or the document itself.
+    #[inline]
+    fn put(&mut self, v: Bound<'py, PyAny>) -> PyResult<()> {
+        let Some(&(top, dict)) = self.depth.checked_sub(1).map(|i| &self.open[i]) else {
+            self.done = Some(v);
+            return Ok(());
+        };
+        // SAFETY: `top` is a live dict or list (held by its parent or by `done`); SetItem and
+        // Append borrow the key and the value.
+        let status = unsafe {
+            if dict {
+                match std::mem::replace(&mut self.key, Key::None) {
+                    Key::Name(name) => ffi::PyDict_SetItem(top, self.names[name.index()].as_ptr(), v.as_ptr()),
+                    Key::Text(k) => ffi::PyDict_SetItem(top, k.as_ptr(), v.as_ptr()),
+                    Key::None => unreachable!("a member without a name"),
+                }
+            } else {
+                ffi::PyList_Append(top, v.as_ptr())
+            }
+        };
+        if status < 0 {
+            return Err(PyErr::fetch(self.py));
+        }
+        Ok(())
+    }
+
+    /// Open the container `c` (put in its place first).
+    #[inline]
+    fn enter(&mut self, c: Bound<'py, PyAny>, dict: bool) -> PyResult<()> {
+        if self.depth == MAX_OPEN {
+            return Err(PyValueError::new_err("a document nested deeper than the builder holds"));
+        }
+        let ptr = c.as_ptr();
+        self.put(c)?;
+        self.open[self.depth] = (ptr, dict);
+        self.depth += 1;
+        Ok(())
+    }
 }
 
-pub(super) fn permission_dict<'py>(py: Python<'py>, store: &Store, p: &Permission) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item(intern!(py, "id"), id_object(py, &p.id)?)?;
-    d.set_item(intern!(py, "sessionId"), text(py, store.session_id(p.session)))?;
-    if let Some(t) = &p.tool_call_id {
-        d.set_item(intern!(py, "toolCallId"), text(py, t))?;
+impl<'py> Sink for PyBuilder<'py> {
+    type Error = PyErr;
+
+    #[inline]
+    fn begin_object(&mut self) -> PyResult<()> {
+        self.enter(PyDict::new(self.py).into_any(), true)
     }
-    d.set_item(intern!(py, "options"), value(py, &p.options)?)?;
-    d.set_item(intern!(py, "outcome"), p.outcome.as_str())?;
-    if let Some(o) = &p.option_id {
-        d.set_item(intern!(py, "optionId"), text(py, o))?;
+
+    #[inline]
+    fn end_object(&mut self) -> PyResult<()> {
+        self.depth -= 1;
+        Ok(())
     }
-    d.set_item(intern!(py, "approved"), p.approved)?;
-    if let Some(r) = &p.response {
-        d.set_item(intern!(py, "response"), value(py, r)?)?;
+
+    #[inline]
+    fn begin_array(&mut self) -> PyResult<()> {
+        self.enter(PyList::empty(self.py).into_any(), false)
     }
-    Ok(d)
+
+    #[inline]
+    fn end_array(&mut self) -> PyResult<()> {
+        self.depth -= 1;
+        Ok(())
+    }
+
+    #[inline]
+    fn name(&mut self, name: Name) -> PyResult<()> {
+        self.key = Key::Name(name);
+        Ok(())
+    }
+
+    #[inline]
+    fn key(&mut self, t: &[u8]) -> PyResult<()> {
+        self.key = Key::Text(text(self.py, t));
+        Ok(())
+    }
+
+    #[inline]
+    fn null(&mut self) -> PyResult<()> {
+        self.put(self.py.None().into_bound(self.py))
+    }
+
+    #[inline]
+    fn boolean(&mut self, v: bool) -> PyResult<()> {
+        self.put(PyBool::new(self.py, v).to_owned().into_any())
+    }
+
+    #[inline]
+    fn int(&mut self, v: i64) -> PyResult<()> {
+        self.put(v.into_bound_py_any(self.py)?)
+    }
+
+    #[inline]
+    fn uint(&mut self, v: u64) -> PyResult<()> {
+        self.put(v.into_bound_py_any(self.py)?)
+    }
+
+    #[inline]
+    fn text(&mut self, t: &[u8]) -> PyResult<()> {
+        self.put(text(self.py, t))
+    }
+
+    #[inline]
+    fn raw(&mut self, json: &[u8]) -> PyResult<()> {
+        self.put(value(self.py, json)?)
+    }
+
+    fn bytes(&mut self, data: &[u8]) -> PyResult<()> {
+        self.put(PyBytes::new(self.py, data).into_any())
+    }
+
+    fn base64(&mut self, data: &[u8]) -> PyResult<()> {
+        self.scratch.clear();
+        base64_encode(data, &mut self.scratch);
+        self.put(text(self.py, &self.scratch))
+    }
 }

@@ -1,7 +1,7 @@
 //! `ToolCallStore` and `Change` over the core engine (`crate::engine::Engine`: framer, strict
-//! check, `state::Store`): argument conversion, the Python objects of the engine's outcomes and
-//! of the queries (records are built only when asked for: `get`, `tool_calls`, `snapshot`,
-//! `state`, ...), and error mapping. No protocol rule lives here. DESIGN §7.
+//! check, `state::Store`): argument conversion, the Python objects of the engine's outcomes, and
+//! error mapping; the queries (records built only when asked for: `get`, `tool_calls`,
+//! `snapshot`, `state`, ...) are in `state/queries.rs`. No protocol rule lives here. DESIGN §7.
 //!
 //! The methods are written on `StoreState`, what a `ToolCallStore` holds; the Python class is in
 //! `state/methods.rs`: its state behind a per-object lock, and `#[pymethods]` that take the lock
@@ -13,23 +13,19 @@ use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyString, PyType};
 use pyo3::{intern, IntoPyObjectExt};
 
 use super::args::{limit_arg, Arg, LimitArg, MaxFrameBytes, MaxToolCalls, ProtocolVersion, StrictSchema};
-use super::convert::{dumps_bytes, Writer};
+use super::convert::dumps_bytes;
 use super::errors::{decode_error, decode_error_object, decode_error_type, Origin};
 use super::frames::{source_of, PyMessage};
-use super::records::{
-    id_object, permission_dict, terminal_dict, text, tool_call_dict, truncated_dict, value, PyChange,
-};
+use super::records::{id_object, text, value, PyChange};
 use super::schema::{schema_error, strict_arg, strict_setting};
 use super::strcache::{token_str, CacheGuard, VALUES};
 use crate::engine::{Engine, Framed, Item};
 use crate::framing::DEFAULT_MAX_FRAME_BYTES;
 use crate::message::{strip_line_ending, Envelope};
-use crate::state::{
-    checkpoint, Action, Change, CheckpointError, IdKey, Ident, Limits, Outcome, Permission, Source, Store, Target,
-    FORMAT,
-};
+use crate::state::{checkpoint, Action, Change, CheckpointError, IdKey, Ident, Limits, Source, Store, Target};
 
 mod methods;
+mod queries;
 pub use methods::PyToolCallStore;
 
 /// The text of a session / tool-call id argument.
@@ -348,215 +344,6 @@ impl StoreState {
         self.collect(py, None, source, changes)
     }
 
-    fn get<'py>(
-        &self,
-        py: Python<'py>,
-        session_id: &Bound<'py, PyAny>,
-        tool_call_id: &Bound<'py, PyAny>,
-    ) -> PyResult<Option<Bound<'py, PyDict>>> {
-        let tcid = key_arg(tool_call_id, "tool_call_id")?;
-        match self
-            .session(session_id)?
-            .and_then(|s| s.tool_calls.get(tcid.as_bytes()))
-        {
-            Some(tc) => Ok(Some(tool_call_dict(py, tcid.as_bytes(), tc)?)),
-            None => Ok(None),
-        }
-    }
-
-    fn tool_calls<'py>(&self, py: Python<'py>, session_id: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
-        let d = PyDict::new(py);
-        if let Some(s) = self.session(session_id)? {
-            for (k, tc) in s.tool_calls.iter() {
-                d.set_item(text(py, k), tool_call_dict(py, k, tc)?)?;
-            }
-        }
-        Ok(d)
-    }
-
-    fn snapshot<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let d = PyDict::new(py);
-        for (sid, s) in self.store().sessions().iter() {
-            if s.tool_calls.is_empty() {
-                continue;
-            }
-            let calls = PyDict::new(py);
-            for (k, tc) in s.tool_calls.iter() {
-                calls.set_item(text(py, k), tool_call_dict(py, k, tc)?)?;
-            }
-            d.set_item(text(py, sid), calls)?;
-        }
-        Ok(d)
-    }
-
-    fn terminal<'py>(
-        &self,
-        py: Python<'py>,
-        session_id: &Bound<'py, PyAny>,
-        terminal_id: &Bound<'py, PyAny>,
-    ) -> PyResult<Option<Bound<'py, PyDict>>> {
-        let tid = key_arg(terminal_id, "terminal_id")?;
-        match self.session(session_id)?.and_then(|s| s.terminals.get(tid.as_bytes())) {
-            Some(t) => Ok(Some(terminal_dict(py, tid.as_bytes(), t, false)?)),
-            None => Ok(None),
-        }
-    }
-
-    fn terminals<'py>(&self, py: Python<'py>, session_id: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
-        let d = PyDict::new(py);
-        if let Some(s) = self.session(session_id)? {
-            for (k, t) in s.terminals.iter() {
-                d.set_item(text(py, k), terminal_dict(py, k, t, false)?)?;
-            }
-        }
-        Ok(d)
-    }
-
-    fn plans<'py>(&self, py: Python<'py>, session_id: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
-        let d = PyDict::new(py);
-        if let Some(s) = self.session(session_id)? {
-            for (k, p) in s.plans.iter() {
-                d.set_item(text(py, k), value(py, p)?)?;
-            }
-        }
-        Ok(d)
-    }
-
-    /// The unknown updates kept for a session, in arrival order (DESIGN §7.3).
-    fn updates<'py>(&self, py: Python<'py>, session_id: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
-        let out = PyList::empty(py);
-        if let Some(s) = self.session(session_id)? {
-            for u in &s.updates {
-                out.append(value(py, u)?)?;
-            }
-        }
-        Ok(out)
-    }
-
-    /// The latest permission request with this id, or None.
-    fn permission<'py>(&self, py: Python<'py>, request_id: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyDict>>> {
-        let key = id_arg(request_id)?;
-        match self.store().permission(&key) {
-            Some(p) => Ok(Some(permission_dict(py, self.store(), p)?)),
-            None => Ok(None),
-        }
-    }
-
-    fn permissions<'py>(&self, py: Python<'py>, session_id: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
-        self.permission_list(py, session_id, false)
-    }
-
-    fn pending_permissions<'py>(
-        &self,
-        py: Python<'py>,
-        session_id: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyList>> {
-        self.permission_list(py, session_id, true)
-    }
-
-    /// The `cancelled` responses a client owes for the pending requests of a session.
-    fn cancel_responses<'py>(&self, py: Python<'py>, session_id: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
-        let frames = self
-            .store()
-            .cancel_responses(key_arg(session_id, "session_id")?.as_bytes());
-        PyList::new(py, frames.iter().map(|f| PyBytes::new(py, f)))
-    }
-
-    /// The whole state as a JSON-compatible dict (DESIGN §7.8).
-    fn state<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let d = PyDict::new(py);
-        d.set_item("format", FORMAT)?;
-        d.set_item("protocolVersion", self.store().fixed_version())?;
-        d.set_item("negotiatedVersion", self.store().negotiated_version())?;
-        d.set_item("maxToolCalls", self.store().max_tool_calls())?;
-        let defaults = Limits::default().values();
-        for ((name, v), default) in Limits::NAMES.iter().zip(self.store().limits().values()).zip(defaults) {
-            if v != default {
-                d.set_item(*name, v)?;
-            }
-        }
-        d.set_item("evicted", self.store().evicted())?;
-        let sessions = PyDict::new(py);
-        let mut perms: Vec<Vec<&Permission>> = (0..self.store().sessions().len()).map(|_| Vec::new()).collect();
-        for p in self.store().permissions() {
-            if let Some(v) = perms.get_mut(p.session) {
-                v.push(p);
-            }
-        }
-        let mut sids = Vec::with_capacity(perms.len());
-        for (slot, (sid, s)) in self.store().sessions().iter().enumerate() {
-            let sd = PyDict::new(py);
-            let calls = PyDict::new(py);
-            for (k, tc) in s.tool_calls.iter() {
-                calls.set_item(text(py, k), tool_call_dict(py, k, tc)?)?;
-            }
-            sd.set_item("toolCalls", calls)?;
-            let terms = PyDict::new(py);
-            for (k, t) in s.terminals.iter() {
-                terms.set_item(text(py, k), terminal_dict(py, k, t, true)?)?;
-            }
-            sd.set_item("terminals", terms)?;
-            let plans = PyDict::new(py);
-            for (k, p) in s.plans.iter() {
-                plans.set_item(text(py, k), value(py, p)?)?;
-            }
-            sd.set_item("plans", plans)?;
-            let pl = PyList::empty(py);
-            for p in &perms[slot] {
-                pl.append(permission_dict(py, self.store(), p)?)?;
-            }
-            sd.set_item("permissions", pl)?;
-            if !s.updates.is_empty() {
-                let ul = PyList::empty(py);
-                for u in &s.updates {
-                    ul.append(value(py, u)?)?;
-                }
-                sd.set_item("updates", ul)?;
-            }
-            truncated_dict(py, &sd, s.dropped.counts())?;
-            sessions.set_item(text(py, sid), sd)?;
-            sids.push(text(py, sid));
-        }
-        d.set_item("sessions", sessions)?;
-        // The session of each permission record in request order across sessions (DESIGN 7.8).
-        let order = PyList::empty(py);
-        for p in self.store().permissions() {
-            order.append(&sids[p.session])?;
-        }
-        d.set_item("permissionOrder", order)?;
-        if self.store().cancel_requests().next().is_some() {
-            d.set_item("cancelRequests", self.cancel_requests(py)?)?;
-        }
-        Ok(d)
-    }
-
-    /// The `$/cancel_request` notifications seen (the last 1000), oldest first:
-    /// `{"requestId": id, "source": "agent" | "client" | None}`.
-    fn cancel_requests<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let list = PyList::empty(py);
-        for c in self.store().cancel_requests() {
-            let d = PyDict::new(py);
-            d.set_item("requestId", id_object(py, &c.id)?)?;
-            d.set_item("source", c.source.name())?;
-            list.append(d)?;
-        }
-        Ok(list)
-    }
-
-    /// `dumps(state())`.
-    fn to_json<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        match checkpoint::to_json(self.store()) {
-            Ok(doc) => Ok(PyBytes::new(py, &doc)),
-            // `dumps`' error for a value nested too deep (the path collected innermost first).
-            Err(e) => Err(e
-                .path
-                .into_iter()
-                .rev()
-                .fold(Writer::too_deep(checkpoint::MAX_DEPTH as usize), |f, step| f.at(step))
-                .into_pyerr(py)),
-        }
-    }
-
     /// Rebuild a store from `to_json()` output (bytes or str, as `loads` takes them).
     fn from_json<'py>(cls: &Bound<'py, PyType>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         let py = cls.py();
@@ -629,23 +416,5 @@ impl StoreState {
             self.store().version(),
             self.store().tool_call_count()
         )
-    }
-}
-
-impl StoreState {
-    fn permission_list<'py>(
-        &self,
-        py: Python<'py>,
-        session_id: &Bound<'py, PyAny>,
-        pending: bool,
-    ) -> PyResult<Bound<'py, PyList>> {
-        let sid = key_arg(session_id, "session_id")?.as_bytes();
-        let out = PyList::empty(py);
-        for p in self.store().permissions() {
-            if (!pending || p.outcome == Outcome::Pending) && self.store().session_id(p.session) == sid {
-                out.append(permission_dict(py, self.store(), p)?)?;
-            }
-        }
-        Ok(out)
     }
 }

@@ -8,10 +8,12 @@
 //! `read_permissions`, `restore_updates`, the markers' `read_marker`); `from_json` stays here.
 //!
 //! Mirror: `python/acp_fast/_fallback/state/checkpoint.py`. Differences on purpose: here the
-//! document is written straight from the records, each stored value re-written as
-//! `dumps(loads(value))` would (`write_value`), and read straight from its bytes (`Reader`: an
-//! object's members as a parsed dict has them, the last of duplicates in the first one's place);
-//! the fallback builds the `state()` dict and dumps it, and checks the dict that `loads` gives.
+//! document (`state`) is written once to a `Sink` (`document.rs`): as bytes straight from the
+//! records by `JsonWriter` (each stored value re-written as `dumps(loads(value))` would,
+//! `write_value`), as the `state()` dict by the binding's sink; and it is read straight from its
+//! bytes (`Reader`: an object's members as a parsed dict has them, the last of duplicates in the
+//! first one's place). The fallback builds the `state()` dict and dumps it, and checks the dict
+//! that `loads` gives.
 //! The checks run in the same order in both, so a bad document gets the same error text; the few
 //! messages that quote a value with Python's `repr()` take it from the caller
 //! (`CheckpointError::message`).
@@ -22,11 +24,9 @@ use crate::encoder::{write_str, PathItem};
 use crate::error::{DecodeError, JsonType};
 use crate::scanner::{check_utf8, Scanner, Skip};
 
+use super::document::{self, JsonWriter, Name, Output, Sink};
 use super::evict::Limits;
-use super::records::{
-    key, permission_record, terminal_record, tool_call_record, truncated, write_value, CancelRequest, Outcome,
-    Permission, Raw, Session, Source, Text,
-};
+use super::records::{permission_record, truncated, CancelRequest, Outcome, Permission, Raw, Session, Source, Text};
 use super::restore::{
     find, find_opt, lossy, read_permissions, restore_plans, restore_terminals, restore_tool_calls, restore_updates,
     Reader,
@@ -184,132 +184,93 @@ pub struct TooDeep {
 
 /// The checkpoint document of `store`: `dumps(state())`.
 pub fn to_json(store: &Store) -> Result<Vec<u8>, TooDeep> {
-    let mut out = Vec::with_capacity(256);
-    out.extend_from_slice(b"{\"format\":");
-    write_str(&mut out, FORMAT.as_bytes());
-    out.extend_from_slice(b",\"protocolVersion\":");
-    write_opt(&mut out, store.fixed.map(u64::from));
-    out.extend_from_slice(b",\"negotiatedVersion\":");
-    write_opt(&mut out, store.negotiated.map(u64::from));
-    out.extend_from_slice(b",\"maxToolCalls\":");
-    write_opt(&mut out, store.max_tool_calls.map(|n| n as u64));
+    let mut w = JsonWriter::with_capacity(256);
+    state(&mut w, store)?;
+    Ok(w.finish())
+}
+
+/// The state document (DESIGN §7.8), written to `s`: `state()` and, through `JsonWriter`,
+/// `to_json()`.
+pub fn state<S: Sink>(s: &mut S, store: &Store) -> Result<(), S::Error> {
+    s.begin_object()?;
+    s.name(Name::FORMAT)?;
+    s.text(FORMAT.as_bytes())?;
+    s.name(Name::PROTOCOL_VERSION)?;
+    s.opt_uint(store.fixed.map(u64::from))?;
+    s.name(Name::NEGOTIATED_VERSION)?;
+    s.opt_uint(store.negotiated.map(u64::from))?;
+    s.name(Name::MAX_TOOL_CALLS)?;
+    s.opt_uint(store.max_tool_calls.map(|n| n as u64))?;
     // The bounds inside sessions, each only when it is not the default.
     let defaults = Limits::default().values();
-    for ((name, value), default) in Limits::NAMES.iter().zip(store.limits.values()).zip(defaults) {
+    for ((name, value), default) in document::LIMITS.into_iter().zip(store.limits.values()).zip(defaults) {
         if value != default {
-            out.push(b',');
-            write_str(&mut out, name.as_bytes());
-            out.push(b':');
-            write_opt(&mut out, value.map(|n| n as u64));
+            s.name(name)?;
+            s.opt_uint(value.map(|n| n as u64))?;
         }
     }
-    out.extend_from_slice(b",\"evicted\":");
-    write_opt(&mut out, Some(store.evicted));
-    out.extend_from_slice(b",\"sessions\":{");
+    s.name(Name::EVICTED)?;
+    s.uint(store.evicted)?;
+    s.name(Name::SESSIONS)?;
+    s.begin_object()?;
     let mut per_session: Vec<Vec<&Permission>> = (0..store.sessions.len()).map(|_| Vec::new()).collect();
     for p in store.permissions() {
         per_session[p.session].push(p);
     }
-    for (slot, (sid, s)) in store.sessions.iter().enumerate() {
-        if slot > 0 {
-            out.push(b',');
+    for (slot, (sid, session)) in store.sessions.iter().enumerate() {
+        s.key(sid)?;
+        s.begin_object()?;
+        s.name(Name::TOOL_CALLS)?;
+        document::tool_calls(s, Some(session))?;
+        s.name(Name::TERMINALS)?;
+        document::terminals(s, Some(session), Output::Base64)?;
+        s.name(Name::PLANS)?;
+        document::plans(s, Some(session))?;
+        s.name(Name::PERMISSIONS)?;
+        s.begin_array()?;
+        for p in &per_session[slot] {
+            permission_record(s, sid, p)?;
         }
-        let at = |steps: &[PathItem]| {
-            let mut path = vec![PathItem::Key("sessions".into()), key(sid)];
-            path.extend_from_slice(steps);
-            path
-        };
-        write_str(&mut out, sid);
-        out.extend_from_slice(b":{\"toolCalls\":");
-        write_map(&mut out, s.tool_calls.iter(), tool_call_record)
-            .map_err(|(id, inner)| deep(at(&[key(b"toolCalls"), key(id)]), inner))?;
-        out.extend_from_slice(b",\"terminals\":");
-        write_map(&mut out, s.terminals.iter(), terminal_record)
-            .map_err(|(id, inner)| deep(at(&[key(b"terminals"), key(id)]), inner))?;
-        out.extend_from_slice(b",\"plans\":");
-        write_map(&mut out, s.plans.iter(), |out, _, plan| write_value(out, plan, 4))
-            .map_err(|(id, inner)| deep(at(&[key(b"plans"), key(id)]), inner))?;
-        out.extend_from_slice(b",\"permissions\":[");
-        for (i, p) in per_session[slot].iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            permission_record(&mut out, sid, p)
-                .map_err(|inner| deep(at(&[key(b"permissions"), PathItem::Index(i)]), inner))?;
+        s.end_array()?;
+        if !session.updates.is_empty() {
+            s.name(Name::UPDATES)?;
+            document::updates(s, Some(session))?;
         }
-        out.push(b']');
-        if !s.updates.is_empty() {
-            out.extend_from_slice(b",\"updates\":[");
-            for (i, u) in s.updates.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_value(&mut out, u, 4).map_err(|inner| deep(at(&[key(b"updates"), PathItem::Index(i)]), inner))?;
-            }
-            out.push(b']');
-        }
-        truncated(&mut out, s.dropped.counts());
-        out.push(b'}');
+        truncated(s, session.dropped.counts())?;
+        s.end_object()?;
     }
-    out.extend_from_slice(b"},\"permissionOrder\":[");
-    for (i, p) in store.permissions().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        write_str(&mut out, store.session_id(p.session));
+    s.end_object()?;
+    // The session of each permission record in request order across sessions.
+    s.name(Name::PERMISSION_ORDER)?;
+    s.begin_array()?;
+    for p in store.permissions() {
+        s.text(store.session_id(p.session))?;
     }
-    out.push(b']');
+    s.end_array()?;
     // Present only when the store has seen a `$/cancel_request` (older checkpoints lack it).
-    for (i, c) in store.cancel_requests().enumerate() {
-        out.extend_from_slice(if i == 0 { b",\"cancelRequests\":[" } else { b"," });
-        out.extend_from_slice(b"{\"requestId\":");
-        c.id.write(&mut out);
-        out.extend_from_slice(b",\"source\":");
+    if !store.cancel_requests.is_empty() {
+        s.name(Name::CANCEL_REQUESTS)?;
+        cancel_request_list(s, store)?;
+    }
+    s.end_object()
+}
+
+/// `state.cancelRequests`: `[{"requestId": id, "source": "agent" | "client" | null}]`, oldest
+/// first (also the answer of `cancel_requests()`).
+pub fn cancel_request_list<S: Sink>(s: &mut S, store: &Store) -> Result<(), S::Error> {
+    s.begin_array()?;
+    for c in store.cancel_requests() {
+        s.begin_object()?;
+        s.name(Name::REQUEST_ID)?;
+        c.id.emit(s)?;
+        s.name(Name::SOURCE)?;
         match c.source.name() {
-            Some(name) => write_str(&mut out, name.as_bytes()),
-            None => out.extend_from_slice(b"null"),
+            Some(name) => s.text(name.as_bytes())?,
+            None => s.null()?,
         }
-        out.push(b'}');
-        if i + 1 == store.cancel_requests.len() {
-            out.push(b']');
-        }
+        s.end_object()?;
     }
-    out.push(b'}');
-    Ok(out)
-}
-
-/// A JSON object `{id: record, ...}` of one session's records, in their order; on a record nested
-/// too deep, its id and the inner path.
-fn write_map<'a, V: 'a>(
-    out: &mut Vec<u8>,
-    entries: impl Iterator<Item = (&'a [u8], &'a V)>,
-    mut record: impl FnMut(&mut Vec<u8>, &[u8], &V) -> Result<(), Vec<PathItem>>,
-) -> Result<(), (&'a [u8], Vec<PathItem>)> {
-    out.push(b'{');
-    for (i, (id, value)) in entries.enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        write_str(out, id);
-        out.push(b':');
-        record(out, id, value).map_err(|inner| (id, inner))?;
-    }
-    out.push(b'}');
-    Ok(())
-}
-
-/// `TooDeep` from the path down to a record and the path inside it (innermost step first).
-#[cold]
-fn deep(mut outer: Vec<PathItem>, inner: Vec<PathItem>) -> TooDeep {
-    outer.extend(inner.into_iter().rev());
-    TooDeep { path: outer }
-}
-
-fn write_opt(out: &mut Vec<u8>, v: Option<u64>) {
-    match v {
-        Some(v) => crate::encoder::write_u64(out, v),
-        None => out.extend_from_slice(b"null"),
-    }
+    s.end_array()
 }
 
 // ---------------------------------------------------------------------------------------------

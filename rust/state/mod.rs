@@ -27,6 +27,7 @@ use crate::message::{Captured, Envelope, Kind, Span};
 use crate::scanner::{unescape_into, Str};
 
 pub mod checkpoint;
+pub mod document;
 mod evict;
 mod ordered_map;
 mod permission;
@@ -41,8 +42,9 @@ pub use checkpoint::{from_json, to_json, CheckpointError, TooDeep, FORMAT};
 pub use evict::Limits;
 pub use read::{base64_decode, base64_encode};
 pub use records::{
-    Action, CancelRequest, Change, IdKey, Ident, OrderedMap, Outcome, Permission, Raw, Session, Source, Target,
-    Terminal, Text, ToolCall, TC_AFTER_LOCATIONS, TERMINAL_FIELDS, TOOL_CALL_FIELDS,
+    permission_record, terminal_record, tool_call_record, Action, CancelRequest, Change, IdKey, Ident, OrderedMap,
+    Outcome, Permission, Raw, Session, Source, Target, Terminal, Text, ToolCall, TC_AFTER_LOCATIONS, TERMINAL_FIELDS,
+    TOOL_CALL_FIELDS,
 };
 
 use read::{from_captured, key_bytes, raw, require_session, str_is, walk, Member};

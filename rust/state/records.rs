@@ -6,24 +6,25 @@
 //! Mirror: `python/acp_fast/_fallback/state/records.py`. Differences on purpose: here a record
 //! keeps the JSON text of each value as received (`Raw`), the known fields in fixed slots, and
 //! `OrderedMap` plays the part of Python's dict; the fallback keeps the parsed values in one dict
-//! per record. The materialized records are written as JSON here (`tool_call_record`,
-//! `terminal_record`, `permission_record`, for `checkpoint::to_json`; each stored value re-written
-//! by `write_value` as `dumps(loads(value))` would, but for numbers, which keep their text) and
-//! built as the dicts that queries return by the binding (`rust/python/records.rs`); the
-//! fallback's functions of the same names build dicts.
+//! per record. The materialized records (`tool_call_record`, `terminal_record`,
+//! `permission_record`, `truncated`) are written once, to a `Sink` (`document.rs`): its JSON
+//! writer gives `checkpoint::to_json` (each stored value re-written by `write_value` as
+//! `dumps(loads(value))` would, but for numbers, which keep their text), the binding's sink the
+//! dicts that queries return; the fallback's functions of the same names build dicts.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
 use hashbrown::HashMap;
 
-use crate::encoder::{descend, write_str, write_u64, PathItem};
+use crate::encoder::{descend, write_str, PathItem};
 use crate::error::{DecodeError, JsonType};
 use crate::message::Span;
 use crate::scanner::{parse_i64, Scanner, Str};
 
+use super::document::{Name, Output, Sink, TOOL_CALL};
 pub use super::ordered_map::OrderedMap;
-use super::read::{base64_encode, text_of};
+use super::read::text_of;
 
 /// The text of a JSON string, unescaped (UTF-8).
 pub type Text = Box<[u8]>;
@@ -231,6 +232,15 @@ impl IdKey {
         }
     }
 
+    /// The id as a value of a document.
+    pub fn emit<S: Sink>(&self, s: &mut S) -> Result<(), S::Error> {
+        match self {
+            IdKey::Null => s.null(),
+            IdKey::Int(v) => s.int(*v),
+            IdKey::Str(t) => s.text(t),
+        }
+    }
+
     /// The id as JSON text.
     pub fn write(&self, out: &mut Vec<u8>) {
         match self {
@@ -270,12 +280,12 @@ pub struct Dropped {
 
 impl Dropped {
     /// The marker's members: (name, count) of the non-zero counts, in materialized order.
-    pub fn counts(&self) -> impl Iterator<Item = (&'static str, u64)> {
+    pub fn counts(&self) -> impl Iterator<Item = (Name, u64)> {
         [
-            ("droppedTerminals", self.terminals),
-            ("droppedPlans", self.plans),
-            ("droppedPermissions", self.permissions),
-            ("droppedUpdates", self.updates),
+            (Name::DROPPED_TERMINALS, self.terminals),
+            (Name::DROPPED_PLANS, self.plans),
+            (Name::DROPPED_PERMISSIONS, self.permissions),
+            (Name::DROPPED_UPDATES, self.updates),
         ]
         .into_iter()
         .filter(|&(_, n)| n > 0)
@@ -436,131 +446,123 @@ pub struct CancelRequest {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Materialized records, written as JSON (for `checkpoint::to_json`; the binding builds the Python
-// dicts that queries return). Each stored value is re-written as `dumps(loads(value))` would write
-// it. Errors: the path inside the record of a value nested deeper than `dumps` writes.
+// Materialized records (DESIGN §7.3 - §7.5, §7.8), written once to a `Sink` (`document.rs`): as
+// JSON for `checkpoint::to_json`, as the dicts of the queries by the binding.
 
-/// A path step for a key.
-pub(super) fn key(k: &[u8]) -> PathItem {
-    PathItem::Key(String::from_utf8_lossy(k).into_owned())
-}
-
-/// `"name":value` of a record member at depth 5 (state, sessions, session, kind, record).
-fn member(out: &mut Vec<u8>, name: &str, value: &[u8]) -> Result<(), Vec<PathItem>> {
-    out.push(b',');
-    write_str(out, name.as_bytes());
-    out.push(b':');
-    write_value(out, value, 5).map_err(|mut p| {
-        p.push(PathItem::Key(name.to_owned()));
-        p
-    })
-}
-
-/// A tool-call record in materialized key order (DESIGN §7.3). Errors: the path inside it.
-pub(super) fn tool_call_record(out: &mut Vec<u8>, id: &[u8], tc: &ToolCall) -> Result<(), Vec<PathItem>> {
-    out.extend_from_slice(b"{\"toolCallId\":");
-    write_str(out, id);
+/// A tool-call record in materialized key order (DESIGN §7.3).
+pub fn tool_call_record<S: Sink>(s: &mut S, id: &[u8], tc: &ToolCall) -> Result<(), S::Error> {
+    s.begin_object()?;
+    s.name(Name::TOOL_CALL_ID)?;
+    s.text(id)?;
     if let Some(title) = tc.title() {
-        member(out, TOOL_CALL_FIELDS[TC_TITLE], title)?;
+        member(s, TOOL_CALL[TC_TITLE], title)?;
     }
-    member(out, "kind", tc.kind())?;
-    member(out, "status", tc.status())?;
-    out.extend_from_slice(b",\"content\":[");
-    for (i, item) in tc.content().iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        write_value(out, item, 6).map_err(|mut p| {
-            p.extend([PathItem::Index(i), PathItem::Key("content".into())]);
-            p
-        })?;
+    member(s, TOOL_CALL[TC_KIND], tc.kind())?;
+    member(s, TOOL_CALL[TC_STATUS], tc.status())?;
+    s.name(Name::CONTENT)?;
+    s.begin_array()?;
+    for item in tc.content() {
+        s.raw(item)?;
     }
-    out.push(b']');
-    member(out, "locations", tc.locations())?;
+    s.end_array()?;
+    member(s, TOOL_CALL[TC_LOCATIONS], tc.locations())?;
     for i in TC_AFTER_LOCATIONS {
         if let Some(v) = &tc.fields[i] {
-            member(out, TOOL_CALL_FIELDS[i], v)?;
+            member(s, TOOL_CALL[i], v)?;
         }
     }
-    for (k, v) in &tc.extra {
-        member(out, &String::from_utf8_lossy(k), v)?;
-    }
-    truncated(out, [("droppedItems", tc.dropped_items)]);
-    out.push(b'}');
-    Ok(())
+    extra(s, &tc.extra)?;
+    truncated(s, [(Name::DROPPED_ITEMS, tc.dropped_items)])?;
+    s.end_object()
 }
 
-/// A terminal record in materialized key order (DESIGN §7.4), `output` as base64 text.
-pub(super) fn terminal_record(out: &mut Vec<u8>, id: &[u8], t: &Terminal) -> Result<(), Vec<PathItem>> {
-    out.extend_from_slice(b"{\"terminalId\":");
-    write_str(out, id);
-    for (name, v) in [("command", &t.command), ("cwd", &t.cwd)] {
+/// A terminal record in materialized key order (DESIGN §7.4), `output` as `form` says.
+pub fn terminal_record<S: Sink>(s: &mut S, id: &[u8], t: &Terminal, form: Output) -> Result<(), S::Error> {
+    s.begin_object()?;
+    s.name(Name::TERMINAL_ID)?;
+    s.text(id)?;
+    for (name, v) in [(Name::COMMAND, &t.command), (Name::CWD, &t.cwd)] {
         if let Some(v) = v {
-            member(out, name, v)?;
+            member(s, name, v)?;
         }
     }
-    out.extend_from_slice(b",\"output\":\"");
-    base64_encode(t.output(), out);
-    out.push(b'"');
+    s.name(Name::OUTPUT)?;
+    match form {
+        Output::Bytes => s.bytes(t.output())?,
+        Output::Base64 => s.base64(t.output())?,
+    }
     for (name, v) in [
-        ("outputMeta", &t.output_meta),
-        ("exitStatus", &t.exit_status),
-        ("_meta", &t.meta),
+        (Name::OUTPUT_META, &t.output_meta),
+        (Name::EXIT_STATUS, &t.exit_status),
+        (Name::META, &t.meta),
     ] {
         if let Some(v) = v {
-            member(out, name, v)?;
+            member(s, name, v)?;
         }
     }
-    for (k, v) in &t.extra {
-        member(out, &String::from_utf8_lossy(k), v)?;
+    extra(s, &t.extra)?;
+    truncated(s, [(Name::DROPPED_BYTES, t.dropped_bytes)])?;
+    s.end_object()
+}
+
+/// A permission record in materialized key order (DESIGN §7.5); `sid` is its session's id.
+pub fn permission_record<S: Sink>(s: &mut S, sid: &[u8], p: &Permission) -> Result<(), S::Error> {
+    s.begin_object()?;
+    s.name(Name::ID)?;
+    p.id.emit(s)?;
+    s.name(Name::SESSION_ID)?;
+    s.text(sid)?;
+    if let Some(t) = &p.tool_call_id {
+        s.name(Name::TOOL_CALL_ID)?;
+        s.text(t)?;
     }
-    truncated(out, [("droppedBytes", t.dropped_bytes)]);
-    out.push(b'}');
+    member(s, Name::OPTIONS, &p.options)?;
+    s.name(Name::OUTCOME)?;
+    s.text(p.outcome.as_str().as_bytes())?;
+    if let Some(o) = &p.option_id {
+        s.name(Name::OPTION_ID)?;
+        s.text(o)?;
+    }
+    s.name(Name::APPROVED)?;
+    s.boolean(p.approved)?;
+    if let Some(r) = &p.response {
+        member(s, Name::RESPONSE, r)?;
+    }
+    s.end_object()
+}
+
+/// `"_truncated":{...}`, the marker of what a bound dropped (DESIGN §7.8): one member per
+/// non-zero count, in the order given; nothing when there is none.
+pub fn truncated<S: Sink>(s: &mut S, counts: impl IntoIterator<Item = (Name, u64)>) -> Result<(), S::Error> {
+    let mut first = true;
+    for (name, n) in counts.into_iter().filter(|&(_, n)| n > 0) {
+        if first {
+            s.name(Name::TRUNCATED)?;
+            s.begin_object()?;
+            first = false;
+        }
+        s.name(name)?;
+        s.uint(n)?;
+    }
+    if !first {
+        s.end_object()?;
+    }
     Ok(())
 }
 
-/// `,"_truncated":{...}`, the marker of what a bound dropped (DESIGN §7.8): one member per
-/// non-zero count, in the order given; nothing when there is none.
-pub(super) fn truncated(out: &mut Vec<u8>, counts: impl IntoIterator<Item = (&'static str, u64)>) {
-    let mut first = true;
-    for (name, n) in counts.into_iter().filter(|&(_, n)| n > 0) {
-        out.extend_from_slice(if first { b",\"_truncated\":{" } else { b"," });
-        write_str(out, name.as_bytes());
-        out.push(b':');
-        write_u64(out, n);
-        first = false;
-    }
-    if !first {
-        out.push(b'}');
-    }
+/// A member of a record whose value is stored.
+#[inline]
+fn member<S: Sink>(s: &mut S, name: Name, value: &[u8]) -> Result<(), S::Error> {
+    s.name(name)?;
+    s.raw(value)
 }
 
-/// A permission record in materialized key order (DESIGN §7.5).
-pub(super) fn permission_record(out: &mut Vec<u8>, sid: &[u8], p: &Permission) -> Result<(), Vec<PathItem>> {
-    out.extend_from_slice(b"{\"id\":");
-    p.id.write(out);
-    out.extend_from_slice(b",\"sessionId\":");
-    write_str(out, sid);
-    if let Some(t) = &p.tool_call_id {
-        out.extend_from_slice(b",\"toolCallId\":");
-        write_str(out, t);
+/// A record's unknown fields, in first-set order.
+fn extra<S: Sink>(s: &mut S, fields: &[(Text, Raw)]) -> Result<(), S::Error> {
+    for (k, v) in fields {
+        s.key(k)?;
+        s.raw(v)?;
     }
-    member(out, "options", &p.options)?;
-    out.extend_from_slice(b",\"outcome\":");
-    write_str(out, p.outcome.as_str().as_bytes());
-    if let Some(o) = &p.option_id {
-        out.extend_from_slice(b",\"optionId\":");
-        write_str(out, o);
-    }
-    out.extend_from_slice(if p.approved {
-        b",\"approved\":true"
-    } else {
-        b",\"approved\":false"
-    });
-    if let Some(r) = &p.response {
-        member(out, "response", r)?;
-    }
-    out.push(b'}');
     Ok(())
 }
 
@@ -595,7 +597,7 @@ fn write_at(out: &mut Vec<u8>, sc: &mut Scanner<'_>, depth: usize) -> Result<(),
                 out.push(b':');
                 sc.pos = *at;
                 descend(depth + 1, || write_at(out, sc, depth + 1)).map_err(|mut p| {
-                    p.push(key(k));
+                    p.push(PathItem::Key(String::from_utf8_lossy(k).into_owned()));
                     p
                 })?;
             }

@@ -1,6 +1,6 @@
 //! Unit tests of `checkpoint.rs`.
 
-use super::super::records::OUTCOMES;
+use super::super::records::{write_value, OUTCOMES};
 use super::super::restore::OUTCOME_WHAT;
 use super::*;
 

@@ -7,9 +7,11 @@ set fields (parsed values, never null, toolCallId apart), a terminal a dict plus
 permission record ``[session id, record dict]``, the dict already in materialized key order; Rust
 keeps the JSON text of each value in fixed slots (and an ordered map where Python has dicts:
 ``OrderedMap``, moved out of ``records.rs`` into ``rust/state/ordered_map.rs``, Rust only). The
-materialized records are dicts here; Rust writes them as JSON (for checkpoints) and its binding
-builds the dicts. A number whose text its Python value would not give back is stored as an
-``orjson.Fragment`` of its text (``read.exact``), so that a checkpoint keeps it.
+materialized records are dicts here, built once for the queries and ``checkpoint.state`` (which
+``to_json`` dumps); Rust writes each once to a sink (``rust/state/document.rs``) that gives the
+JSON bytes or, in the binding, the dicts. A number whose text its Python value would not give
+back is stored as an ``orjson.Fragment`` of its text (``read.exact``), so that a checkpoint keeps
+it.
 """
 
 from __future__ import annotations
@@ -304,7 +306,7 @@ def tool_call_record(tcid: str, f: Dict[str, Any]) -> Dict[str, Any]:
         if k not in known:
             r[k] = v
     if "_truncated" in f:
-        r["_truncated"] = {"droppedItems": f["_truncated"]}
+        truncated(r, [("droppedItems", f["_truncated"])])
     return r
 
 
