@@ -97,12 +97,13 @@ MAP: list[tuple[list[str], str | None, str]] = [
     (["rust/schema/rules.rs"], "schema/rules.py", "the protocol rules the schema cannot express"),
     (["rust/schema/tape.rs"], None, "a parsed message as a tape"),
     (
-        ["rust/state/mod.rs", "rust/python/state.rs", "rust/python/state/methods.rs"],
+        ["rust/python/state/methods.rs", "rust/state/mod.rs", "rust/python/state.rs"],
         "state/__init__.py",
         "the state engine (`ToolCallStore`, DESIGN 7)",
     ),
     (["rust/state/records.rs", "rust/python/records.rs"], "state/records.py", "what is stored, `Change`, the records"),
     (["rust/state/ordered_map.rs"], None, "an insertion-ordered map"),
+    (["rust/state/document.rs"], None, "the writer the state document and the records go to (`Sink`)"),
     (["rust/state/read.rs"], "state/read.py", "reading a frame's members, -32602 errors, base64"),
     (["rust/state/tool_call.rs"], "state/tool_call.py", "tool calls"),
     (["rust/state/terminal.rs"], "state/terminal.py", "terminals"),
@@ -117,11 +118,8 @@ MAP: list[tuple[list[str], str | None, str]] = [
 
 PENDING = {
     # file: reason. A row with one of these files is not compared (yet).
-    "rust/state/records.rs": "pending: engine rewrite",
-    "rust/state/checkpoint.rs": "pending: engine rewrite",
-    "state/records.py": "pending: engine rewrite",
-    "state/checkpoint.py": "pending: engine rewrite",
-    "rust/python/records.rs": "pending: engine rewrite",
+    "state/records.py": "not in step yet: Rust writes the records to a Sink (document.rs), this file builds dicts",
+    "state/checkpoint.py": "not in step yet: as state/records.py",
 }
 
 ALL = "*"
@@ -171,6 +169,27 @@ ALLOWED: list[tuple[str, str | list[str], str]] = [
         ["engine", "engine_name", "ref", "leaf", "envelope", "is_valid", "version", "parse"],
         "the verdict on a message is jsonschema-rs's (or jsonschema's) here, on the envelopes built for it",
     ),
+    (
+        "rust/state/mod.rs",
+        ["of", "with_limits", "version", "fixed_version", "limits", "tool_call_count", "sessions", "session"]
+        + ["session_id", "permission_at", "session_slot", "fill_members", "apply_captured", "session_update"]
+        + ["defined_elsewhere", "unknown_update"],
+        "the core Store's accessors and dispatch: here the store is the class, its state its attributes",
+    ),
+    (
+        "rust/python/state.rs",
+        ["key_arg", "id_arg", "target_str", "action_str", "change_object", "item_object", "store", "collect"]
+        + ["permission_list", "single", "apply_frame", "session"],
+        "the binding's helpers: Change and DecodeError objects from the core's outcomes, arguments",
+    ),
+    ("rust/python/state/methods.rs", ["locked", "with_engine_detached"], "the per-object lock (framing.exclusive here)"),
+    (
+        "state/__init__.py",
+        ["check_source", "key", "limit", "unknown_update", "version", "set_negotiated", "session", "dispatch"]
+        + ["permission_list"],
+        "argument checks (rust/python/args.rs) and the store's own helpers (rust: the core Store's methods)",
+    ),
+    ("rust/state/document.rs", ALL, "the shapes are written once here as dicts (records.py, checkpoint.py)"),
     ("rust/python/args.rs", ALL, "PyO3 argument types; the fallback checks each argument where it is taken"),
     ("rust/error.rs", ["name"], "JSON types are strings here (rust: the `JsonType` enum)"),
     (
@@ -367,6 +386,8 @@ def rust_functions_in(text: str) -> list[tuple[str | None, str]]:
             kinds = [kind for kind, _ in stack]
             fn = _RUST_FN.match(code)
             impl = _RUST_IMPL.match(code)
+            if cfg_test and not stack and stripped.startswith("mod tests"):
+                break  # the test module ends the file (its raw strings may hold any brace)
             if cfg_test and stripped and not stripped.startswith("#"):
                 pending, cfg_test = ("skip", None), False
             elif fn:

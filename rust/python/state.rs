@@ -7,25 +7,23 @@
 //! `state/methods.rs`: its state behind a per-object lock, and `#[pymethods]` that take the lock
 //! and call the methods here (docs/API.md "Threads"; the reasons are at the top of `mod.rs`).
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyString, PyType};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyString};
 use pyo3::{intern, IntoPyObjectExt};
 
-use super::args::{limit_arg, Arg, LimitArg, MaxFrameBytes, MaxToolCalls, ProtocolVersion, StrictSchema};
 use super::convert::dumps_bytes;
-use super::errors::{decode_error, decode_error_object, decode_error_type, Origin};
+use super::errors::{decode_error_object, decode_error_type, Origin};
 use super::frames::{source_of, PyMessage};
-use super::records::{id_object, text, value, PyChange};
-use super::schema::{schema_error, strict_arg, strict_setting};
+use super::records::{id_object, text, value, PyBuilder, PyChange};
+use super::schema::schema_error;
 use super::strcache::{token_str, CacheGuard, VALUES};
 use crate::engine::{Engine, Framed, Item};
-use crate::framing::DEFAULT_MAX_FRAME_BYTES;
 use crate::message::{strip_line_ending, Envelope};
-use crate::state::{checkpoint, Action, Change, CheckpointError, IdKey, Ident, Limits, Source, Store, Target};
+use crate::state::document;
+use crate::state::{Action, Change, IdKey, Ident, Source, Store, Target};
 
 mod methods;
-mod queries;
 pub use methods::PyToolCallStore;
 
 /// The text of a session / tool-call id argument.
@@ -199,6 +197,17 @@ impl StoreState {
     fn session(&self, session_id: &Bound<'_, PyAny>) -> PyResult<Option<&crate::state::Session>> {
         Ok(self.store().session(key_arg(session_id, "session_id")?.as_bytes()))
     }
+
+    /// The permission requests of a session (only the pending ones when `pending`).
+    fn permission_list<'py>(
+        &self,
+        py: Python<'py>,
+        session_id: &Bound<'py, PyAny>,
+        pending: bool,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let sid = key_arg(session_id, "session_id")?.as_bytes();
+        PyBuilder::list(py, |b| document::permissions(b, self.store(), sid, pending))
+    }
 }
 
 /// `apply`'s answer for a single message: its Change or None, or its DecodeError raised.
@@ -211,42 +220,9 @@ fn single<'py>(py: Python<'py>, item: Option<Bound<'py, PyAny>>) -> PyResult<Bou
 }
 
 impl StoreState {
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        py: Python<'_>,
-        protocol_version: Option<Arg<ProtocolVersion>>,
-        max_tool_calls: Option<Arg<MaxToolCalls>>,
-        max_frame_bytes: Option<Arg<MaxFrameBytes>>,
-        max_terminal_bytes: LimitArg<'_>,
-        max_content_items: LimitArg<'_>,
-        max_plans: LimitArg<'_>,
-        max_permissions: LimitArg<'_>,
-        max_updates: LimitArg<'_>,
-        max_terminals: LimitArg<'_>,
-        strict_schema: Option<Arg<StrictSchema>>,
-    ) -> PyResult<Self> {
-        let version = Arg::get(protocol_version)?.map(|v| v.0);
-        let max = Arg::get(max_tool_calls)?.map(|m| m.0);
-        let max_frame_bytes = MaxFrameBytes::or_default(max_frame_bytes)?;
-        let d = Limits::default();
-        let limits = Limits {
-            terminal_bytes: limit_arg(max_terminal_bytes, "max_terminal_bytes", 0, d.terminal_bytes)?,
-            content_items: limit_arg(max_content_items, "max_content_items", 0, d.content_items)?,
-            plans: limit_arg(max_plans, "max_plans", 1, d.plans)?,
-            permissions: limit_arg(max_permissions, "max_permissions", 1, d.permissions)?,
-            updates: limit_arg(max_updates, "max_updates", 0, d.updates)?,
-            terminals: limit_arg(max_terminals, "max_terminals", 1, d.terminals)?,
-        };
-        let store = Store::with_limits(version, max, limits);
-        let strict = strict_arg(py, Arg::get(strict_schema)?)?;
-        Ok(Self {
-            engine: Engine::new(store, max_frame_bytes, strict),
-        })
-    }
-
-    /// Apply one frame (a Message, a Batch, bytes/str, a dict or a list of dicts). Returns a
-    /// Change or None (a list for a batch); raises DecodeError for a bad frame.
-    fn apply<'py>(
+    /// `ToolCallStore.apply`: one frame (a Message, a Batch, bytes/str, a dict or a list of
+    /// dicts). A decoded Batch's entries are applied one by one through this same function.
+    fn apply_frame<'py>(
         &mut self,
         py: Python<'py>,
         frame: &Bound<'py, PyAny>,
@@ -283,7 +259,7 @@ impl StoreState {
                             item.get_type().name()?
                         )));
                     }
-                    let r = match self.apply(py, &item, source) {
+                    let r = match self.apply_frame(py, &item, source) {
                         Ok(v) => v,
                         Err(e) if e.is_instance(py, decode_error_type(py)?) => {
                             e.into_value(py).into_bound(py).into_any()
@@ -324,97 +300,5 @@ impl StoreState {
             }
             _ => single(py, items.pop().flatten()),
         }
-    }
-
-    /// Feed stream bytes: the Changes and DecodeErrors of every line they complete, in order
-    /// (with `changes=False`, only the DecodeErrors).
-    fn feed<'py>(
-        &mut self,
-        py: Python<'py>,
-        data: &Bound<'py, PyAny>,
-        changes: bool,
-        from: Source,
-    ) -> PyResult<Bound<'py, PyList>> {
-        let source = source_of(data)?;
-        self.collect(py, Some(source.bytes.as_bytes()), from, changes)
-    }
-
-    /// End of input: apply a last line that has no newline.
-    fn finish<'py>(&mut self, py: Python<'py>, changes: bool, source: Source) -> PyResult<Bound<'py, PyList>> {
-        self.collect(py, None, source, changes)
-    }
-
-    /// Rebuild a store from `to_json()` output (bytes or str, as `loads` takes them).
-    fn from_json<'py>(cls: &Bound<'py, PyType>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-        let py = cls.py();
-        let owned;
-        let bytes = match data.cast::<PyString>().ok().and_then(|s| s.to_str().ok()) {
-            Some(text) => text.as_bytes(),
-            None => {
-                owned = source_of(data)?.bytes;
-                owned.as_bytes()
-            }
-        };
-        let store = checkpoint::from_json(bytes).map_err(|e| match e {
-            CheckpointError::Json(e) => decode_error(py, &e, Origin::Document(bytes), None),
-            e => {
-                // The messages that quote a value use Python's repr() of it.
-                let mut repr = |json: &[u8]| {
-                    value(py, json)
-                        .and_then(|v| v.repr())
-                        .map_or_else(|_| String::from_utf8_lossy(json).into_owned(), |r| r.to_string())
-                };
-                PyValueError::new_err(e.message(&mut repr))
-            }
-        })?;
-        let obj = Bound::new(
-            py,
-            PyToolCallStore::from(StoreState {
-                engine: Engine::new(store, DEFAULT_MAX_FRAME_BYTES, None),
-            }),
-        )?;
-        Ok(obj.into_any())
-    }
-
-    fn protocol_version(&self) -> u8 {
-        self.store().version()
-    }
-
-    fn negotiated_version(&self) -> Option<u8> {
-        self.store().negotiated_version()
-    }
-
-    fn max_tool_calls(&self) -> Option<usize> {
-        self.store().max_tool_calls()
-    }
-
-    /// `strict_schema` as given: False (off), True (follows the negotiation), 1 or 2.
-    fn strict_schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        strict_setting(py, self.engine.strict())
-    }
-
-    /// The bounds inside sessions (`max_terminal_bytes`, ..., `max_terminals`).
-    fn limits(&self) -> Limits {
-        *self.store().limits()
-    }
-
-    fn evicted(&self) -> u64 {
-        self.store().evicted()
-    }
-
-    fn line(&self) -> u64 {
-        self.engine.line()
-    }
-
-    fn __len__(&self) -> usize {
-        self.store().tool_call_count()
-    }
-
-    fn __repr__(&self) -> String {
-        format!(
-            "ToolCallStore(protocol_version={}, tool_calls={})",
-            self.store().version(),
-            self.store().tool_call_count()
-        )
     }
 }

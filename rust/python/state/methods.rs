@@ -1,14 +1,29 @@
-//! `ToolCallStore`, the Python class: its `StoreState` (`state.rs`) behind a per-object lock
-//! (`Exclusive`, see the top of `mod.rs`), and its methods, each of which runs the `StoreState`
-//! method of the same name under the lock. A child module of `state`, so it sees `StoreState`'s
-//! private fields and methods.
+//! `ToolCallStore`, the Python class: its `StoreState` (`state.rs`: the core engine) behind a
+//! per-object lock (`Exclusive`, see the top of `mod.rs`), and its methods, written once here,
+//! each under the lock. The queries have the core write what is asked for (`crate::state::
+//! document`, `records`, `checkpoint::state`) to a `PyBuilder`, which builds fresh Python
+//! objects: no shape is written here. A child module of `state`, so it sees `StoreState`'s
+//! private fields and helpers.
 
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyType};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyType};
 
-use super::super::args::{Arg, LimitArg, MaxFrameBytes, MaxToolCalls, ProtocolVersion, SourceArg, StrictSchema};
+use super::super::args::{
+    limit_arg, Arg, LimitArg, MaxFrameBytes, MaxToolCalls, ProtocolVersion, SourceArg, StrictSchema,
+};
+use super::super::convert::Writer;
+use super::super::errors::{decode_error, Origin};
+use super::super::frames::source_of;
+use super::super::records::{value, PyBuilder};
+use super::super::schema::{strict_arg, strict_setting};
 use super::super::{Exclusive, Locked};
-use super::StoreState;
+use super::{id_arg, key_arg, StoreState};
+use crate::engine::Engine;
+use crate::framing::DEFAULT_MAX_FRAME_BYTES;
+use crate::state::checkpoint;
+use crate::state::document::{self, Output};
+use crate::state::{permission_record, terminal_record, tool_call_record, CheckpointError, Limits, Store};
 
 /// The state of every tool call, terminal, plan and permission request, per session.
 #[pyclass(module = "acp_fast", name = "ToolCallStore", frozen)]
@@ -38,7 +53,7 @@ impl PyToolCallStore {
     }
 }
 
-/// The Python methods: each runs the `StoreState` method of the same name under the lock.
+/// The Python methods, each under the lock (`locked`): the class's whole API, written once.
 #[pymethods]
 impl PyToolCallStore {
     #[new]
@@ -64,22 +79,27 @@ impl PyToolCallStore {
         max_terminals: LimitArg<'_>,
         strict_schema: Option<Arg<StrictSchema>>,
     ) -> PyResult<Self> {
-        StoreState::new(
-            py,
-            protocol_version,
-            max_tool_calls,
-            max_frame_bytes,
-            max_terminal_bytes,
-            max_content_items,
-            max_plans,
-            max_permissions,
-            max_updates,
-            max_terminals,
-            strict_schema,
-        )
-        .map(Self::from)
+        let version = Arg::get(protocol_version)?.map(|v| v.0);
+        let max = Arg::get(max_tool_calls)?.map(|m| m.0);
+        let max_frame_bytes = MaxFrameBytes::or_default(max_frame_bytes)?;
+        let d = Limits::default();
+        let limits = Limits {
+            terminal_bytes: limit_arg(max_terminal_bytes, "max_terminal_bytes", 0, d.terminal_bytes)?,
+            content_items: limit_arg(max_content_items, "max_content_items", 0, d.content_items)?,
+            plans: limit_arg(max_plans, "max_plans", 1, d.plans)?,
+            permissions: limit_arg(max_permissions, "max_permissions", 1, d.permissions)?,
+            updates: limit_arg(max_updates, "max_updates", 0, d.updates)?,
+            terminals: limit_arg(max_terminals, "max_terminals", 1, d.terminals)?,
+        };
+        let store = Store::with_limits(version, max, limits);
+        let strict = strict_arg(py, Arg::get(strict_schema)?)?;
+        Ok(Self::from(StoreState {
+            engine: Engine::new(store, max_frame_bytes, strict),
+        }))
     }
 
+    /// Apply one frame (a Message, a Batch, bytes/str, a dict or a list of dicts). Returns a
+    /// Change or None (a list for a batch); raises DecodeError for a bad frame.
     #[pyo3(signature = (frame, *, source = None))]
     fn apply<'py>(
         &self,
@@ -87,9 +107,12 @@ impl PyToolCallStore {
         frame: &Bound<'py, PyAny>,
         source: Option<Arg<SourceArg>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        self.locked(py)?.apply(py, frame, SourceArg::or_unknown(source)?)
+        let source = SourceArg::or_unknown(source)?;
+        self.locked(py)?.apply_frame(py, frame, source)
     }
 
+    /// Feed stream bytes: the Changes and DecodeErrors of every line they complete, in order
+    /// (with `changes=False`, only the DecodeErrors).
     #[pyo3(signature = (data, *, changes = true, source = None))]
     fn feed<'py>(
         &self,
@@ -98,9 +121,13 @@ impl PyToolCallStore {
         changes: bool,
         source: Option<Arg<SourceArg>>,
     ) -> PyResult<Bound<'py, PyList>> {
-        self.locked(py)?.feed(py, data, changes, SourceArg::or_unknown(source)?)
+        let from = SourceArg::or_unknown(source)?;
+        let bytes = source_of(data)?;
+        self.locked(py)?
+            .collect(py, Some(bytes.bytes.as_bytes()), from, changes)
     }
 
+    /// End of input: apply a last line that has no newline.
     #[pyo3(signature = (*, changes = true, source = None))]
     fn finish<'py>(
         &self,
@@ -108,24 +135,34 @@ impl PyToolCallStore {
         changes: bool,
         source: Option<Arg<SourceArg>>,
     ) -> PyResult<Bound<'py, PyList>> {
-        self.locked(py)?.finish(py, changes, SourceArg::or_unknown(source)?)
+        let source = SourceArg::or_unknown(source)?;
+        self.locked(py)?.collect(py, None, source, changes)
     }
 
+    /// The tool call as a fresh dict in ACP wire shape, or None.
     fn get<'py>(
         &self,
         py: Python<'py>,
         session_id: &Bound<'py, PyAny>,
         tool_call_id: &Bound<'py, PyAny>,
     ) -> PyResult<Option<Bound<'py, PyDict>>> {
-        self.locked(py)?.get(py, session_id, tool_call_id)
+        let state = self.locked(py)?;
+        let tcid = key_arg(tool_call_id, "tool_call_id")?.as_bytes();
+        match state.session(session_id)?.and_then(|s| s.tool_calls.get(tcid)) {
+            Some(tc) => PyBuilder::dict(py, |b| tool_call_record(b, tcid, tc)).map(Some),
+            None => Ok(None),
+        }
     }
 
     fn tool_calls<'py>(&self, py: Python<'py>, session_id: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
-        self.locked(py)?.tool_calls(py, session_id)
+        let state = self.locked(py)?;
+        let session = state.session(session_id)?;
+        PyBuilder::dict(py, |b| document::tool_calls(b, session))
     }
 
     fn snapshot<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        self.locked(py)?.snapshot(py)
+        let state = self.locked(py)?;
+        PyBuilder::dict(py, |b| document::snapshot(b, state.store()))
     }
 
     fn terminal<'py>(
@@ -134,27 +171,48 @@ impl PyToolCallStore {
         session_id: &Bound<'py, PyAny>,
         terminal_id: &Bound<'py, PyAny>,
     ) -> PyResult<Option<Bound<'py, PyDict>>> {
-        self.locked(py)?.terminal(py, session_id, terminal_id)
+        let state = self.locked(py)?;
+        let tid = key_arg(terminal_id, "terminal_id")?.as_bytes();
+        match state.session(session_id)?.and_then(|s| s.terminals.get(tid)) {
+            Some(t) => PyBuilder::dict(py, |b| terminal_record(b, tid, t, Output::Bytes)).map(Some),
+            None => Ok(None),
+        }
     }
 
     fn terminals<'py>(&self, py: Python<'py>, session_id: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
-        self.locked(py)?.terminals(py, session_id)
+        let state = self.locked(py)?;
+        let session = state.session(session_id)?;
+        PyBuilder::dict(py, |b| document::terminals(b, session, Output::Bytes))
     }
 
     fn plans<'py>(&self, py: Python<'py>, session_id: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
-        self.locked(py)?.plans(py, session_id)
+        let state = self.locked(py)?;
+        let session = state.session(session_id)?;
+        PyBuilder::dict(py, |b| document::plans(b, session))
     }
 
+    /// The unknown updates kept for a session, in arrival order (DESIGN §7.3).
     fn updates<'py>(&self, py: Python<'py>, session_id: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
-        self.locked(py)?.updates(py, session_id)
+        let state = self.locked(py)?;
+        let session = state.session(session_id)?;
+        PyBuilder::list(py, |b| document::updates(b, session))
     }
 
+    /// The latest permission request with this id, or None.
     fn permission<'py>(&self, py: Python<'py>, request_id: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyDict>>> {
-        self.locked(py)?.permission(py, request_id)
+        let state = self.locked(py)?;
+        let key = id_arg(request_id)?;
+        match state.store().permission(&key) {
+            Some(p) => {
+                let sid = state.store().session_id(p.session);
+                PyBuilder::dict(py, |b| permission_record(b, sid, p)).map(Some)
+            }
+            None => Ok(None),
+        }
     }
 
     fn permissions<'py>(&self, py: Python<'py>, session_id: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
-        self.locked(py)?.permissions(py, session_id)
+        self.locked(py)?.permission_list(py, session_id, false)
     }
 
     fn pending_permissions<'py>(
@@ -162,95 +220,150 @@ impl PyToolCallStore {
         py: Python<'py>,
         session_id: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyList>> {
-        self.locked(py)?.pending_permissions(py, session_id)
+        self.locked(py)?.permission_list(py, session_id, true)
     }
 
-    fn cancel_responses<'py>(&self, py: Python<'py>, session_id: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
-        self.locked(py)?.cancel_responses(py, session_id)
-    }
-
+    /// The `$/cancel_request` notifications seen (the last 1000), oldest first:
+    /// `{"requestId": id, "source": "agent" | "client" | None}`.
     fn cancel_requests<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        self.locked(py)?.cancel_requests(py)
+        let state = self.locked(py)?;
+        PyBuilder::list(py, |b| checkpoint::cancel_request_list(b, state.store()))
     }
 
+    /// The `cancelled` responses a client owes for the pending requests of a session.
+    fn cancel_responses<'py>(&self, py: Python<'py>, session_id: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+        let state = self.locked(py)?;
+        let frames = state
+            .store()
+            .cancel_responses(key_arg(session_id, "session_id")?.as_bytes());
+        PyList::new(py, frames.iter().map(|f| PyBytes::new(py, f)))
+    }
+
+    /// The whole state as a JSON-compatible dict (DESIGN §7.8).
     fn state<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        self.locked(py)?.state(py)
+        let state = self.locked(py)?;
+        PyBuilder::dict(py, |b| checkpoint::state(b, state.store()))
     }
 
+    /// `dumps(state())`.
     fn to_json<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        self.locked(py)?.to_json(py)
+        let state = self.locked(py)?;
+        match checkpoint::to_json(state.store()) {
+            Ok(doc) => Ok(PyBytes::new(py, &doc)),
+            // `dumps`' error for a value nested too deep (the path collected innermost first).
+            Err(e) => Err(e
+                .path
+                .into_iter()
+                .rev()
+                .fold(Writer::too_deep(checkpoint::MAX_DEPTH as usize), |f, step| f.at(step))
+                .into_pyerr(py)),
+        }
     }
 
+    /// Rebuild a store from `to_json()` output (bytes or str, as `loads` takes them).
     #[classmethod]
     fn from_json<'py>(cls: &Bound<'py, PyType>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-        StoreState::from_json(cls, data)
+        let py = cls.py();
+        let owned;
+        let bytes = match data.cast::<PyString>().ok().and_then(|s| s.to_str().ok()) {
+            Some(text) => text.as_bytes(),
+            None => {
+                owned = source_of(data)?.bytes;
+                owned.as_bytes()
+            }
+        };
+        let store = checkpoint::from_json(bytes).map_err(|e| match e {
+            CheckpointError::Json(e) => decode_error(py, &e, Origin::Document(bytes), None),
+            e => {
+                // The messages that quote a value use Python's repr() of it.
+                let mut repr = |json: &[u8]| {
+                    value(py, json)
+                        .and_then(|v| v.repr())
+                        .map_or_else(|_| String::from_utf8_lossy(json).into_owned(), |r| r.to_string())
+                };
+                PyValueError::new_err(e.message(&mut repr))
+            }
+        })?;
+        let obj = Bound::new(
+            py,
+            Self::from(StoreState {
+                engine: Engine::new(store, DEFAULT_MAX_FRAME_BYTES, None),
+            }),
+        )?;
+        Ok(obj.into_any())
     }
 
     #[getter]
     fn protocol_version(&self, py: Python<'_>) -> PyResult<u8> {
-        Ok(self.locked(py)?.protocol_version())
+        Ok(self.locked(py)?.store().version())
     }
 
     #[getter]
     fn negotiated_version(&self, py: Python<'_>) -> PyResult<Option<u8>> {
-        Ok(self.locked(py)?.negotiated_version())
+        Ok(self.locked(py)?.store().negotiated_version())
     }
 
     #[getter]
     fn max_tool_calls(&self, py: Python<'_>) -> PyResult<Option<usize>> {
-        Ok(self.locked(py)?.max_tool_calls())
+        Ok(self.locked(py)?.store().max_tool_calls())
     }
 
     #[getter]
     fn max_terminal_bytes(&self, py: Python<'_>) -> PyResult<Option<usize>> {
-        Ok(self.locked(py)?.limits().terminal_bytes)
+        Ok(self.locked(py)?.store().limits().terminal_bytes)
     }
 
     #[getter]
     fn max_content_items(&self, py: Python<'_>) -> PyResult<Option<usize>> {
-        Ok(self.locked(py)?.limits().content_items)
+        Ok(self.locked(py)?.store().limits().content_items)
     }
 
     #[getter]
     fn max_plans(&self, py: Python<'_>) -> PyResult<Option<usize>> {
-        Ok(self.locked(py)?.limits().plans)
+        Ok(self.locked(py)?.store().limits().plans)
     }
 
     #[getter]
     fn max_permissions(&self, py: Python<'_>) -> PyResult<Option<usize>> {
-        Ok(self.locked(py)?.limits().permissions)
+        Ok(self.locked(py)?.store().limits().permissions)
     }
 
     #[getter]
     fn max_updates(&self, py: Python<'_>) -> PyResult<Option<usize>> {
-        Ok(self.locked(py)?.limits().updates)
+        Ok(self.locked(py)?.store().limits().updates)
     }
 
     #[getter]
     fn max_terminals(&self, py: Python<'_>) -> PyResult<Option<usize>> {
-        Ok(self.locked(py)?.limits().terminals)
+        Ok(self.locked(py)?.store().limits().terminals)
     }
 
+    /// `strict_schema` as given: False (off), True (follows the negotiation), 1 or 2.
     #[getter]
     fn strict_schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        self.locked(py)?.strict_schema(py)
+        strict_setting(py, self.locked(py)?.engine.strict())
     }
 
     #[getter]
     fn evicted(&self, py: Python<'_>) -> PyResult<u64> {
-        Ok(self.locked(py)?.evicted())
+        Ok(self.locked(py)?.store().evicted())
     }
 
     #[getter]
     fn line(&self, py: Python<'_>) -> PyResult<u64> {
-        Ok(self.locked(py)?.line())
+        Ok(self.locked(py)?.engine.line())
     }
 
     fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
-        Ok(self.locked(py)?.__len__())
+        Ok(self.locked(py)?.store().tool_call_count())
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(self.locked(py)?.__repr__())
+        let state = self.locked(py)?;
+        Ok(format!(
+            "ToolCallStore(protocol_version={}, tool_calls={})",
+            state.store().version(),
+            state.store().tool_call_count()
+        ))
     }
 }

@@ -239,114 +239,6 @@ class ToolCallStore:
         self._lock = RLock()
         self._busy = False
 
-    # -- accessors ----------------------------------------------------------------------------
-
-    @property
-    @exclusive
-    def protocol_version(self) -> int:
-        """The version in force: the fixed one, else the negotiated one, else 1."""
-        return self._version()
-
-    def _version(self) -> int:
-        if self._fixed is not None:
-            return self._fixed
-        if self._negotiated is not None:
-            return self._negotiated
-        return 1
-
-    @property
-    @exclusive
-    def negotiated_version(self) -> Optional[int]:
-        """The version learned from an ``initialize`` response, or None."""
-        return self._negotiated
-
-    @property
-    @exclusive
-    def max_tool_calls(self) -> Optional[int]:
-        return self._max_tool_calls
-
-    @property
-    @exclusive
-    def max_terminal_bytes(self) -> Optional[int]:
-        """Output bytes kept per terminal (the last ones; None: no bound)."""
-        return self._max_terminal_bytes
-
-    @property
-    @exclusive
-    def max_content_items(self) -> Optional[int]:
-        """Content items kept per tool call (the last ones; None: no bound)."""
-        return self._max_content_items
-
-    @property
-    @exclusive
-    def max_plans(self) -> Optional[int]:
-        """Plans kept per session (None: no bound)."""
-        return self._max_plans
-
-    @property
-    @exclusive
-    def max_permissions(self) -> Optional[int]:
-        """Permission records kept per session (pending ones always; None: no bound)."""
-        return self._max_permissions
-
-    @property
-    @exclusive
-    def max_updates(self) -> Optional[int]:
-        """Unknown updates kept per session (the last ones; 0: none; None: no bound)."""
-        return self._max_updates
-
-    @property
-    @exclusive
-    def max_terminals(self) -> Optional[int]:
-        """Terminals kept per session (the oldest exited ones dropped first; None: no bound)."""
-        return self._max_terminals
-
-    @property
-    @exclusive
-    def strict_schema(self) -> Any:
-        """``strict_schema`` as given: False (off), True (follows the negotiation), 1 or 2."""
-        if self._strict is None:
-            return False
-        from ..schema.stream import strict_setting
-
-        return strict_setting(self._strict)
-
-    @property
-    @exclusive
-    def evicted(self) -> int:
-        """Tool calls dropped by the ``max_tool_calls`` bound."""
-        return self._evicted
-
-    @property
-    @exclusive
-    def line(self) -> int:
-        """Lines completed by ``feed`` / ``finish`` so far."""
-        return self._framer.line
-
-    @exclusive
-    def __len__(self) -> int:
-        return self._tool_call_count
-
-    @exclusive
-    def __repr__(self) -> str:
-        return f"ToolCallStore(protocol_version={self._version()}, tool_calls={self._tool_call_count})"
-
-    def _set_negotiated(self, version: Optional[int]) -> None:
-        """Set the negotiated version; what depends on the version in force follows."""
-        self._negotiated = version
-        self._v2 = self._version() == 2
-        if self._keeping is not None:
-            self._updates = self._keeping[self._version()]
-
-    def _session(self, sid: str) -> Session:
-        """The session ``sid``, created if needed."""
-        s = self._sessions.get(sid)
-        if s is None:
-            s = self._sessions[sid] = Session()
-        return s
-
-    # -- applying frames ----------------------------------------------------------------------
-
     @exclusive
     def apply(self, frame: Any, *, source: Optional[str] = None) -> Any:
         """Apply one frame (Message, Batch / list, bytes, str, dict): a Change or None for one
@@ -385,49 +277,6 @@ class ToolCallStore:
         check_bool(changes)
         _check_source(source)
         return engine.finish(self, source, changes)
-
-    def _dispatch(self, value: Any, m: Any, source: Any, frame: Optional[bytes]) -> Optional[Change]:
-        """Apply one valid message (Rust: ``Store::apply``) whose parsed object is ``value``.
-        ``frame``: its bytes when ``value`` is orjson's parse (re-parsed exactly when needed:
-        ``read.exactly``), None when already exact."""
-        kind = m._kind
-        if kind == "notification":
-            method = m._method
-            if method == "session/update":
-                # The update table (Rust: `session_update`; inlined in `engine.feed`).
-                update_fn = self._updates.get(m._update_kind, self._unknown)
-                if update_fn is None:
-                    return None
-                sid = m._session_id
-                if sid is None:
-                    raise BAD_SID
-                if frame is not None:
-                    value = exactly(frame, value)
-                return update_fn(self, sid, value["params"]["update"])
-            if method == "session/cancel":
-                if type(value.get("params")) is not dict:
-                    return None
-                sid = m._session_id
-                if sid is None:
-                    raise BAD_SID
-                return Change(sid, "session", None, "cancelled", None)
-            if method == "$/cancel_request":
-                params = value.get("params")
-                if type(params) is not dict:
-                    return None
-                if frame is not None:
-                    value = exactly(frame, value)
-                return cancel_request(self, value["params"], source)
-            return None
-        if kind == "request":
-            if m._method == "session/request_permission" and type(value.get("params")) is dict:
-                if frame is not None:
-                    value = exactly(frame, value)
-                return permission_request(self, value["params"], m._id)
-            return None
-        return response(self, value, m, source, frame)
-
-    # -- queries ------------------------------------------------------------------------------
 
     @exclusive
     def get(self, session_id: str, tool_call_id: str) -> Optional[Dict[str, Any]]:
@@ -531,19 +380,6 @@ class ToolCallStore:
         """The pending permission requests of a session, in request order."""
         return self._permission_list(session_id, True)
 
-    def _permission_list(self, session_id: Any, pending: bool) -> List[Dict[str, Any]]:
-        sid = _key(session_id, "session_id")
-        return cast(
-            List[Dict[str, Any]],
-            _fresh(
-                [
-                    e[1]
-                    for e in self._permissions
-                    if e is not None and e[0] == sid and (not pending or e[1]["outcome"] == "pending")
-                ]
-            ),
-        )
-
     @exclusive
     def cancel_requests(self) -> List[Dict[str, Any]]:
         """The ``$/cancel_request`` notifications seen (the last 1000), oldest first:
@@ -555,8 +391,6 @@ class ToolCallStore:
         """For each pending permission request of a session (request order), the frame a client
         must answer with after ``session/cancel``."""
         return cancel_responses(self, _key(session_id, "session_id"))
-
-    # -- checkpoints (checkpoint.py) ------------------------------------------------------------
 
     @exclusive
     def state(self) -> Dict[str, Any]:
@@ -574,3 +408,163 @@ class ToolCallStore:
         raises ValueError naming the path. The restored store starts a fresh decoder; its
         eviction order is the checkpoint's order."""
         return checkpoint.from_json(cls, data)
+
+    @property
+    @exclusive
+    def protocol_version(self) -> int:
+        """The version in force: the fixed one, else the negotiated one, else 1."""
+        return self._version()
+
+    @property
+    @exclusive
+    def negotiated_version(self) -> Optional[int]:
+        """The version learned from an ``initialize`` response, or None."""
+        return self._negotiated
+
+    @property
+    @exclusive
+    def max_tool_calls(self) -> Optional[int]:
+        return self._max_tool_calls
+
+    @property
+    @exclusive
+    def max_terminal_bytes(self) -> Optional[int]:
+        """Output bytes kept per terminal (the last ones; None: no bound)."""
+        return self._max_terminal_bytes
+
+    @property
+    @exclusive
+    def max_content_items(self) -> Optional[int]:
+        """Content items kept per tool call (the last ones; None: no bound)."""
+        return self._max_content_items
+
+    @property
+    @exclusive
+    def max_plans(self) -> Optional[int]:
+        """Plans kept per session (None: no bound)."""
+        return self._max_plans
+
+    @property
+    @exclusive
+    def max_permissions(self) -> Optional[int]:
+        """Permission records kept per session (pending ones always; None: no bound)."""
+        return self._max_permissions
+
+    @property
+    @exclusive
+    def max_updates(self) -> Optional[int]:
+        """Unknown updates kept per session (the last ones; 0: none; None: no bound)."""
+        return self._max_updates
+
+    @property
+    @exclusive
+    def max_terminals(self) -> Optional[int]:
+        """Terminals kept per session (the oldest exited ones dropped first; None: no bound)."""
+        return self._max_terminals
+
+    @property
+    @exclusive
+    def strict_schema(self) -> Any:
+        """``strict_schema`` as given: False (off), True (follows the negotiation), 1 or 2."""
+        if self._strict is None:
+            return False
+        from ..schema.stream import strict_setting
+
+        return strict_setting(self._strict)
+
+    @property
+    @exclusive
+    def evicted(self) -> int:
+        """Tool calls dropped by the ``max_tool_calls`` bound."""
+        return self._evicted
+
+    @property
+    @exclusive
+    def line(self) -> int:
+        """Lines completed by ``feed`` / ``finish`` so far."""
+        return self._framer.line
+
+    @exclusive
+    def __len__(self) -> int:
+        return self._tool_call_count
+
+    @exclusive
+    def __repr__(self) -> str:
+        return f"ToolCallStore(protocol_version={self._version()}, tool_calls={self._tool_call_count})"
+
+    # -- helpers (Rust: the core Store's methods and the binding's StoreState) ---------------
+
+    def _version(self) -> int:
+        if self._fixed is not None:
+            return self._fixed
+        if self._negotiated is not None:
+            return self._negotiated
+        return 1
+
+    def _set_negotiated(self, version: Optional[int]) -> None:
+        """Set the negotiated version; what depends on the version in force follows."""
+        self._negotiated = version
+        self._v2 = self._version() == 2
+        if self._keeping is not None:
+            self._updates = self._keeping[self._version()]
+
+    def _session(self, sid: str) -> Session:
+        """The session ``sid``, created if needed."""
+        s = self._sessions.get(sid)
+        if s is None:
+            s = self._sessions[sid] = Session()
+        return s
+
+    def _dispatch(self, value: Any, m: Any, source: Any, frame: Optional[bytes]) -> Optional[Change]:
+        """Apply one valid message (Rust: ``Store::apply``) whose parsed object is ``value``.
+        ``frame``: its bytes when ``value`` is orjson's parse (re-parsed exactly when needed:
+        ``read.exactly``), None when already exact."""
+        kind = m._kind
+        if kind == "notification":
+            method = m._method
+            if method == "session/update":
+                # The update table (Rust: `session_update`; inlined in `engine.feed`).
+                update_fn = self._updates.get(m._update_kind, self._unknown)
+                if update_fn is None:
+                    return None
+                sid = m._session_id
+                if sid is None:
+                    raise BAD_SID
+                if frame is not None:
+                    value = exactly(frame, value)
+                return update_fn(self, sid, value["params"]["update"])
+            if method == "session/cancel":
+                if type(value.get("params")) is not dict:
+                    return None
+                sid = m._session_id
+                if sid is None:
+                    raise BAD_SID
+                return Change(sid, "session", None, "cancelled", None)
+            if method == "$/cancel_request":
+                params = value.get("params")
+                if type(params) is not dict:
+                    return None
+                if frame is not None:
+                    value = exactly(frame, value)
+                return cancel_request(self, value["params"], source)
+            return None
+        if kind == "request":
+            if m._method == "session/request_permission" and type(value.get("params")) is dict:
+                if frame is not None:
+                    value = exactly(frame, value)
+                return permission_request(self, value["params"], m._id)
+            return None
+        return response(self, value, m, source, frame)
+
+    def _permission_list(self, session_id: Any, pending: bool) -> List[Dict[str, Any]]:
+        sid = _key(session_id, "session_id")
+        return cast(
+            List[Dict[str, Any]],
+            _fresh(
+                [
+                    e[1]
+                    for e in self._permissions
+                    if e is not None and e[0] == sid and (not pending or e[1]["outcome"] == "pending")
+                ]
+            ),
+        )
