@@ -79,6 +79,20 @@ _a2b = binascii.a2b_base64
 # Writing
 
 
+def to_json(store: Store) -> bytes:
+    """The checkpoint document of ``store``: ``dumps(state())``, numbers as received, with a
+    checkpoint's nesting limit."""
+    doc = state(store)
+    try:
+        return _orjson_dumps(doc)
+    except TypeError:  # nested deeper than orjson writes: the encoder, with a checkpoint's limit
+        return write(doc, MAX_DEPTH)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading
+
+
 def state(store: Store) -> Dict[str, Any]:
     """The checkpoint document as a dict, its values shared with the store."""
     per_session: Dict[str, List[Any]] = {sid: [] for sid in store._sessions}
@@ -120,20 +134,6 @@ def state(store: Store) -> Dict[str, Any]:
 def cancel_request_list(store: Store) -> List[Dict[str, Any]]:
     """``state.cancelRequests``: ``[{"requestId": id, "source": "agent" | "client" | None}]``."""
     return [{"requestId": rid, "source": source} for rid, source in store._cancel_requests]
-
-
-def to_json(store: Store) -> bytes:
-    """The checkpoint document of ``store``: ``dumps(state())``, numbers as received, with a
-    checkpoint's nesting limit."""
-    doc = state(store)
-    try:
-        return _orjson_dumps(doc)
-    except TypeError:  # nested deeper than orjson writes: the encoder, with a checkpoint's limit
-        return write(doc, MAX_DEPTH)
-
-
-# ---------------------------------------------------------------------------------------------
-# Reading
 
 
 def _load(data: Any) -> Any:

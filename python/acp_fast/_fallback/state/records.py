@@ -218,12 +218,6 @@ class Change:
         self._a = action
         self._c = tool_call_id
 
-    def __iter__(self) -> Iterator[Any]:
-        return iter((self._s, self._t, self._i, self._a, self._c))
-
-    def __len__(self) -> int:
-        return 5
-
     def __eq__(self, other: object) -> Any:
         if type(other) is not Change:
             return NotImplemented
@@ -236,6 +230,12 @@ class Change:
 
     def __hash__(self) -> int:
         return hash((self._s, self._t, self._i, self._a, self._c))
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter((self._s, self._t, self._i, self._a, self._c))
+
+    def __len__(self) -> int:
+        return 5
 
     def __repr__(self) -> str:
         return (
@@ -334,14 +334,6 @@ def terminal_record(tid: str, term: Terminal, output: Any) -> Dict[str, Any]:
     return r
 
 
-def truncated(r: Dict[str, Any], counts: List[Tuple[str, int]]) -> None:
-    """Add the ``_truncated`` marker of what a bound dropped (DESIGN 7.8) to the record ``r``: one
-    member per non-zero count, in the order given; nothing when there is none."""
-    marker = {name: n for name, n in counts if n}
-    if marker:
-        r["_truncated"] = marker
-
-
 def permission_record(
     ident: Any,
     sid: str,
@@ -364,3 +356,11 @@ def permission_record(
     if response is not MISSING:
         r["response"] = response
     return r
+
+
+def truncated(r: Dict[str, Any], counts: List[Tuple[str, int]]) -> None:
+    """Add the ``_truncated`` marker of what a bound dropped (DESIGN 7.8) to the record ``r``: one
+    member per non-zero count, in the order given; nothing when there is none."""
+    marker = {name: n for name, n in counts if n}
+    if marker:
+        r["_truncated"] = marker
