@@ -180,7 +180,11 @@ ALLOWED: list[tuple[str, str | list[str], str]] = [
         + ["permission_list", "single", "apply_frame", "session"],
         "the binding's helpers: Change and DecodeError objects from the core's outcomes, arguments",
     ),
-    ("rust/python/state/methods.rs", ["locked", "with_engine_detached"], "the per-object lock (framing.exclusive here)"),
+    (
+        "rust/python/state/methods.rs",
+        ["locked", "with_engine_detached"],
+        "the per-object lock (framing.exclusive here)",
+    ),
     (
         "state/__init__.py",
         ["check_source", "key", "limit", "unknown_update", "version", "set_negotiated", "session", "dispatch"]
