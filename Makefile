@@ -19,7 +19,7 @@ PYTHON ?= $(shell if [ -x $(VENV)/bin/python ]; then echo $(VENV)/bin/python; el
 ENV_EXTRAS ?= test,bench,lint
 
 .PHONY: install build env test test-rust test-python test-aarch64 miri fuzz soak bench bench-suite bench-rust ab \
-	lint format lint-format lint-ruff lint-mypy lint-stubtest lint-imports lint-mirror lint-rust env-setup build-tools wheels wheel-test docs docs-tools docs-serve clean-venv
+	lint format lint-format lint-ruff lint-mypy lint-stubtest lint-imports lint-mirror lint-rust schemas env-setup build-tools wheels wheel-test docs docs-tools docs-serve clean-venv
 
 install:  ## build the Rust core (release) and install the package with its test and lint extras
 	$(PYTHON) -m pip install -e '.[test,lint]'
@@ -69,6 +69,16 @@ env: env-setup  ## make sure $(PYTHON) can run the tests and the bench; else cre
 		echo "make env: the Rust sources changed since $(VENV)'s native module was built: rebuilding it"; \
 		$(VENV)/bin/python -m pip install --quiet -e . --no-deps --no-build-isolation && touch $(VENV)/.built; \
 	fi
+
+# The schema files under python/acp_fast/schema/, generated from the official schema crate by
+# tools/schema-gen (its Cargo.toml pins the crate release; alpha5/Cargo.toml the release of draft
+# alpha.5). Each feature set is a build of its own: a few minutes in all. The output is committed.
+SCHEMA_DIR := $(CURDIR)/python/acp_fast/schema
+schemas:  ## regenerate the ACP schema files (and v2/state.json, the x-state rules) from the crate
+	cd tools/schema-gen && for f in "" unstable v2 v2,unstable; do \
+		cargo run -q --release --features "$$f" -- $(SCHEMA_DIR) || exit 1; done
+	cd tools/schema-gen/alpha5 && for f in alpha5 alpha5,unstable; do \
+		cargo run -q --release --features "$$f" -- $(SCHEMA_DIR) || exit 1; done
 
 clean-venv:  ## remove $(VENV)
 	rm -rf $(VENV)

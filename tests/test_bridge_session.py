@@ -447,7 +447,7 @@ def test_session_new(v1_editor: Bridge, v2_editor: Bridge, strict_v1: Bridge, st
             "name": "Model",
             "type": "select",
             "currentValue": "a",
-            "options": [{"group": "g", "name": "G", "options": []}],
+            "options": [{"group": "g", "name": "G", "options": [{"value": "a", "name": "A"}]}],
         }
     ]
     result = result_of(

@@ -319,7 +319,7 @@ def test_generic_envelopes(version):
     params = {"sessionId": "s", "prompt": [{"type": "text", "text": "Fix the bug"}]}
     frame = b.request(1, "session/prompt", params)
     check(frame, {"jsonrpc": "2.0", "id": 1, "method": "session/prompt", "params": params}, version)
-    result = {"stopReason": "end_turn"} if version == 1 else {}
+    result = {"stopReason": "end_turn"} if version == 1 else {"messageId": "msg_1"}
     frame = b.response(1, result)
     check(frame, {"jsonrpc": "2.0", "id": 1, "result": result}, version, answers="session/prompt")
     frame = b.notification("session/cancel", {"sessionId": "s"})

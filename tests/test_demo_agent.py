@@ -241,9 +241,12 @@ def test_v2_turn(backend_id):
     d, seen = full_turn(2, "allow", "--chunks", "2", backend_id=backend_id)
     ups = updates(seen)
     kinds = [u["sessionUpdate"] for u in ups]
-    # v2: the prompt is acknowledged with {} before the work, the turn ends with state_update idle
-    assert seen[0] == {"jsonrpc": "2.0", "id": 2, "result": {}}
-    assert kinds[0] == "state_update" and ups[0]["state"] == "running"
+    # v2: the prompt is acknowledged with the user message's id before the work, the message is
+    # echoed, the turn ends with state_update idle
+    assert seen[0] == {"jsonrpc": "2.0", "id": 2, "result": {"messageId": "msg_1_user"}}
+    assert ups[0]["sessionUpdate"] == "user_message" and ups[0]["messageId"] == "msg_1_user"
+    assert ups[0]["content"] and ups[0]["content"][0]["type"] == "text"
+    assert kinds[1] == "state_update" and ups[1]["state"] == "running"
     assert ups[-1] == {"sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn"}
     for expected in (
         "tool_call_update",

@@ -49,7 +49,7 @@ DESIGN = ROOT / "docs" / "DESIGN.md"
 FRAMES = "rust/python/frames.rs"
 CONVERT = "rust/python/convert.rs"
 MESSAGE_BINDING = "PyMessage,line_bytes,concat_bytes,Source,text,id_value,new_message,frame_object,object_in,source_of,surrogate_error,decode,encode"
-SCHEMA_BINDING = "version_index,schema,frame_bytes,problems,validate_schema,PySchemaValidator,register"
+SCHEMA_BINDING = "schema_index,schema,frame_bytes,problems,validate_schema,PySchemaValidator,register"
 STRICT_BINDING = "strict_arg,strict_setting,check_results,sent,schema_error"
 WRITER = "type_name,surrogate_failure,surrogate_error,write_str_object,str_utf8,Writer,dumps_bytes"
 
@@ -159,13 +159,18 @@ ALLOWED: list[tuple[str, str | list[str], str]] = [
     ),
     (
         "rust/python/schema.rs",
-        ["version_index", "frame_bytes", "problems", "register"],
+        ["schema_index", "frame_bytes", "problems", "register"],
         "the compiled schemas by index, the frame's bytes, SchemaProblem objects, the module's registration",
     ),
     (
         "schema/__init__.py",
         ["engine", "engine_name", "ref", "leaf", "envelope", "is_valid", "version", "parse"],
         "the verdict on a message is jsonschema-rs's (or jsonschema's) here, on the envelopes built for it",
+    ),
+    (
+        "schema/__init__.py",
+        ["draft_index"],
+        "the `draft` argument's check, which is the binding's `Draft` (rust/python/args.rs) in Rust",
     ),
     (
         "rust/state/mod.rs",

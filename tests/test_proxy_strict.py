@@ -84,10 +84,11 @@ def _session(editor: Editor, version: int, bad_frame: bool = False) -> Optional[
         refused = editor.answer(9)
     editor.send({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": new})
     sid = editor.answer(2)["result"]["sessionId"]
-    editor.send({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {"sessionId": sid, "prompt": []}})
+    editor.send({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]}})
     done = editor.answer(3)["result"]
     if version == 2:
-        assert "stopReason" not in done  # v2: an acknowledgement; the turn ends with the idle state
+        # v2: an acknowledgement naming the user message; the turn ends with the idle state
+        assert "stopReason" not in done and isinstance(done["messageId"], str)
         end = editor.until(lambda m: m.get("params", {}).get("update", {}).get("state") == "idle")
         assert end["params"]["update"] == {"sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn"}
     else:

@@ -386,7 +386,7 @@ def test_schema_validator_follows_the_conversation(backend):
 
 
 def _prompt(i: int) -> bytes:
-    return B.request(i, "session/prompt", {"sessionId": "s", "prompt": []})
+    return B.request(i, "session/prompt", {"sessionId": "s", "prompt": [{"type": "text", "text": "go"}]})
 
 
 def _titled(i: int, title: bool = False) -> bytes:

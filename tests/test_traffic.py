@@ -283,6 +283,7 @@ def _mix(profile: str, n: int) -> dict:
                 "agent_message_chunk": "chunks",
                 "agent_thought_chunk": "chunks",
                 "user_message_chunk": "chunks",
+                "user_message": "chunks",
                 "tool_call": "tool calls",
                 "tool_call_update": "tool calls",
                 "tool_call_content_chunk": "content chunks",

@@ -75,8 +75,9 @@ def problems_of(stdout: bytes, name: str) -> List[Tuple[int, int, str, str]]:
 # each one's path names (a missing member: the object that lacks it).
 V1_UPDATES = (
     '"user_message_chunk", "agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update", "plan", '
-    '"available_commands_update", "current_mode_update", "config_option_update", "session_info_update", '
-    '"usage_update"'
+    '"plan_update", "plan_removed", "available_commands_update", "current_mode_update", "config_option_update", '
+    '"session_info_update", "usage_update", "notice", "compaction_update", "compaction_summary_chunk", '
+    '"subagent_update", "session_message", "session_message_chunk"'
 )
 EXPECTED: List[Tuple[int, bytes, str, str]] = [
     (3, b'{"cwd"', "schema", 'session/new: expected "params.mcpServers" (required by NewSessionRequest), found none'),
@@ -869,3 +870,34 @@ def test_locate_follows_a_path_with_the_backends_scanner():
     assert locate(raw, ("a", -1)) == raw.index(b"[10")
     assert locate(raw, ("a", 1, "z")) == raw.index(b'{"b"')  # no such member: the object
     assert locate(raw, ("a", 0, "x")) == raw.index(b"10")  # not an object: the value reached
+
+
+def test_requests_pipelined_behind_initialize_use_the_version_asked(tmp_path):
+    """A client may send session/new before the initialize answer arrives: its requests are
+    checked against the version it asked for (docs/CLI.md's own client2.ndjson), the agent's
+    frames against the negotiated one; an answer that settles on v1 applies from then on."""
+    text = (DATA.parent.parent / "docs" / "CLI.md").read_text()
+    line = next(x for x in text.splitlines() if "> client2.ndjson" in x)
+    frames = re.findall(r"'(\{.*?\})'", line)
+    assert len(frames) == 3 and '"protocolVersion":2' in frames[0]
+    client = tmp_path / "client2.ndjson"
+    client.write_text("\n".join(frames) + "\n")
+    done = run(str(client))
+    assert done.returncode == 0, done.stdout
+    # the same session/new before the answer, when v1 was asked for: v1 requires mcpServers
+    v1 = tmp_path / "client1.ndjson"
+    v1.write_text("\n".join([frames[0].replace('"protocolVersion":2', '"protocolVersion":1'), frames[1]]) + "\n")
+    done = run(str(v1))
+    assert done.returncode == 1 and b'"params.mcpServers" (required by NewSessionRequest)' in done.stdout
+    # a recording: the editor's pipelined request is checked as v2, the agent's answer of v1
+    # makes the next editor request v1 again
+    v = V.Validator()
+    for frame, sender in [
+        (frames[0], "editor"),
+        (frames[1], "editor"),
+        ('{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{}}}', "agent"),
+        ('{"jsonrpc":"2.0","id":3,"method":"session/new","params":{"cwd":"/repo"}}', "editor"),
+    ]:
+        v._message(acp_fast.decode(frame.encode()), 1, None, sender)
+    messages = [p.message for p in v.problems]
+    assert len(messages) == 1 and "mcpServers" in messages[0], messages

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         BACKEND,
         DEFAULT_MAX_FRAME_BYTES,
         MAX_FRAME_BYTES,
+        SCHEMA_DRAFTS,
         Change,
         FrameDecoder,
         Framer,
@@ -60,6 +61,7 @@ else:
     Framer = _backend.Framer
     DEFAULT_MAX_FRAME_BYTES = _backend.DEFAULT_MAX_FRAME_BYTES
     MAX_FRAME_BYTES = _backend.MAX_FRAME_BYTES
+    SCHEMA_DRAFTS = _backend.SCHEMA_DRAFTS
     Message = _backend.Message
     ToolCallStore = _backend.ToolCallStore
     Change = _backend.Change
@@ -134,6 +136,7 @@ __all__ = [
     "Framer",
     "MAX_FRAME_BYTES",
     "Message",
+    "SCHEMA_DRAFTS",
     "SchemaProblem",
     "SchemaValidator",
     "ToolCallStore",

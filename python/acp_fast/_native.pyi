@@ -15,6 +15,7 @@ __all__ = [
     "build_profile",
     "DEFAULT_MAX_FRAME_BYTES",
     "MAX_FRAME_BYTES",
+    "SCHEMA_DRAFTS",
     "loads",
     "dumps",
     "decode",
@@ -40,6 +41,8 @@ DEFAULT_MAX_FRAME_BYTES: Final[int]
 :class:`ToolCallStore`: 67108864 (64 MiB)."""
 MAX_FRAME_BYTES: Final[int]
 """The largest ``max_frame_bytes`` accepted: 4294967294 (frame offsets are 32-bit)."""
+SCHEMA_DRAFTS: Final[Tuple[str, ...]]
+"""The ACP v2 drafts the schema checks know (``draft=``), newest first: ``('latest', 'alpha.5')``."""
 
 _Buffer: TypeAlias = Union[bytes, bytearray, memoryview, str]
 _Line: TypeAlias = Tuple[int, bytes]
@@ -163,12 +166,19 @@ class FrameDecoder:
     than ``max_frame_bytes`` yields one error and the decoder resynchronises at the next newline."""
 
     def __new__(
-        cls, *, max_frame_bytes: Optional[int] = 67108864, strict_schema: Union[bool, int, None] = False
+        cls,
+        *,
+        max_frame_bytes: Optional[int] = 67108864,
+        strict_schema: Union[bool, int, None] = False,
+        unstable: bool = False,
+        draft: Optional[str] = None,
     ) -> FrameDecoder:
         """A decoder holding at most ``max_frame_bytes`` of a partial line. With ``strict_schema``
         (True: the protocol version of the ``initialize`` answer, 1 until then; or 1 / 2), every
         frame is also checked as :class:`SchemaValidator` does, and one with errors comes out as
-        a :class:`DecodeError` of kind ``schema`` (code -32602) whose ``problems`` lists them."""
+        a :class:`DecodeError` of kind ``schema`` (code -32602) whose ``problems`` lists them.
+        ``unstable`` accepts the unstable surface; ``draft`` names the v2 draft checked against
+        (``'latest'``, the default, or ``'alpha.5'``, the draft of the Python SDK 1.0.0rc3)."""
     def feed(self, data: _Buffer) -> List[_FeedResult]:
         """Feed bytes; returns the results of every line completed by them, in order."""
     def finish(self) -> List[_FeedResult]:
@@ -245,14 +255,16 @@ class ToolCallStore:
         max_updates: Optional[int] = 1000,
         max_terminals: Optional[int] = 1000,
         strict_schema: Union[bool, int, None] = False,
+        unstable: bool = False,
+        draft: Optional[str] = None,
     ) -> ToolCallStore:
         """An empty store: ``protocol_version`` 1 or 2 (None: the negotiated one, else 1);
         ``max_tool_calls`` bounds the finished tool calls kept; ``max_frame_bytes`` as for
         :class:`FrameDecoder`; the bounds inside sessions (None: no bound): output bytes kept per
         terminal, content items per tool call, plans and permission records per session, unknown
         updates per session (the last ones; 0: none), terminals per session (the oldest exited
-        dropped first). See docs/API.md "Bounds and checkpoints". ``strict_schema``
-        as for :class:`FrameDecoder`: a frame (or batch entry) that fails the schema check is
+        dropped first). See docs/API.md "Bounds and checkpoints". ``strict_schema``,
+        ``unstable`` and ``draft`` as for :class:`FrameDecoder`: a frame (or batch entry) that fails the schema check is
         reported as a :class:`DecodeError` of kind ``schema`` and not applied."""
     def apply(self, frame: _ApplyFrame, *, source: Optional[str] = None) -> Any:
         """Apply one frame (a Message, a Batch, bytes/str, a dict or a list of dicts): a
@@ -344,9 +356,11 @@ def validate_schema(
     protocol_version: Optional[int] = None,
     unstable: bool = False,
     method: Optional[str] = None,
+    draft: Optional[str] = None,
 ) -> List[SchemaProblem]:
-    """Strict validation of one message (or v2 batch) against the official schema of
-    ``protocol_version`` (1 when None; ``unstable``: with the unstable surface): its problems, each
+    """Strict validation of one message (or v1 batch) against the official schema of
+    ``protocol_version`` (1 when None; ``unstable``: with the unstable surface; ``draft``: the v2
+    draft, ``'latest'`` when None, or ``'alpha.5'``): its problems, each
     with a JSON path and what was expected; ``[]`` when valid. ``method`` names the request a
     response answers (else a result is checked against every result definition). Bytes that are
     not JSON raise :class:`DecodeError`. The protocol rule about custom values (v2) is checked too;
@@ -359,8 +373,11 @@ class SchemaValidator:
     what came before (a response must answer a request that was made; a tool call's first report
     SHOULD have a title: a warning)."""
 
-    def __new__(cls, *, protocol_version: Optional[int] = None, unstable: bool = False) -> SchemaValidator:
-        """A validator of a conversation of protocol ``protocol_version`` (1 when None)."""
+    def __new__(
+        cls, *, protocol_version: Optional[int] = None, unstable: bool = False, draft: Optional[str] = None
+    ) -> SchemaValidator:
+        """A validator of a conversation of protocol ``protocol_version`` (1 when None), v2 as
+        ``draft`` (``'latest'`` when None, or ``'alpha.5'``)."""
     def validate(
         self, message: Union[_Buffer, Message, Batch, Dict[str, Any], List[Any]], *, sender: Optional[str] = None
     ) -> List[SchemaProblem]:
@@ -372,6 +389,9 @@ class SchemaValidator:
     @property
     def unstable(self) -> bool:
         """Whether the unstable surface is accepted."""
+    @property
+    def draft(self) -> str:
+        """The v2 draft checked against (``'latest'`` or ``'alpha.5'``)."""
     def _sizes(self) -> Tuple[int, int, int]:
         """Test-only: (pending request ids, tool call ids remembered, pending requests forgotten)."""
     def _set_limits(self, pending: int, tool_calls: int) -> None:

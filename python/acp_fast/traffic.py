@@ -601,7 +601,7 @@ def _v2(rng: random.Random) -> Iterator[bytes]:
         init_id,
         {
             "protocolVersion": 2,
-            "info": {"name": "acme-agent", "version": "2.0.0-alpha.3"},
+            "info": {"name": "acme-agent", "version": "2.0.0-alpha.8"},
             "capabilities": {},
             "authMethods": [],
         },
@@ -625,10 +625,12 @@ def _state(sid: str, state: str, stop_reason: Optional[str] = None) -> bytes:
 
 def _v2_turn(rng: random.Random, ids: _Ids, sid: str) -> Iterator[bytes]:
     prompt_id = ids.request()
-    yield B.request(
-        prompt_id, "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": _words(rng, 20, 200)}]}
-    )
-    yield B.response(prompt_id, {})  # v2: only an acknowledgement
+    prompt = [{"type": "text", "text": _words(rng, 20, 200)}]
+    yield B.request(prompt_id, "session/prompt", {"sessionId": sid, "prompt": prompt})
+    # v2: the answer names the user message the prompt became, which the agent echoes
+    user = ids.message()
+    yield B.response(prompt_id, {"messageId": user})
+    yield B.session_update(sid, {"sessionUpdate": "user_message", "messageId": user, "content": prompt})
     yield _state(sid, "running")
     thought = ids.message()
     for _ in range(rng.randint(0, 4)):

@@ -8,6 +8,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyInt, PyString};
 
+use crate::schema::{unknown_draft, DRAFTS};
 use crate::framing::{check_max_frame_bytes, max_frame_bytes_not_an_int, max_frame_bytes_out_of_range};
 use crate::state::{Limits, Source};
 
@@ -77,6 +78,26 @@ impl Check for SchemaVersion {
                 obj.repr()?
             ))),
         }
+    }
+}
+
+/// `draft`: the name of a v2 draft in `schema::DRAFTS` (None: the newest), as its index.
+pub struct Draft(pub usize);
+
+impl Check for Draft {
+    fn check(obj: Borrowed<'_, '_>) -> PyResult<Self> {
+        let name = obj.cast::<PyString>().ok().map(|s| s.to_string());
+        match name.and_then(|n| DRAFTS.iter().position(|(d, _)| *d == n)) {
+            Some(index) => Ok(Self(index)),
+            None => Err(PyValueError::new_err(unknown_draft(&obj.repr()?.to_string()))),
+        }
+    }
+}
+
+impl Draft {
+    /// The index of a `draft` argument (left out or None: 0, the newest).
+    pub fn or_newest(arg: Option<Arg<Self>>) -> PyResult<usize> {
+        Ok(Arg::get(arg)?.map_or(0, |d| d.0))
     }
 }
 

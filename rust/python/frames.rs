@@ -10,7 +10,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyByteArray, PyBytes, PyList, PyString, PyTuple};
 use pyo3::{intern, IntoPyObjectExt};
 
-use super::args::{Arg, MaxFrameBytes, StrictSchema};
+use super::args::{Arg, Draft, MaxFrameBytes, StrictSchema};
 use super::convert::{build, build_span, dumps_bytes};
 use super::errors::{batch_type, decode_error, decode_error_object, Origin};
 use super::strcache::{token_str, CacheGuard, VALUES};
@@ -462,20 +462,22 @@ impl PyFrameDecoder {
 impl PyFrameDecoder {
     #[new]
     #[pyo3(
-        signature = (*, max_frame_bytes = None, strict_schema = None),
-        text_signature = "(*, max_frame_bytes=67108864, strict_schema=False)"
+        signature = (*, max_frame_bytes = None, strict_schema = None, unstable = false, draft = None),
+        text_signature = "(*, max_frame_bytes=67108864, strict_schema=False, unstable=False, draft=None)"
     )]
     fn new(
         py: Python<'_>,
         max_frame_bytes: Option<Arg<MaxFrameBytes>>,
         strict_schema: Option<Arg<StrictSchema>>,
+        unstable: bool,
+        draft: Option<Arg<Draft>>,
     ) -> PyResult<Self> {
         Ok(Self {
             decoder: Exclusive::new(
                 "FrameDecoder",
                 Decoding {
                     decoder: FrameDecoder::new(MaxFrameBytes::or_default(max_frame_bytes)?),
-                    strict: super::schema::strict_arg(py, Arg::get(strict_schema)?)?,
+                    strict: super::schema::strict_arg(py, strict_schema, unstable, draft)?,
                 },
             ),
         })

@@ -179,6 +179,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     )?;
     m.add("DEFAULT_MAX_FRAME_BYTES", crate::framing::DEFAULT_MAX_FRAME_BYTES)?;
     m.add("MAX_FRAME_BYTES", crate::framing::MAX_FRAME_BYTES)?;
+    let drafts: Vec<&str> = crate::schema::DRAFTS.iter().map(|(name, _)| *name).collect();
+    m.add("SCHEMA_DRAFTS", pyo3::types::PyTuple::new(m.py(), drafts)?)?;
     m.add_function(wrap_pyfunction!(frames::loads, m)?)?;
     m.add_function(wrap_pyfunction!(frames::dumps, m)?)?;
     m.add_function(wrap_pyfunction!(frames::decode, m)?)?;

@@ -9,33 +9,33 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PyString, PyTuple, PyType};
 
-use super::args::{Arg, SchemaVersion, StrictSchema};
+use super::args::{Arg, Draft, SchemaVersion, StrictSchema};
 use super::convert::dumps_bytes;
 use super::errors::{decode_error, decode_error_type, Origin};
 use super::frames::{source_of, PyMessage};
 use crate::encoder::PathItem;
 use crate::message::strip_line_ending;
-use crate::schema::{render, stream, Conversation, Problem, Schema, Strict, Tape, Verdict};
+use crate::schema::{render, stream, Conversation, Problem, Schema, Strict, Tape, Verdict, DRAFTS};
 
-static SCHEMAS: [PyOnceLock<Schema>; 4] = [
-    PyOnceLock::new(),
-    PyOnceLock::new(),
-    PyOnceLock::new(),
-    PyOnceLock::new(),
-];
+/// v1, then each of `DRAFTS`; stable and unstable each (`schema_index`).
+static SCHEMAS: [PyOnceLock<Schema>; 2 + 2 * DRAFTS.len()] = [const { PyOnceLock::new() }; 2 + 2 * DRAFTS.len()];
 static PROBLEM: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static TAPE: Mutex<Tape> = Mutex::new(Tape { entries: Vec::new() });
 
-/// The index in `SCHEMAS` of a protocol version (None: 1), stable or unstable.
-fn version_index(protocol_version: Option<SchemaVersion>, unstable: bool) -> usize {
-    let version = protocol_version.map_or(1, |v| usize::from(v.0));
-    (version - 1) * 2 + usize::from(unstable)
+/// The index in `SCHEMAS` of protocol version 1 or 2, the v2 draft (an index in `DRAFTS`),
+/// stable or unstable.
+fn schema_index(version: u8, draft: usize, unstable: bool) -> usize {
+    let folder = if version == 1 { 0 } else { 1 + draft };
+    folder * 2 + usize::from(unstable)
 }
 
-/// The compiled schema of protocol v1/v2, stable or unstable (`index` from `version_index`).
+/// The compiled schema at `index` (`schema_index`), read from the package on first use.
 fn schema(py: Python<'_>, index: usize) -> PyResult<&'static Schema> {
     SCHEMAS[index].get_or_try_init(py, || {
-        let version = index / 2 + 1;
+        let (version, folder) = match index / 2 {
+            0 => (1, "v1"),
+            n => (2, DRAFTS[n - 1].1),
+        };
         let name = if index % 2 == 1 {
             "schema.unstable.json"
         } else {
@@ -43,10 +43,10 @@ fn schema(py: Python<'_>, index: usize) -> PyResult<&'static Schema> {
         };
         let files = py.import("importlib.resources")?.call_method1("files", ("acp_fast",))?;
         let text = files
-            .call_method1("joinpath", (format!("schema/v{version}/{name}"),))?
+            .call_method1("joinpath", (format!("schema/{folder}/{name}"),))?
             .call_method0("read_bytes")?;
         let text = text.cast::<PyBytes>()?;
-        Schema::new(text.as_bytes(), version as u8).map_err(PyValueError::new_err)
+        Schema::new(text.as_bytes(), version).map_err(PyValueError::new_err)
     })
 }
 
@@ -92,17 +92,20 @@ fn problems<'py>(py: Python<'py>, found: Vec<Problem>) -> PyResult<Bound<'py, Py
     Ok(list)
 }
 
-/// `validate_schema(message_or_bytes, *, protocol_version=1, unstable=False, method=None)`.
+/// `validate_schema(message_or_bytes, *, protocol_version=1, unstable=False, method=None,
+/// draft=None)`.
 #[pyfunction]
-#[pyo3(signature = (message, *, protocol_version = None, unstable = false, method = None))]
+#[pyo3(signature = (message, *, protocol_version = None, unstable = false, method = None, draft = None))]
 pub fn validate_schema<'py>(
     py: Python<'py>,
     message: &Bound<'py, PyAny>,
     protocol_version: Option<Arg<SchemaVersion>>,
     unstable: bool,
     method: Option<&str>,
+    draft: Option<Arg<Draft>>,
 ) -> PyResult<Bound<'py, PyList>> {
-    let index = version_index(Arg::get(protocol_version)?, unstable);
+    let version = Arg::get(protocol_version)?.map_or(1, |v| v.0);
+    let index = schema_index(version, Draft::or_newest(draft)?, unstable);
     let schema = schema(py, index)?;
     let bytes = frame_bytes(message)?;
     let data = strip_line_ending(bytes.as_bytes());
@@ -120,32 +123,48 @@ pub fn validate_schema<'py>(
 /// the result of the request it answers) and the protocol rules that need what came before.
 #[pyclass(module = "acp_fast", name = "SchemaValidator")]
 pub struct PySchemaValidator {
-    index: usize,
+    version: u8,
+    draft: usize,
+    unstable: bool,
     conversation: Conversation,
 }
 
 #[pymethods]
 impl PySchemaValidator {
     #[new]
-    #[pyo3(signature = (*, protocol_version = None, unstable = false))]
-    fn new(py: Python<'_>, protocol_version: Option<Arg<SchemaVersion>>, unstable: bool) -> PyResult<Self> {
-        let index = version_index(Arg::get(protocol_version)?, unstable);
-        schema(py, index)?;
+    #[pyo3(signature = (*, protocol_version = None, unstable = false, draft = None))]
+    fn new(
+        py: Python<'_>,
+        protocol_version: Option<Arg<SchemaVersion>>,
+        unstable: bool,
+        draft: Option<Arg<Draft>>,
+    ) -> PyResult<Self> {
+        let version = Arg::get(protocol_version)?.map_or(1, |v| v.0);
+        let draft = Draft::or_newest(draft)?;
+        schema(py, schema_index(version, draft, unstable))?;
         Ok(Self {
-            index,
+            version,
+            draft,
+            unstable,
             conversation: Conversation::new(),
         })
     }
 
     /// The protocol version checked against.
     #[getter]
-    fn protocol_version(&self) -> usize {
-        self.index / 2 + 1
+    fn protocol_version(&self) -> u8 {
+        self.version
     }
 
     #[getter]
     fn unstable(&self) -> bool {
-        self.index % 2 == 1
+        self.unstable
+    }
+
+    /// The v2 draft checked against (under protocol version 2).
+    #[getter]
+    fn draft(&self) -> &'static str {
+        DRAFTS[self.draft].0
     }
 
     /// The problems of the next message; `sender` names the side it comes from (a response
@@ -157,7 +176,7 @@ impl PySchemaValidator {
         message: &Bound<'py, PyAny>,
         sender: Option<&str>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let schema = schema(py, self.index)?;
+        let schema = schema(py, schema_index(self.version, self.draft, self.unstable))?;
         let bytes = frame_bytes(message)?;
         let data = strip_line_ending(bytes.as_bytes());
         let found = {
@@ -189,10 +208,22 @@ impl PySchemaValidator {
 }
 
 /// The core's stream check (`crate::schema::Strict`) for a `strict_schema` argument (None or
-/// False: none).
-pub fn strict_arg(py: Python<'_>, arg: Option<StrictSchema>) -> PyResult<Option<Strict>> {
-    match arg.and_then(|a| a.0) {
-        Some(fixed) => Ok(Some(Strict::new(fixed, [schema(py, 0)?, schema(py, 2)?]))),
+/// False: none), against the stable or unstable schemas, v2 as `draft` (None: the newest).
+pub fn strict_arg(
+    py: Python<'_>,
+    arg: Option<Arg<StrictSchema>>,
+    unstable: bool,
+    draft: Option<Arg<Draft>>,
+) -> PyResult<Option<Strict>> {
+    let draft = Draft::or_newest(draft)?;
+    match Arg::get(arg)?.and_then(|a| a.0) {
+        Some(fixed) => {
+            let schemas = [
+                schema(py, schema_index(1, draft, unstable))?,
+                schema(py, schema_index(2, draft, unstable))?,
+            ];
+            Ok(Some(Strict::new(fixed, schemas)))
+        }
         None => Ok(None),
     }
 }

@@ -184,8 +184,9 @@ impl<'a> Check<'a> {
     }
 
     fn string(&self, n: &Node, e: &Entry) -> bool {
-        if let Some(min) = n.min_length {
-            if char_len(self.data, e) < min {
+        if n.min_length.is_some() || n.max_length.is_some() {
+            let len = char_len(self.data, e);
+            if n.min_length.is_some_and(|m| len < m) || n.max_length.is_some_and(|m| len > m) {
                 return false;
             }
         }
@@ -203,6 +204,15 @@ impl<'a> Check<'a> {
     fn object(&mut self, n: &Node, at: u32) -> bool {
         for name in &n.required_other {
             if self.tape.member(self.data, at, name.as_bytes()).is_none() {
+                return false;
+            }
+        }
+        if !n.excluded_keys.is_empty() {
+            let excluded = |child: u32| {
+                let e = self.tape.get(child);
+                n.excluded_keys.iter().any(|k| key_is(self.data, e, k.as_bytes()))
+            };
+            if self.tape.children(at).any(excluded) {
                 return false;
             }
         }

@@ -3,7 +3,8 @@
 //!
 //! Only what the ACP schemas use is understood; a keyword outside that set is an error at
 //! compile time (never a silent pass): `type`, `const`, `enum`, `minimum`, `maximum`,
-//! `minItems`, `minLength`, `pattern`, `properties`, `required`, `additionalProperties`,
+//! `minItems`, `minLength`, `maxLength`, `pattern`, `properties`, `required`, `additionalProperties`,
+//! `propertyNames` (only as `not` of string constants: the names an object must not have),
 //! `unevaluatedProperties: true`, `items`, `allOf`, `anyOf`, `oneOf`, `not`, `$ref` to
 //! `#/$defs/...`. Annotations are skipped: `format` (JSON Schema 2020-12 does not assert it, and
 //! neither does the reference `jsonschema` package by default), `title`, `description`,
@@ -81,10 +82,13 @@ pub struct Node {
     pub maximum: Option<f64>,
     pub min_items: Option<usize>,
     pub min_length: Option<usize>,
+    pub max_length: Option<usize>,
     /// Index into `Compiled::patterns`.
     pub pattern: Option<usize>,
     pub properties: Vec<(Box<str>, NodeId)>,
     pub required: Vec<Box<str>>,
+    /// `propertyNames: {"not": {"const" | "enum": ...}}`: the member names not allowed.
+    pub excluded_keys: Vec<Box<str>>,
     /// The required members that are `properties` (bit i: `properties[i]`, i < 64)...
     pub required_mask: u64,
     /// ... and the others.
@@ -280,6 +284,8 @@ impl Compiler<'_> {
                 "maximum" => n.maximum = Some(self.number(member, "maximum")?),
                 "minItems" => n.min_items = Some(self.number(member, "minItems")? as usize),
                 "minLength" => n.min_length = Some(self.number(member, "minLength")? as usize),
+                "maxLength" => n.max_length = Some(self.number(member, "maxLength")? as usize),
+                "propertyNames" => n.excluded_keys = self.excluded_keys(member)?,
                 "pattern" => {
                     let text = self.text(&v);
                     let re = regex_lite::Regex::new(&text).map_err(|err| format!("pattern {text:?}: {err}"))?;
@@ -349,6 +355,31 @@ impl Compiler<'_> {
         Ok(n)
     }
 
+    /// `propertyNames`, which the ACP schemas only use to exclude names: `{"not": {"const": k}}`
+    /// or `{"not": {"enum": [k, ...]}}` (string constants); anything else is an error.
+    fn excluded_keys(&mut self, at: u32) -> Result<Vec<Box<str>>, String> {
+        let unsupported = || "propertyNames other than {\"not\": {\"const\" | \"enum\": names}} is not supported".to_owned();
+        let not = self.tape.member(self.data, at, b"not").ok_or_else(unsupported)?;
+        if self.tape.children(at).count() != 1 || self.tape.children(not).count() != 1 {
+            return Err(unsupported());
+        }
+        let mut names = Vec::new();
+        if let Some(c) = self.tape.member(self.data, not, b"const") {
+            names.push(c);
+        } else if let Some(e) = self.tape.member(self.data, not, b"enum") {
+            names.extend(self.tape.children(e));
+        } else {
+            return Err(unsupported());
+        }
+        names
+            .into_iter()
+            .map(|v| match self.lit(v)? {
+                Lit::Str(s) => Ok(s),
+                _ => Err(unsupported()),
+            })
+            .collect()
+    }
+
     fn types(&mut self, at: u32) -> Result<u8, String> {
         let e = *self.tape.get(at);
         let names: Vec<String> = match e.ty {
@@ -391,9 +422,11 @@ impl Node {
             && self.maximum.is_none()
             && self.min_items.is_none()
             && self.min_length.is_none()
+            && self.max_length.is_none()
             && self.pattern.is_none()
             && self.properties.is_empty()
             && self.required.is_empty()
+            && self.excluded_keys.is_empty()
             && self.additional.is_none()
             && self.items.is_none()
             && self.all_of.is_empty()
@@ -411,13 +444,17 @@ impl Node {
         if !self.lits.is_empty() {
             f |= F_LITS;
         }
-        if !self.required.is_empty() || !self.properties.is_empty() || self.additional.is_some() {
+        if !self.required.is_empty()
+            || !self.properties.is_empty()
+            || self.additional.is_some()
+            || !self.excluded_keys.is_empty()
+        {
             f |= F_OBJECT;
         }
         if self.min_items.is_some() || self.items.is_some() {
             f |= F_ARRAY;
         }
-        if self.min_length.is_some() || self.pattern.is_some() {
+        if self.min_length.is_some() || self.max_length.is_some() || self.pattern.is_some() {
             f |= F_STRING;
         }
         if self.minimum.is_some() || self.maximum.is_some() {

@@ -157,6 +157,14 @@ impl Explain<'_, '_> {
                         format!("expected {} to hold at least {min} {noun}, found {found}", quote(path)),
                     );
                 }
+                if let Some(max) = n.max_length.filter(|&m| char_len(data, &e) > m) {
+                    let found = self.describe(at);
+                    let noun = if max == 1 { "character" } else { "characters" };
+                    self.push(
+                        path,
+                        format!("expected {} to hold at most {max} {noun}, found {found}", quote(path)),
+                    );
+                }
                 if let Some(p) = n.pattern {
                     let (text, re) = &schema.patterns[p];
                     let mut scratch = Vec::new();
@@ -250,6 +258,17 @@ impl Explain<'_, '_> {
         }
         let end = tape.get(at).next;
         let children: Vec<u32> = tape.children(at).collect();
+        for &child in &children {
+            let e = *tape.get(child);
+            if n.excluded_keys.iter().any(|k| super::tape::key_is(data, &e, k.as_bytes())) {
+                let mut scratch = Vec::new();
+                let key = String::from_utf8_lossy(string_text(data, e.key(), &mut scratch)).into_owned();
+                let found = self.describe(child);
+                path.push(PathItem::Key(key));
+                self.push(path, format!("expected no {} in {ctx}, found {found}", quote(path)));
+                path.pop();
+            }
+        }
         for child in children {
             let e = *tape.get(child);
             let target = match n

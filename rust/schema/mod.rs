@@ -51,6 +51,17 @@ use crate::scanner::string_text;
 /// The rule of the problems found by the schema itself.
 pub const SCHEMA: &str = "schema";
 
+/// The v2 drafts whose schemas the package holds (`draft=`), newest first, each with the folder
+/// of `acp_fast/schema/` its files are in (`make schemas` writes them; v1 has one, `v1`). The
+/// fallback's `DRAFTS` is the same list.
+pub const DRAFTS: [(&str, &str); 2] = [("latest", "v2"), ("alpha.5", "v2-alpha.5")];
+
+/// The message for a `draft` that is not one of `DRAFTS`, `found` its repr.
+pub fn unknown_draft(found: &str) -> String {
+    let names: Vec<String> = DRAFTS.iter().map(|(name, _)| format!("'{name}'")).collect();
+    format!("expected draft to be {}, found {found}", names.join(" or "))
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Severity {
     Error,

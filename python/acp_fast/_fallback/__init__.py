@@ -15,10 +15,12 @@ from .encoder import dumps
 from .framing import DEFAULT_MAX_FRAME_BYTES, MAX_FRAME_BYTES, Framer
 from .message import Message, decode, encode
 from .scanner import loads
-from .schema import SchemaValidator, validate_schema
+from .schema import DRAFTS, SchemaValidator, validate_schema
 from .state import Change, ToolCallStore
 
 BACKEND = "python"
+#: The v2 drafts the schema checks know (``draft=``), newest first.
+SCHEMA_DRAFTS = tuple(name for name, _ in DRAFTS)
 #: Pure Python has no debug/release builds; "release" says it is fit to benchmark (the native
 #: module reports its cargo profile here).
 build_profile = "release"
@@ -43,6 +45,7 @@ __all__ = [
     "Framer",
     "DEFAULT_MAX_FRAME_BYTES",
     "MAX_FRAME_BYTES",
+    "SCHEMA_DRAFTS",
     "ToolCallStore",
     "Change",
     "validate_schema",

@@ -56,14 +56,14 @@ class FrameDecoder:
     __slots__ = ("_framer", "_strict", "_lock", "_busy")
 
     def __init__(  # type: ignore[no-untyped-def]  # signature = the native one
-        self, *, max_frame_bytes=DEFAULT_MAX_FRAME_BYTES, strict_schema=False
+        self, *, max_frame_bytes=DEFAULT_MAX_FRAME_BYTES, strict_schema=False, unstable=False, draft=None
     ):
         self._framer = Framer(max_frame_bytes=max_frame_bytes)
         self._strict: Any = None
-        if strict_schema is not None and strict_schema is not False:
+        if strict_schema is not None and strict_schema is not False or draft is not None:
             from .schema.stream import strict_arg
 
-            self._strict = strict_arg(strict_schema)
+            self._strict = strict_arg(strict_schema, unstable, draft)
         self._lock = RLock()
         self._busy = False
 

@@ -346,6 +346,15 @@ def commands(update: Dict[str, Any], target: int) -> Tuple[Dict[str, Any], Probl
     problems: Problems = []
     out = []
     for item in items:
+        if isinstance(item, dict):
+            # v2 tags each entry (`"type": "command"`, or a kind v1 has no form for)
+            if target == 2 and "type" not in item:
+                item = {"type": "command", **item}
+            elif target == 1 and "type" in item:
+                if item["type"] != "command":
+                    problems.append(f"an available command of type {item['type']!r}")
+                    continue
+                item = {k: v for k, v in item.items() if k != "type"}
         if isinstance(item, dict) and isinstance(item.get("input"), dict):
             value, more = command_input(item["input"], target)
             problems += more

@@ -178,7 +178,8 @@ class DemoAgent:
                 return builders.error_response(msg.id, -32602, f"Invalid params: unknown session {asked!r}")
             if batch:
                 return builders.error_response(msg.id, -32600, "session/prompt cannot be batched")
-            self._turn(msg.id, asked)
+            prompt = params.get("prompt")
+            self._turn(msg.id, asked, prompt if isinstance(prompt, list) else [])
             return None
         return builders.error_response(msg.id, -32601, f"Method not found: {method}")
 
@@ -278,7 +279,7 @@ class DemoAgent:
 
     # -- the scripted turn -------------------------------------------------------------------
 
-    def _turn(self, request_id: Any, session_id: str) -> None:
+    def _turn(self, request_id: Any, session_id: str, prompt: List[Any]) -> None:
         self._turns += 1
         turn = self._turns
         self._turn_session = session_id
@@ -287,7 +288,11 @@ class DemoAgent:
         v2 = self.version == 2
         try:
             if v2:
-                self._send(builders.response(request_id, {}))
+                # the answer names the user message the prompt became, which is echoed
+                user = f"msg_{turn}_user"
+                self._send(builders.response(request_id, {"messageId": user}))
+                echo = {"sessionUpdate": "user_message", "messageId": user, "content": prompt}
+                self._send(builders.session_update(session_id, echo))
                 self._send(builders.session_update(session_id, {"sessionUpdate": "state_update", "state": "running"}))
             self._script(session_id, turn, open_calls)
             stop = "end_turn"

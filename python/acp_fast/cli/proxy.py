@@ -111,6 +111,18 @@ def parser() -> argparse.ArgumentParser:
         "from the editor are answered with a JSON-RPC error, from the agent they follow --agent-invalid",
     )
     p.add_argument(
+        "--unstable",
+        action="store_true",
+        help="with --strict-schema: also accept the unstable parts of the schema",
+    )
+    p.add_argument(
+        "--draft",
+        choices=acp_fast.SCHEMA_DRAFTS,
+        default=None,
+        help="with --strict-schema: the ACP v2 draft to check against (default: latest; alpha.5 is the "
+        "draft of the Python SDK 1.0.0rc3)",
+    )
+    p.add_argument(
         "--answer-cancelled-permissions",
         type=_grace,
         nargs="?",
@@ -204,6 +216,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             agent_invalid_limit=ns.agent_invalid[1],
             strict=ns.strict,
             strict_schema=ns.strict_schema,
+            unstable=ns.unstable,
+            draft=ns.draft,
             watch=ns.watch,
             quiet=ns.quiet,
             protocol=ns.protocol,

@@ -128,6 +128,9 @@ class Validator:
             raise ValueError(f"expected protocol_version to be 1, 2 or None, found {protocol_version!r}")
         self.fixed_version = protocol_version
         self.negotiated_version: Optional[int] = None
+        # The version an `initialize` request asked for, and its sender, until the answer: what
+        # that sender speaks meanwhile (requests pipelined behind `initialize`).
+        self._asked: Optional[Tuple[int, Optional[str]]] = None
         self.unstable = unstable
         self.max_frame_bytes = max_frame_bytes
         self.keep = keep
@@ -352,9 +355,10 @@ class Validator:
         kind = msg.kind
         if kind in ("request", "notification"):
             method = msg.method
-            version = self.version
+            version = self._sender_version(sender)
             if method == "initialize" and self.fixed_version is None:
                 version = _asked_version(msg)  # checked by the version it asks for (spec digest §9)
+                self._asked = (version, sender)
             self._direction(method, version, sender, line, column)
             problems = self._validator(version).validate(msg, sender=sender)
             if problems:
@@ -381,6 +385,15 @@ class Validator:
             answer = "result of" if kind == "response" else "error response to"
             what = f"{answer} {method} (request on line {request_line})" if method is not None else ""
             self._report_all(problems, None, what, version, line, column)
+
+    def _sender_version(self, sender: Optional[str]) -> int:
+        """The version ``sender`` has in force: once it asked for one in ``initialize`` and until
+        the answer, that one (a client may send ``session/new`` before the answer arrives); else
+        :attr:`version`."""
+        asked = self._asked
+        if asked is not None and self.negotiated_version is None and (asked[1] is None or asked[1] == sender):
+            return asked[0]
+        return self.version
 
     def _validator(self, version: int) -> Any:
         """The schema validator of ``version``; on a change of version, a new one that knows the

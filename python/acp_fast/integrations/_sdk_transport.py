@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import acp_fast
 from acp_fast.errors import EncodeError
@@ -30,12 +30,15 @@ class _StreamTransport:
         backend: Any,
         max_frame_bytes: int,
         receive_timeout: Optional[float],
+        schema: Tuple[bool, Optional[str]] = (False, None),
     ) -> None:
         self._reader = reader
         self._writer = writer
-        # Either backend's (same API; typed as the package's).
+        # Either backend's (same API; typed as the package's). `schema`: (unstable, draft) of the
+        # strict check.
+        unstable, draft = schema
         self._decoder: acp_fast.FrameDecoder = backend.FrameDecoder(
-            max_frame_bytes=max_frame_bytes, strict_schema=self.strict_schema
+            max_frame_bytes=max_frame_bytes, strict_schema=self.strict_schema, unstable=unstable, draft=draft
         )
         self._dumps: Callable[[Any], bytes] = backend.dumps
         self._receive_timeout = receive_timeout

@@ -46,10 +46,11 @@ import collections
 import contextlib
 import contextvars
 import copy
+import importlib.metadata
 import inspect
 import logging
 import types
-from typing import Any, Awaitable, Callable, Deque, Dict, Iterator, List, Optional
+from typing import Any, Awaitable, Callable, Deque, Dict, Iterator, List, Optional, Tuple
 
 from . import require_sdk
 
@@ -85,6 +86,7 @@ __all__ = [
     "installed",
     "is_installed",
     "run_agent",
+    "sdk_draft",
     "uninstall",
 ]
 
@@ -100,7 +102,7 @@ _CoroutineType = types.CoroutineType
 
 
 class _Options:
-    __slots__ = ("max_frame_bytes", "reply_errors", "backend", "strict")
+    __slots__ = ("max_frame_bytes", "reply_errors", "backend", "strict", "schema")
 
     def __init__(
         self,
@@ -108,11 +110,14 @@ class _Options:
         reply_errors: bool = True,
         backend: Any = None,
         strict: bool = False,
+        schema: Tuple[bool, Optional[str]] = (False, None),
     ):
         self.max_frame_bytes = max_frame_bytes
         self.reply_errors = reply_errors
         self.backend = backend
         self.strict = strict
+        # (unstable, draft) of the strict check.
+        self.schema = schema
 
 
 _options = _Options()
@@ -128,6 +133,8 @@ def install(
     reply_errors: bool = True,
     backend: Any = None,
     strict: bool = False,
+    unstable: bool = False,
+    draft: Optional[str] = None,
 ) -> None:
     """Make the SDK build :class:`FastConnection` wherever it builds a connection from streams.
 
@@ -142,12 +149,15 @@ def install(
     received against the official schema (``FrameDecoder(strict_schema=True)``, told what the
     connection sends) and refuse the invalid ones as the SDK refuses invalid params: a request
     is answered with a -32602 error, a notification is logged and dropped, a response fails the
-    request it answers.
+    request it answers. ``unstable``: the strict check accepts the unstable surface of the
+    schema; ``draft``: the v2 draft it checks against (``'latest'`` or ``'alpha.5'``; None: the
+    draft of the installed SDK, :func:`sdk_draft`).
     """
     global _options
     _check_max_frame_bytes(max_frame_bytes)
     check_mirror()
-    _options = _Options(max_frame_bytes, bool(reply_errors), backend, _check_strict(strict))
+    schema = _check_schema(unstable, draft)
+    _options = _Options(max_frame_bytes, bool(reply_errors), backend, _check_strict(strict), schema)
     _patches.apply(FastConnection)
 
 
@@ -170,11 +180,20 @@ def installed(
     reply_errors: bool = True,
     backend: Any = None,
     strict: bool = False,
+    unstable: bool = False,
+    draft: Optional[str] = None,
 ) -> Iterator[None]:
     """:func:`install` for the duration of a ``with`` block, then the previous state again."""
     global _options
     saved = (_patches.target, _options)
-    install(max_frame_bytes=max_frame_bytes, reply_errors=reply_errors, backend=backend, strict=strict)
+    install(
+        max_frame_bytes=max_frame_bytes,
+        reply_errors=reply_errors,
+        backend=backend,
+        strict=strict,
+        unstable=unstable,
+        draft=draft,
+    )
     try:
         yield
     finally:
@@ -191,13 +210,22 @@ def connect_to_agent(
     reply_errors: bool = True,
     backend: Any = None,
     strict: bool = False,
+    unstable: bool = False,
+    draft: Optional[str] = None,
     **kwargs: Any,
 ) -> Any:
     """``acp.connect_to_agent`` with a :class:`FastConnection`, without :func:`install`.
 
     ``input_stream`` is the agent's stdin (``StreamWriter``), ``output_stream`` its stdout
     (``StreamReader``); other keywords go to ``ClientSideConnection``."""
-    with installed(max_frame_bytes=max_frame_bytes, reply_errors=reply_errors, backend=backend, strict=strict):
+    with installed(
+        max_frame_bytes=max_frame_bytes,
+        reply_errors=reply_errors,
+        backend=backend,
+        strict=strict,
+        unstable=unstable,
+        draft=draft,
+    ):
         return _sdk_core.connect_to_agent(client, input_stream, output_stream, **kwargs)
 
 
@@ -210,6 +238,8 @@ async def run_agent(
     reply_errors: bool = True,
     backend: Any = None,
     strict: bool = False,
+    unstable: bool = False,
+    draft: Optional[str] = None,
     **kwargs: Any,
 ) -> None:
     """``acp.run_agent`` (stdio by default) with a :class:`FastConnection`, without :func:`install`."""
@@ -217,7 +247,14 @@ async def run_agent(
 
     if input_stream is None and output_stream is None:
         output_stream, input_stream = await stdio_streams()
-    with installed(max_frame_bytes=max_frame_bytes, reply_errors=reply_errors, backend=backend, strict=strict):
+    with installed(
+        max_frame_bytes=max_frame_bytes,
+        reply_errors=reply_errors,
+        backend=backend,
+        strict=strict,
+        unstable=unstable,
+        draft=draft,
+    ):
         conn = _sdk_agent_connection.AgentSideConnection(agent, input_stream, output_stream, listening=False, **kwargs)
     try:
         await conn.listen()
@@ -237,6 +274,33 @@ def _check_strict(value: Any) -> bool:
     if not isinstance(value, bool):
         raise ValueError(f"expected strict to be a bool, found {value!r}")
     return value
+
+
+def _check_schema(unstable: Any, draft: Any) -> Tuple[bool, Optional[str]]:
+    """(unstable, draft) of the strict check; None as the draft: the installed SDK's."""
+    if not isinstance(unstable, bool):
+        raise ValueError(f"expected unstable to be a bool, found {unstable!r}")
+    if draft is None:
+        draft = sdk_draft()
+    acp_fast.FrameDecoder(draft=draft)  # the codec's own check and message
+    return unstable, draft
+
+
+#: The v2 draft each SDK release speaks where it is not the newest one acp-fast holds.
+SDK_DRAFTS = {"1.0.0rc3": "alpha.5"}
+
+
+def sdk_draft() -> str:
+    """The v2 draft of the installed SDK: ``'alpha.5'`` for 1.0.0rc3 (its models are generated from
+    that draft), else ``'latest'``."""
+    return SDK_DRAFTS.get(_sdk_version(), "latest")
+
+
+def _sdk_version() -> str:
+    try:
+        return importlib.metadata.version("agent-client-protocol")
+    except importlib.metadata.PackageNotFoundError:
+        return ""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -271,6 +335,7 @@ class FastConnection(SdkConnection):
         reply_errors = options.reply_errors if reply_errors is _UNSET else reply_errors
         backend = options.backend if backend is _UNSET else backend
         strict = options.strict if strict is _UNSET else _check_strict(strict)
+        schema = options.schema
         _check_max_frame_bytes(max_frame_bytes)
         self._backend = acp_fast if backend is None else backend
         self._message_type = self._backend.Message
@@ -290,7 +355,7 @@ class FastConnection(SdkConnection):
             )
             return
         transport = _StrictStreamTransport if strict else _StreamTransport
-        self._stream = transport(reader, writer, self._backend, max_frame_bytes, receive_timeout)
+        self._stream = transport(reader, writer, self._backend, max_frame_bytes, receive_timeout, schema)
         # The SDK's Transport minus `receive`: Connection only sends through it (it tells transports
         # from writers by `reader`), and this class reads with receive_frames.
         super().__init__(

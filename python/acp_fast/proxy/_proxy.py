@@ -84,6 +84,8 @@ class Proxy:
         agent_invalid_limit: int = 1,
         strict: bool = False,
         strict_schema: bool = False,
+        unstable: bool = False,
+        draft: Optional[str] = None,
         watch: bool = False,
         quiet: bool = False,
         protocol: Optional[int] = None,
@@ -116,7 +118,9 @@ class Proxy:
         self.strict = strict
         self.strict_schema = strict_schema
         #: ``--strict-schema``: one check for the whole connection, following the negotiation.
-        self.schema: Optional[SchemaCheck] = SchemaCheck(protocol, max_frame_bytes) if strict_schema else None
+        self.schema: Optional[SchemaCheck] = (
+            SchemaCheck(protocol, max_frame_bytes, unstable, draft) if strict_schema else None
+        )
         self.watch = watch
         self.quiet = quiet
         self.record_path = record

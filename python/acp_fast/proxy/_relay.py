@@ -176,12 +176,17 @@ class SchemaCheck:
     ``ToolCallStore(strict_schema=...)`` fed every frame as its sender sent it (before any
     middleware), whose verdicts (DecodeErrors of kind ``schema``) are taken. Its state is not
     used (its bounds are the least); the proxy's state is the editor's view, tracked as frames are
-    delivered. ``protocol``: a fixed version (``--protocol``), else the negotiated one."""
+    delivered. ``protocol``: a fixed version (``--protocol``), else the negotiated one;
+    ``unstable`` and ``draft`` (``--unstable``, ``--draft``): the schemas checked against."""
 
-    def __init__(self, protocol: Optional[int], max_frame_bytes: int) -> None:
+    def __init__(
+        self, protocol: Optional[int], max_frame_bytes: int, unstable: bool = False, draft: Optional[str] = None
+    ) -> None:
         self.store = acp_fast.ToolCallStore(
             protocol,
             strict_schema=protocol or True,
+            unstable=unstable,
+            draft=draft,
             max_frame_bytes=max_frame_bytes,
             max_tool_calls=1,
             max_terminal_bytes=0,

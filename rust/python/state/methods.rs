@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyType};
 
 use super::super::args::{
-    limit_arg, Arg, LimitArg, MaxFrameBytes, MaxToolCalls, ProtocolVersion, SourceArg, StrictSchema,
+    limit_arg, Arg, Draft, LimitArg, MaxFrameBytes, MaxToolCalls, ProtocolVersion, SourceArg, StrictSchema,
 };
 use super::super::convert::Writer;
 use super::super::errors::{decode_error, Origin};
@@ -61,10 +61,11 @@ impl PyToolCallStore {
                         max_terminal_bytes = LimitArg::Default, max_content_items = LimitArg::Default,
                         max_plans = LimitArg::Default, max_permissions = LimitArg::Default,
                         max_updates = LimitArg::Default, max_terminals = LimitArg::Default,
-                        strict_schema = None),
+                        strict_schema = None, unstable = false, draft = None),
            text_signature = "(protocol_version=None, *, max_tool_calls=None, max_frame_bytes=67108864, \
                              max_terminal_bytes=1048576, max_content_items=1000, max_plans=100, \
-                             max_permissions=1000, max_updates=1000, max_terminals=1000, strict_schema=False)")]
+                             max_permissions=1000, max_updates=1000, max_terminals=1000, strict_schema=False, \
+                             unstable=False, draft=None)")]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -78,6 +79,8 @@ impl PyToolCallStore {
         max_updates: LimitArg<'_>,
         max_terminals: LimitArg<'_>,
         strict_schema: Option<Arg<StrictSchema>>,
+        unstable: bool,
+        draft: Option<Arg<Draft>>,
     ) -> PyResult<Self> {
         let version = Arg::get(protocol_version)?.map(|v| v.0);
         let max = Arg::get(max_tool_calls)?.map(|m| m.0);
@@ -92,7 +95,7 @@ impl PyToolCallStore {
             terminals: limit_arg(max_terminals, "max_terminals", 1, d.terminals)?,
         };
         let store = Store::with_limits(version, max, limits);
-        let strict = strict_arg(py, Arg::get(strict_schema)?)?;
+        let strict = strict_arg(py, strict_schema, unstable, draft)?;
         Ok(Self::from(StoreState {
             engine: Engine::new(store, max_frame_bytes, strict),
         }))

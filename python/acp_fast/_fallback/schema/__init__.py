@@ -26,7 +26,29 @@ from .check import Check
 from .compile import ANY_TYPE, OBJECT, STRING, Node, compile_schema
 from .explain import Explain, describe, problem, quote
 
-__all__ = ["Schema", "schema", "validate_schema", "SchemaValidator", "engine_name"]
+__all__ = ["DRAFTS", "Schema", "draft_index", "schema", "validate_schema", "SchemaValidator", "engine_name"]
+
+#: The v2 drafts whose schemas the package holds (``draft=``), newest first, each with the folder
+#: of ``acp_fast/schema/`` its files are in (``make schemas`` writes them; v1 has one, ``v1``).
+#: Rust: ``schema::DRAFTS``.
+DRAFTS = (("latest", "v2"), ("alpha.5", "v2-alpha.5"))
+
+
+def unknown_draft(found: str) -> str:
+    """The message for a ``draft`` that is not one of ``DRAFTS``, ``found`` its repr."""
+    names = " or ".join(f"'{name}'" for name, _ in DRAFTS)
+    return f"expected draft to be {names}, found {found}"
+
+
+def draft_index(draft: Any) -> int:
+    """The index in ``DRAFTS`` of a ``draft`` argument (None: 0, the newest). Rust: the binding's
+    ``Draft``."""
+    if draft is None:
+        return 0
+    for index, (name, _) in enumerate(DRAFTS):
+        if isinstance(draft, str) and draft == name:
+            return index
+    raise ValueError(unknown_draft(repr(draft)))
 
 #: ``loads`` of the fallback (its signature is a comment, for the native one): typed here.
 _loads: Callable[[bytes], Any] = loads
@@ -278,10 +300,12 @@ class Schema:
 
 
 @cache
-def schema(version: int, unstable: bool) -> Schema:
-    """The compiled schema of protocol v1/v2, stable or unstable (read from ``acp_fast/schema/``)."""
+def schema(version: int, unstable: bool, draft: int = 0) -> Schema:
+    """The compiled schema of protocol v1/v2, stable or unstable, v2 as ``DRAFTS[draft]`` (read
+    from ``acp_fast/schema/`` on first use)."""
+    folder = "v1" if version == 1 else DRAFTS[draft][1]
     name = "schema.unstable.json" if unstable else "schema.json"
-    text = (resources.files("acp_fast") / "schema" / f"v{version}" / name).read_text(encoding="utf-8")
+    text = (resources.files("acp_fast") / "schema" / folder / name).read_text(encoding="utf-8")
     return Schema(json.loads(text), version)
 
 
@@ -308,22 +332,28 @@ def _parse(message: Any) -> Any:
 
 
 def validate_schema(
-    message: Any, *, protocol_version: Any = None, unstable: bool = False, method: Optional[str] = None
+    message: Any,
+    *,
+    protocol_version: Any = None,
+    unstable: bool = False,
+    method: Optional[str] = None,
+    draft: Optional[str] = None,
 ) -> List[SchemaProblem]:
     """``acp_fast.validate_schema``: the problems of one message or frame."""
     engine_name()
     version = 1 if protocol_version is None else _version(protocol_version)
-    return schema(version, bool(unstable)).validate(_parse(message), method)
+    return schema(version, bool(unstable), draft_index(draft)).validate(_parse(message), method)
 
 
 class SchemaValidator:
     """``acp_fast.SchemaValidator``: a conversation validated message by message."""
 
-    def __init__(self, *, protocol_version: Any = None, unstable: bool = False) -> None:
+    def __init__(self, *, protocol_version: Any = None, unstable: bool = False, draft: Optional[str] = None) -> None:
         engine_name()
         self._version = 1 if protocol_version is None else _version(protocol_version)
         self._unstable = bool(unstable)
-        self._schema = schema(self._version, self._unstable)
+        self._draft = draft_index(draft)
+        self._schema = schema(self._version, self._unstable, self._draft)
         self._conversation = rules.Conversation()
 
     @property
@@ -333,6 +363,11 @@ class SchemaValidator:
     @property
     def unstable(self) -> bool:
         return self._unstable
+
+    @property
+    def draft(self) -> str:
+        """The v2 draft checked against (under protocol version 2)."""
+        return DRAFTS[self._draft][0]
 
     def validate(self, message: Any, *, sender: Optional[str] = None) -> List[SchemaProblem]:
         """The problems of the next message; ``sender`` names the side it comes from."""

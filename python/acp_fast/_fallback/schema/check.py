@@ -106,14 +106,20 @@ class Check:
         return True
 
     def _string(self, n: Node, value: str) -> bool:
-        if n.min_length is not None and char_len(value) < n.min_length:
-            return False
+        if n.min_length is not None or n.max_length is not None:
+            length = char_len(value)
+            if (n.min_length is not None and length < n.min_length) or (
+                n.max_length is not None and length > n.max_length
+            ):
+                return False
         return n.pattern is None or self.schema.patterns[n.pattern][1].search(value) is not None
 
     def _object(self, n: Node, value: Any) -> bool:
         for name in n.required:
             if name not in value:
                 return False
+        if n.excluded_keys and any(key in value for key in n.excluded_keys):
+            return False
         if not n.properties and n.additional is None:
             return True
         for key, member in value.items():

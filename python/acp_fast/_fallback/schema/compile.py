@@ -109,9 +109,11 @@ class Node:
         "maximum",
         "min_items",
         "min_length",
+        "max_length",
         "pattern",
         "properties",
         "required",
+        "excluded_keys",
         "additional",
         "items",
         "all_of",
@@ -133,9 +135,12 @@ class Node:
         self.maximum: Optional[float] = None
         self.min_items: Optional[int] = None
         self.min_length: Optional[int] = None
+        self.max_length: Optional[int] = None
         self.pattern: Optional[int] = None
         self.properties: Dict[str, int] = {}
         self.required: List[str] = []
+        #: ``propertyNames: {"not": {"const" | "enum": ...}}``: the member names not allowed.
+        self.excluded_keys: List[str] = []
         self.additional: Optional[int] = None
         self.items: Optional[int] = None
         self.all_of: List[int] = []
@@ -157,9 +162,11 @@ class Node:
             and self.maximum is None
             and self.min_items is None
             and self.min_length is None
+            and self.max_length is None
             and self.pattern is None
             and not self.properties
             and not self.required
+            and not self.excluded_keys
             and self.additional is None
             and self.items is None
             and not self.all_of
@@ -255,6 +262,10 @@ class _Compiler:
                 n.min_items = int(_number(v, key))
             elif key == "minLength":
                 n.min_length = int(_number(v, key))
+            elif key == "maxLength":
+                n.max_length = int(_number(v, key))
+            elif key == "propertyNames":
+                n.excluded_keys = _excluded_keys(v)
             elif key == "pattern":
                 n.pattern = len(self.out.patterns)
                 self.out.patterns.append((v, re.compile(v)))
@@ -363,3 +374,21 @@ def tag_of(c: Compiled, index: int, depth: int) -> Optional[Tuple[str, str]]:
         if found is not None:
             return found
     return None
+
+
+def _excluded_keys(schema: Any) -> List[str]:
+    """``propertyNames``, which the ACP schemas only use to exclude names: ``{"not": {"const": k}}``
+    or ``{"not": {"enum": [k, ...]}}`` (string constants); anything else is an error."""
+    unsupported = 'propertyNames other than {"not": {"const" | "enum": names}} is not supported'
+    not_ = schema.get("not") if isinstance(schema, dict) and len(schema) == 1 else None
+    if not isinstance(not_, dict) or len(not_) != 1:
+        raise ValueError(unsupported)
+    if "const" in not_:
+        names = [not_["const"]]
+    elif isinstance(not_.get("enum"), list):
+        names = list(not_["enum"])
+    else:
+        raise ValueError(unsupported)
+    if not all(isinstance(name, str) for name in names):
+        raise ValueError(unsupported)
+    return names

@@ -122,6 +122,9 @@ class Explain:
                 self.push(
                     path, f"expected {quote(path)} to hold at least {n.min_length} {noun}, found {describe(value)}"
                 )
+            if n.max_length is not None and char_len(value) > n.max_length:
+                noun = "character" if n.max_length == 1 else "characters"
+                self.push(path, f"expected {quote(path)} to hold at most {n.max_length} {noun}, found {describe(value)}")
             if n.pattern is not None:
                 text, pattern = schema.patterns[n.pattern]
                 if not pattern.search(value):
@@ -156,6 +159,9 @@ class Explain:
         for name in n.required:
             if name not in value:
                 self.push(path + [name], f"expected {quote(path + [name])} (required by {ctx}), found none")
+        for key, member in value.items():
+            if key in n.excluded_keys:
+                self.push(path + [key], f"expected no {quote(path + [key])} in {ctx}, found {describe(member)}")
         for key, member in value.items():
             target = n.properties.get(key, n.additional)
             if target is not None and not self.check.valid(target, member):

@@ -15,12 +15,12 @@ objects themselves (Rust's core gives the problems, its binding builds the error
 
 from __future__ import annotations
 
-from typing import Any, Callable, List, Optional, Union, cast
+from typing import Any, Callable, List, Optional, Tuple, Union, cast
 
 from ...errors import DecodeError
 from ...problems import SchemaProblem
 from ..scanner import array_items, loads, skip_ws
-from . import _parse, engine_name, rules, schema
+from . import Schema, _parse, draft_index, engine_name, rules, schema
 
 #: ``loads`` of the fallback (its signature is a comment, for the native one): typed here.
 _loads: Callable[[bytes], Any] = loads
@@ -35,10 +35,12 @@ class Strict:
     reported as a ``DecodeError`` of kind ``schema`` (code -32602, the first problem as its
     message, all of them in ``problems``)."""
 
-    def __init__(self, fixed: Optional[int]) -> None:
+    def __init__(self, fixed: Optional[int], schemas: Tuple[Schema, Schema]) -> None:
         engine_name()  # the package that gives the verdicts, or the error saying what to install
         # The fixed protocol version, or None to follow the `initialize` answer (1 until then).
         self.fixed = fixed
+        # The compiled schemas of protocol v1 and v2.
+        self.schemas = schemas
         self.conversation = rules.Conversation()
         # `sent` was called: the frames checked are the sender RECEIVED (else they name no sender
         # unless the caller does).
@@ -60,7 +62,7 @@ class Strict:
             value = _parse(message)
         except DecodeError:  # not JSON: nothing to learn from it
             return
-        self.conversation.check(schema(self.version(), False), value, SENT)
+        self.conversation.check(self.schemas[self.version() - 1], value, SENT)
 
     def check(self, raw: bytes, entries: bool, sender: Optional[str], line: Optional[int]) -> Any:
         """Check the frame ``raw`` (no line ending), sent by ``sender`` (None: not said).
@@ -75,7 +77,7 @@ class Strict:
             value = _loads(raw)
         except DecodeError:  # a frame the scanner refuses is the caller's to report
             return None
-        found = self.conversation.check(schema(version, False), value, sender)
+        found = self.conversation.check(self.schemas[version - 1], value, sender)
         errors = [p for p in found if p.severity == "error"]
         if not errors:
             return None
@@ -97,16 +99,21 @@ class Strict:
         ]
 
 
-def strict_arg(arg: Any) -> Optional[Strict]:
+def strict_arg(arg: Any, unstable: bool = False, draft: Optional[str] = None) -> Optional[Strict]:
     """The stream check for a ``strict_schema`` argument: False / None (none), True (follow the
-    negotiation) or 1 / 2 (fixed)."""
+    negotiation) or 1 / 2 (fixed), against the stable or unstable schemas, v2 as ``draft``
+    (None: the newest)."""
+    index = draft_index(draft)
     if arg is None or arg is False:
         return None
     if arg is True:
-        return Strict(None)
-    if isinstance(arg, int) and not isinstance(arg, bool) and arg in (1, 2):
-        return Strict(int(arg))
-    raise ValueError(f"expected strict_schema to be a bool, 1 or 2, found {arg!r}")
+        fixed = None
+    elif isinstance(arg, int) and not isinstance(arg, bool) and arg in (1, 2):
+        fixed = int(arg)
+    else:
+        raise ValueError(f"expected strict_schema to be a bool, 1 or 2, found {arg!r}")
+    unstable = bool(unstable)
+    return Strict(fixed, (schema(1, unstable, index), schema(2, unstable, index)))
 
 
 def strict_setting(strict: Optional[Strict]) -> Union[bool, int]:

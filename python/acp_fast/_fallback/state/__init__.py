@@ -188,6 +188,8 @@ class ToolCallStore:
         max_updates: Optional[int] = DEFAULT_MAX_UPDATES,
         max_terminals: Optional[int] = DEFAULT_MAX_TERMINALS,
         strict_schema: Any = False,
+        unstable: bool = False,
+        draft: Optional[str] = None,
     ) -> None:
         if protocol_version is not None and (type(protocol_version) is not int or protocol_version not in (1, 2)):
             raise ValueError(f"expected protocol_version to be 1, 2 or None, found {protocol_version!r}")
@@ -202,10 +204,10 @@ class ToolCallStore:
         self._framer = Framer(max_frame_bytes=max_frame_bytes)
         # `strict_schema`: the schema check every frame passes before it is applied.
         self._strict: Any = None
-        if strict_schema is not None and strict_schema is not False:
+        if strict_schema is not None and strict_schema is not False or draft is not None:
             from ..schema.stream import strict_arg
 
-            self._strict = strict_arg(strict_schema)
+            self._strict = strict_arg(strict_schema, unstable, draft)
         self._fixed: Optional[int] = protocol_version
         self._negotiated: Optional[int] = None
         # The version in force is 2 (cached: tool_call_update's null rule reads it per frame).
