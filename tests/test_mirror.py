@@ -104,6 +104,7 @@ MAP: list[tuple[list[str], str | None, str]] = [
     (["rust/state/records.rs", "rust/python/records.rs"], "state/records.py", "what is stored, `Change`, the records"),
     (["rust/state/ordered_map.rs"], None, "an insertion-ordered map"),
     (["rust/state/document.rs"], None, "the writer the state document and the records go to (`Sink`)"),
+    (["rust/state/rules.rs"], "state/rules.py", "the update table, read from the schema's x-state rules"),
     (["rust/state/read.rs"], "state/read.py", "reading a frame's members, -32602 errors, base64"),
     (["rust/state/tool_call.rs"], "state/tool_call.py", "tool calls"),
     (["rust/state/terminal.rs"], "state/terminal.py", "terminals"),
@@ -338,6 +339,11 @@ ALLOWED: list[tuple[str, str | list[str], str]] = [
     ("rust/schema/rules.rs", ["text", "with_limits"], "the tape's text; the limits are `new`'s arguments here"),
     ("rust/schema/tape.rs", ALL, "no tape: messages are parsed into dicts and lists here"),
     ("rust/state/ordered_map.rs", ALL, "Python's dict keeps the insertion order"),
+    (
+        "rust/state/rules.rs",
+        ["kind"],
+        "the lookup of one kind; the fallback's store builds its dispatch dicts from `table` once",
+    ),
     (
         "rust/state/read.rs",
         ["text_of", "raw", "str_is", "key_bytes", "walk", "from_captured", "find_member", "find_members"]

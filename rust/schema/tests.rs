@@ -76,7 +76,7 @@ fn problems_have_paths_and_say_what_was_expected() {
         problems(&s, r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"nope"}}}"#, None),
         [(
             "params.update.sessionUpdate".to_owned(),
-            r#"expected "params.update.sessionUpdate" to be one of "user_message_chunk", "agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update", "plan", "available_commands_update", "current_mode_update", "config_option_update", "session_info_update", "usage_update", found string "nope""#.to_owned()
+            r#"expected "params.update.sessionUpdate" to be one of "user_message_chunk", "agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update", "plan", "plan_update", "plan_removed", "available_commands_update", "current_mode_update", "config_option_update", "session_info_update", "usage_update", "notice", "compaction_update", "compaction_summary_chunk", "subagent_update", "session_message", "session_message_chunk", found string "nope""#.to_owned()
         )]
     );
     assert_eq!(

@@ -35,6 +35,7 @@ mod plan;
 mod read;
 mod records;
 mod restore;
+mod rules;
 mod terminal;
 mod tool_call;
 
@@ -79,15 +80,14 @@ pub struct Store {
     scratch: Vec<u8>,
 }
 
-/// The `params.update.sessionUpdate` kinds the store handles (DESIGN §7.3), each applied by the
-/// function of the same name (`Store::session_update` dispatches), and the kinds a protocol
-/// version defines that no rule of the store handles (conversation, commands, modes, usage...: not
-/// state), ignored under that version. Any other kind without a rule (custom `_` kinds, kinds of
-/// the other version, kinds no version defines) is an unknown update, kept when `Limits::updates`
-/// allows (`unknown_update`). The defined kinds are those of the v1 and v2 schemas (stable and
-/// unstable); the fallback lists them as `_DEFINED_BOTH`, `_DEFINED_V1` and `_DEFINED_V2`.
-#[derive(Clone, Copy)]
-enum UpdateKind {
+/// What the store does with a `params.update.sessionUpdate` kind (DESIGN §7.3), from the update
+/// table `rules.rs` reads from the schema: a kind with a function of this store is applied by the
+/// function of the same name (`Store::session_update` dispatches); a kind a protocol version
+/// defines that no function handles (conversation, commands, usage...: not tracked yet) is
+/// ignored under that version. Any other kind (custom `_` kinds, kinds of the other version, kinds
+/// no version defines) is an unknown update, kept when `Limits::updates` allows (`unknown_update`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum UpdateKind {
     ToolCall,
     ToolCallUpdate,
     ContentChunk,
@@ -104,33 +104,10 @@ enum UpdateKind {
 }
 
 impl UpdateKind {
-    /// The kind of `kind` (None: an unknown update whatever the version). One match, so that the
-    /// frames most sessions are made of (message chunks) are set aside at once.
+    /// The kind of `kind` (None: an unknown update whatever the version).
     #[inline]
     fn of(kind: &[u8]) -> Option<Self> {
-        Some(match kind {
-            b"tool_call" => Self::ToolCall,
-            b"tool_call_update" => Self::ToolCallUpdate,
-            b"tool_call_content_chunk" => Self::ContentChunk,
-            b"terminal_update" => Self::TerminalUpdate,
-            b"terminal_output_chunk" => Self::TerminalChunk,
-            b"plan" => Self::Plan,
-            b"plan_update" => Self::PlanUpdate,
-            b"plan_removed" => Self::PlanRemoved,
-            b"agent_message_chunk"
-            | b"agent_thought_chunk"
-            | b"available_commands_update"
-            | b"compaction_summary_chunk"
-            | b"compaction_update"
-            | b"config_option_update"
-            | b"notice"
-            | b"session_info_update"
-            | b"usage_update"
-            | b"user_message_chunk" => Self::Defined,
-            b"current_mode_update" => Self::DefinedV1,
-            b"agent_message" | b"agent_thought" | b"state_update" | b"user_message" => Self::DefinedV2,
-            _ => return None,
-        })
+        rules::kind(kind)
     }
 }
 

@@ -3,10 +3,14 @@
 //! draft alpha.5: built from alpha5/Cargo.toml on that draft's crate release) and `unstable` (every unstable feature). `make schemas` builds it six times;
 //! the argument is the output folder (python/acp_fast/schema). The settings are the ones the
 //! protocol's own schema files are published with (JSON Schema 2020-12, titled untagged variants,
-//! `$ref` without siblings). The v2 unstable run also writes `v2/state.json`, the state rules the
-//! schema publishes as `x-state` annotations (`state_rules`).
+//! `$ref` without siblings). The unstable runs also write `v1/state.json` and `v2/state.json`: the
+//! session update kinds of the version with the state rules the schema publishes for each as
+//! `x-state` annotations (`state_rules`; v1 publishes none).
 
 use agent_client_protocol_schema as acp;
+
+/// The crate release generated from (Cargo.toml pins it; recorded in the rule table).
+const CRATE: &str = if cfg!(feature = "alpha5") { "1.14.0" } else { "1.20.0" };
 
 #[cfg(not(feature = "v2"))]
 use acp::v1::{
@@ -88,7 +92,7 @@ fn main() {
         std::fs::write(&path, text).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
         println!("wrote {}", path.display());
     }
-    if cfg!(all(feature = "v2", feature = "unstable", not(feature = "alpha5"))) {
+    if cfg!(all(feature = "unstable", not(feature = "alpha5"))) {
         let path = dir.join("state.json");
         let mut text = serde_json::to_string_pretty(&state_rules(&schema)).unwrap();
         text.push('\n');
@@ -105,7 +109,9 @@ fn state_rules(schema: &serde_json::Value) -> serde_json::Value {
     use serde_json::{json, Map, Value};
     let defs = schema["$defs"].as_object().expect("$defs");
     let mut updates = Map::new();
-    for variant in defs["SessionUpdate"]["anyOf"].as_array().expect("SessionUpdate.anyOf") {
+    let update = &defs["SessionUpdate"];
+    let variants = update.get("anyOf").or_else(|| update.get("oneOf")).and_then(Value::as_array);
+    for variant in variants.expect("SessionUpdate.anyOf / oneOf") {
         let Some(kind) = variant.pointer("/properties/sessionUpdate/const").and_then(Value::as_str) else {
             continue; // the open `other` branch
         };
@@ -125,7 +131,7 @@ fn state_rules(schema: &serde_json::Value) -> serde_json::Value {
     }
     let [(_, requests), (_, responses), (_, notifications)] = by_role;
     json!({
-        "source": "agent-client-protocol-schema 1.20.0 (x-state of v2/schema.unstable.json)",
+        "source": format!("agent-client-protocol-schema {CRATE} (x-state of schema.unstable.json)"),
         "updates": updates,
         "requests": requests,
         "responses": responses,

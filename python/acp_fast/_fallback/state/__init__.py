@@ -39,7 +39,7 @@ from ..framing import (
 )
 from ..message import Message
 from ..scanner import to_bytes
-from . import checkpoint
+from . import checkpoint, rules
 from .evict import (
     DEFAULT_MAX_CONTENT_ITEMS,
     DEFAULT_MAX_PERMISSIONS,
@@ -67,45 +67,38 @@ _I64_MAX = 2**63 - 1
 #: A function of the update table: ``(store, sessionId, update dict) -> Change or None``.
 UpdateFn = Callable[["ToolCallStore", str, Dict[str, Any]], Optional[Change]]
 
-#: ``params.update.sessionUpdate`` -> its function (DESIGN 7.3); other kinds go to
-#: ``unknown_update`` when the store keeps unknown updates, else are ignored.
-UPDATES: Dict[Optional[str], Optional[UpdateFn]] = {
+#: The store's functions of the update table (``rules.py`` maps the kinds to them).
+_FUNCTIONS: Dict[str, UpdateFn] = {
     "tool_call": tool_call,
     "tool_call_update": tool_call_update,
-    "tool_call_content_chunk": content_chunk,
+    "content_chunk": content_chunk,
     "terminal_update": terminal_update,
-    "terminal_output_chunk": terminal_chunk,
+    "terminal_chunk": terminal_chunk,
     "plan": plan,
     "plan_update": plan_update,
     "plan_removed": plan_removed,
 }
+_KINDS = rules.table()
 
-# The update kinds a protocol version defines that no rule handles (conversation, commands, modes,
-# usage...: not state). They are ignored; any other kind without a rule (custom `_` kinds, kinds of
-# the other version, kinds no version defines) is an unknown update, kept when `max_updates`
-# allows (DESIGN 7.3). From the v1 and v2 schemas (stable and unstable).
-_DEFINED_BOTH = (
-    "agent_message_chunk",
-    "agent_thought_chunk",
-    "available_commands_update",
-    "compaction_summary_chunk",
-    "compaction_update",
-    "config_option_update",
-    "notice",
-    "session_info_update",
-    "usage_update",
-    "user_message_chunk",
-)
-_DEFINED_V1 = ("current_mode_update",)
-_DEFINED_V2 = ("agent_message", "agent_thought", "state_update", "user_message")
+#: ``params.update.sessionUpdate`` -> its function (DESIGN 7.3), from the schema's rules
+#: (``rules.py``); other kinds go to ``unknown_update`` when the store keeps unknown updates, else
+#: are ignored.
+UPDATES: Dict[Optional[str], Optional[UpdateFn]] = {
+    kind: _FUNCTIONS[name] for kind, name in _KINDS.items() if name in _FUNCTIONS
+}
 
 #: The update table of a store that keeps unknown updates, by version in force: ``UPDATES`` with
-#: the kinds that version defines mapped to None (ignored), and None (``Message._update_kind`` of
-#: an update that is not an object with a string ``sessionUpdate``: ignored, DESIGN 7.3); a kind
-#: absent goes to ``unknown_update``.
+#: the kinds that version defines and no function handles mapped to None (ignored: conversation,
+#: commands, usage...), and None (``Message._update_kind`` of an update that is not an object with
+#: a string ``sessionUpdate``: ignored, DESIGN 7.3); a kind absent (custom ``_`` kinds, kinds of
+#: the other version, kinds no version defines) goes to ``unknown_update``.
 KEEPING: Dict[int, Dict[Optional[str], Optional[UpdateFn]]] = {
-    1: {**UPDATES, None: None, **dict.fromkeys(_DEFINED_BOTH + _DEFINED_V1)},
-    2: {**UPDATES, None: None, **dict.fromkeys(_DEFINED_BOTH + _DEFINED_V2)},
+    version: {
+        **UPDATES,
+        None: None,
+        **dict.fromkeys(kind for kind, name in _KINDS.items() if name in (rules.DEFINED, own)),
+    }
+    for version, own in ((1, rules.DEFINED_V1), (2, rules.DEFINED_V2))
 }
 
 
