@@ -340,10 +340,10 @@ def test_envelope_methods_and_responses(backend):
     assert [p.path for p in v(ok, method="initialize")] == ["result.protocolVersion"]
     assert [p.path for p in v(b'{"jsonrpc":"2.0","id":1,"error":{"code":"x","message":"m"}}')] == ["error.code"]
     assert [p.path for p in v(b'{"jsonrpc":"2.0","id":1}')] == [""]
-    assert (
-        v(b"[]")[0].message == "expected the message to be an object (batches exist in protocol v2 only), found array"
-    )
-    assert [p.path for p in v(b"[]", protocol_version=2)] == [""]
+    assert v(b"[]")[0].message == "expected the message to hold at least 1 item (a batch), found 0"
+    assert [p.message for p in v(b"[]", protocol_version=2)] == [
+        "expected the message to be an object (batches exist in protocol v1 only), found array"
+    ]
     with pytest.raises(acp_fast.DecodeError):
         v(b'{"jsonrpc":')
     with pytest.raises(ValueError):
@@ -463,7 +463,7 @@ def test_schema_validator_forgets_the_oldest_tool_calls(backend):
 def test_conversation_default_limits(backend):
     """The defaults: 10,000 pending request ids and 100,000 tool call ids; what is past them does
     not make memory grow, and a strict decoder never refuses a response to a forgotten request."""
-    sv = backend.SchemaValidator(protocol_version=2)
+    sv = backend.SchemaValidator(protocol_version=1)  # v1: batches, to send many at once
 
     def batches(entry: bytes, n: int) -> Iterator[bytes]:
         for start in range(0, n, 1000):
@@ -679,9 +679,8 @@ def test_tool_call_store_strict_schema(backend):
     assert [r.kind if isinstance(r, acp_fast.DecodeError) else r.action for r in got] == [
         "negotiated",
         "created",
-        "schema",  # line 4, whole
-        "created",  # line 5, entry 0
-        "schema",  # line 5, entry 1
+        "schema",  # line 4
+        "schema",  # line 5: v2 has no batches, the whole frame
         "schema",  # line 6
         "unexpected_character",
     ]
@@ -693,14 +692,27 @@ def test_tool_call_store_strict_schema(backend):
     ]
     assert got[2].raw == bad_kind[:-1] and [p.rule for p in got[2].problems] == ["custom-value-prefix"]
     assert str(got[2]).startswith('expected "params.update.kind" to be one of "read"')
-    # a batch entry: its own bytes, the path within the frame
-    assert json.loads(got[4].raw)["params"]["update"]["toolCallId"] == "d"
-    assert [p.path for p in got[4].problems] == ["[1].params.update.status"]
-    assert [p.rule for p in got[5].problems] == ["unexpected-response"]
+    assert str(got[3]) == "expected the message to be an object (batches exist in protocol v1 only), found array"
+    assert [p.rule for p in got[4].problems] == ["unexpected-response"]
     # refused frames changed nothing: not the tool calls, not the negotiated version
-    assert sorted(store.snapshot()["s"]) == ["a", "c"]
+    assert sorted(store.snapshot()["s"]) == ["a"]
     assert store.negotiated_version == 2 and plain.negotiated_version == 1
     assert store.line == 7
+    # v1 has batches: each entry judged alone, with its own bytes and its path within the frame
+    v1 = backend.ToolCallStore(strict_schema=True)
+    got = v1.feed(
+        B.request(1, "initialize", {"protocolVersion": 1})
+        + B.response(1, {"protocolVersion": 1, "agentCapabilities": {}})
+        + _batch(_tool_call("c"), _tool_call("d", status="done"))
+    )
+    assert [r.kind if isinstance(r, acp_fast.DecodeError) else r.action for r in got] == [
+        "negotiated",
+        "created",  # line 3, entry 0
+        "schema",  # line 3, entry 1
+    ]
+    assert json.loads(got[2].raw)["params"]["update"]["toolCallId"] == "d" and got[2].line == 3
+    assert [p.path for p in got[2].problems] == ["[1].params.update.status"]
+    assert sorted(v1.snapshot()["s"]) == ["c"]
 
 
 def test_tool_call_store_strict_schema_options(backend):
@@ -722,15 +734,17 @@ def test_tool_call_store_strict_schema_options(backend):
     v1 = backend.ToolCallStore(strict_schema=1)
     v1.apply(B.request(1, "initialize", {"protocolVersion": 2}))
     v1.apply(B.response(1, {"protocolVersion": 2, "agentCapabilities": {}}))
-    v1_only = _update(_tool_call("y", kind="read", status="pending"))
-    (error,) = v1.feed(_batch(_tool_call("y")))
-    assert (error.kind, error.line, error.raw) == ("schema", 1, _batch(_tool_call("y"))[:-1])
-    assert str(error) == "expected the message to be an object (batches exist in protocol v2 only), found array"
-    assert v1.apply(v1_only).action == "created"
+    (change,) = v1.feed(_batch(_tool_call("y")))  # v1 has batches
+    assert change.action == "created"
+    v2 = backend.ToolCallStore(strict_schema=2)
+    (error,) = v2.feed(_batch(_tool_call("z")))
+    assert (error.kind, error.line, error.raw) == ("schema", 1, _batch(_tool_call("z"))[:-1])
+    assert str(error) == "expected the message to be an object (batches exist in protocol v1 only), found array"
+    assert v2.apply(_update(_tool_call("z", kind="read", status="pending"))).action == "created"
 
 
 def test_tool_call_store_strict_schema_apply(backend):
-    store = backend.ToolCallStore(strict_schema=2)
+    store = backend.ToolCallStore(strict_schema=1)  # v1: batches
     bad = _update(_tool_call("b", status="done"))
     # every form of apply refuses a frame that fails, raising as for any bad frame
     for frame in (bad, bad.decode(), json.loads(bad), backend.decode(bad)):

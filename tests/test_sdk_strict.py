@@ -103,8 +103,9 @@ def test_invalid_response_fails_its_request_and_valid_ones_resolve(backend: Any)
 
 
 def test_batch_refused_as_a_whole_answers_each_request(backend: Any) -> None:
-    """Before an ``initialize`` answer says v2, a batch is not a v1 frame: each of its requests is
-    answered with an error of its id, in one array; its notifications are dropped."""
+    """A v1 batch with an invalid entry is refused as a whole (a strict decoder judges frames
+    whole): each of its requests is answered with an error of its id, in one array; its
+    notifications are dropped."""
 
     async def main() -> Any:
         client = RecordingClient()
@@ -118,7 +119,7 @@ def test_batch_refused_as_a_whole_answers_each_request(backend: Any) -> None:
     calls, reply, silent = run(main())
     assert silent and [name for name, _ in calls] == ["session_update"]
     assert [(r["id"], r["error"]["code"]) for r in reply] == [("r", -32602), (3, -32602)]
-    details = "expected the message to be an object (batches exist in protocol v2 only), found array"
+    details = 'expected "[2].params.line" to be >= 0, found number -1'
     assert reply[0]["error"]["data"]["details"] == details
 
 

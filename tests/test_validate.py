@@ -411,7 +411,7 @@ def test_v2_checks(codec):
 
 
 def test_batches(codec):
-    v = V.Validator(protocol_version=2)
+    v = V.Validator(protocol_version=1)  # v1: batches
     batch = b'[{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}, 7, {"jsonrpc":"2.0","id":3,"result":{}}]\n'
     v.run([batch])
     col_7 = batch.index(b"7") + 1
@@ -426,10 +426,10 @@ def test_batches(codec):
         (1, "acp", "expected a batch of calls or a batch of responses, found both"),
     ]
     assert (v.frames, v.messages, v.batches) == (1, 2, 1)
-    v1 = V.Validator(protocol_version=1)
-    v1.run([b'[{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}]\n'])
-    assert [p.message for p in v1.problems] == [
-        "expected one message per line, found a batch array (batches exist in protocol v2 only)"
+    v2 = V.Validator(protocol_version=2)
+    v2.run([b'[{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}]\n'])
+    assert [p.message for p in v2.problems] == [
+        "expected one message per line, found a batch array (batches exist in protocol v1 only)"
     ]
 
 

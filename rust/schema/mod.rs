@@ -18,7 +18,7 @@
 //! - a response with `result`: the result definition of `method` (the request's method, given by
 //!   the caller), else the union of every result definition; with `error`: the `Error`
 //!   definition. A response has `result` or `error`, not both;
-//! - protocol v2 only: a batch, a non-empty array of such messages.
+//! - protocol v1 only: a batch, a non-empty array of such messages (v2 has no batches).
 //!
 //! Mirror: `_fallback/schema/__init__.py`.
 
@@ -280,6 +280,12 @@ impl Schema {
         })
     }
 
+    /// Does this protocol version have JSON-RPC batches? v1 does (JSON-RPC 2.0's); v2 removed
+    /// them (its schema has none).
+    pub fn batches(&self) -> bool {
+        self.version < 2
+    }
+
     /// Is `method` a method of this protocol?
     pub fn has_method(&self, method: &str) -> bool {
         self.methods.contains_key(method)
@@ -297,7 +303,7 @@ impl Schema {
     /// The problems of the frame on `tape`.
     pub(crate) fn frame(&self, data: &[u8], tape: &Tape, method: Option<&str>, out: &mut Vec<Problem>) {
         let root = tape.get(0);
-        if root.ty == JsonType::Array && self.version >= 2 {
+        if root.ty == JsonType::Array && self.batches() {
             if root.next == 1 {
                 out.push(Problem::error(
                     Vec::new(),
@@ -324,8 +330,8 @@ impl Schema {
     ) {
         let e = tape.get(at);
         if e.ty != JsonType::Object {
-            let batch = if self.version < 2 && e.ty == JsonType::Array && path.is_empty() {
-                " (batches exist in protocol v2 only)"
+            let batch = if !self.batches() && e.ty == JsonType::Array && path.is_empty() {
+                " (batches exist in protocol v1 only)"
             } else {
                 ""
             };

@@ -327,7 +327,7 @@ impl Conversation {
         tape.read(data)?;
         let mut out = Vec::new();
         let root = tape.get(0);
-        if root.ty == JsonType::Array && schema.version >= 2 && root.next > 1 {
+        if root.ty == JsonType::Array && schema.batches() && root.next > 1 {
             let entries: Vec<u32> = tape.children(0).collect();
             for (index, at) in entries.into_iter().enumerate() {
                 self.message(schema, data, tape, at, vec![PathItem::Index(index)], sender, &mut out);

@@ -109,7 +109,11 @@ fn problems_have_paths_and_say_what_was_expected() {
     );
     assert_eq!(
         problems(&s, "[]", None)[0].1,
-        "expected the message to be an object (batches exist in protocol v2 only), found array"
+        "expected the message to hold at least 1 item (a batch), found 0"
+    );
+    assert_eq!(
+        problems(&schema(2, false), "[]", None)[0].1,
+        "expected the message to be an object (batches exist in protocol v1 only), found array"
     );
 }
 

@@ -12,7 +12,7 @@ of ``--strict-schema`` and ``strict=True`` elsewhere; ``--schema`` is accepted a
 
 What remains written here, because the schema cannot say it: who may send a method (a
 recording's direction against the schema's ``x-side``, see :mod:`acp_fast.cli._shapes`), one
-message per line in v1 and no batch mixing calls and responses, no v1 session update in v2
+message per line in v2 and no batch mixing calls and responses, no v1 session update in v2
 (the v2 schema accepts any name there, as a custom or future update), terminal output that is
 base64 text (the schema names the encoding, ``contentEncoding``, without asserting it), request ids not reused while
 pending, the version an ``initialize`` request asks for and the one its response gives (the
@@ -317,12 +317,12 @@ class Validator:
     def _batch(self, batch: Any, line: int, base: Optional[int], sender: Optional[str]) -> None:
         self.batches += 1
         column = (base or 0) + 1
-        if self.version == 1:
+        if self.version >= 2:
             self.report(
                 line,
                 column,
                 "acp",
-                "expected one message per line, found a batch array (batches exist in protocol v2 only)",
+                "expected one message per line, found a batch array (batches exist in protocol v1 only)",
             )
         raw = bytes(batch.raw) if getattr(batch, "raw", None) is not None else b""
         calls = responses = 0

@@ -224,6 +224,11 @@ class Schema:
 
     # -- checking ------------------------------------------------------------------------------
 
+    def batches(self) -> bool:
+        """Does this protocol version have JSON-RPC batches? v1 does (JSON-RPC 2.0's); v2 removed
+        them (its schema has none)."""
+        return self.version < 2
+
     def has_method(self, method: str) -> bool:
         return method in self.methods
 
@@ -234,7 +239,7 @@ class Schema:
         return out
 
     def frame(self, frame: Any, method: Optional[str], out: List[SchemaProblem]) -> None:
-        if isinstance(frame, list) and self.version >= 2:
+        if isinstance(frame, list) and self.batches():
             if not frame:
                 out.append(problem([], "expected the message to hold at least 1 item (a batch), found 0"))
             for i, entry in enumerate(frame):
@@ -246,8 +251,8 @@ class Schema:
         """The problems of one message (``path``: where it is in the frame)."""
         if not isinstance(msg, dict):
             batch = (
-                " (batches exist in protocol v2 only)"
-                if self.version < 2 and isinstance(msg, list) and not path
+                " (batches exist in protocol v1 only)"
+                if not self.batches() and isinstance(msg, list) and not path
                 else ""
             )
             out.append(problem(path, f"expected {quote(path)} to be an object{batch}, found {describe(msg)}"))

@@ -181,7 +181,7 @@ class Conversation:
     def check(self, schema: _Schema, frame: Any, sender: Optional[str]) -> List[SchemaProblem]:
         """The problems of one parsed frame, ``sender`` being the side it comes from."""
         out: List[SchemaProblem] = []
-        if isinstance(frame, list) and schema.version >= 2 and frame:
+        if isinstance(frame, list) and schema.batches() and frame:
             for i, entry in enumerate(frame):
                 self._message(schema, entry, [i], sender, out)
         elif isinstance(frame, dict):
