@@ -84,7 +84,14 @@ def _session(editor: Editor, version: int, bad_frame: bool = False) -> Optional[
         refused = editor.answer(9)
     editor.send({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": new})
     sid = editor.answer(2)["result"]["sessionId"]
-    editor.send({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]}})
+    editor.send(
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "session/prompt",
+            "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]},
+        }
+    )
     done = editor.answer(3)["result"]
     if version == 2:
         # v2: an acknowledgement naming the user message; the turn ends with the idle state

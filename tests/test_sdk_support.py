@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 import warnings
+from importlib.metadata import version
 from typing import Any, Iterator, List, Tuple
 
 import pytest
@@ -21,6 +22,7 @@ warnings.filterwarnings("ignore", category=DeprecationWarning, module="acp")
 import acp.client.connection  # noqa: E402
 import acp.connection  # noqa: E402
 import acp.telemetry  # noqa: E402
+from acp.exceptions import RequestError  # noqa: E402
 
 from acp_fast.integrations import _sdk_support, _sdk_validation, acp_sdk  # noqa: E402
 from sdk_helpers import (  # noqa: E402
@@ -273,3 +275,70 @@ def test_v2_client_and_agent_run_on_acp_fast(backend: Any, fresh_warnings: None)
             "through the SDK's router (acp-fast still frames, parses and dispatches them)"
         )
     ]
+
+
+async def _v2_unstable_session(backend: Any, unstable: bool) -> List[Any]:
+    """A strict experimental v2 session that calls two unstable methods (``providers/list``,
+    ``session/fork``): what each call gave (the response, or the error's code)."""
+    import socket
+
+    from acp.experimental import v2
+
+    schema = v2.schema
+
+    class Agent:
+        def on_connect(self, conn: Any) -> None:
+            self.conn = conn
+
+        async def initialize(self, protocol_version: int, info: Any, **kwargs: Any) -> Any:
+            return schema.InitializeResponse(
+                protocol_version=protocol_version, info=schema.Implementation(name="a", version="1")
+            )
+
+        async def new_session(self, cwd: str, **kwargs: Any) -> Any:
+            return schema.NewSessionResponse(session_id="s1")
+
+        async def list_providers(self, **kwargs: Any) -> Any:
+            return schema.ListProvidersResponse(providers=[])
+
+        async def fork_session(self, session_id: str, cwd: str, **kwargs: Any) -> Any:
+            return schema.ForkSessionResponse(session_id=session_id + "-fork")
+
+    class Client:
+        async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+            pass
+
+    a, b = socket.socketpair()
+    agent_reader, agent_writer = await asyncio.open_connection(sock=a)
+    client_reader, client_writer = await asyncio.open_connection(sock=b)
+    with acp_sdk.installed(backend=backend, strict=True, unstable=unstable):
+        agent_conn = v2.AgentSideConnection(Agent(), agent_writer, agent_reader)
+        conn = v2.ClientSideConnection(Client(), client_writer, client_reader)
+    out: List[Any] = []
+    try:
+        await conn.initialize(protocol_version=v2.PROTOCOL_VERSION, info=schema.Implementation(name="c", version="1"))
+        session = await conn.new_session(cwd="/tmp")
+        out.append(session.session_id)
+        for call in (lambda: conn.list_providers(), lambda: conn.fork_session(session_id="s1", cwd="/tmp")):
+            try:
+                out.append(await call())
+            except RequestError as exc:
+                out.append(exc.code)
+    finally:
+        await conn.close()
+        await agent_conn.close()
+        client_writer.close()
+        agent_writer.close()
+    return out
+
+
+def test_v2_unstable_methods_under_strict(backend: Any, fresh_warnings: None) -> None:
+    """``install(strict=True)`` checks an experimental v2 connection against the draft of the
+    installed SDK (1.0.0rc3: alpha.5); its unstable methods pass with ``unstable=True`` and are
+    refused, as methods the stable schema does not have, without it."""
+    if not HAS_V2:
+        return
+    assert acp_sdk.sdk_draft() == acp_sdk.SDK_DRAFTS.get(version("agent-client-protocol"), "latest")
+    sid, providers, fork = run(_v2_unstable_session(backend, True))
+    assert (sid, providers.providers, fork.session_id) == ("s1", [], "s1-fork")
+    assert run(_v2_unstable_session(backend, False)) == ["s1", -32602, -32602]

@@ -8,8 +8,8 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyInt, PyString};
 
-use crate::schema::{unknown_draft, DRAFTS};
 use crate::framing::{check_max_frame_bytes, max_frame_bytes_not_an_int, max_frame_bytes_out_of_range};
+use crate::schema::{unknown_draft, DRAFTS};
 use crate::state::{Limits, Source};
 
 type Borrowed<'a, 'py> = pyo3::Borrowed<'a, 'py, PyAny>;

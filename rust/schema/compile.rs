@@ -358,7 +358,8 @@ impl Compiler<'_> {
     /// `propertyNames`, which the ACP schemas only use to exclude names: `{"not": {"const": k}}`
     /// or `{"not": {"enum": [k, ...]}}` (string constants); anything else is an error.
     fn excluded_keys(&mut self, at: u32) -> Result<Vec<Box<str>>, String> {
-        let unsupported = || "propertyNames other than {\"not\": {\"const\" | \"enum\": names}} is not supported".to_owned();
+        let unsupported =
+            || "propertyNames other than {\"not\": {\"const\" | \"enum\": names}} is not supported".to_owned();
         let not = self.tape.member(self.data, at, b"not").ok_or_else(unsupported)?;
         if self.tape.children(at).count() != 1 || self.tape.children(not).count() != 1 {
             return Err(unsupported());

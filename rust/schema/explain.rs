@@ -260,7 +260,10 @@ impl Explain<'_, '_> {
         let children: Vec<u32> = tape.children(at).collect();
         for &child in &children {
             let e = *tape.get(child);
-            if n.excluded_keys.iter().any(|k| super::tape::key_is(data, &e, k.as_bytes())) {
+            if n.excluded_keys
+                .iter()
+                .any(|k| super::tape::key_is(data, &e, k.as_bytes()))
+            {
                 let mut scratch = Vec::new();
                 let key = String::from_utf8_lossy(string_text(data, e.key(), &mut scratch)).into_owned();
                 let found = self.describe(child);

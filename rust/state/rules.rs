@@ -115,8 +115,14 @@ mod tests {
     #[test]
     fn the_table_maps_the_schema_rules_to_the_store_functions() {
         assert!(matches!(kind(b"tool_call_update"), Some(UpdateKind::ToolCallUpdate)));
-        assert!(matches!(kind(b"tool_call_content_chunk"), Some(UpdateKind::ContentChunk)));
-        assert!(matches!(kind(b"terminal_output_chunk"), Some(UpdateKind::TerminalChunk)));
+        assert!(matches!(
+            kind(b"tool_call_content_chunk"),
+            Some(UpdateKind::ContentChunk)
+        ));
+        assert!(matches!(
+            kind(b"terminal_output_chunk"),
+            Some(UpdateKind::TerminalChunk)
+        ));
         assert!(matches!(kind(b"plan_update"), Some(UpdateKind::PlanUpdate)));
         assert!(matches!(kind(b"plan_removed"), Some(UpdateKind::PlanRemoved)));
         assert!(matches!(kind(b"tool_call"), Some(UpdateKind::ToolCall)));

@@ -60,7 +60,7 @@ class FrameDecoder:
     ):
         self._framer = Framer(max_frame_bytes=max_frame_bytes)
         self._strict: Any = None
-        if strict_schema is not None and strict_schema is not False or draft is not None:
+        if (strict_schema is not None and strict_schema is not False) or draft is not None:
             from .schema.stream import strict_arg
 
             self._strict = strict_arg(strict_schema, unstable, draft)

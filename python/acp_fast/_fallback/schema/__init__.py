@@ -50,6 +50,7 @@ def draft_index(draft: Any) -> int:
             return index
     raise ValueError(unknown_draft(repr(draft)))
 
+
 #: ``loads`` of the fallback (its signature is a comment, for the native one): typed here.
 _loads: Callable[[bytes], Any] = loads
 

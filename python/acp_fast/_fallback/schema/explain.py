@@ -124,7 +124,9 @@ class Explain:
                 )
             if n.max_length is not None and char_len(value) > n.max_length:
                 noun = "character" if n.max_length == 1 else "characters"
-                self.push(path, f"expected {quote(path)} to hold at most {n.max_length} {noun}, found {describe(value)}")
+                self.push(
+                    path, f"expected {quote(path)} to hold at most {n.max_length} {noun}, found {describe(value)}"
+                )
             if n.pattern is not None:
                 text, pattern = schema.patterns[n.pattern]
                 if not pattern.search(value):
