@@ -186,6 +186,16 @@ impl Engine {
                 return Ok(Framed::Unparsed);
             }
         };
+        if matches!(frame, Frame::Batch(_)) && self.store.version() >= 2 {
+            out(
+                &self.store,
+                Item::Error {
+                    raw: data,
+                    error: no_batches(data),
+                },
+            )?;
+            return Ok(Framed::Unparsed);
+        }
         let mut refused: Vec<Vec<Problem>> = Vec::new();
         if let Some(strict) = &mut self.strict {
             let ranges: Option<Vec<(usize, usize)>> = match &frame {
@@ -241,6 +251,18 @@ impl Engine {
             }
         }
     }
+}
+
+/// A batch under protocol v2, which has none: one error for the frame (−32600, at its `[`), as
+/// the official SDKs answer it; nothing of it is checked or applied.
+#[cold]
+fn no_batches(data: &[u8]) -> DecodeError {
+    let at = data.iter().position(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n'));
+    DecodeError::invalid(
+        "batch_in_v2",
+        "expected one message, found a batch (protocol v2 has no batches)".to_owned(),
+        at.unwrap_or(0),
+    )
 }
 
 #[cfg(test)]
@@ -301,6 +323,22 @@ mod tests {
                 (5, "too large frame_too_large"),
                 (6, "applied Some((ToolCall, Replaced))"),
             ]
+        );
+    }
+
+    #[test]
+    fn a_batch_under_v2_is_one_invalid_request() {
+        let call = r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"c","title":"t"}}}"#;
+        let input = format!(" [{call}]\n");
+        let mut v2 = Engine::new(Store::new(Some(2), None), 1000, None);
+        let shown = items(&mut v2, input.as_bytes());
+        let len = input.len() - 1;
+        assert_eq!(shown, [(1, format!("error -32600 batch_in_v2 at Some(1) in {len}"))]);
+        assert!(v2.store().sessions().is_empty());
+        let mut v1 = Engine::new(Store::new(Some(1), None), 1000, None);
+        assert_eq!(
+            items(&mut v1, input.as_bytes()),
+            [(1, "applied Some((ToolCall, Created))".to_owned())]
         );
     }
 }

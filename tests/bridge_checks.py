@@ -210,7 +210,7 @@ def schema_problems(side: Side, other: Side) -> List[str]:
                 problems.append(f"{msg.method} sent by the wrong side")
             if info.params_def:
                 issues = check.check(info.params_def, doc.get("params"), ("params",))
-                problems += [f"{i.message} in {frame[:300]!r}" for i in issues]
+                problems += [f"{i} in {frame[:300]!r}" for i in issues]
         elif msg.kind == "response":
             method = side.asked.get(_id(msg.id))
             if method is None:
@@ -219,9 +219,9 @@ def schema_problems(side: Side, other: Side) -> List[str]:
             info = proto.get(method)
             if info is not None and info.result_def:
                 issues = check.check(info.result_def, doc.get("result"), ("result",))
-                problems += [f"{i.message} in {frame[:300]!r}" for i in issues]
+                problems += [f"{i} in {frame[:300]!r}" for i in issues]
         else:
-            problems += [f"{i.message}" for i in check.check("Error", doc.get("error"), ("error",))]
+            problems += list(check.check("Error", doc.get("error"), ("error",)))
     seen = set()
     for rid in side.answered:
         if _id(rid) in seen:
@@ -274,7 +274,15 @@ def v2_tool_call(record: Dict[str, Any]) -> Dict[str, Any]:
             item = None
         if item is not None:
             content.append(item)
-    return {**record, "content": content}
+    out = {**record, "content": content}
+    if "locations" in record:  # v2 has no line 0: such a location has no line
+        out["locations"] = [
+            {k: v for k, v in loc.items() if k != "line"}
+            if isinstance(loc, dict) and type(loc.get("line")) is int and loc["line"] == 0
+            else loc
+            for loc in record["locations"]
+        ]
+    return out
 
 
 def v1_plan(plans: Dict[str, Any]) -> List[Any]:

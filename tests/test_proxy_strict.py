@@ -184,3 +184,26 @@ def test_strict_schema_refuses_an_agent_frame_after_a_v2_negotiation(backend_id:
         '{"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "v1"}}}}'
     )
     assert stderr.splitlines() == [diverted]  # as it came
+
+
+@pytest.mark.parametrize("options", [[], ["--answer-cancelled-permissions"]], ids=["plain", "middleware"])
+def test_a_batch_under_v2_is_answered_with_one_error(backend_id: str, options: List[str]) -> None:
+    """v2 has no batches: with ``--strict`` the proxy answers an editor's batch, once v2 is
+    negotiated, with one -32600 error of id null, as the official SDKs do, and forwards nothing of
+    it; the session goes on (with a middleware too)."""
+    command = [*CLI, "proxy", "--strict", *options, "--", *CLI, "demo-agent", "--protocol", "2"]
+    editor = Editor(command, _env(backend_id))
+    try:
+        init = {"protocolVersion": 2, "info": {"name": "ed", "version": "2"}}
+        editor.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init})
+        assert editor.answer(1)["result"]["protocolVersion"] == 2
+        editor.send([{"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": "/w"}}])
+        error = editor.answer(None)
+        assert error["error"]["code"] == -32600
+        assert error["error"]["message"].startswith("expected one message, found a batch (protocol v2 has no batches)")
+        editor.send({"jsonrpc": "2.0", "id": 3, "method": "session/new", "params": {"cwd": "/w"}})
+        assert editor.answer(3)["result"]["sessionId"]
+        assert not any(m.get("id") == 2 for m in editor.received)
+    finally:
+        stderr = editor.close()
+    assert "(answered with an error, not forwarded)" in stderr

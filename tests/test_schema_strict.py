@@ -669,8 +669,7 @@ def test_tool_call_store_strict_schema(backend):
         "negotiated",
         "created",
         "created",
-        "created",
-        "created",
+        "batch_in_v2",  # line 5: v2 has no batches, for any store
         "negotiated",
         "unexpected_character",
     ]
@@ -680,19 +679,19 @@ def test_tool_call_store_strict_schema(backend):
         "negotiated",
         "created",
         "schema",  # line 4
-        "schema",  # line 5: v2 has no batches, the whole frame
+        "batch_in_v2",  # line 5: v2 has no batches, before any schema check
         "schema",  # line 6
         "unexpected_character",
     ]
     assert [(r.code, r.line) for r in got if isinstance(r, acp_fast.DecodeError)] == [
         (-32602, 4),
-        (-32602, 5),
+        (-32600, 5),
         (-32602, 6),
         (-32700, 7),
     ]
     assert got[2].raw == bad_kind[:-1] and [p.rule for p in got[2].problems] == ["custom-value-prefix"]
     assert str(got[2]).startswith('expected "params.update.kind" to be one of "read"')
-    assert str(got[3]) == "expected the message to be an object (batches exist in protocol v1 only), found array"
+    assert str(got[3]) == "expected one message, found a batch (protocol v2 has no batches) at line 5 column 1"
     assert [p.rule for p in got[4].problems] == ["unexpected-response"]
     # refused frames changed nothing: not the tool calls, not the negotiated version
     assert sorted(store.snapshot()["s"]) == ["a"]
@@ -731,7 +730,7 @@ def test_tool_call_store_strict_schema_options(backend):
     with pytest.raises(acp_fast.DecodeError):
         backend.ToolCallStore(strict_schema=2).apply(custom)
     # 1 or 2 fix the version: an initialize answer does not change it
-    v1 = backend.ToolCallStore(strict_schema=1)
+    v1 = backend.ToolCallStore(1, strict_schema=1)
     v1.apply(B.request(1, "initialize", {"protocolVersion": 2}))
     v1.apply(B.response(1, {"protocolVersion": 2, "agentCapabilities": {}}))
     (change,) = v1.feed(_batch(_tool_call("y")))  # v1 has batches

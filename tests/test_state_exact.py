@@ -595,3 +595,38 @@ def test_options_of_a_permission_keep_numbers(backend):
     assert s.to_json().count(b'"weight":1.50') == 4
     assert b'"response":{"code":-32800,"message":"x","data":{"t":1E2}}' in s.to_json()
     assert s.permission(3)["response"]["data"] == {"t": 100.0}
+
+
+def test_a_batch_under_v2_is_one_invalid_request(backend):
+    """v2 has no batches: under it an array is one -32600 error (kind batch_in_v2, at its "["),
+    nothing of it checked or applied; v1 applies each entry, and a negotiation in the middle of a
+    stream applies from the next frame on."""
+    call = upd("s1", b'{"sessionUpdate":"tool_call_update","toolCallId":"c1","title":"T"}')
+    batch = b"[" + call + b"," + call.replace(b'"c1"', b'"c2"') + b"]"
+    s = backend.ToolCallStore(2)
+    (error,) = s.feed(b"  " + batch + b"\n")
+    assert (error.code, error.kind, error.line, error.position, error.raw) == (
+        -32600,
+        "batch_in_v2",
+        1,
+        2,
+        b"  " + batch,
+    )
+    assert str(error) == "expected one message, found a batch (protocol v2 has no batches) at line 1 column 3"
+    with pytest.raises(DecodeError) as info:
+        s.apply(batch)
+    assert (info.value.code, info.value.kind, info.value.line, info.value.raw) == (-32600, "batch_in_v2", None, batch)
+    assert s.snapshot() == {}
+    # with a strict check too: the -32600 comes first, the schema is not asked
+    (error,) = backend.ToolCallStore(2, strict_schema=True).feed(batch + b"\n")
+    assert error.kind == "batch_in_v2"
+    s = backend.ToolCallStore()
+    lines = [batch, response(0, {"protocolVersion": 2}).strip(), batch.replace(b'"c', b'"d')]
+    out = s.feed(b"\n".join(lines) + b"\n")
+    assert [change_of(backend, c)[3] if not isinstance(c, DecodeError) else c.kind for c in out] == [
+        "created",
+        "created",
+        "negotiated",
+        "batch_in_v2",
+    ]
+    assert sorted(s.snapshot()["s1"]) == ["c1", "c2"]

@@ -21,7 +21,7 @@ import orjson
 
 from ..errors import DecodeError as PyDecodeError
 from .encoder import dumps
-from .error import to_python
+from .error import DecodeError, to_python
 from .framing import _BLANK, _BLANK_START, too_large
 from .message import Message, decode_frame, decode_value, message_or_none, one_frame
 from .scanner import array_items, parse_exact, skip_ws
@@ -230,6 +230,8 @@ def apply_parsed(store: Any, data: bytes, value: Any, batch: Any, source: Any, l
         batch = decode_value(data, value, line)
         if type(batch) is PyDecodeError:
             return batch
+    if store._v2:
+        return no_batches(data, line)
     refused = None
     if store._strict is not None:
         refused = store._strict.check(data, True, source, line)
@@ -255,6 +257,14 @@ def apply_parsed(store: Any, data: bytes, value: Any, batch: Any, source: Any, l
             _, start, end = items[i]
             out.append(to_python(state_error(bad, data, start), data, line=line, raw=data[start:end]))
     return out
+
+
+def no_batches(data: bytes, line: Optional[int]) -> Any:
+    """A batch under protocol v2, which has none: one error for the frame (-32600, at its ``[``),
+    as the official SDKs answer it; nothing of it is checked or applied."""
+    description = "expected one message, found a batch (protocol v2 has no batches)"
+    error = DecodeError.invalid("batch_in_v2", description, skip_ws(data, 0))
+    return to_python(error, data, line=line, raw=data)
 
 
 def _batch_results(result: Any) -> List[Any]:

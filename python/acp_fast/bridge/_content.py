@@ -295,7 +295,17 @@ def v2_view(record: Mapping[str, Any]) -> Dict[str, Any]:
         isinstance(i, dict) and i.get("type") in ("diff", "terminal") for i in content
     ):
         view["content"] = [shown for shown in map(v2_item, content) if shown is not None]
+    locations = view.get("locations")
+    if isinstance(locations, list) and any(_line_zero(loc) for loc in locations):
+        # v1 allows line 0 of its 1-based lines; v2 does not: no specific line
+        view["locations"] = [
+            {k: v for k, v in loc.items() if k != "line"} if _line_zero(loc) else loc for loc in locations
+        ]
     return view
+
+
+def _line_zero(location: Any) -> bool:
+    return isinstance(location, dict) and type(location.get("line")) is int and location["line"] == 0
 
 
 def v1_step(

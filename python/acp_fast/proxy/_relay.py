@@ -49,6 +49,8 @@ CHUNK = 1 << 20
 # DecodeError codes of lines that are not JSON-RPC messages (JSON errors, framing errors, invalid
 # JSON-RPC). Bad state updates (-32602) are valid JSON-RPC and always forwarded.
 NOT_JSON_RPC = (-32700, -32600)
+#: The kind of the store's error for a batch frame under protocol v2, which has none (DESIGN §5).
+NO_BATCHES = "batch_in_v2"
 
 
 def _write_all(fd: int, data: Any) -> None:
@@ -423,25 +425,30 @@ class Direction:
             self.stats["lines"] += host.store.line - base  # the store's framer counted the block's lines
             schema = host.schema.block(fed, self.source) if host.schema is not None else None
         suspect: List[int] = []  # lines with an error of a line that is not JSON-RPC (or of a batch entry)
+        batches: Dict[int, Any] = {}  # batch lines under v2, which has none: the store's error
         state: Dict[int, List[Any]] = {}
         for r in results:
             if isinstance(r, acp_fast.DecodeError):
                 assert r.line is not None  # the store's errors carry their line
                 rel = r.line - base
-                if r.code in NOT_JSON_RPC:
+                if r.kind == NO_BATCHES:
+                    batches[rel] = r
+                elif r.code in NOT_JSON_RPC:
                     if not suspect or suspect[-1] != rel:
                         suspect.append(rel)
                 else:
                     state.setdefault(rel, []).append(r)
             elif watch:
                 self.show_change(r)
-        if not suspect and not state and not schema and not self.settings.recording:
+        if not suspect and not state and not schema and not batches and not self.settings.recording:
             if self.write(block):
                 self.stats["bytes_out"] += len(block)
             return
         bad: Dict[int, Any] = {}
-        if suspect or schema:
+        if suspect or schema or batches:
             lines = _lines(block)
+            for rel, error in batches.items():
+                bad[rel] = _relined(error, before + rel, _strip_cr(lines[rel - 1]))
             for rel in suspect:
                 error = line_error(_strip_cr(lines[rel - 1]), before + rel)
                 if error is not None:  # else a batch with a valid message: a frame
@@ -525,6 +532,12 @@ class Direction:
                 if not single and not any(isinstance(m, message_type) for m in item):
                     bad[index] = _relined(item[0], before + index, _strip_cr(lines[index - 1]))  # no valid message
                     continue
+                if not single and host.store.protocol_version == 2:
+                    try:  # v2 has no batches: the store's error for the whole line, nothing applied
+                        apply(item.raw, source=source)
+                    except acp_fast.DecodeError as e:
+                        bad[index] = _relined(e, before + index, _strip_cr(lines[index - 1]))
+                        continue
                 if schema:
                     error = self.schema_error(_strip_cr(lines[index - 1]), before + index)
                     if error is not None:  # refused: handled as a line that is not JSON-RPC (tracked all the same)
