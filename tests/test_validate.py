@@ -901,3 +901,26 @@ def test_requests_pipelined_behind_initialize_use_the_version_asked(tmp_path):
         v._message(acp_fast.decode(frame.encode()), 1, None, sender)
     messages = [p.message for p in v.problems]
     assert len(messages) == 1 and "mcpServers" in messages[0], messages
+
+
+def test_draft_option(tmp_path, backend_id):
+    """``--draft``: v2 checked against the newest draft (default) or alpha.5, the draft of the
+    Python SDK 1.0.0rc3, which has no terminal/cancel."""
+    path = tmp_path / "cancel.ndjson"
+    path.write_bytes(
+        b'{"jsonrpc":"2.0","id":1,"method":"terminal/cancel","params":{"sessionId":"s","terminalId":"t"}}\n'
+    )
+    assert run(str(path), "--protocol", "2", backend_id=backend_id).returncode == 0
+    done = run(str(path), "--protocol", "2", "--draft", "alpha.5", backend_id=backend_id)
+    assert done.returncode == 1 and b'expected "method" to be a protocol v2 method' in done.stdout
+    done = run(str(path), "--draft", "alpha.6", backend_id=backend_id)
+    assert done.returncode == 2 and b"invalid choice: 'alpha.6'" in done.stderr
+    from acp_fast import _fallback
+
+    for backend in (acp_fast, _fallback):  # the package's backend (native when built) and the fallback
+        with pytest.raises(ValueError, match=r"^expected draft to be 'latest' or 'alpha.5', found 'alpha.6'$"):
+            backend.SchemaValidator(draft="alpha.6")
+        with pytest.raises(ValueError, match=r"^expected draft to be 'latest' or 'alpha.5', found 5$"):
+            backend.FrameDecoder(draft=5)
+        assert backend.SchemaValidator(protocol_version=2, draft="alpha.5").draft == "alpha.5"
+        assert backend.SchemaValidator().draft == "latest"

@@ -120,6 +120,7 @@ class Validator:
         protocol_version: Optional[int] = None,
         schema: bool = False,
         unstable: bool = False,
+        draft: Optional[str] = None,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
         keep: Optional[int] = None,
         on_problem: Any = None,
@@ -132,11 +133,12 @@ class Validator:
         # that sender speaks meanwhile (requests pipelined behind `initialize`).
         self._asked: Optional[Tuple[int, Optional[str]]] = None
         self.unstable = unstable
+        self.draft = draft
         self.max_frame_bytes = max_frame_bytes
         self.keep = keep
         self.on_problem = on_problem
         # The checks of every message (ImportError: the pure-Python backend without an engine).
-        self._checker = acp_fast.SchemaValidator(protocol_version=self.version, unstable=unstable)
+        self._checker = acp_fast.SchemaValidator(protocol_version=self.version, unstable=unstable, draft=draft)
         self._checker_version = self.version
         self.schema = True  # always: ``schema`` is accepted for compatibility (``--schema``)
         self.problems: List[Problem] = []
@@ -399,7 +401,7 @@ class Validator:
         """The schema validator of ``version``; on a change of version, a new one that knows the
         requests still pending (their problems were reported already)."""
         if version != self._checker_version:
-            checker = acp_fast.SchemaValidator(protocol_version=version, unstable=self.unstable)
+            checker = acp_fast.SchemaValidator(protocol_version=version, unstable=self.unstable, draft=self.draft)
             for request, sender in self._pending_messages.values():
                 checker.validate(request, sender=sender)
             self._checker = checker
@@ -603,6 +605,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--unstable", action="store_true", help="accept the unstable ACP surface (and use the unstable schema)"
     )
+    parser.add_argument(
+        "--draft",
+        choices=acp_fast.SCHEMA_DRAFTS,
+        default=None,
+        help="the ACP v2 draft to check v2 against (default: latest; alpha.5 is the draft of the Python SDK 1.0.0rc3)",
+    )
     parser.add_argument("--format", choices=("text", "json"), default="text", help="output: text (default) or json")
     parser.add_argument(
         "--input",
@@ -734,6 +742,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             protocol_version=args.protocol,
             schema=args.schema,
             unstable=args.unstable,
+            draft=args.draft,
             max_frame_bytes=args.max_frame_bytes,
             keep=limit,
             on_problem=show,
