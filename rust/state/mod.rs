@@ -6,10 +6,10 @@
 //!
 //! The rules are docs/API.md's "Tool-call state" and docs/DESIGN.md §7. Mirror, module for module
 //! and function for function: `python/acp_fast/_fallback/state/` (`__init__.py` is this file).
-//! Modules, in reading order: `records` (what is stored), `read` (walking members, -32602
-//! errors, base64), `tool_call`, `terminal`, `plan`, `permission` (one function per update
-//! kind, dispatched from `apply` below; `unknown_update`, here, keeps the updates no rule
-//! handles), `evict` (the bounds: `max_tool_calls` and the `Limits`), `checkpoint` (`to_json` /
+//! Modules, in reading order: `records` (what is stored), `rules` (the update table, read from the
+//! schema's `x-state` rules), `read` (walking members, -32602 errors, base64), `tool_call`,
+//! `terminal`, `plan`, `permission` (one function per update kind, dispatched from `apply` below;
+//! `unknown_update`, here, keeps the updates no rule handles), `evict` (the bounds: `max_tool_calls` and the `Limits`), `checkpoint` (`to_json` /
 //! `from_json`).
 //!
 //! Differences on purpose: this core takes a message already parsed by `message.rs` (its bytes

@@ -9,7 +9,8 @@ objects on every call (a number kept as its text given as its Python value). -32
 located in the frame with the scanner on the error path only (``read.py``).
 
 Mirror of ``rust/state/`` module for module and function for function (this file is
-``mod.rs``): ``records`` (what is stored), ``read`` (reading frames, -32602 errors, base64),
+``mod.rs``): ``records`` (what is stored), ``rules`` (the update table, read from the schema's
+``x-state`` rules), ``read`` (reading frames, -32602 errors, base64),
 ``tool_call``, ``terminal``, ``plan``, ``permission`` (one function per update kind, dispatched
 from ``ToolCallStore._dispatch`` and ``UPDATES`` below; ``unknown_update``, here, keeps the updates
 no rule handles), ``evict`` (the bounds), ``checkpoint`` (``to_json`` / ``from_json``). The
