@@ -10,6 +10,7 @@
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyString};
+use pyo3::sync::PyOnceLock;
 use pyo3::{intern, IntoPyObjectExt};
 
 use super::convert::dumps_bytes;
@@ -74,7 +75,20 @@ fn target_str<'py>(py: Python<'py>, t: Target) -> &'py Bound<'py, PyString> {
         Target::Protocol => intern!(py, "protocol"),
         Target::Request => intern!(py, "request"),
         Target::Update => intern!(py, "update"),
+        Target::Entity(i) => entity_target(py, i),
     }
+}
+
+/// The name of an entity target (`rules::targets()`), interned once per target.
+fn entity_target(py: Python<'_>, index: u8) -> &Bound<'_, PyString> {
+    static NAMES: PyOnceLock<Vec<Py<PyString>>> = PyOnceLock::new();
+    let names = NAMES.get_or_init(py, || {
+        crate::state::targets()
+            .iter()
+            .map(|t| PyString::intern(py, &t.name).unbind())
+            .collect()
+    });
+    names[index as usize].bind(py)
 }
 
 fn action_str<'py>(py: Python<'py>, a: Action) -> &'py Bound<'py, PyString> {

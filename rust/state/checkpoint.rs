@@ -28,8 +28,8 @@ use super::document::{self, JsonWriter, Name, Output, Sink};
 use super::evict::Limits;
 use super::records::{permission_record, truncated, CancelRequest, Outcome, Permission, Raw, Session, Source, Text};
 use super::restore::{
-    find, find_opt, lossy, read_permissions, restore_plans, restore_terminals, restore_tool_calls, restore_updates,
-    Reader,
+    find, find_opt, lossy, read_permissions, restore_entities, restore_plans, restore_terminals, restore_tool_calls,
+    restore_updates, Reader,
 };
 use super::Store;
 
@@ -236,6 +236,10 @@ pub fn state<S: Sink>(s: &mut S, store: &Store) -> Result<(), S::Error> {
             s.name(Name::UPDATES)?;
             document::updates(s, Some(session))?;
         }
+        if session.entities.iter().any(|e| !e.is_empty()) {
+            s.name(Name::ENTITIES)?;
+            document::entities(s, Some(session))?;
+        }
         truncated(s, session.dropped.counts())?;
         s.end_object()?;
     }
@@ -338,6 +342,7 @@ pub fn from_json(data: &[u8]) -> Result<Store, CheckpointError> {
         restore_plans(&mut r, &mut store, slot, &session, &sp)?;
         records.push(read_permissions(&mut r, slot, &sid, &session, &sp)?);
         restore_updates(&mut r, &mut store, slot, &session, &sp)?;
+        restore_entities(&mut r, &mut store, slot, &session, &sp)?;
     }
     // The session of each permission record in request order across sessions (optional:
     // without it, session order), naming each session as many times as it has records.

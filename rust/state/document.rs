@@ -102,6 +102,7 @@ names! {
     MAX_PERMISSIONS: "maxPermissions",
     MAX_UPDATES: "maxUpdates",
     MAX_TERMINALS: "maxTerminals",
+    MAX_ENTITIES: "maxEntities",
     EVICTED: "evicted",
     SESSIONS: "sessions",
     TOOL_CALLS: "toolCalls",
@@ -109,6 +110,7 @@ names! {
     PLANS: "plans",
     PERMISSIONS: "permissions",
     UPDATES: "updates",
+    ENTITIES: "entities",
     PERMISSION_ORDER: "permissionOrder",
     CANCEL_REQUESTS: "cancelRequests",
     REQUEST_ID: "requestId",
@@ -121,6 +123,7 @@ names! {
     DROPPED_PLANS: "droppedPlans",
     DROPPED_PERMISSIONS: "droppedPermissions",
     DROPPED_UPDATES: "droppedUpdates",
+    DROPPED_ENTITIES: "droppedEntities",
     // Tool calls (`TOOL_CALL_FIELDS`, in order: `TOOL_CALL`).
     TOOL_CALL_ID: "toolCallId",
     TITLE: "title",
@@ -150,13 +153,14 @@ names! {
 }
 
 /// `Limits::NAMES` as names.
-pub const LIMITS: [Name; 6] = [
+pub const LIMITS: [Name; 7] = [
     Name::MAX_TERMINAL_BYTES,
     Name::MAX_CONTENT_ITEMS,
     Name::MAX_PLANS,
     Name::MAX_PERMISSIONS,
     Name::MAX_UPDATES,
     Name::MAX_TERMINALS,
+    Name::MAX_ENTITIES,
 ];
 
 /// `TOOL_CALL_FIELDS` as names.
@@ -433,6 +437,55 @@ pub fn updates<S: Sink>(s: &mut S, session: Option<&Session>) -> Result<(), S::E
         s.raw(update)?;
     }
     s.end_array()
+}
+
+/// The entities of a session (`entity.rs`): `{target: value}` for each target it holds, in table
+/// order, where a target with ids holds `{id: entity}`.
+pub fn entities<S: Sink>(s: &mut S, session: Option<&Session>) -> Result<(), S::Error> {
+    s.begin_object()?;
+    let held = session.map_or(&[][..], |ss| &ss.entities[..]);
+    for (t, e) in super::rules::targets().iter().zip(held) {
+        if e.is_empty() {
+            continue;
+        }
+        s.key(t.name.as_bytes())?;
+        if let Some(one) = &e.one {
+            entity(s, one)?;
+        } else {
+            s.begin_object()?;
+            for (id, held) in e.by_id.iter() {
+                s.key(id)?;
+                entity(s, held)?;
+            }
+            s.end_object()?;
+        }
+    }
+    s.end_object()
+}
+
+/// One entity: a record as an object (lists as arrays), or its value.
+pub fn entity<S: Sink>(s: &mut S, held: &super::records::Held) -> Result<(), S::Error> {
+    use super::records::{Held, Slot};
+    match held {
+        Held::Value(v) => s.raw(v),
+        Held::Record(members) => {
+            s.begin_object()?;
+            for (name, slot) in members {
+                s.key(name)?;
+                match slot {
+                    Slot::Value(v) => s.raw(v)?,
+                    Slot::Items(items) => {
+                        s.begin_array()?;
+                        for item in items {
+                            s.raw(item)?;
+                        }
+                        s.end_array()?;
+                    }
+                }
+            }
+            s.end_object()
+        }
+    }
 }
 
 /// The permission records of the session `sid` (all, or only the pending ones), in request order.

@@ -71,6 +71,8 @@ pub struct Limits {
     pub updates: Option<usize>,
     /// Terminals kept per session (the oldest exited ones dropped first, else the oldest).
     pub terminals: Option<usize>,
+    /// Entities kept per target of a session (`entity.rs`; the oldest dropped first).
+    pub entities: Option<usize>,
 }
 
 impl Default for Limits {
@@ -82,23 +84,25 @@ impl Default for Limits {
             permissions: Some(1000),
             updates: Some(1000),
             terminals: Some(1000),
+            entities: Some(1000),
         }
     }
 }
 
 impl Limits {
     /// The checkpoint members of the bounds, in document order (DESIGN §7.8).
-    pub const NAMES: [&'static str; 6] = [
+    pub const NAMES: [&'static str; 7] = [
         "maxTerminalBytes",
         "maxContentItems",
         "maxPlans",
         "maxPermissions",
         "maxUpdates",
         "maxTerminals",
+        "maxEntities",
     ];
 
     /// The bounds, in `NAMES` order.
-    pub fn values(&self) -> [Option<usize>; 6] {
+    pub fn values(&self) -> [Option<usize>; 7] {
         [
             self.terminal_bytes,
             self.content_items,
@@ -106,11 +110,12 @@ impl Limits {
             self.permissions,
             self.updates,
             self.terminals,
+            self.entities,
         ]
     }
 
     /// Each bound's smallest value (1: a count of records, 0: of items) and slot, in `NAMES` order.
-    pub fn slots_mut(&mut self) -> [(u64, &mut Option<usize>); 6] {
+    pub fn slots_mut(&mut self) -> [(u64, &mut Option<usize>); 7] {
         [
             (0, &mut self.terminal_bytes),
             (0, &mut self.content_items),
@@ -118,6 +123,7 @@ impl Limits {
             (1, &mut self.permissions),
             (0, &mut self.updates),
             (1, &mut self.terminals),
+            (1, &mut self.entities),
         ]
     }
 

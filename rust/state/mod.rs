@@ -28,6 +28,7 @@ use crate::scanner::{unescape_into, Str};
 
 pub mod checkpoint;
 pub mod document;
+mod entity;
 mod evict;
 mod ordered_map;
 mod permission;
@@ -43,10 +44,11 @@ pub use checkpoint::{from_json, to_json, CheckpointError, TooDeep, FORMAT};
 pub use evict::Limits;
 pub use read::{base64_decode, base64_encode};
 pub use records::{
-    permission_record, terminal_record, tool_call_record, Action, CancelRequest, Change, IdKey, Ident, OrderedMap,
-    Outcome, Permission, Raw, Session, Source, Target, Terminal, Text, ToolCall, TC_AFTER_LOCATIONS, TERMINAL_FIELDS,
-    TOOL_CALL_FIELDS,
+    permission_record, terminal_record, tool_call_record, Action, CancelRequest, Change, Entities, Held, IdKey, Ident,
+    OrderedMap, Outcome, Permission, Raw, Session, Slot, Source, Target, Terminal, Text, ToolCall, TC_AFTER_LOCATIONS,
+    TERMINAL_FIELDS, TOOL_CALL_FIELDS,
 };
+pub use rules::{targets, TargetRule};
 
 use read::{from_captured, key_bytes, raw, require_session, str_is, walk, Member};
 
@@ -82,9 +84,10 @@ pub struct Store {
 
 /// What the store does with a `params.update.sessionUpdate` kind (DESIGN §7.3), from the update
 /// table `rules.rs` reads from the schema: a kind with a function of this store is applied by the
-/// function of the same name (`Store::session_update` dispatches); a kind a protocol version
-/// defines that no function handles (conversation, commands, usage...: not tracked yet) is
-/// ignored under that version. Any other kind (custom `_` kinds, kinds of the other version, kinds
+/// function of the same name (`Store::session_update` dispatches); a kind whose rule the store
+/// applies as written (`Entity`: messages, usage, the session state...) is applied so under v2;
+/// a kind a protocol version defines that the store does not apply (v1's conversation, commands,
+/// modes...) is ignored under that version. Any other kind (custom `_` kinds, kinds of the other version, kinds
 /// no version defines) is an unknown update, kept when `Limits::updates` allows (`unknown_update`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum UpdateKind {
@@ -96,6 +99,12 @@ pub(crate) enum UpdateKind {
     Plan,
     PlanUpdate,
     PlanRemoved,
+    /// A rule applied as written under v2 (`entity.rs`; `rule` indexes the table's rules); under
+    /// v1 ignored when v1 defines the kind (`v1`), else an unknown update.
+    Entity {
+        rule: u8,
+        v1: bool,
+    },
     /// Defined by both versions: always ignored.
     Defined,
     /// Defined by v1 only / v2 only: ignored under that version, else an unknown update.
@@ -311,6 +320,16 @@ impl Store {
         let rule = UpdateKind::of(key_bytes(data, kind, &mut kscratch));
         let known = match rule {
             Some(UpdateKind::Defined) => return Ok(None),
+            Some(UpdateKind::Entity { rule, v1 }) => {
+                if self.version() >= 2 {
+                    let sid = require_session(data, env, params)?;
+                    return self.entity_update(data, sid, update, captured, rule);
+                }
+                if v1 || self.limits.updates == Some(0) {
+                    return Ok(None);
+                }
+                return self.unknown_update(data, env, (params, update), kind);
+            }
             Some(UpdateKind::DefinedV1 | UpdateKind::DefinedV2) => {
                 return self.defined_elsewhere(data, env, (params, update), kind, rule);
             }
@@ -334,7 +353,9 @@ impl Store {
             UpdateKind::Plan => self.plan(data, sid, update, captured),
             UpdateKind::PlanUpdate => self.plan_update(data, sid, update, captured),
             UpdateKind::PlanRemoved => self.plan_removed(data, sid, update, captured),
-            UpdateKind::Defined | UpdateKind::DefinedV1 | UpdateKind::DefinedV2 => Ok(None),
+            UpdateKind::Entity { .. } | UpdateKind::Defined | UpdateKind::DefinedV1 | UpdateKind::DefinedV2 => {
+                Ok(None)
+            }
         }
     }
 

@@ -276,6 +276,7 @@ pub struct Dropped {
     pub plans: u64,
     pub permissions: u64,
     pub updates: u64,
+    pub entities: u64,
 }
 
 impl Dropped {
@@ -286,6 +287,7 @@ impl Dropped {
             (Name::DROPPED_PLANS, self.plans),
             (Name::DROPPED_PERMISSIONS, self.permissions),
             (Name::DROPPED_UPDATES, self.updates),
+            (Name::DROPPED_ENTITIES, self.entities),
         ]
         .into_iter()
         .filter(|&(_, n)| n > 0)
@@ -310,7 +312,40 @@ pub struct Session {
     /// min-heap of (creation number, id) of the terminals found exited.
     pub terminal_seq: u64,
     pub exited: BinaryHeap<Reverse<(u64, Text)>>,
+    /// The targets of the rules applied as written (`entity.rs`), by their index in
+    /// `rules::targets()` (grown as needed).
+    pub entities: Vec<Entities>,
     pub dropped: Dropped,
+}
+
+/// What a session holds of one target of the rules applied as written (`entity.rs`): its value
+/// when its rules name no id, else its entities by id, in first-seen order.
+#[derive(Default)]
+pub struct Entities {
+    pub one: Option<Held>,
+    pub by_id: OrderedMap<Held>,
+}
+
+impl Entities {
+    pub fn is_empty(&self) -> bool {
+        self.one.is_none() && self.by_id.is_empty()
+    }
+}
+
+/// An entity: a record (members in first-set order; the fields appends extend are lists), or a
+/// value replaced whole as received.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Held {
+    Record(Vec<(Text, Slot)>),
+    Value(Raw),
+}
+
+/// A member of an entity record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Slot {
+    Value(Raw),
+    /// A field appends extend: its items.
+    Items(Vec<Raw>),
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -327,6 +362,8 @@ pub enum Target {
     /// A `$/cancel_request` notification (the request it names).
     Request,
     Update,
+    /// A target of the rules applied as written (an index in `rules::targets()`).
+    Entity(u8),
 }
 
 impl Target {
@@ -340,6 +377,7 @@ impl Target {
             Target::Protocol => "protocol",
             Target::Request => "request",
             Target::Update => "update",
+            Target::Entity(t) => &super::rules::targets()[t as usize].name,
         }
     }
 }

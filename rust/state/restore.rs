@@ -18,8 +18,10 @@ use super::checkpoint::CheckpointError;
 use super::evict::{number_terminals, Limits, Tracked};
 use super::read::base64_decode;
 use super::records::{
+    Entities, Held, Slot,
     members_at, IdKey, Outcome, Permission, Raw, Terminal, Text, ToolCall, TERMINAL_FIELDS, TOOL_CALL_FIELDS,
 };
+use super::rules::TargetRule;
 use super::Store;
 
 /// `expected "...outcome" to be {what}`: the outcomes, sorted (`records::OUTCOMES`).
@@ -329,8 +331,71 @@ pub(super) fn restore_updates(
     }
     let counts = read_marker(r, session, sp, &SESSION_COUNTS, &store.limits)?;
     let d = &mut store.sessions.at_mut(slot).dropped;
-    [d.terminals, d.plans, d.permissions, d.updates] = counts;
+    [d.terminals, d.plans, d.permissions, d.updates, d.entities] = counts;
     Ok(())
+}
+
+/// `{sp}.entities` (optional): `{target: value}` for targets of the update table (`rules.rs`),
+/// a target with ids `{id: entity}`; each entity a record (an object; with ids, its id member the
+/// key it is filed under) or, for a target a rule replaces by a value, any value.
+pub(super) fn restore_entities(
+    r: &mut Reader<'_>,
+    store: &mut Store,
+    slot: usize,
+    session: &Members,
+    sp: &str,
+) -> Result<(), CheckpointError> {
+    let Some(at) = find_opt(session, "entities") else {
+        return Ok(());
+    };
+    let path = format!("{sp}.entities");
+    let targets = super::rules::targets();
+    for (name, at) in r.object(at, &path)? {
+        let tp = format!("{path}.{}", lossy(&name));
+        let Some(index) = targets.iter().position(|t| t.name.as_bytes() == &*name) else {
+            return Err(r.fail(at, &tp, "a target of the update table"));
+        };
+        let t = &targets[index];
+        let mut held = Entities::default();
+        match &t.id {
+            None => held.one = Some(restore_entity(r, at, t, &tp)?),
+            Some(id) => {
+                for (key, at) in r.object(at, &tp)? {
+                    let ep = format!("{tp}.{}", lossy(&key));
+                    let entity = restore_entity(r, at, t, &ep)?;
+                    if !t.whole {
+                        let record = r.object(at, &ep)?;
+                        r.record_id(&record, &key, id, &ep)?;
+                    }
+                    held.by_id.push(key, entity);
+                }
+            }
+        }
+        let session = store.sessions.at_mut(slot);
+        if session.entities.len() <= index {
+            session.entities.resize_with(index + 1, Entities::default);
+        }
+        session.entities[index] = held;
+    }
+    Ok(())
+}
+
+/// One entity of the target `t` at `ep`.
+fn restore_entity(r: &mut Reader<'_>, at: usize, t: &TargetRule, ep: &str) -> Result<Held, CheckpointError> {
+    if t.whole {
+        return Ok(Held::Value(r.raw(at)?));
+    }
+    let mut members = Vec::new();
+    for (name, at) in r.object(at, ep)? {
+        let slot = if r.ty(at) == JsonType::Array && t.lists.iter().any(|l| l.as_bytes() == &*name) {
+            let items = r.items(at)?;
+            Slot::Items(items.into_iter().map(|i| r.raw(i)).collect::<Result<_, _>>()?)
+        } else {
+            Slot::Value(r.raw(at)?)
+        };
+        members.push((name, slot));
+    }
+    Ok(Held::Record(members))
 }
 
 /// A count of a `_truncated` marker (DESIGN §7.8): its member, what it must be when its bound is
@@ -340,11 +405,12 @@ type Count = (&'static str, &'static str, usize);
 /// The counts of each marker, in document order: a tool call's, a terminal's, a session's.
 const TOOL_CALL_COUNTS: [Count; 1] = [("droppedItems", "absent (state.maxContentItems is null)", 1)];
 const TERMINAL_COUNTS: [Count; 1] = [("droppedBytes", "absent (state.maxTerminalBytes is null)", 0)];
-const SESSION_COUNTS: [Count; 4] = [
+const SESSION_COUNTS: [Count; 5] = [
     ("droppedTerminals", "absent (state.maxTerminals is null)", 5),
     ("droppedPlans", "absent (state.maxPlans is null)", 2),
     ("droppedPermissions", "absent (state.maxPermissions is null)", 3),
     ("droppedUpdates", "absent (state.maxUpdates is null)", 4),
+    ("droppedEntities", "absent (state.maxEntities is null)", 6),
 ];
 
 /// The `_truncated` marker of `record` at `rp`, if any: a value for each of `counts` (the table

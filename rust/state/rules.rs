@@ -34,6 +34,38 @@ const HANDLERS: [(&str, &str, UpdateKind); 6] = [
     ("plan", "remove", UpdateKind::PlanRemoved),
 ];
 
+/// What a rule does to its target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RuleAction {
+    Upsert,
+    Append,
+    Replace,
+    Remove,
+}
+
+/// A rule applied as written (`entity.rs`): its action, its target (an index in `targets()`), and
+/// the members of the update it names: the id, the target's field an append extends, the value
+/// (absent: the update itself, but for `sessionUpdate`).
+#[derive(Debug)]
+pub(crate) struct Rule {
+    pub action: RuleAction,
+    pub target: u8,
+    pub id: Option<Box<str>>,
+    pub field: Option<Box<str>>,
+    pub value: Option<Box<str>>,
+}
+
+/// A target of the rules applied as written: its name (the schema's), the id member of its
+/// entities (None: one entity per session), whether a rule replaces it by a value (held whole,
+/// not as a record), and the fields appends extend (lists in its records).
+#[derive(Debug)]
+pub struct TargetRule {
+    pub name: Box<str>,
+    pub id: Option<Box<str>>,
+    pub whole: bool,
+    pub lists: Vec<Box<str>>,
+}
+
 /// v1's kinds that the store tracks (v1's schema has no `x-state`).
 const V1_HANDLERS: [(&str, UpdateKind); 3] = [
     ("tool_call", UpdateKind::ToolCall),
@@ -41,31 +73,123 @@ const V1_HANDLERS: [(&str, UpdateKind); 3] = [
     ("plan", UpdateKind::Plan),
 ];
 
+/// The update table: each kind's function, and the rules and targets applied as written.
+struct Table {
+    kinds: HashMap<Box<[u8]>, UpdateKind>,
+    rules: Vec<Rule>,
+    targets: Vec<TargetRule>,
+}
+
+fn get() -> &'static Table {
+    static TABLE: OnceLock<Table> = OnceLock::new();
+    TABLE.get_or_init(table)
+}
+
 /// The kind of `name` (None: no version defines it).
 #[inline]
 pub(super) fn kind(name: &[u8]) -> Option<UpdateKind> {
-    static TABLE: OnceLock<HashMap<Box<[u8]>, UpdateKind>> = OnceLock::new();
-    TABLE.get_or_init(table).get(name).copied()
+    get().kinds.get(name).copied()
 }
 
-/// Every kind of either table: its function, else which versions define it.
-fn table() -> HashMap<Box<[u8]>, UpdateKind> {
+/// The rule of an `UpdateKind::Entity`.
+#[inline]
+pub(crate) fn rule(index: u8) -> &'static Rule {
+    &get().rules[index as usize]
+}
+
+/// The targets of the rules applied as written, in table order (an entity's `target` indexes it).
+pub fn targets() -> &'static [TargetRule] {
+    &get().targets
+}
+
+/// A rule's action by its name in the schema.
+fn action_of(name: &str) -> Option<RuleAction> {
+    Some(match name {
+        "upsert" => RuleAction::Upsert,
+        "append" => RuleAction::Append,
+        "replace" => RuleAction::Replace,
+        "remove" => RuleAction::Remove,
+        _ => return None,
+    })
+}
+
+/// Every kind of either table: its function, else its rule applied as written (v2), else which
+/// versions define it.
+fn table() -> Table {
     let mut defined: HashMap<Box<[u8]>, (u8, Option<UpdateKind>)> = HashMap::new();
+    let mut rules: Vec<Rule> = Vec::new();
+    let mut targets: Vec<TargetRule> = Vec::new();
+    let mut generic: Vec<(Box<[u8]>, u8)> = Vec::new();
     for (index, text) in TABLES.iter().enumerate() {
-        for (name, rule) in updates(text) {
-            let entry = defined.entry(name.into_bytes().into_boxed_slice()).or_insert((0, None));
+        for (name, first) in updates(text) {
+            let key = name.into_bytes().into_boxed_slice();
+            let entry = defined.entry(key.clone()).or_insert((0, None));
             entry.0 |= 1 << index;
-            if let Some((target, action)) = rule {
-                let handler = HANDLERS.iter().find(|(t, a, _)| *t == target && *a == action);
-                entry.1 = entry.1.or(handler.map(|h| h.2));
+            let Some(first) = first else { continue };
+            let handler = HANDLERS
+                .iter()
+                .find(|(t, a, _)| *t == &*first.target && *a == &*first.action);
+            if let Some(h) = handler {
+                entry.1 = entry.1.or(Some(h.2));
+                continue;
             }
+            if entry.1.is_some() || generic.iter().any(|(k, _)| *k == key) {
+                continue;
+            }
+            let plain = |p: &Option<Box<str>>| p.as_deref().is_none_or(|p| !p.is_empty() && !p.contains('.'));
+            let Some(action) = action_of(&first.action) else { continue };
+            if !(plain(&first.id) && plain(&first.field) && plain(&first.value)) || rules.len() >= 255 {
+                continue;
+            }
+            if action == RuleAction::Append && first.field.is_none() {
+                continue;
+            }
+            let at = match targets.iter().position(|t| *t.name == *first.target) {
+                Some(at) => at,
+                None => {
+                    targets.push(TargetRule {
+                        name: first.target.clone(),
+                        id: first.id.clone(),
+                        whole: false,
+                        lists: Vec::new(),
+                    });
+                    targets.len() - 1
+                }
+            };
+            let t = &mut targets[at];
+            if t.id.is_none() != first.id.is_none() {
+                continue; // a target both with and without ids: not applied as written
+            }
+            t.whole |= action == RuleAction::Replace && first.value.is_some();
+            if let (RuleAction::Append, Some(field)) = (action, &first.field) {
+                if !t.lists.contains(field) {
+                    t.lists.push(field.clone());
+                }
+            }
+            generic.push((key, rules.len() as u8));
+            rules.push(Rule {
+                action,
+                target: at as u8,
+                id: first.id,
+                field: first.field,
+                value: first.value,
+            });
+        }
+    }
+    for (key, rule) in generic {
+        let entry = defined.get_mut(&key).expect("a kind");
+        if entry.1.is_none() {
+            entry.1 = Some(UpdateKind::Entity {
+                rule,
+                v1: entry.0 & 1 != 0,
+            });
         }
     }
     for (name, handler) in V1_HANDLERS {
         let entry = defined.entry(name.as_bytes().into()).or_insert((1, None));
         entry.1 = entry.1.or(Some(handler));
     }
-    defined
+    let kinds = defined
         .into_iter()
         .map(|(name, (versions, handler))| {
             let kind = handler.unwrap_or(match versions {
@@ -75,11 +199,21 @@ fn table() -> HashMap<Box<[u8]>, UpdateKind> {
             });
             (name, kind)
         })
-        .collect()
+        .collect();
+    Table { kinds, rules, targets }
 }
 
-/// The `updates` of a table: each kind with the (target, action) of its first session rule.
-fn updates(text: &[u8]) -> Vec<(String, Option<(String, String)>)> {
+/// A rule as the table writes it: each member's text.
+struct Written {
+    action: Box<str>,
+    target: Box<str>,
+    id: Option<Box<str>>,
+    field: Option<Box<str>>,
+    value: Option<Box<str>>,
+}
+
+/// The `updates` of a table: each kind with its first session rule.
+fn updates(text: &[u8]) -> Vec<(String, Option<Written>)> {
     let mut tape = Tape::default();
     tape.read(text).expect("state.json is JSON");
     let mut scratch = Vec::new();
@@ -99,9 +233,17 @@ fn updates(text: &[u8]) -> Vec<(String, Option<(String, String)>)> {
             .filter(|&s| tape.get(s).ty == JsonType::Array)
             .and_then(|s| tape.children(s).next());
         let rule = first.and_then(|r| {
-            let target = tape.member(text, r, b"target")?;
-            let action = tape.member(text, r, b"action")?;
-            Some((text_of(target, false), text_of(action, false)))
+            let mut member = |name: &[u8]| {
+                let at = tape.member(text, r, name).filter(|&at| tape.get(at).ty == JsonType::String)?;
+                Some(text_of(at, false).into_boxed_str())
+            };
+            Some(Written {
+                action: member(b"action")?,
+                target: member(b"target")?,
+                id: member(b"id"),
+                field: member(b"field"),
+                value: member(b"value"),
+            })
         });
         out.push((name, rule));
     }
@@ -126,9 +268,22 @@ mod tests {
         assert!(matches!(kind(b"plan_update"), Some(UpdateKind::PlanUpdate)));
         assert!(matches!(kind(b"plan_removed"), Some(UpdateKind::PlanRemoved)));
         assert!(matches!(kind(b"tool_call"), Some(UpdateKind::ToolCall)));
-        assert!(matches!(kind(b"agent_message_chunk"), Some(UpdateKind::Defined)));
         assert!(matches!(kind(b"current_mode_update"), Some(UpdateKind::DefinedV1)));
-        assert!(matches!(kind(b"state_update"), Some(UpdateKind::DefinedV2)));
+        let Some(UpdateKind::Entity { rule: r, v1: true }) = kind(b"agent_message_chunk") else {
+            panic!("agent_message_chunk is applied as written");
+        };
+        let r = rule(r);
+        assert_eq!(r.action, RuleAction::Append);
+        assert_eq!((r.id.as_deref(), r.field.as_deref()), (Some("messageId"), Some("content")));
+        let t = &targets()[r.target as usize];
+        assert_eq!((&*t.name, t.id.as_deref(), t.whole), ("agentMessage", Some("messageId"), false));
+        assert_eq!(t.lists, ["content".into()]);
+        let Some(UpdateKind::Entity { rule: r, v1: false }) = kind(b"state_update") else {
+            panic!("state_update is applied as written");
+        };
+        assert_eq!((rule(r).action, rule(r).value.as_deref()), (RuleAction::Replace, None));
+        assert!(matches!(kind(b"notice"), Some(UpdateKind::DefinedV2)));
+        assert!(matches!(kind(b"current_mode_update"), Some(UpdateKind::DefinedV1)));
         assert!(kind(b"_acme").is_none());
     }
 }

@@ -16,6 +16,7 @@ use crate::error::{DecodeError, JsonType};
 use crate::message::{Captured, Span};
 use crate::scanner::{unescape_into, Str};
 
+use super::entity::merge_meta;
 use super::evict::trim_content;
 use super::read::{bad_member, key_bytes, raw, text_of, Member, F_CONTENT, F_EXTRA, F_ID, F_IGNORE};
 use super::records::{Action, Change, Ident, Raw, Target, Text, ToolCall};
@@ -314,6 +315,11 @@ fn patch(
     for m in members {
         let null = m.value.ty == JsonType::Null;
         match m.code {
+            // v2: `_meta` objects patch the stored one by top-level key.
+            7 if clear_on_null && m.value.ty == JsonType::Object => {
+                let old = tc.fields[7].as_deref().filter(|v| v.first() == Some(&b'{'));
+                tc.fields[7] = Some(merge_meta(old, data, m.value));
+            }
             c if (c as usize) < 8 => {
                 if !null {
                     tc.fields[c as usize] = Some(raw(data, m.value));

@@ -61,11 +61,11 @@ impl PyToolCallStore {
                         max_terminal_bytes = LimitArg::Default, max_content_items = LimitArg::Default,
                         max_plans = LimitArg::Default, max_permissions = LimitArg::Default,
                         max_updates = LimitArg::Default, max_terminals = LimitArg::Default,
-                        strict_schema = None, unstable = false, draft = None),
+                        max_entities = LimitArg::Default, strict_schema = None, unstable = false, draft = None),
            text_signature = "(protocol_version=None, *, max_tool_calls=None, max_frame_bytes=67108864, \
                              max_terminal_bytes=1048576, max_content_items=1000, max_plans=100, \
-                             max_permissions=1000, max_updates=1000, max_terminals=1000, strict_schema=False, \
-                             unstable=False, draft=None)")]
+                             max_permissions=1000, max_updates=1000, max_terminals=1000, max_entities=1000, \
+                             strict_schema=False, unstable=False, draft=None)")]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -78,6 +78,7 @@ impl PyToolCallStore {
         max_permissions: LimitArg<'_>,
         max_updates: LimitArg<'_>,
         max_terminals: LimitArg<'_>,
+        max_entities: LimitArg<'_>,
         strict_schema: Option<Arg<StrictSchema>>,
         unstable: bool,
         draft: Option<Arg<Draft>>,
@@ -93,6 +94,7 @@ impl PyToolCallStore {
             permissions: limit_arg(max_permissions, "max_permissions", 1, d.permissions)?,
             updates: limit_arg(max_updates, "max_updates", 0, d.updates)?,
             terminals: limit_arg(max_terminals, "max_terminals", 1, d.terminals)?,
+            entities: limit_arg(max_entities, "max_entities", 1, d.entities)?,
         };
         let store = Store::with_limits(version, max, limits);
         let strict = strict_arg(py, strict_schema, unstable, draft)?;
@@ -192,6 +194,13 @@ impl PyToolCallStore {
         let state = self.locked(py)?;
         let session = state.session(session_id)?;
         PyBuilder::dict(py, |b| document::plans(b, session))
+    }
+
+    /// The entities of a session, `{target: value}` (DESIGN §7.3).
+    fn entities<'py>(&self, py: Python<'py>, session_id: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
+        let state = self.locked(py)?;
+        let session = state.session(session_id)?;
+        PyBuilder::dict(py, |b| document::entities(b, session))
     }
 
     /// The unknown updates kept for a session, in arrival order (DESIGN §7.3).
@@ -339,6 +348,11 @@ impl PyToolCallStore {
     #[getter]
     fn max_terminals(&self, py: Python<'_>) -> PyResult<Option<usize>> {
         Ok(self.locked(py)?.store().limits().terminals)
+    }
+
+    #[getter]
+    fn max_entities(&self, py: Python<'_>) -> PyResult<Option<usize>> {
+        Ok(self.locked(py)?.store().limits().entities)
     }
 
     /// `strict_schema` as given: False (off), True (follows the negotiation), 1 or 2.
