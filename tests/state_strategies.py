@@ -119,8 +119,13 @@ OTHER_MESSAGES = st.one_of(
         st.sampled_from([0, 1, 2, 3, True, "2", 2.0]),
     ),
     st.builds(
-        lambda sid: envelope(sid, {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}}),
+        lambda sid, mid: envelope(
+            sid,
+            {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}}
+            | ({} if mid is None else {"messageId": mid}),
+        ),
         SESSIONS,
+        st.sampled_from([None, "m1", "m2", 3]),
     ),
     st.builds(
         lambda sid: envelope(sid, {"sessionUpdate": "_custom_update", "toolCallId": "c1", "content": 1}), SESSIONS

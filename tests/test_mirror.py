@@ -109,6 +109,7 @@ MAP: list[tuple[list[str], str | None, str]] = [
     (["rust/state/tool_call.rs"], "state/tool_call.py", "tool calls"),
     (["rust/state/terminal.rs"], "state/terminal.py", "terminals"),
     (["rust/state/plan.rs"], "state/plan.py", "plans"),
+    (["rust/state/entity.rs"], "state/entity.py", "entities: the x-state rules applied as written"),
     (["rust/state/permission.rs"], "state/permission.py", "permission requests, cancellation"),
     (["rust/state/evict.rs"], "state/evict.py", "the bounds"),
     (["rust/state/checkpoint.rs"], "state/checkpoint.py", "checkpoints: `to_json`, `from_json`"),
@@ -183,7 +184,7 @@ ALLOWED: list[tuple[str, str | list[str], str]] = [
     (
         "rust/python/state.rs",
         ["key_arg", "id_arg", "target_str", "action_str", "change_object", "item_object", "store", "collect"]
-        + ["permission_list", "single", "apply_frame", "session"],
+        + ["permission_list", "single", "apply_frame", "session", "entity_target"],
         "the binding's helpers: Change and DecodeError objects from the core's outcomes, arguments",
     ),
     (
@@ -194,8 +195,9 @@ ALLOWED: list[tuple[str, str | list[str], str]] = [
     (
         "state/__init__.py",
         ["check_source", "key", "limit", "unknown_update", "version", "set_negotiated", "session", "dispatch"]
-        + ["permission_list"],
-        "argument checks (rust/python/args.rs) and the store's own helpers (rust: the core Store's methods)",
+        + ["permission_list", "function", "ignored"],
+        "argument checks (rust/python/args.rs) and the store's own helpers (rust: the core Store's methods;"
+        " `function` / `ignored` build the dispatch dicts, Rust's `session_update` matches)",
     ),
     ("rust/state/document.rs", ALL, "the shapes are written once here as dicts (records.py, checkpoint.py)"),
     (
@@ -214,6 +216,7 @@ ALLOWED: list[tuple[str, str | list[str], str]] = [
     ("state/records.py", ORDER, "Change (the binding's PyChange, after the core's records in Rust) comes first here"),
     ("rust/state/checkpoint.rs", ["message", "repr_approx", "count_error"], "CheckpointError's text: ValueError here"),
     ("state/checkpoint.py", ["load"], "reading the document: orjson and the scanner here"),
+    ("state/checkpoint.py", ["entities"], "a session's entities as a dict (rust: document.rs's `entities`)"),
     ("rust/python/args.rs", ALL, "PyO3 argument types; the fallback checks each argument where it is taken"),
     ("rust/error.rs", ["name"], "JSON types are strings here (rust: the `JsonType` enum)"),
     (
@@ -361,6 +364,11 @@ ALLOWED: list[tuple[str, str | list[str], str]] = [
         "the record keeps orjson's dict",
     ),
     ("rust/state/terminal.rs", ["terminal_mut", "terminal_id", "terminal_change"], "dict lookups here"),
+    (
+        "rust/state/entity.rs",
+        ["dedupe", "slot_of", "whole", "set"],
+        "a parsed dict has one member per key and its lists are lists (see the top of entity.py)",
+    ),
     ("rust/state/permission.rs", ["offered_kind"], "a loop over orjson's list, inline in `response` here"),
     (
         "rust/state/evict.rs",

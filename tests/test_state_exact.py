@@ -221,8 +221,14 @@ def test_a_response_learns_from_the_value_of_its_protocol_version(backend):
         change_of(backend, s.apply(b'{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":20000000000000000000000}}'))[2]
         == 2
     )
-    # v2 in force: state_update is a v2 kind (ignored), current_mode_update is not (kept)
-    assert s.apply(upd("s", b'{"sessionUpdate":"state_update","state":"idle"}')) is None
+    # v2 in force: state_update is a v2 kind (its rule applied), current_mode_update is not (kept)
+    assert change_of(backend, s.apply(upd("s", b'{"sessionUpdate":"state_update","state":"idle"}'))) == (
+        "s",
+        "state",
+        None,
+        "created",
+        None,
+    )
     assert change_of(backend, s.apply(upd("s", b'{"sessionUpdate":"current_mode_update","n":1E2}'))) == (
         "s",
         "update",
@@ -337,13 +343,32 @@ RULES = {
 }
 
 
+def _x_state_targets() -> dict[str, str]:
+    """The v2 kinds with a session rule in the schema's x-state table, and the rule's target."""
+    table = json.loads((SCHEMAS / "v2" / "state.json").read_text(encoding="utf-8"))
+    return {k: rules["session"][0]["target"] for k, rules in table["updates"].items() if rules.get("session")}
+
+
 @pytest.mark.parametrize("version", [1, 2])
 def test_kinds_of_the_version_in_force_are_ignored_and_the_others_kept(backend, version):
     own, other = _schema_kinds(version), _schema_kinds(3 - version)
     assert {"agent_message_chunk", "user_message_chunk"} <= own and RULES & own
+    ruled = _x_state_targets() if version == 2 else {}
+    assert version == 1 or len(ruled.keys() - RULES) >= 15
     s = backend.ToolCallStore(version, max_updates=None)
     for kind in sorted(own - RULES):
-        assert s.apply(upd("s1", b'{"sessionUpdate":"%s"}' % kind.encode())) is None, kind
+        frame = upd("s1", b'{"sessionUpdate":"%s"}' % kind.encode())
+        if kind not in ruled:
+            assert s.apply(frame) is None, kind
+            continue
+        # v2 applies the schema's rule: a bare update lacks the id or value the rule names,
+        # or sets the target (state, usage, sessionInfo)
+        try:
+            change = change_of(backend, s.apply(frame))
+        except DecodeError as e:
+            assert e.kind in ("invalid_id", "invalid_value"), kind
+        else:
+            assert change[1] == ruled[kind], kind
     kept = sorted(other - own - RULES) + ["_acme", "x_future"]
     assert len(kept) >= 3
     for kind in kept:

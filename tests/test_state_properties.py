@@ -20,7 +20,7 @@ from __future__ import annotations
 import base64
 import json
 import re
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 from hypothesis import given, note
 from hypothesis import strategies as st
@@ -69,6 +69,7 @@ class ToolCallModel:
         self.sessions: Dict[str, Dict[str, Dict[str, Any]]] = {}  # first-seen order
         self.created: List[Tuple[str, str]] = []  # creation order, across sessions
         self.evicted = 0
+        self.messages: Set[Tuple[str, str]] = set()  # v2 messages seen (session, messageId)
 
     @property
     def version(self) -> int:
@@ -100,6 +101,17 @@ class ToolCallModel:
         if not isinstance(update, dict) or not isinstance(update.get("sessionUpdate"), str):
             return None
         kind = update["sessionUpdate"]
+        if kind == "agent_message_chunk" and self.version == 2:
+            # v2: the schema's rule appends the chunk's content to the message `messageId`
+            sid, mid = params.get("sessionId"), update.get("messageId")
+            if not isinstance(sid, str):
+                return ("error", "invalid_session_id")
+            if not isinstance(mid, str):
+                return ("error", "invalid_id")
+            self.sessions.setdefault(sid, {})  # the session is seen
+            action = "appended" if (sid, mid) in self.messages else "created"
+            self.messages.add((sid, mid))
+            return ("change", sid, "agentMessage", mid, action, None)
         if kind not in TOOL_CALL_KINDS:
             if not kind.startswith("_"):
                 return None  # a kind the version defines without a rule (the streams hold no other)
@@ -134,12 +146,27 @@ class ToolCallModel:
             return self._create(sid, tcid, new)
 
         if kind == "tool_call_update":
+            meta = fields.get("_meta")
             if not exists:
-                # both versions: created from the update's non-null fields
-                return self._create(sid, tcid, {k: v for k, v in fields.items() if v is not None})
+                # both versions: created from the update's non-null fields (a v2 `_meta` object
+                # is a patch of none: its null keys are dropped)
+                new = {k: v for k, v in fields.items() if v is not None}
+                if self.version == 2 and isinstance(meta, dict):
+                    new["_meta"] = {k: v for k, v in meta.items() if v is not None}
+                return self._create(sid, tcid, new)
             record = calls[tcid]
             for key, value in fields.items():
-                if value is not None:
+                if key == "_meta" and self.version == 2 and isinstance(value, dict):
+                    # v2: patched by top-level key (null removes a key, a value replaces it)
+                    old = record.get("_meta")
+                    merged = dict(old) if isinstance(old, dict) else {}
+                    for k, v in value.items():
+                        if v is None:
+                            merged.pop(k, None)
+                        else:
+                            merged[k] = v
+                    record["_meta"] = merged
+                elif value is not None:
                     record[key] = value  # replaces (an existing key keeps its place)
                 elif self.version == 2:
                     record.pop(key, None)  # v2: null unsets (defaulted fields back to default)
@@ -246,6 +273,16 @@ class TerminalModel:
                         rec.pop("outputMeta", None)
             elif value is None:
                 rec.pop(name, None)
+            elif name == "_meta" and isinstance(value, dict):
+                # patched by top-level key (null removes a key, a value replaces it)
+                old = rec.get("_meta")
+                merged = dict(old) if isinstance(old, dict) else {}
+                for k, v in value.items():
+                    if v is None:
+                        merged.pop(k, None)
+                    else:
+                        merged[k] = v
+                rec["_meta"] = merged
             else:
                 rec[name] = value
         return ("change", sid, "terminal", tid, "updated" if exists else "created", None)

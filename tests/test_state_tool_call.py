@@ -202,7 +202,8 @@ def test_v2_tool_call_update_present_replaces(backend):
             rawInput=[1],
             rawOutput="out",
             name="x",
-            _meta={"o": 2},
+            # v2 `_meta` patches by top-level key: the record's `trace` stays.
+            _meta={"trace": "t1", "o": 2},
         ),
     )
 
@@ -340,12 +341,31 @@ def test_replacing_update_drops_chunks_and_later_chunks_append(backend, version)
     assert_record(s.get("s1", "c1"), rec("c1", content=[C, D], locations=[{"path": "/3"}]))
 
 
-@pytest.mark.parametrize("version", [1, 2])
-def test_update_meta_replaces_whole(backend, version):
-    s = backend.ToolCallStore(version)
+def test_v1_update_meta_replaces_whole(backend):
+    s = backend.ToolCallStore(1)
     s.apply(tool_call_update("s1", "c1", {"_meta": {"a": 1, "b": {"x": 1}}}))
     s.apply(tool_call_update("s1", "c1", {"_meta": {"b": {"y": 2}}}))
     assert_record(s.get("s1", "c1"), rec("c1", _meta={"b": {"y": 2}}))
+
+
+def test_v2_update_meta_patches_by_top_level_key(backend):
+    # The schema crate's own example (tool_call_update_patches_meta_by_top_level_key): a writer
+    # that knows only its key erases no other; null removes a key; a value replaces it whole.
+    s = backend.ToolCallStore(2)
+    s.apply(tool_call_update("s1", "c1", {"_meta": {"zed.dev/a": 1, "acme.dev/b": {"x": 1}}}))
+    s.apply(tool_call_update("s1", "c1", {"_meta": {"proxy.dev/c": True}}))
+    s.apply(tool_call_update("s1", "c1", {"_meta": {"zed.dev/a": None, "acme.dev/b": {"y": 2}}}))
+    record = s.get("s1", "c1")
+    assert_record(record, rec("c1", _meta={"acme.dev/b": {"y": 2}, "proxy.dev/c": True}))
+    assert list(record["_meta"]) == ["acme.dev/b", "proxy.dev/c"]
+    # A new tool call's `_meta` is a patch of none: its null keys are not stored.
+    text = b'{"sessionUpdate":"tool_call_update","toolCallId":"c2","_meta":{ "a" : null, "b":2.50 }}'
+    s.apply(b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":%s}}' % text)
+    assert s.get("s1", "c2")["_meta"] == {"b": 2.5}
+    assert b'"_meta":{"b":2.50}' in s.to_json()  # written compactly, each value as received
+    # null still clears it whole.
+    s.apply(tool_call_update("s1", "c1", {"_meta": None}))
+    assert "_meta" not in s.get("s1", "c1")
 
 
 def test_v2_null_meta_unsets(backend):

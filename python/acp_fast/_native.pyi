@@ -254,6 +254,7 @@ class ToolCallStore:
         max_permissions: Optional[int] = 1000,
         max_updates: Optional[int] = 1000,
         max_terminals: Optional[int] = 1000,
+        max_entities: Optional[int] = 1000,
         strict_schema: Union[bool, int, None] = False,
         unstable: bool = False,
         draft: Optional[str] = None,
@@ -289,6 +290,10 @@ class ToolCallStore:
         """``{terminalId: record}`` of a session, in first-seen order."""
     def plans(self, session_id: str) -> Dict[str, Dict[str, Any]]:
         """``{planId: record}`` of a session, in first-seen order."""
+    def entities(self, session_id: str) -> Dict[str, Any]:
+        """``{target: value}`` of a session: the targets of the schema's rules that the store
+        applies as written (messages by ``messageId``, ``state``, ``usage``, ...); a target with
+        ids holds ``{id: entity}``."""
     def updates(self, session_id: str) -> List[Dict[str, Any]]:
         """The unknown updates kept for a session (``max_updates``), in arrival order."""
     def permission(self, request_id: _Id) -> Optional[Dict[str, Any]]:
@@ -338,6 +343,9 @@ class ToolCallStore:
     @property
     def max_terminals(self) -> Optional[int]:
         """Terminals kept per session (the oldest exited ones dropped first; None: no bound)."""
+    @property
+    def max_entities(self) -> Optional[int]:
+        """Entities kept per target of a session (the oldest dropped first; None: no bound)."""
     @property
     def strict_schema(self) -> Union[bool, int]:
         """``strict_schema`` as given: False (off), True (follows the negotiation), 1 or 2."""

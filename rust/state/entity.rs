@@ -10,6 +10,9 @@
 //!   the entity is created when needed);
 //! - replace: the entity becomes the `value` member as received (or the update's members when the
 //!   rule names no value);
+//!
+//! A rule's `value` member must be present and not null (`invalid_value`), its id a string
+//! (`invalid_id`).
 //! - remove: the entity is dropped (a change only when it existed).
 //!
 //! An upsert's array for a field that appends extend (`TargetRule::lists`) is held as a list, so
@@ -63,9 +66,10 @@ impl Store {
             },
         };
         if let (Some(name), RuleAction::Append | RuleAction::Replace) = (&rule.value, rule.action) {
-            if value.is_none_or(|v| rule.action == RuleAction::Append && v.ty == JsonType::Null) {
+            if value.is_none_or(|v| v.ty == JsonType::Null) {
                 let path = ("params.update", &**name);
-                return Err(bad_member(data, "invalid_value", path, "a value", value, update));
+                let what = "a value other than null";
+                return Err(bad_member(data, "invalid_value", path, what, value, update));
             }
         }
         let target = &rules::targets()[rule.target as usize];

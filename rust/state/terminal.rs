@@ -11,6 +11,7 @@ use crate::message::{Captured, Span};
 use crate::scanner::Str;
 
 use super::evict::trim_output;
+use super::entity::merge_meta;
 use super::read::{bad, decode_b64, find_member, key_bytes, raw, text_of, F_EXTRA, F_ID, F_IGNORE, F_OUTPUT};
 use super::records::{Action, Change, Ident, Raw, Target, Terminal};
 use super::tool_call::{dedupe_extras, set_extra};
@@ -119,6 +120,11 @@ impl Store {
         for (i, m) in members.iter().enumerate() {
             let null = m.value.ty == JsonType::Null;
             match m.code {
+                // `_meta` objects patch the stored one by top-level key (v2).
+                3 if last[3] as usize == i && m.value.ty == JsonType::Object => {
+                    let old = t.field_mut(3).take().filter(|v| v.first() == Some(&b'{'));
+                    *t.field_mut(3) = Some(merge_meta(old.as_deref(), data, m.value));
+                }
                 c if (c as usize) < 4 && last[c as usize] as usize == i => {
                     *t.field_mut(c as usize) = (!null).then(|| raw(data, m.value));
                 }

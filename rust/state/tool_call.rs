@@ -216,12 +216,12 @@ impl Store {
                             seq: tc.seq,
                             ..ToolCall::default()
                         };
-                        patch(&mut fresh, data, (&members, &items), false, max);
+                        patch(&mut fresh, data, (&members, &items), (false, false), max);
                         *tc = fresh;
                         Action::Replaced
                     }
                     TcOp::Update => {
-                        patch(tc, data, (&members, &items), v2, max);
+                        patch(tc, data, (&members, &items), (v2, v2), max);
                         Action::Updated
                     }
                     TcOp::Chunk => {
@@ -238,8 +238,10 @@ impl Store {
                 };
                 match op {
                     TcOp::Chunk => append_chunk(&mut tc, data, &members, max),
-                    // Created from the non-null fields: null never sets anything on a new record.
-                    _ => patch(&mut tc, data, (&members, &items), false, max),
+                    // Created from the non-null fields: null never sets anything on a new record
+                    // (but a v2 `_meta` is a patch of none: its null members are dropped).
+                    TcOp::Update => patch(&mut tc, data, (&members, &items), (false, v2), max),
+                    TcOp::Create => patch(&mut tc, data, (&members, &items), (false, false), max),
                 }
                 let (seq, finished) = (tc.seq, bounded && tc.finished());
                 session.tool_calls.push(key.into(), tc);
@@ -303,20 +305,21 @@ pub(super) fn set_extra(extra: &mut Vec<(Text, Raw)>, key: Text, value: Option<R
 }
 
 /// Apply checked members to a record. `clear_on_null`: v2 `tool_call_update` (null unsets);
-/// otherwise null leaves the field as it is. `content` set by an update keeps its last `max`
+/// otherwise null leaves the field as it is. `patch_meta`: v2 `tool_call_update` (a `_meta`
+/// object patches the stored one by top-level key, `entity::merge_meta`). `content` set by an update keeps its last `max`
 /// items (the bound, DESIGN §7.8), its count of dropped items starting again.
 fn patch(
     tc: &mut ToolCall,
     data: &[u8],
     (members, items): (&[Member], &[Span]),
-    clear_on_null: bool,
+    (clear_on_null, patch_meta): (bool, bool),
     max: Option<usize>,
 ) {
     for m in members {
         let null = m.value.ty == JsonType::Null;
         match m.code {
             // v2: `_meta` objects patch the stored one by top-level key.
-            7 if clear_on_null && m.value.ty == JsonType::Object => {
+            7 if patch_meta && m.value.ty == JsonType::Object => {
                 let old = tc.fields[7].as_deref().filter(|v| v.first() == Some(&b'{'));
                 tc.fields[7] = Some(merge_meta(old, data, m.value));
             }

@@ -25,6 +25,7 @@ Every public method and property runs under the store's lock (``framing.exclusiv
 from __future__ import annotations
 
 from collections import deque
+from functools import partial
 from threading import RLock
 from typing import Any, Callable, Deque, Dict, List, Optional, Tuple, cast
 
@@ -41,8 +42,10 @@ from ..framing import (
 from ..message import Message
 from ..scanner import to_bytes
 from . import checkpoint, rules
+from .entity import entity_update
 from .evict import (
     DEFAULT_MAX_CONTENT_ITEMS,
+    DEFAULT_MAX_ENTITIES,
     DEFAULT_MAX_PERMISSIONS,
     DEFAULT_MAX_PLANS,
     DEFAULT_MAX_TERMINAL_BYTES,
@@ -79,25 +82,43 @@ _FUNCTIONS: Dict[str, UpdateFn] = {
     "plan_update": plan_update,
     "plan_removed": plan_removed,
 }
-_KINDS = rules.table()
+_KINDS = rules.get()[0]
+
+
+def _function(name: rules.Kind, version: int) -> Optional[UpdateFn]:
+    """The function of a kind of the table under ``version`` (None: not one the store applies)."""
+    if isinstance(name, tuple):
+        # A rule applied as written (entity.py): under v2 only.
+        return partial(entity_update, index=name[1]) if version >= 2 else None
+    return _FUNCTIONS.get(name)
+
 
 #: ``params.update.sessionUpdate`` -> its function (DESIGN 7.3), from the schema's rules
-#: (``rules.py``); other kinds go to ``unknown_update`` when the store keeps unknown updates, else
-#: are ignored.
-UPDATES: Dict[Optional[str], Optional[UpdateFn]] = {
-    kind: _FUNCTIONS[name] for kind, name in _KINDS.items() if name in _FUNCTIONS
+#: (``rules.py``), by version in force; other kinds go to ``unknown_update`` when the store keeps
+#: unknown updates, else are ignored.
+UPDATES: Dict[int, Dict[Optional[str], Optional[UpdateFn]]] = {
+    version: {kind: f for kind, name in _KINDS.items() if (f := _function(name, version)) is not None}
+    for version in (1, 2)
 }
 
+
+def _ignored(name: rules.Kind, own: str) -> bool:
+    """Is a kind the version defines (``own``: its DEFINED tag) without applying it?"""
+    if isinstance(name, tuple):
+        return own == rules.DEFINED_V1 and name[2]  # v1 defines it; v1 applies no rule
+    return name in (rules.DEFINED, own)
+
+
 #: The update table of a store that keeps unknown updates, by version in force: ``UPDATES`` with
-#: the kinds that version defines and no function handles mapped to None (ignored: conversation,
-#: commands, usage...), and None (``Message._update_kind`` of an update that is not an object with
+#: the kinds that version defines and does not apply mapped to None (ignored: v1's conversation,
+#: commands, modes...), and None (``Message._update_kind`` of an update that is not an object with
 #: a string ``sessionUpdate``: ignored, DESIGN 7.3); a kind absent (custom ``_`` kinds, kinds of
 #: the other version, kinds no version defines) goes to ``unknown_update``.
 KEEPING: Dict[int, Dict[Optional[str], Optional[UpdateFn]]] = {
     version: {
-        **UPDATES,
+        **UPDATES[version],
         None: None,
-        **dict.fromkeys(kind for kind, name in _KINDS.items() if name in (rules.DEFINED, own)),
+        **dict.fromkeys(kind for kind, name in _KINDS.items() if _ignored(name, own)),
     }
     for version, own in ((1, rules.DEFINED_V1), (2, rules.DEFINED_V2))
 }
@@ -165,6 +186,7 @@ class ToolCallStore:
         "_max_permissions",
         "_max_updates",
         "_max_terminals",
+        "_max_entities",
         "_permission_holes",
         "_strict",
     )
@@ -181,6 +203,7 @@ class ToolCallStore:
         max_permissions: Optional[int] = DEFAULT_MAX_PERMISSIONS,
         max_updates: Optional[int] = DEFAULT_MAX_UPDATES,
         max_terminals: Optional[int] = DEFAULT_MAX_TERMINALS,
+        max_entities: Optional[int] = DEFAULT_MAX_ENTITIES,
         strict_schema: Any = False,
         unstable: bool = False,
         draft: Optional[str] = None,
@@ -195,6 +218,7 @@ class ToolCallStore:
         self._max_permissions = _limit(max_permissions, "max_permissions", 1)
         self._max_updates = _limit(max_updates, "max_updates", 0)
         self._max_terminals = _limit(max_terminals, "max_terminals", 1)
+        self._max_entities = _limit(max_entities, "max_entities", 1)
         self._framer = Framer(max_frame_bytes=max_frame_bytes)
         # `strict_schema`: the schema check every frame passes before it is applied.
         self._strict: Any = None
@@ -231,7 +255,7 @@ class ToolCallStore:
         # The update table of the version in force (KEEPING: unknown updates go to `_unknown`).
         self._keeping = None if self._max_updates == 0 else KEEPING
         self._unknown: Optional[UpdateFn] = None if self._keeping is None else unknown_update
-        self._updates = UPDATES if self._keeping is None else self._keeping[self._version()]
+        self._updates = (UPDATES if self._keeping is None else self._keeping)[self._version()]
         self._lock = RLock()
         self._busy = False
 
@@ -332,6 +356,12 @@ class ToolCallStore:
         if s is None:
             return {}
         return cast(Dict[str, Any], _fresh(dict(s.plans)))
+
+    @exclusive
+    def entities(self, session_id: str) -> Dict[str, Any]:
+        """The entities of a session, ``{target: value}`` (DESIGN 7.3)."""
+        s = self._sessions.get(_key(session_id, "session_id"))
+        return cast(Dict[str, Any], _fresh(checkpoint.entities(s)))
 
     @exclusive
     def updates(self, session_id: str) -> List[Dict[str, Any]]:
@@ -460,6 +490,12 @@ class ToolCallStore:
 
     @property
     @exclusive
+    def max_entities(self) -> Optional[int]:
+        """Entities kept per target of a session (the oldest dropped first; None: no bound)."""
+        return self._max_entities
+
+    @property
+    @exclusive
     def strict_schema(self) -> Any:
         """``strict_schema`` as given: False (off), True (follows the negotiation), 1 or 2."""
         if self._strict is None:
@@ -501,8 +537,7 @@ class ToolCallStore:
         """Set the negotiated version; what depends on the version in force follows."""
         self._negotiated = version
         self._v2 = self._version() == 2
-        if self._keeping is not None:
-            self._updates = self._keeping[self._version()]
+        self._updates = (UPDATES if self._keeping is None else self._keeping)[self._version()]
 
     def _session(self, sid: str) -> Session:
         """The session ``sid``, created if needed."""

@@ -17,7 +17,7 @@ bad document gets the same error text.
 from __future__ import annotations
 
 import binascii
-from typing import Any, Callable, Dict, Iterator, List, TypeVar, cast
+from typing import Any, Callable, Dict, Iterator, List, Optional, TypeVar, cast
 
 import orjson
 
@@ -26,6 +26,7 @@ from ..encoder import write
 from ..error import DecodeError, to_python
 from ..scanner import MAX_DEPTH as _FRAME_DEPTH
 from ..scanner import loads, parse_document, to_bytes
+from . import rules
 from .evict import LIMITS, compact, drop_permission, push_permission
 from .permission import MAX_CANCEL_REQUESTS
 from .read import exactly, plain
@@ -45,6 +46,7 @@ from .restore import (
     _object,
     _version,
     read_permissions,
+    restore_entities,
     restore_plans,
     restore_terminals,
     restore_tool_calls,
@@ -112,6 +114,8 @@ def state(store: Store) -> Dict[str, Any]:
         }
         if s.updates:
             sd["updates"] = list(s.updates)
+        if any(not e.is_empty() for e in s.entities):
+            sd["entities"] = entities(s)
         truncated(sd, s.dropped())
     doc: Dict[str, Any] = {
         "format": FORMAT,
@@ -129,6 +133,18 @@ def state(store: Store) -> Dict[str, Any]:
     if store._cancel_requests:  # present only when the store has seen a $/cancel_request
         doc["cancelRequests"] = cancel_request_list(store)
     return doc
+
+
+def entities(s: Optional[Session]) -> Dict[str, Any]:
+    """The entities of a session (``entity.py``): ``{target: value}`` for each target it holds,
+    in table order, where a target with ids holds ``{id: entity}`` (Rust: document.rs)."""
+    out: Dict[str, Any] = {}
+    if s is None:
+        return out
+    for t, e in zip(rules.targets(), s.entities):
+        if not e.is_empty():
+            out[t.name] = e.one if e.one is not None else dict(e.by_id)
+    return out
 
 
 def cancel_request_list(store: Store) -> List[Dict[str, Any]]:
@@ -191,6 +207,7 @@ def from_json(cls: Callable[..., S], data: Any) -> S:
         restore_plans(s, session, sp)
         records[sid] = read_permissions(sid, session, sp)
         restore_updates(store, s, session, sp)
+        restore_entities(s, session, sp)
     # The session of each permission record in request order across sessions (optional:
     # without it, session order), naming each session as many times as it has records.
     counts = {sid: len(entries) for sid, entries in records.items()}

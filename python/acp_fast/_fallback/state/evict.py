@@ -67,6 +67,7 @@ __all__ = [
     "DEFAULT_MAX_TERMINAL_BYTES",
     "DEFAULT_MAX_TERMINALS",
     "DEFAULT_MAX_UPDATES",
+    "DEFAULT_MAX_ENTITIES",
     "LIMITS",
     "compact",
     "drop_permission",
@@ -87,6 +88,7 @@ DEFAULT_MAX_PLANS = 100
 DEFAULT_MAX_PERMISSIONS = 1000
 DEFAULT_MAX_UPDATES = 1000
 DEFAULT_MAX_TERMINALS = 1000
+DEFAULT_MAX_ENTITIES = 1000
 
 #: The bounds inside sessions (Rust: ``Limits``), in checkpoint order (DESIGN 7.8): (checkpoint
 #: member, store attribute, smallest value: 1 for a count of records, 0 of items; default). A
@@ -98,6 +100,7 @@ LIMITS: Tuple[Tuple[str, str, int, Optional[int]], ...] = (
     ("maxPermissions", "_max_permissions", 1, DEFAULT_MAX_PERMISSIONS),
     ("maxUpdates", "_max_updates", 0, DEFAULT_MAX_UPDATES),
     ("maxTerminals", "_max_terminals", 1, DEFAULT_MAX_TERMINALS),
+    ("maxEntities", "_max_entities", 1, DEFAULT_MAX_ENTITIES),
 )
 
 

@@ -125,7 +125,9 @@ class Session:
         "dropped_terminals",
         "dropped_plans",
         "dropped_permissions",
+        "entities",
         "dropped_updates",
+        "dropped_entities",
     )
 
     def __init__(self) -> None:
@@ -144,7 +146,11 @@ class Session:
         self.dropped_terminals = 0
         self.dropped_plans = 0
         self.dropped_permissions = 0
+        # the targets of the rules applied as written (entity.py), by their index in
+        # rules.targets() (grown as needed)
+        self.entities: List[Entities] = []
         self.dropped_updates = 0
+        self.dropped_entities = 0
 
     def dropped(self) -> List[Tuple[str, int]]:
         """The marker's members: (name, count), in materialized order (Rust: ``Dropped::counts``)."""
@@ -153,7 +159,23 @@ class Session:
             ("droppedPlans", self.dropped_plans),
             ("droppedPermissions", self.dropped_permissions),
             ("droppedUpdates", self.dropped_updates),
+            ("droppedEntities", self.dropped_entities),
         ]
+
+
+class Entities:
+    """What a session holds of one target of the rules applied as written (``entity.py``): its
+    value when its rules name no id, else its entities by id, in first-seen order (an
+    OrderedDict: the bound drops the oldest)."""
+
+    __slots__ = ("by_id", "one")
+
+    def __init__(self) -> None:
+        self.one: Any = None
+        self.by_id: Dict[str, Any] = OrderedDict()
+
+    def is_empty(self) -> bool:
+        return self.one is None and not self.by_id
 
 
 class Store(Protocol):
@@ -171,6 +193,7 @@ class Store(Protocol):
     _max_plans: Optional[int]
     _max_permissions: Optional[int]
     _max_terminals: Optional[int]
+    _max_entities: Optional[int]
     _sessions: Dict[str, Session]
     _permissions: List[Optional[List[Any]]]
     _permission_holes: int

@@ -19,9 +19,10 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import orjson
 
+from . import rules
 from .evict import LIMITS, number_terminals
 from .read import base64_decode, plain
-from .records import MISSING, OUTCOMES, Session, Store, Terminal, finished, permission_record
+from .records import MISSING, OUTCOMES, Entities, Session, Store, Terminal, finished, permission_record
 
 __all__ = [
     "SESSION_COUNTS",
@@ -29,6 +30,7 @@ __all__ = [
     "TOOL_CALL_COUNTS",
     "read_marker",
     "read_permissions",
+    "restore_entities",
     "restore_plans",
     "restore_terminals",
     "restore_tool_calls",
@@ -184,7 +186,43 @@ def restore_updates(store: Store, s: Session, session: Dict[str, Any], sp: str) 
                 raise _fail(f"{up}.sessionUpdate", "a string", update["sessionUpdate"])
             s.updates.append(update)
     counts = read_marker(store, session, sp, SESSION_COUNTS)
-    s.dropped_terminals, s.dropped_plans, s.dropped_permissions, s.dropped_updates = counts
+    s.dropped_terminals, s.dropped_plans, s.dropped_permissions, s.dropped_updates, s.dropped_entities = counts
+
+
+def restore_entities(s: Session, session: Dict[str, Any], sp: str) -> None:
+    """``{sp}.entities`` (optional): ``{target: value}`` for targets of the update table
+    (``rules.py``), a target with ids ``{id: entity}``; each entity a record (an object; with ids,
+    its id member the key it is filed under) or, for a target a rule replaces by a value, any
+    value."""
+    if "entities" not in session:
+        return
+    path = f"{sp}.entities"
+    targets = rules.targets()
+    for name, value in _object(session["entities"], path).items():
+        tp = f"{path}.{name}"
+        index = next((i for i, t in enumerate(targets) if t.name == name), None)
+        if index is None:
+            raise _fail(tp, "a target of the update table", value)
+        t = targets[index]
+        held = Entities()
+        if t.id is None:
+            held.one = restore_entity(value, t, tp)
+        else:
+            for key, entity in _object(value, tp).items():
+                ep = f"{tp}.{key}"
+                held.by_id[key] = restore_entity(entity, t, ep)
+                if not t.whole:
+                    _record_id(entity, key, t.id, ep)
+        while len(s.entities) <= index:
+            s.entities.append(Entities())
+        s.entities[index] = held
+
+
+def restore_entity(value: Any, t: rules.TargetRule, ep: str) -> Any:
+    """One entity of the target ``t`` at ``ep``."""
+    if t.whole:
+        return value
+    return _object(value, ep)
 
 
 #: The counts of each ``_truncated`` marker (DESIGN 7.8), in document order: (member, the
@@ -196,6 +234,7 @@ SESSION_COUNTS = (
     ("droppedPlans", "maxPlans"),
     ("droppedPermissions", "maxPermissions"),
     ("droppedUpdates", "maxUpdates"),
+    ("droppedEntities", "maxEntities"),
 )
 # A bound's checkpoint member -> the store's attribute.
 _BOUND_ATTRS = {name: attr for name, attr, _, _ in LIMITS}

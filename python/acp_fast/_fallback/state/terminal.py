@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
+from .entity import merge_meta
 from .evict import touch_terminal, trim_output
 from .read import Bad, U, base64_decode
 from .records import Change, Store, Terminal
@@ -65,6 +66,10 @@ def terminal_update(store: Store, sid: str, update: Dict[str, Any]) -> Change:
         elif v is None:
             if k in f:
                 del f[k]
+        elif k == "_meta" and type(v) is dict:
+            # `_meta` objects patch the stored one by top-level key (v2)
+            old = f.get("_meta")
+            f["_meta"] = merge_meta(old if type(old) is dict else None, v)
         else:
             f[k] = v
     if store._max_terminals is not None and (created or (not term.queued and "exitStatus" in f)):

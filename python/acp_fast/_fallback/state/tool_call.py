@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Tuple
 
+from .entity import merge_meta
 from .evict import set_content, touch
 from .read import P_UPDATE_CONTENT, P_UPDATE_LOCATIONS, P_UPDATE_TCID, Bad
 from .records import Change, Session, Store
@@ -69,11 +70,11 @@ def tool_call_update(store: Store, sid: str, update: Dict[str, Any]) -> Change:
     c = update.get("locations")
     if c is not None and type(c) is not list:
         raise Bad("invalid_locations", P_UPDATE_LOCATIONS, "an array or null")
-    # commit_tool_call's common case inlined: an existing record, no null member.
+    # commit_tool_call's common case inlined: an existing record, no null member, no v2 _meta.
     s = store._sessions.get(sid)
     if s is not None:
         f = s.tool_calls.get(tcid)
-        if f is not None and None not in update.values():
+        if f is not None and None not in update.values() and not ("_meta" in update and store._v2):
             if "_truncated" in update:  # a test is cheaper than a call on this path
                 del update["_truncated"]  # noqa: RUF051
             f.update(update)
@@ -151,6 +152,11 @@ def commit_tool_call(store: Store, sid: str, tcid: str, update: Dict[str, Any]) 
     f = calls.get(tcid)
     limit = store._max_content_items
     update.pop("_truncated", None)
+    meta = update.get("_meta")
+    if store._v2 and type(meta) is dict:
+        # v2: a `_meta` object patches the stored one by top-level key (a new record: none).
+        old = None if f is None else f.get("_meta")
+        update["_meta"] = merge_meta(old if type(old) is dict else None, meta)
     if f is None:
         del update["toolCallId"]
         update.pop("sessionUpdate", None)
