@@ -195,9 +195,9 @@ ALLOWED: list[tuple[str, str | list[str], str]] = [
     (
         "state/__init__.py",
         ["check_source", "key", "limit", "unknown_update", "version", "set_negotiated", "session", "dispatch"]
-        + ["permission_list", "function", "ignored"],
+        + ["permission_list", "function", "ignored", "table"],
         "argument checks (rust/python/args.rs) and the store's own helpers (rust: the core Store's methods;"
-        " `function` / `ignored` build the dispatch dicts, Rust's `session_update` matches)",
+        " `function`, `ignored`, `table` build the dispatch dicts, Rust's `session_update` matches)",
     ),
     ("rust/state/document.rs", ALL, "the shapes are written once here as dicts (records.py, checkpoint.py)"),
     (
@@ -366,7 +366,7 @@ ALLOWED: list[tuple[str, str | list[str], str]] = [
     ("rust/state/terminal.rs", ["terminal_mut", "terminal_id", "terminal_change"], "dict lookups here"),
     (
         "rust/state/entity.rs",
-        ["dedupe", "slot_of", "whole", "set"],
+        ["whole", "set"],
         "a parsed dict has one member per key and its lists are lists (see the top of entity.py)",
     ),
     ("rust/state/permission.rs", ["offered_kind"], "a loop over orjson's list, inline in `response` here"),

@@ -228,7 +228,17 @@ def test_max_entities_argument(backend):
     assert backend.ToolCallStore().max_entities == 1000
     assert backend.ToolCallStore(max_entities=None).max_entities is None
     with pytest.raises(ValueError, match="max_entities"):
-        backend.ToolCallStore(max_entities=0)
+        backend.ToolCallStore(max_entities=-1)
+    # 0: the rules are not applied, nothing is checked
+    s = backend.ToolCallStore(2, max_entities=0)
+    assert s.apply(upd({"sessionUpdate": "agent_message_chunk", "content": TEXT})) is None
+    assert s.apply(upd({"sessionUpdate": "state_update", "state": "idle"})) is None
+    assert s.entities("s1") == {} and s.state()["maxEntities"] == 0
+    # ... but v2-only kinds are still not unknown updates under v2, and are under v1
+    assert s.updates("s1") == []
+    s1 = backend.ToolCallStore(1, max_entities=0)
+    c = s1.apply(upd({"sessionUpdate": "state_update", "state": "idle"}))
+    assert change_of(backend, c) == ("s1", "update", "state_update", "appended", None)
 
 
 def test_backends_agree_on_a_v2_session(both_backends):

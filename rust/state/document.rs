@@ -466,8 +466,17 @@ pub fn entities<S: Sink>(s: &mut S, session: Option<&Session>) -> Result<(), S::
 /// One entity: a record as an object (lists as arrays), or its value.
 pub fn entity<S: Sink>(s: &mut S, held: &super::records::Held) -> Result<(), S::Error> {
     use super::records::{Held, Slot};
+    let record;
+    let held = match held {
+        Held::Update(v) => {
+            record = Held::Record(super::entity::record(v));
+            &record
+        }
+        held => held,
+    };
     match held {
         Held::Value(v) => s.raw(v),
+        Held::Update(_) => unreachable!("written as its record"),
         Held::Record(members) => {
             s.begin_object()?;
             for (name, slot) in members {

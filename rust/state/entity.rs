@@ -16,8 +16,11 @@
 //! - remove: the entity is dropped (a change only when it existed).
 //!
 //! An upsert's array for a field that appends extend (`TargetRule::lists`) is held as a list, so
-//! an append costs the same however long the list. `sessionUpdate` is not stored. With ids, a
-//! target keeps at most `Limits::entities` entities per session (the oldest dropped, counted).
+//! an append costs the same however long the list. `sessionUpdate` is not stored (a replace by the
+//! update itself keeps the update's text whole, `Held::Update`, and leaves `sessionUpdate` out
+//! when it is written). With ids, a target keeps at most `Limits::entities` entities per session
+//! (the oldest dropped, counted). Keys are compared in the frame's bytes; a key's text is copied
+//! only when a member or an entity is added.
 //!
 //! Mirror: `python/acp_fast/_fallback/state/entity.py`.
 
@@ -58,7 +61,11 @@ impl Store {
         let id = match &rule.id {
             None => None,
             Some(name) => match id.and_then(|s| s.str()) {
-                Some(s) => Some((name.as_bytes(), s, id.expect("an id"))),
+                Some(s) => Some(Id {
+                    name: name.as_bytes(),
+                    token: s,
+                    span: id.expect("an id"),
+                }),
                 None => {
                     let path = ("params.update", &**name);
                     return Err(bad_member(data, "invalid_id", path, "a string", id, update));
@@ -76,16 +83,18 @@ impl Store {
         let slot = self.session_slot(data, sid);
         let max = self.limits.entities;
         let members = std::mem::take(&mut self.members);
+        let items = std::mem::take(&mut self.items);
         let session = self.sessions.at_mut(slot);
         let at = rule.target as usize;
         if session.entities.len() <= at {
             session.entities.resize_with(at + 1, Entities::default);
         }
         let entities = &mut session.entities[at];
-        let key = id.map(|(_, s, _)| text_of(data, s));
+        let mut kscratch = Vec::new();
+        let key = id.map(|id| key_bytes(data, id.token, &mut kscratch));
         let lists = &target.lists[..];
         let action = match rule.action {
-            RuleAction::Upsert => Some(upsert_entity(entities, key, data, &members, (id, lists))),
+            RuleAction::Upsert => Some(upsert_entity(entities, key, data, (&members, &items), (id, lists))),
             RuleAction::Append => {
                 let (field, value) = (rule.field.as_deref().expect("a field"), value.expect("a value"));
                 Some(append_entity(entities, key, data, (id, field.as_bytes()), value))
@@ -93,11 +102,11 @@ impl Store {
             RuleAction::Replace => {
                 let held = match value {
                     Some(v) => Held::Value(raw(data, v)),
-                    None => Held::Record(record(data, &members, lists)),
+                    None => Held::Update(raw(data, update)),
                 };
                 Some(replace_entity(entities, key, held))
             }
-            RuleAction::Remove => remove_entity(entities, key.as_deref()),
+            RuleAction::Remove => remove_entity(entities, key),
         };
         if action == Some(Action::Created) {
             if let Some(max) = max {
@@ -110,9 +119,29 @@ impl Store {
             }
         }
         self.members = members;
-        let ident = id.map_or(Ident::None, |(_, s, _)| Ident::Text(s));
+        self.items = items;
+        let ident = id.map_or(Ident::None, |id| Ident::Text(id.token));
         Ok(action.map(|a| Change::new(Some(sid), Target::Entity(rule.target), ident, a, None)))
     }
+}
+
+/// The id member of an update: its name, its string token, its value.
+#[derive(Clone, Copy)]
+struct Id<'a> {
+    name: &'a [u8],
+    token: Str,
+    span: Span,
+}
+
+/// What `null` does to a record's member.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Nulls {
+    /// An upsert of a stored entity: removes it.
+    Remove,
+    /// A new entity: sets nothing.
+    Skip,
+    /// A record as received: kept.
+    Keep,
 }
 
 /// The entity `key` (the one entity when None) of `entities`.
@@ -124,39 +153,37 @@ fn entity_mut<'a>(entities: &'a mut Entities, key: Option<&[u8]>) -> Option<&'a 
 }
 
 /// Store a new entity.
-fn insert_entity(entities: &mut Entities, key: Option<Text>, held: Held) {
+fn insert_entity(entities: &mut Entities, key: Option<&[u8]>, held: Held) {
     match key {
         Some(k) => {
-            entities.by_id.push(k, held);
+            entities.by_id.push(k.into(), held);
         }
         None => entities.one = Some(held),
     }
 }
 
 /// A new record holding the id member (as received), if any.
-fn new_record(data: &[u8], id: Option<(&[u8], Str, Span)>) -> Held {
-    Held::Record(id.map_or_else(Vec::new, |(name, _, span)| {
-        vec![(name.into(), Slot::Value(raw(data, span)))]
-    }))
+fn new_record(data: &[u8], id: Option<Id<'_>>) -> Held {
+    Held::Record(id.map_or_else(Vec::new, |id| vec![(id.name.into(), Slot::Value(raw(data, id.span)))]))
 }
 
 /// upsert: patch the entity, or create it from the non-null members.
 fn upsert_entity(
     entities: &mut Entities,
-    key: Option<Text>,
+    key: Option<&[u8]>,
     data: &[u8],
-    members: &[Member],
-    (id, lists): (Option<(&[u8], Str, Span)>, &[Box<str>]),
+    members: (&[Member], &[Span]),
+    (id, lists): (Option<Id<'_>>, &[Box<str>]),
 ) -> Action {
-    let skip = id.map(|(name, _, _)| name);
-    match entity_mut(entities, key.as_deref()) {
+    let skip = id.map(|id| id.name);
+    match entity_mut(entities, key) {
         Some(held) => {
-            patch_record(as_record(held), data, members, (skip, lists), true);
+            patch_record(as_record(held), data, members, (skip, lists), Nulls::Remove);
             Action::Updated
         }
         None => {
             let mut held = new_record(data, id);
-            patch_record(as_record(&mut held), data, members, (skip, lists), false);
+            patch_record(as_record(&mut held), data, members, (skip, lists), Nulls::Skip);
             insert_entity(entities, key, held);
             Action::Created
         }
@@ -166,17 +193,17 @@ fn upsert_entity(
 /// append: `value` at the end of the list `field` of the entity (created when needed).
 fn append_entity(
     entities: &mut Entities,
-    key: Option<Text>,
+    key: Option<&[u8]>,
     data: &[u8],
-    (id, field): (Option<(&[u8], Str, Span)>, &[u8]),
+    (id, field): (Option<Id<'_>>, &[u8]),
     value: Span,
 ) -> Action {
     let item = raw(data, value);
-    let (held, action) = match entity_mut(entities, key.as_deref()) {
+    let (held, action) = match entity_mut(entities, key) {
         Some(held) => (held, Action::Appended),
         None => {
-            insert_entity(entities, key.clone(), new_record(data, id));
-            (entity_mut(entities, key.as_deref()).expect("inserted"), Action::Created)
+            insert_entity(entities, key, new_record(data, id));
+            (entity_mut(entities, key).expect("inserted"), Action::Created)
         }
     };
     let members = as_record(held);
@@ -200,8 +227,8 @@ fn append_entity(
 }
 
 /// replace: the entity becomes `held`.
-fn replace_entity(entities: &mut Entities, key: Option<Text>, held: Held) -> Action {
-    match entity_mut(entities, key.as_deref()) {
+fn replace_entity(entities: &mut Entities, key: Option<&[u8]>, held: Held) -> Action {
+    match entity_mut(entities, key) {
         Some(old) => {
             *old = held;
             Action::Replaced
@@ -228,91 +255,82 @@ fn remove_entity(entities: &mut Entities, key: Option<&[u8]>) -> Option<Action> 
     Some(Action::Removed)
 }
 
-/// The members of a record (a value held whole becomes the record of its members, if an object).
+/// The members of a record (a value held whole becomes the record of its members, if an
+/// object; an update held whole, the record of its members but `sessionUpdate`).
 fn as_record(held: &mut Held) -> &mut Vec<(Text, Slot)> {
-    if let Held::Value(v) = held {
-        let members = if v.first() == Some(&b'{') {
-            let mut ms = Vec::new();
-            walk(v, whole(v), &mut ms, &mut Vec::new()).expect("a stored object");
-            record(v, &ms, &[])
-        } else {
-            Vec::new()
-        };
-        *held = Held::Record(members);
+    if let Held::Value(v) | Held::Update(v) = held {
+        *held = Held::Record(if v.first() == Some(&b'{') { record(v) } else { Vec::new() });
     }
     match held {
         Held::Record(members) => members,
-        Held::Value(_) => unreachable!("made a record"),
+        _ => unreachable!("made a record"),
     }
 }
 
-/// A record of `members` as received, `null`s included (a replace).
-fn record(data: &[u8], members: &[Member], lists: &[Box<str>]) -> Vec<(Text, Slot)> {
-    let members = dedupe(data, members, &[b"sessionUpdate"]);
-    members.into_iter().map(|(k, v)| {
-        let slot = slot_of(data, &k, v, lists);
-        (k, slot)
-    }).collect()
+/// The record of the (valid) object `v` as received, `null`s included, but `sessionUpdate`.
+pub(super) fn record(v: &[u8]) -> Vec<(Text, Slot)> {
+    let (mut ms, mut items) = (Vec::new(), Vec::new());
+    walk(v, whole(v), &mut ms, &mut items).expect("a stored object");
+    let mut out = Vec::new();
+    patch_record(&mut out, v, (&ms, &items), (None, &[]), Nulls::Keep);
+    out
 }
 
-/// Apply `members` to a record: each present member replaces the stored one (in its place) or is
-/// added last; `null` removes it (`patching`) or is skipped (a new record); `_meta` objects patch
-/// the stored `_meta` by key. `skip`: the id member (kept as first received).
+/// Apply `members` (and the `items` of their `content` arrays, as `walk` lists them) to a
+/// record: each present member replaces the stored one (in its place) or is added last; `null`
+/// does what `nulls` says; `_meta` objects patch the stored `_meta` by key. Duplicate members
+/// count as in a parsed object (the last value, in the first one's place). `skip`: the id member
+/// (kept as first received); `sessionUpdate` is never stored.
 fn patch_record(
     stored: &mut Vec<(Text, Slot)>,
     data: &[u8],
-    members: &[Member],
+    (members, items): (&[Member], &[Span]),
     (skip, lists): (Option<&[u8]>, &[Box<str>]),
-    patching: bool,
+    nulls: Nulls,
 ) {
-    let skip = [&b"sessionUpdate"[..], skip.unwrap_or(b"sessionUpdate")];
-    for (k, v) in dedupe(data, members, &skip) {
-        let pos = stored.iter().position(|(n, _)| *n == k);
-        if v.ty == JsonType::Null {
-            if let (Some(p), true) = (pos, patching) {
+    let (mut ks, mut other) = (Vec::new(), Vec::new());
+    for (i, first) in members.iter().enumerate() {
+        let k = key_bytes(data, first.key, &mut ks);
+        if k == b"sessionUpdate" || skip == Some(k) {
+            continue;
+        }
+        if members[..i].iter().any(|n| key_bytes(data, n.key, &mut other) == k) {
+            continue;
+        }
+        let m = members[i + 1..]
+            .iter()
+            .rev()
+            .find(|n| key_bytes(data, n.key, &mut other) == k)
+            .unwrap_or(first);
+        let pos = stored.iter().position(|(n, _)| **n == *k);
+        let v = m.value;
+        if v.ty == JsonType::Null && nulls != Nulls::Keep {
+            if let (Some(p), Nulls::Remove) = (pos, nulls) {
                 stored.remove(p);
             }
             continue;
         }
-        let slot = if v.ty == JsonType::Object && &*k == b"_meta" {
+        let slot = if v.ty == JsonType::Object && k == b"_meta" && nulls != Nulls::Keep {
             let old = match pos.map(|p| &stored[p].1) {
                 Some(Slot::Value(old)) if old.first() == Some(&b'{') => Some(&**old),
                 _ => None,
             };
             Slot::Value(merge_meta(old, data, v))
+        } else if v.ty == JsonType::Array && lists.iter().any(|l| l.as_bytes() == k) {
+            // `walk` lists the items of `content` arrays; other lists are read here.
+            let spans = if k == b"content" {
+                items[m.items.0 as usize..m.items.1 as usize].to_vec()
+            } else {
+                array_items(data, v)
+            };
+            Slot::Items(spans.into_iter().map(|s| raw(data, s)).collect())
         } else {
-            slot_of(data, &k, v, lists)
+            Slot::Value(raw(data, v))
         };
         match pos {
             Some(p) => stored[p].1 = slot,
-            None => stored.push((k, slot)),
+            None => stored.push((k.into(), slot)),
         }
-    }
-}
-
-/// The members as a parsed object has them (the last of duplicates, in the first one's place),
-/// but those named in `skip`.
-fn dedupe(data: &[u8], members: &[Member], skip: &[&[u8]]) -> Vec<(Text, Span)> {
-    let mut out: Vec<(Text, Span)> = Vec::with_capacity(members.len());
-    for m in members {
-        let k = text_of(data, m.key);
-        if skip.contains(&&*k) {
-            continue;
-        }
-        match out.iter_mut().find(|(n, _)| *n == k) {
-            Some(entry) => entry.1 = m.value,
-            None => out.push((k, m.value)),
-        }
-    }
-    out
-}
-
-/// A member's value as stored: the items of an array of a `lists` field, else the value.
-fn slot_of(data: &[u8], key: &[u8], value: Span, lists: &[Box<str>]) -> Slot {
-    if value.ty == JsonType::Array && lists.iter().any(|l| l.as_bytes() == key) {
-        Slot::Items(array_items(data, value).into_iter().map(|s| raw(data, s)).collect())
-    } else {
-        Slot::Value(raw(data, value))
     }
 }
 
@@ -337,7 +355,16 @@ pub(super) fn merge_meta(stored: Option<&[u8]>, data: &[u8], patch: Span) -> Raw
     }
     let mut ps = Vec::new();
     walk(data, patch, &mut ps, &mut items).expect("a valid object");
-    for (k, v) in dedupe(data, &ps, &[]) {
+    // As a parsed object has it: the last of duplicates, in the first one's place.
+    let mut patch_members: Vec<(Text, Span)> = Vec::new();
+    for m in &ps {
+        let k = text_of(data, m.key);
+        match patch_members.iter_mut().find(|(n, _)| *n == k) {
+            Some(entry) => entry.1 = m.value,
+            None => patch_members.push((k, m.value)),
+        }
+    }
+    for (k, v) in patch_members {
         let value = (v.ty != JsonType::Null).then(|| &data[v.range()]);
         set(&mut out, k, value);
     }

@@ -71,7 +71,8 @@ pub struct Limits {
     pub updates: Option<usize>,
     /// Terminals kept per session (the oldest exited ones dropped first, else the oldest).
     pub terminals: Option<usize>,
-    /// Entities kept per target of a session (`entity.rs`; the oldest dropped first).
+    /// Entities kept per target of a session (`entity.rs`; the oldest dropped first; 0: the rules
+    /// are not applied).
     pub entities: Option<usize>,
 }
 
@@ -123,7 +124,7 @@ impl Limits {
             (1, &mut self.permissions),
             (0, &mut self.updates),
             (1, &mut self.terminals),
-            (1, &mut self.entities),
+            (0, &mut self.entities),
         ]
     }
 

@@ -322,6 +322,10 @@ impl Store {
             Some(UpdateKind::Defined) => return Ok(None),
             Some(UpdateKind::Entity { rule, v1 }) => {
                 if self.version() >= 2 {
+                    // With `max_entities=0` the rules are not applied (nothing is checked).
+                    if self.limits.entities == Some(0) {
+                        return Ok(None);
+                    }
                     let sid = require_session(data, env, params)?;
                     return self.entity_update(data, sid, update, captured, rule);
                 }

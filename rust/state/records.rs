@@ -332,12 +332,14 @@ impl Entities {
     }
 }
 
-/// An entity: a record (members in first-set order; the fields appends extend are lists), or a
-/// value replaced whole as received.
+/// An entity: a record (members in first-set order; the fields appends extend are lists), a
+/// value replaced whole as received, or an update's object held whole (a replace by the update
+/// itself: its members but `sessionUpdate` are the entity).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Held {
     Record(Vec<(Text, Slot)>),
     Value(Raw),
+    Update(Raw),
 }
 
 /// A member of an entity record.

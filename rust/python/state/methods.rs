@@ -94,7 +94,7 @@ impl PyToolCallStore {
             permissions: limit_arg(max_permissions, "max_permissions", 1, d.permissions)?,
             updates: limit_arg(max_updates, "max_updates", 0, d.updates)?,
             terminals: limit_arg(max_terminals, "max_terminals", 1, d.terminals)?,
-            entities: limit_arg(max_entities, "max_entities", 1, d.entities)?,
+            entities: limit_arg(max_entities, "max_entities", 0, d.entities)?,
         };
         let store = Store::with_limits(version, max, limits);
         let strict = strict_arg(py, strict_schema, unstable, draft)?;

@@ -11,9 +11,9 @@ located in the frame with the scanner on the error path only (``read.py``).
 Mirror of ``rust/state/`` module for module and function for function (this file is
 ``mod.rs``): ``records`` (what is stored), ``rules`` (the update table, read from the schema's
 ``x-state`` rules), ``read`` (reading frames, -32602 errors, base64),
-``tool_call``, ``terminal``, ``plan``, ``permission`` (one function per update kind, dispatched
-from ``ToolCallStore._dispatch`` and ``UPDATES`` below; ``unknown_update``, here, keeps the updates
-no rule handles), ``evict`` (the bounds), ``checkpoint`` (``to_json`` / ``from_json``). The
+``tool_call``, ``terminal``, ``plan``, ``permission``, ``entity`` (one function per update kind,
+dispatched from ``ToolCallStore._dispatch`` and ``TABLES`` below; ``unknown_update``, here, keeps
+the updates no rule handles), ``evict`` (the bounds), ``checkpoint`` (``to_json`` / ``from_json``). The
 per-frame loop (framing, parsing, the strict check, batches) is ``_fallback/engine.py``, as it is
 ``rust/engine.rs``. Differences on purpose: here the store is the Python class itself, with the
 queries; Rust's binding (``rust/python/state.rs``) builds the objects of the core's outcomes.
@@ -85,42 +85,47 @@ _FUNCTIONS: Dict[str, UpdateFn] = {
 _KINDS = rules.get()[0]
 
 
-def _function(name: rules.Kind, version: int) -> Optional[UpdateFn]:
+def _function(name: rules.Kind, version: int, entities: bool) -> Optional[UpdateFn]:
     """The function of a kind of the table under ``version`` (None: not one the store applies)."""
     if isinstance(name, tuple):
-        # A rule applied as written (entity.py): under v2 only.
-        return partial(entity_update, index=name[1]) if version >= 2 else None
+        # A rule applied as written (entity.py): under v2, unless max_entities is 0.
+        return partial(entity_update, index=name[1]) if version >= 2 and entities else None
     return _FUNCTIONS.get(name)
 
 
-#: ``params.update.sessionUpdate`` -> its function (DESIGN 7.3), from the schema's rules
-#: (``rules.py``), by version in force; other kinds go to ``unknown_update`` when the store keeps
-#: unknown updates, else are ignored.
-UPDATES: Dict[int, Dict[Optional[str], Optional[UpdateFn]]] = {
-    version: {kind: f for kind, name in _KINDS.items() if (f := _function(name, version)) is not None}
-    for version in (1, 2)
-}
-
-
-def _ignored(name: rules.Kind, own: str) -> bool:
-    """Is a kind the version defines (``own``: its DEFINED tag) without applying it?"""
+def _ignored(name: rules.Kind, version: int) -> bool:
+    """Is a kind one the version defines without applying it?"""
     if isinstance(name, tuple):
-        return own == rules.DEFINED_V1 and name[2]  # v1 defines it; v1 applies no rule
-    return name in (rules.DEFINED, own)
+        return version >= 2 or name[2]  # v2 defines it (applied unless max_entities is 0); v1 too
+    return name in (rules.DEFINED, rules.DEFINED_V1 if version == 1 else rules.DEFINED_V2)
 
 
-#: The update table of a store that keeps unknown updates, by version in force: ``UPDATES`` with
-#: the kinds that version defines and does not apply mapped to None (ignored: v1's conversation,
-#: commands, modes...), and None (``Message._update_kind`` of an update that is not an object with
-#: a string ``sessionUpdate``: ignored, DESIGN 7.3); a kind absent (custom ``_`` kinds, kinds of
-#: the other version, kinds no version defines) goes to ``unknown_update``.
-KEEPING: Dict[int, Dict[Optional[str], Optional[UpdateFn]]] = {
-    version: {
-        **UPDATES[version],
-        None: None,
-        **dict.fromkeys(kind for kind, name in _KINDS.items() if _ignored(name, own)),
-    }
-    for version, own in ((1, rules.DEFINED_V1), (2, rules.DEFINED_V2))
+def _table(version: int, keeping: bool, entities: bool) -> Dict[Optional[str], Optional[UpdateFn]]:
+    """``params.update.sessionUpdate`` -> its function (DESIGN 7.3), from the schema's rules
+    (``rules.py``), for the version in force, whether the store keeps unknown updates and applies
+    entity rules. A store that keeps unknown updates maps the kinds the version defines and does
+    not apply to None (ignored: v1's conversation, commands, modes...), and None
+    (``Message._update_kind`` of an update that is not an object with a string ``sessionUpdate``:
+    ignored); a kind absent from a table (custom ``_`` kinds, kinds of the other version, kinds no
+    version defines; any when not keeping) goes to ``unknown_update`` when keeping, else is
+    ignored."""
+    table: Dict[Optional[str], Optional[UpdateFn]] = {}
+    if keeping:
+        table[None] = None
+        table.update(dict.fromkeys(kind for kind, name in _KINDS.items() if _ignored(name, version)))
+    for kind, name in _KINDS.items():
+        f = _function(name, version, entities)
+        if f is not None:
+            table[kind] = f
+    return table
+
+
+#: The update tables, by (version in force, keeps unknown updates, applies entity rules).
+TABLES: Dict[Tuple[int, bool, bool], Dict[Optional[str], Optional[UpdateFn]]] = {
+    (version, keeping, entities): _table(version, keeping, entities)
+    for version in (1, 2)
+    for keeping in (False, True)
+    for entities in (False, True)
 }
 
 
@@ -146,7 +151,7 @@ def _limit(value: Any, name: str, least: int) -> Optional[int]:
 
 
 def unknown_update(store: ToolCallStore, sid: str, update: Dict[str, Any]) -> Change:
-    """An update of a kind no rule handles (and the version in force does not define: ``KEEPING``),
+    """An update of a kind no rule handles (and the version in force does not define: ``TABLES``),
     kept as received in its session's ``updates``, the last ``max_updates`` of them."""
     s = store._session(sid)
     s.updates.append(update)
@@ -218,7 +223,7 @@ class ToolCallStore:
         self._max_permissions = _limit(max_permissions, "max_permissions", 1)
         self._max_updates = _limit(max_updates, "max_updates", 0)
         self._max_terminals = _limit(max_terminals, "max_terminals", 1)
-        self._max_entities = _limit(max_entities, "max_entities", 1)
+        self._max_entities = _limit(max_entities, "max_entities", 0)
         self._framer = Framer(max_frame_bytes=max_frame_bytes)
         # `strict_schema`: the schema check every frame passes before it is applied.
         self._strict: Any = None
@@ -252,10 +257,11 @@ class ToolCallStore:
         self._order_head = 0
         self._finished: List[int] = []
         self._created: Dict[Tuple[str, str], List[Any]] = {}
-        # The update table of the version in force (KEEPING: unknown updates go to `_unknown`).
-        self._keeping = None if self._max_updates == 0 else KEEPING
-        self._unknown: Optional[UpdateFn] = None if self._keeping is None else unknown_update
-        self._updates = (UPDATES if self._keeping is None else self._keeping)[self._version()]
+        # The update table of the version in force (TABLES; when keeping, unknown updates go to
+        # `_unknown`).
+        self._keeping = self._max_updates != 0
+        self._unknown: Optional[UpdateFn] = unknown_update if self._keeping else None
+        self._updates = TABLES[self._version(), self._keeping, self._max_entities != 0]
         self._lock = RLock()
         self._busy = False
 
@@ -537,7 +543,7 @@ class ToolCallStore:
         """Set the negotiated version; what depends on the version in force follows."""
         self._negotiated = version
         self._v2 = self._version() == 2
-        self._updates = (UPDATES if self._keeping is None else self._keeping)[self._version()]
+        self._updates = TABLES[self._version(), self._keeping, self._max_entities != 0]
 
     def _session(self, sid: str) -> Session:
         """The session ``sid``, created if needed."""

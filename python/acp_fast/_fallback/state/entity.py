@@ -17,9 +17,10 @@ rules):
 session (the oldest dropped, counted).
 
 Mirror of ``rust/state/entity.rs``. Differences on purpose: a record is a dict here (orjson's
-dict already has one member per key, its lists are lists: Rust's ``dedupe``, ``slot_of`` and
-``whole`` have nothing to do here), and an update's values are kept as they are (the dict is
-fresh per frame).
+dict already has one member per key, its lists are lists: Rust's ``whole`` and ``set`` have
+nothing to do here), an update's values are kept as they are (the dict is fresh per frame), and a
+replace by the update itself stores the record of its members at once (Rust keeps the update's
+text and makes the record when it is written).
 """
 
 from __future__ import annotations

@@ -100,7 +100,7 @@ LIMITS: Tuple[Tuple[str, str, int, Optional[int]], ...] = (
     ("maxPermissions", "_max_permissions", 1, DEFAULT_MAX_PERMISSIONS),
     ("maxUpdates", "_max_updates", 0, DEFAULT_MAX_UPDATES),
     ("maxTerminals", "_max_terminals", 1, DEFAULT_MAX_TERMINALS),
-    ("maxEntities", "_max_entities", 1, DEFAULT_MAX_ENTITIES),
+    ("maxEntities", "_max_entities", 0, DEFAULT_MAX_ENTITIES),
 )
 
 
