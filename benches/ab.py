@@ -12,7 +12,8 @@ and the other in alternating order, round after round, and prints the medians an
 
 Tasks: ``decode`` (FrameDecoder.feed + the five routing fields), ``to_dict``, ``loads`` (per
 line), ``dumps`` (fresh dicts from orjson each round; only the encoding is timed), ``state``
-(ToolCallStore.feed), ``state-quiet`` (``changes=False``), ``passthrough`` (feed + encode).
+(ToolCallStore.feed), ``state-quiet`` (``changes=False``), ``state-tools`` (``max_entities=0``: the
+entity rules off), ``passthrough`` (feed + encode).
 Release builds only: a debug build is refused, as ``acp-fast bench`` does.
 """
 
@@ -30,8 +31,27 @@ from typing import Any, Callable, Dict, List
 from acp_fast import traffic
 from acp_fast.bench import contenders as C
 
+def _state_tool_calls(module: ModuleType) -> Any:
+    """``state`` with the entity rules off (``max_entities=0``: tool calls, terminals, plans and
+    permissions only), on a build that has the option; a build from before entities is the plain
+    store."""
+
+    def make(corpus: Any) -> Callable[[], Any]:
+        def run() -> Any:
+            try:
+                store = module.ToolCallStore(corpus.version, max_entities=0)
+            except TypeError:
+                store = module.ToolCallStore(corpus.version)
+            store.feed(corpus.buffer)
+            return store
+
+        return run
+
+    return make
+
+
 # The passes `acp-fast bench` times for the acp-fast backends, by task (the same makers, so an A/B
-# measures exactly what the benchmark reports).
+# measures exactly what the benchmark reports; `state-tools` is `state` with `max_entities=0`).
 MAKERS: Dict[str, Callable[[ModuleType], Any]] = {
     "decode": C._backend_fields,
     "to_dict": C._backend_to_dict,
@@ -39,6 +59,7 @@ MAKERS: Dict[str, Callable[[ModuleType], Any]] = {
     "dumps": lambda m: C._dumps_each(m.dumps),
     "state": C._backend_state,
     "state-quiet": lambda m: C._backend_state(m, changes=False),
+    "state-tools": _state_tool_calls,
     "passthrough": C._backend_passthrough,
 }
 TASKS = tuple(MAKERS)

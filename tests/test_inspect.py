@@ -299,6 +299,12 @@ def test_text_report_v2_terminals(sessions, backend_id):
     terminals = out[out.index("  terminals") :].splitlines()
     assert terminals[1].split() == ["ID", "COMMAND", "EXIT", "BYTES", "LAST", "LINE"]
     assert terminals[2].split() == ["term_1", "pytest", "-q", "exit", "0", "51", "3", "passed"]
+    # v2 entities: the conversation by messageId, the session state
+    entities = out[out.index("  entities (v2)") :].splitlines()
+    assert entities[1].split() == ["TARGET", "COUNT", "LATEST"]
+    assert entities[2].split() == ["userMessage", "2", "go"]
+    assert entities[3].split() == ["agentMessage", "4", "Done."]
+    assert entities[5].split() == ["state", "-", '{"state":"idle","stopReason":"end_turn"}']
 
 
 def test_text_report_says_what_the_bounds_dropped(backend_id):
@@ -323,11 +329,17 @@ def test_truncation_line():
     session = {
         "toolCalls": {"c": {"_truncated": {"droppedItems": 1}}, "d": {}},
         "terminals": {"t": {"_truncated": {"droppedBytes": 4096}}, "u": {"_truncated": {"droppedBytes": 1}}},
-        "_truncated": {"droppedTerminals": 1, "droppedPlans": 3, "droppedPermissions": 1, "droppedUpdates": 5},
+        "_truncated": {
+            "droppedTerminals": 1,
+            "droppedPlans": 3,
+            "droppedPermissions": 1,
+            "droppedUpdates": 5,
+            "droppedEntities": 2,
+        },
     }
     assert inspector.truncation(session) == (
-        "1 terminal, 3 plans, 1 permission request, 5 unknown updates, 1 content item (1 tool call), "
-        "4097 output bytes (2 terminals)"
+        "1 terminal, 3 plans, 1 permission request, 5 unknown updates, 2 entities, "
+        "1 content item (1 tool call), 4097 output bytes (2 terminals)"
     )
 
 
@@ -342,6 +354,7 @@ def test_json_report(sessions, backend_id):
     assert summary["toolCallsByStatus"] == {"completed": 6}
     assert summary["permissionsByOutcome"] == {"selected": 2}
     assert (summary["plans"], summary["terminals"], summary["errors"]) == (1, 2, 1)
+    assert summary["entities"] == {"userMessage": 2, "agentMessage": 4, "agentThought": 2, "state": 1}
     assert report["errors"][0]["kind"] == "json"
 
 

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
         DEFAULT_MAX_FRAME_BYTES,
         MAX_FRAME_BYTES,
         SCHEMA_DRAFTS,
+        ENTITY_TARGETS,
         Change,
         FrameDecoder,
         Framer,
@@ -62,6 +63,7 @@ else:
     DEFAULT_MAX_FRAME_BYTES = _backend.DEFAULT_MAX_FRAME_BYTES
     MAX_FRAME_BYTES = _backend.MAX_FRAME_BYTES
     SCHEMA_DRAFTS = _backend.SCHEMA_DRAFTS
+    ENTITY_TARGETS = _backend.ENTITY_TARGETS
     Message = _backend.Message
     ToolCallStore = _backend.ToolCallStore
     Change = _backend.Change
@@ -137,6 +139,7 @@ __all__ = [
     "MAX_FRAME_BYTES",
     "Message",
     "SCHEMA_DRAFTS",
+    "ENTITY_TARGETS",
     "SchemaProblem",
     "SchemaValidator",
     "ToolCallStore",

@@ -16,6 +16,7 @@ __all__ = [
     "DEFAULT_MAX_FRAME_BYTES",
     "MAX_FRAME_BYTES",
     "SCHEMA_DRAFTS",
+    "ENTITY_TARGETS",
     "loads",
     "dumps",
     "decode",
@@ -43,6 +44,9 @@ MAX_FRAME_BYTES: Final[int]
 """The largest ``max_frame_bytes`` accepted: 4294967294 (frame offsets are 32-bit)."""
 SCHEMA_DRAFTS: Final[Tuple[str, ...]]
 """The ACP v2 drafts the schema checks know (``draft=``), newest first: ``('latest', 'alpha.5')``."""
+ENTITY_TARGETS: Final[Dict[str, Optional[str]]]
+"""The entity targets of the update table (``ToolCallStore.entities``), in table order, each with
+its id member (None: one value per session): ``{'userMessage': 'messageId', ..., 'usage': None}``."""
 
 _Buffer: TypeAlias = Union[bytes, bytearray, memoryview, str]
 _Line: TypeAlias = Tuple[int, bytes]

@@ -181,6 +181,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MAX_FRAME_BYTES", crate::framing::MAX_FRAME_BYTES)?;
     let drafts: Vec<&str> = crate::schema::DRAFTS.iter().map(|(name, _)| *name).collect();
     m.add("SCHEMA_DRAFTS", pyo3::types::PyTuple::new(m.py(), drafts)?)?;
+    let targets = pyo3::types::PyDict::new(m.py());
+    for t in crate::state::targets() {
+        targets.set_item(&*t.name, t.id.as_deref())?;
+    }
+    m.add("ENTITY_TARGETS", targets)?;
     m.add_function(wrap_pyfunction!(frames::loads, m)?)?;
     m.add_function(wrap_pyfunction!(frames::dumps, m)?)?;
     m.add_function(wrap_pyfunction!(frames::decode, m)?)?;

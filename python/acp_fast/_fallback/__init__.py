@@ -17,10 +17,14 @@ from .message import Message, decode, encode
 from .scanner import loads
 from .schema import DRAFTS, SchemaValidator, validate_schema
 from .state import Change, ToolCallStore
+from .state import rules as _rules
 
 BACKEND = "python"
 #: The v2 drafts the schema checks know (``draft=``), newest first.
 SCHEMA_DRAFTS = tuple(name for name, _ in DRAFTS)
+#: The entity targets of the update table (DESIGN 7.3), each with its id member (None: one per
+#: session), in table order.
+ENTITY_TARGETS = {t.name: t.id for t in _rules.targets()}
 #: Pure Python has no debug/release builds; "release" says it is fit to benchmark (the native
 #: module reports its cargo profile here).
 build_profile = "release"
@@ -46,6 +50,7 @@ __all__ = [
     "DEFAULT_MAX_FRAME_BYTES",
     "MAX_FRAME_BYTES",
     "SCHEMA_DRAFTS",
+    "ENTITY_TARGETS",
     "ToolCallStore",
     "Change",
     "validate_schema",

@@ -125,20 +125,42 @@ def _patch_line(mark: str, line: str) -> str:
     return f"{mark}{line}\n\\ No newline at end of file\n"
 
 
+_QUOTED = {'"': '\\"', "\\": "\\\\", "\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v", "\f": "\\f", "\r": "\\r"}
+
+
+def _git_path(path: str) -> str:
+    """``path`` as git writes it in a patch: C-quoted when it holds a quote, a backslash, a
+    control character or a non-ASCII one (git's ``core.quotePath``), else as it is."""
+    if not any(c in _QUOTED or ord(c) < 0x20 or ord(c) >= 0x7F for c in path):
+        return path
+    out = []
+    for c in path:
+        if c in _QUOTED:
+            out.append(_QUOTED[c])
+        elif ord(c) < 0x20 or ord(c) >= 0x7F:
+            out += [f"\\{b:03o}" for b in c.encode("utf-8", "surrogatepass")]
+        else:
+            out.append(c)
+    return '"' + "".join(out) + '"'
+
+
 def git_patch(path: str, old: Optional[str], new: str) -> str:
     """A git patch of one file whose single hunk holds every line of both texts (full context).
 
-    ``old=None`` is a new file. Both texts can be read back from the patch: the lines marked
-    `` `` and ``-`` are the old text, `` `` and ``+`` the new one, and ``\\ No newline at end of file``
-    removes the newline of the line before it.
+    ``old=None`` is a new file. Paths are written as the newest v2 draft requires: absolute, with
+    no ``a/`` / ``b/`` prefix, quoted as git quotes them (a ``---`` / ``+++`` line naming a path
+    with a space ends in a tab, as git writes it). Both texts can be read back from the patch: the
+    lines marked `` `` and ``-`` are the old text, `` `` and ``+`` the new one, and
+    ``\\ No newline at end of file`` removes the newline of the line before it.
     """
-    rel = path.lstrip("/")
-    head = [f"diff --git a/{rel} b/{rel}\n"]
+    name = _git_path(path)
+    tab = "\t" if " " in name else ""
+    head = [f"diff --git {name} {name}\n"]
     if old is None:
         head += ["new file mode 100644\n", "--- /dev/null\n"]
     else:
-        head.append(f"--- a/{rel}\n")
-    head.append(f"+++ b/{rel}\n")
+        head.append(f"--- {name}{tab}\n")
+    head.append(f"+++ {name}{tab}\n")
     a = _split(old or "")
     b = _split(new)
     if a == b:

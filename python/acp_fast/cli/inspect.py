@@ -276,6 +276,22 @@ def _item_summary(item: Any) -> str:
     return str(kind) if kind is not None else "?"
 
 
+def entity_row(target: str, value: Any) -> List[str]:
+    """A row of the entities table: the target, how many entities it holds (``-`` for a target
+    held as one value), and its latest entity in short (a message as its text)."""
+    keyed = acp_fast.ENTITY_TARGETS.get(target) is not None
+    latest = next(reversed(value.values()), None) if keyed and isinstance(value, dict) else value
+    count = str(len(value)) if keyed and isinstance(value, dict) else "-"
+    if isinstance(latest, dict):
+        blocks = latest.get("content", latest.get("summary"))
+        if isinstance(blocks, list):
+            text = "".join(b["text"] for b in blocks if isinstance(b, dict) and isinstance(b.get("text"), str))
+            if text:
+                return [target, count, _text(text, 60)]
+        latest = {k: v for k, v in latest.items() if k != "_meta"}
+    return [target, count, _text(latest, 60)]
+
+
 def _text(value: Any, width: int = 48) -> str:
     text = (
         value
@@ -330,7 +346,11 @@ def summary(result: Replay, state: Optional[Dict[str, Any]] = None) -> Dict[str,
     statuses: Counter[str] = Counter()
     outcomes: Counter[str] = Counter()
     tool_calls = plans = terminals = permissions = 0
+    entities: Counter[str] = Counter()
     for session in state["sessions"].values():
+        for target, value in session.get("entities", {}).items():
+            keyed = acp_fast.ENTITY_TARGETS.get(target) is not None
+            entities[target] += len(value) if keyed and isinstance(value, dict) else 1
         tool_calls += len(session["toolCalls"])
         statuses.update(str(tc.get("status")) for tc in session["toolCalls"].values())
         plans += len(session["plans"])
@@ -349,6 +369,7 @@ def summary(result: Replay, state: Optional[Dict[str, Any]] = None) -> Dict[str,
         "permissionsByOutcome": dict(outcomes),
         "plans": plans,
         "terminals": terminals,
+        "entities": dict(entities),
         "updates": sum(kinds.values()),
         "updatesByKind": dict(kinds),
         "lines": result.lines,
@@ -460,6 +481,10 @@ def render(name: str, result: Replay, *, session_filter: Optional[str] = None) -
                     ]
                 )
             lines += _table(["ID", "COMMAND", "EXIT", "BYTES", "LAST LINE"], rows)
+        entities = session.get("entities")
+        if isinstance(entities, dict) and entities:
+            lines.append("  entities (v2)")
+            lines += _table(["TARGET", "COUNT", "LATEST"], [entity_row(t, v) for t, v in entities.items()])
         unknown = result.updates_by_kind.get(sid)
         if unknown:
             kept = len(session.get("updates", ()))
@@ -474,6 +499,7 @@ _SESSION_DROPS = (
     ("droppedPlans", "plan"),
     ("droppedPermissions", "permission request"),
     ("droppedUpdates", "unknown update"),
+    ("droppedEntities", "entity", "entities"),
 )
 
 
@@ -485,10 +511,10 @@ def truncation(session: Dict[str, Any]) -> str:
     parts: List[str] = []
     marker = session.get("_truncated")
     if isinstance(marker, dict):
-        for key, noun in _SESSION_DROPS:
+        for key, *nouns in _SESSION_DROPS:
             n = marker.get(key)
             if isinstance(n, int) and n:
-                parts.append(_count(n, noun))
+                parts.append(_count(n, *nouns))
     for records, key, noun, owner in (
         (session.get("toolCalls"), "droppedItems", "content item", "tool call"),
         (session.get("terminals"), "droppedBytes", "output byte", "terminal"),
