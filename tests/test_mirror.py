@@ -178,7 +178,7 @@ ALLOWED: list[tuple[str, str | list[str], str]] = [
         "rust/state/mod.rs",
         ["of", "with_limits", "version", "fixed_version", "limits", "tool_call_count", "sessions", "session"]
         + ["session_id", "permission_at", "session_slot", "fill_members", "apply_captured", "session_update"]
-        + ["defined_elsewhere", "unknown_update"],
+        + ["defined_elsewhere", "unknown_update", "set_wrap_bare_content"],
         "the core Store's accessors and dispatch: here the store is the class, its state its attributes",
     ),
     (

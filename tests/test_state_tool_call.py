@@ -693,3 +693,44 @@ def test_error_position_with_whitespace_and_escapes(backend):
         'expected "params.update.content" to be an array or null, found string "\\u00e9"',
         value_at(data, b'"content" : '),
     )
+
+
+# ------------------------------------------------------------------------------------------
+# wrap_bare_content (docs/API.md "The record")
+# ------------------------------------------------------------------------------------------
+
+
+def test_bare_content_blocks_are_kept_unless_wrapped(backend):
+    bare = {"type": "text", "text": "out"}
+    wrapped = {"type": "content", "content": bare}
+    diff = {"type": "diff", "path": "/a", "newText": "x"}
+    for wrap in (False, True):
+        s = backend.ToolCallStore(2, wrap_bare_content=wrap)
+        assert s.wrap_bare_content is wrap
+        s.apply(tool_call_update("s1", "c1", {"content": [bare, diff, wrapped, 7]}))
+        s.apply(chunk("s1", "c1", {"type": "image", "data": "AA==", "mimeType": "image/png"}))
+        s.apply(chunk("s1", "c1", {"type": "_custom"}))
+        image = {"type": "image", "data": "AA==", "mimeType": "image/png"}
+        expected = [bare, diff, wrapped, 7, image, {"type": "_custom"}]
+        if wrap:
+            expected[0] = wrapped
+            expected[4] = {"type": "content", "content": image}
+        assert s.get("s1", "c1")["content"] == expected
+        # a v1 tool_call and a permission request's tool call too
+        s.apply(tool_call("s1", "c2", {"title": "t", "content": [bare]}))
+        assert s.get("s1", "c2")["content"] == [wrapped if wrap else bare]
+        # the option is not part of a checkpoint
+        assert backend.ToolCallStore.from_json(s.to_json()).wrap_bare_content is False
+
+
+def test_wrapped_content_keeps_number_text(both_backends):
+    data = tool_call_update("s1", "c1", {"content": []}).replace(
+        b'"content":[]', b'"content":[{"type":"resource","resource":{"uri":"u","n":1.50}}]'
+    )
+    outs = []
+    for backend in both_backends:
+        s = backend.ToolCallStore(2, wrap_bare_content=True)
+        s.apply(data)
+        outs.append(s.to_json())
+    assert outs[0] == outs[1]
+    assert b'"content":[{"type":"content","content":{"type":"resource","resource":{"uri":"u","n":1.50}}}]' in outs[0]

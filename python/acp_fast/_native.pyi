@@ -262,6 +262,7 @@ class ToolCallStore:
         strict_schema: Union[bool, int, None] = False,
         unstable: bool = False,
         draft: Optional[str] = None,
+        wrap_bare_content: bool = False,
     ) -> ToolCallStore:
         """An empty store: ``protocol_version`` 1 or 2 (None: the negotiated one, else 1);
         ``max_tool_calls`` bounds the finished tool calls kept; ``max_frame_bytes`` as for
@@ -347,6 +348,10 @@ class ToolCallStore:
     @property
     def max_terminals(self) -> Optional[int]:
         """Terminals kept per session (the oldest exited ones dropped first; None: no bound)."""
+    @property
+    def wrap_bare_content(self) -> bool:
+        """Are bare content blocks in a tool call's content wrapped as
+        ``{"type": "content", "content": block}`` (off by default)?"""
     @property
     def max_entities(self) -> Optional[int]:
         """Entities kept per target of a session (the oldest dropped first; None: no bound)."""

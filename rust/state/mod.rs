@@ -58,6 +58,8 @@ pub struct Store {
     max_tool_calls: Option<usize>,
     /// The other bounds (`evict.rs`).
     limits: Limits,
+    /// Bare content blocks in a tool call's content are wrapped (`tool_call::content_item`).
+    wrap_bare_content: bool,
     sessions: OrderedMap<Session>,
     /// Every permission request in request order (`None`: replaced by a later one, or dropped by
     /// the bound; `permission_holes` of them).
@@ -132,6 +134,7 @@ impl Store {
             negotiated: None,
             max_tool_calls,
             limits,
+            wrap_bare_content: false,
             sessions: OrderedMap::default(),
             permissions: Vec::new(),
             permission_holes: 0,
@@ -170,6 +173,15 @@ impl Store {
 
     pub fn limits(&self) -> &Limits {
         &self.limits
+    }
+
+    /// Are bare content blocks wrapped (off by default; docs/API.md "The record")?
+    pub fn wrap_bare_content(&self) -> bool {
+        self.wrap_bare_content
+    }
+
+    pub fn set_wrap_bare_content(&mut self, on: bool) {
+        self.wrap_bare_content = on;
     }
 
     pub fn tool_call_count(&self) -> usize {

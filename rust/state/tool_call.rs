@@ -18,7 +18,7 @@ use crate::scanner::{unescape_into, Str};
 
 use super::entity::merge_meta;
 use super::evict::trim_content;
-use super::read::{bad_member, key_bytes, raw, text_of, Member, F_CONTENT, F_EXTRA, F_ID, F_IGNORE};
+use super::read::{bad_member, find_member, key_bytes, raw, str_is, text_of, Member, F_CONTENT, F_EXTRA, F_ID, F_IGNORE};
 use super::records::{Action, Change, Ident, Raw, Target, Text, ToolCall};
 use super::Store;
 
@@ -195,6 +195,7 @@ impl Store {
     pub(super) fn commit_tool_call(&mut self, data: &[u8], sid: Str, tcid: Str, op: TcOp) -> Change {
         let v2 = self.version() >= 2;
         let max = self.limits.content_items;
+        let wrap = self.wrap_bare_content;
         let slot = self.session_slot(data, sid);
         let members = std::mem::take(&mut self.members);
         let items = std::mem::take(&mut self.items);
@@ -216,16 +217,16 @@ impl Store {
                             seq: tc.seq,
                             ..ToolCall::default()
                         };
-                        patch(&mut fresh, data, (&members, &items), (false, false), max);
+                        patch(&mut fresh, data, (&members, &items), (false, false), (max, wrap));
                         *tc = fresh;
                         Action::Replaced
                     }
                     TcOp::Update => {
-                        patch(tc, data, (&members, &items), (v2, v2), max);
+                        patch(tc, data, (&members, &items), (v2, v2), (max, wrap));
                         Action::Updated
                     }
                     TcOp::Chunk => {
-                        append_chunk(tc, data, &members, max);
+                        append_chunk(tc, data, &members, (max, wrap));
                         Action::Appended
                     }
                 };
@@ -237,11 +238,11 @@ impl Store {
                     ..ToolCall::default()
                 };
                 match op {
-                    TcOp::Chunk => append_chunk(&mut tc, data, &members, max),
+                    TcOp::Chunk => append_chunk(&mut tc, data, &members, (max, wrap)),
                     // Created from the non-null fields: null never sets anything on a new record
                     // (but a v2 `_meta` is a patch of none: its null members are dropped).
-                    TcOp::Update => patch(&mut tc, data, (&members, &items), (false, v2), max),
-                    TcOp::Create => patch(&mut tc, data, (&members, &items), (false, false), max),
+                    TcOp::Update => patch(&mut tc, data, (&members, &items), (false, v2), (max, wrap)),
+                    TcOp::Create => patch(&mut tc, data, (&members, &items), (false, false), (max, wrap)),
                 }
                 let (seq, finished) = (tc.seq, bounded && tc.finished());
                 session.tool_calls.push(key.into(), tc);
@@ -307,13 +308,14 @@ pub(super) fn set_extra(extra: &mut Vec<(Text, Raw)>, key: Text, value: Option<R
 /// Apply checked members to a record. `clear_on_null`: v2 `tool_call_update` (null unsets);
 /// otherwise null leaves the field as it is. `patch_meta`: v2 `tool_call_update` (a `_meta`
 /// object patches the stored one by top-level key, `entity::merge_meta`). `content` set by an update keeps its last `max`
-/// items (the bound, DESIGN §7.8), its count of dropped items starting again.
+/// items (the bound, DESIGN §7.8), its count of dropped items starting again; `wrap`: bare
+/// content blocks are wrapped (`content_item`).
 fn patch(
     tc: &mut ToolCall,
     data: &[u8],
     (members, items): (&[Member], &[Span]),
     (clear_on_null, patch_meta): (bool, bool),
-    max: Option<usize>,
+    (max, wrap): (Option<usize>, bool),
 ) {
     for m in members {
         let null = m.value.ty == JsonType::Null;
@@ -336,7 +338,7 @@ fn patch(
                     let skip = max.map_or(0, |max| r.len().saturating_sub(max));
                     tc.content.clear();
                     tc.content
-                        .extend(items[r.start + skip..r.end].iter().map(|s| raw(data, *s)));
+                        .extend(items[r.start + skip..r.end].iter().map(|s| content_item(data, *s, wrap)));
                     tc.content_start = 0;
                     tc.dropped_items = skip as u64;
                 } else if clear_on_null {
@@ -358,11 +360,33 @@ fn patch(
 }
 
 /// Append a chunk's `content` item (then drop the oldest items beyond the bound, counting them).
-fn append_chunk(tc: &mut ToolCall, data: &[u8], members: &[Member], max: Option<usize>) {
+fn append_chunk(tc: &mut ToolCall, data: &[u8], members: &[Member], (max, wrap): (Option<usize>, bool)) {
     if let Some(m) = members.iter().find(|m| m.code == F_CONTENT) {
-        tc.content.push(raw(data, m.value));
+        tc.content.push(content_item(data, m.value, wrap));
         trim_content(tc, max);
     }
+}
+
+/// The content block types of ACP (`ContentBlock`): an item of one of them where a tool call's
+/// content item belongs is a bare block.
+const BLOCK_TYPES: [&[u8]; 5] = [b"text", b"image", b"audio", b"resource_link", b"resource"];
+
+/// A content item as stored: as received, or with `wrap` a bare content block (an object whose
+/// `type` is a `BLOCK_TYPES` one, which agents send without the wrapper) as
+/// `{"type":"content","content":block}`.
+fn content_item(data: &[u8], item: Span, wrap: bool) -> Raw {
+    if wrap && item.ty == JsonType::Object {
+        let ty = find_member(data, item, b"type").and_then(|t| t.str());
+        if ty.is_some_and(|t| BLOCK_TYPES.iter().any(|b| str_is(data, t, b))) {
+            let block = &data[item.range()];
+            let mut out = Vec::with_capacity(block.len() + 30);
+            out.extend_from_slice(br#"{"type":"content","content":"#);
+            out.extend_from_slice(block);
+            out.push(b'}');
+            return out.into_boxed_slice();
+        }
+    }
+    raw(data, item)
 }
 
 #[cfg(test)]

@@ -24,11 +24,17 @@ _RENAMES = {
     1: {"auth/login": "authenticate", "auth/logout": "logout"},
     2: {"authenticate": "auth/login", "logout": "auth/logout"},
 }
+#: v1 client methods (the agent asks the editor): a v2 editor has none of them
+_CLIENT_ONLY_V1 = ("fs/read_text_file", "fs/write_text_file", "terminal/create", "terminal/output",
+                   "terminal/release", "terminal/wait_for_exit", "terminal/kill")  # fmt: skip
 _ONLY = {
-    1: ("session/load", "session/set_mode", "fs/read_text_file", "fs/write_text_file", "terminal/create",
-        "terminal/output", "terminal/release", "terminal/wait_for_exit", "terminal/kill"),
-    2: (),
-}  # fmt: skip
+    1: ("session/load", "session/set_mode") + _CLIENT_ONLY_V1,
+    2: ("tool_call/cancel", "terminal/cancel"),
+}
+#: v2 session updates a v1 editor knows when it advertised the ``subagents`` client capability
+_SUBAGENT_UPDATES = ("subagent_update", "session_message", "session_message_chunk")
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
 
 
 class BridgeError(AcpError):
@@ -101,9 +107,14 @@ class Bridge:
         self._prompt_session: Dict[_Key, str] = {}
         self._acks: Dict[_Key, Any] = {}  # v2 agent: acknowledged prompts -> the ack's _meta
         self._ended: Set[_Key] = set()  # v2 agent: prompts ended (idle) before their acknowledgement
-        self._user_messages: Dict[_Key, str] = {}  # v1 agent: prompt id -> the user message id its ack names
+        # v1 agent: prompt id -> the user message its ack names (id, the blocks the agent got)
+        self._user_messages: Dict[_Key, Tuple[str, List[Any]]] = {}
         self._message_ids: Dict[str, Tuple[str, str]] = {}  # v1 agent: session -> (chunk kind, message id)
         self._messages_seen: Dict[str, Set[str]] = {}  # v2 agent: session -> message ids shown to the v1 editor
+        self._echoes: Dict[str, Set[str]] = {}  # v2 agent: session -> ids of the v1 editor's prompts, echoed
+        self._unechoed: Dict[str, List[_Key]] = {}  # v2 agent: session -> prompts whose echo is not known yet
+        self._subagents = False  # the v1 editor advertised the ``subagents`` client capability
+        self._replies: Dict[str, List[bytes]] = {"agent": [], "editor": []}
         self._next_message = 0
         self._lines = {"agent": 0, "editor": 0}
         self._where: Tuple[str, int, str] = ("agent", 0, "")
@@ -117,6 +128,17 @@ class Bridge:
     def from_editor(self, frame: Frame) -> List[bytes]:
         """The frames to send the agent for ``frame``, sent by the editor."""
         return self._frame(frame, "editor")
+
+    def replies(self, side: str) -> List[bytes]:
+        """The frames the bridge itself answered to ``side`` (``"agent"`` or ``"editor"``) since the
+        last call, in order, and forgets them: JSON-RPC errors for requests the other version has
+        no form of (a v1 agent's ``fs/*`` and ``terminal/*`` to a v2 editor, a v2 editor's
+        ``tool_call/cancel`` and ``terminal/cancel`` to a v1 agent). A caller relaying frames sends
+        them back to ``side`` after each ``from_agent`` / ``from_editor``."""
+        if side not in self._replies:
+            raise ValueError(f"expected side to be 'agent' or 'editor', found {side!r}")
+        out, self._replies[side] = self._replies[side], []
+        return out
 
     # -- framing -----------------------------------------------------------------------------
 
@@ -173,6 +195,14 @@ class Bridge:
     def _out(self, message: Dict[str, Any]) -> bytes:
         return self._dumps(message) + b"\n"
 
+    def _answer(self, msg: Any, side: str, code: int, message: str) -> List[bytes]:
+        """Answer ``side``'s request ``msg`` with a JSON-RPC error (see :meth:`replies`); a
+        notification gets no answer. Nothing goes to the other side."""
+        if msg.kind == "request":
+            error = {"code": code, "message": message, "data": {"method": msg.method}}
+            self._replies[side].append(self._out({"jsonrpc": "2.0", "id": msg.id, "error": error}))
+        return []
+
     def _notify(self, params: Dict[str, Any], update: Dict[str, Any]) -> bytes:
         return self._out({"jsonrpc": "2.0", "method": "session/update", "params": {**params, "update": update}})
 
@@ -186,6 +216,9 @@ class Bridge:
         params = msg.params
         if self.agent == 1 and method in _ONLY[1]:
             self._check([f'the method "{method}" (v{self.editor} does not have it)'])
+            if method in _CLIENT_ONLY_V1:
+                why = "the editor speaks ACP v2, which has no client file or terminal methods"
+                return self._answer(msg, "agent", METHOD_NOT_FOUND, f"Method not found: {method} ({why})")
             return None
         if not isinstance(params, dict) or not isinstance(params.get("sessionId"), str):
             return None
@@ -213,17 +246,23 @@ class Bridge:
         not acknowledged yet, sent before the first frame of their turn."""
         if self.agent != 1 or not self._prompts.get(sid):
             return []
-        out = [self._out({"jsonrpc": "2.0", "id": pid, "result": self._ack(pid)}) for pid in self._prompts[sid]]
+        out = [frame for pid in self._prompts[sid] for frame in self._ack(pid, sid)]
         return out + [self._state(sid, "running")]
 
-    def _ack(self, pid: Any, meta: Any = None) -> Dict[str, Any]:
-        """v1 agent, v2 editor: the acknowledgement of the prompt ``pid``: the id of the user
-        message it inserted (v2 drafts after alpha.3 require one; alpha.3 allows it), and ``meta``."""
-        mid = self._user_messages.pop(_key(pid), None)
+    def _ack(self, pid: Any, sid: Optional[str], meta: Any = None) -> List[bytes]:
+        """v1 agent, v2 editor: the acknowledgement of the prompt ``pid``, naming the user message
+        it inserted (v2 drafts after alpha.3 require the id; alpha.3 allows it), with ``meta``;
+        then that message's echo, a ``user_message`` with the blocks the agent was sent (the draft:
+        agents MUST echo it during the live session)."""
+        mid, blocks = self._user_messages.pop(_key(pid), (None, []))
         if mid is None:
             self._next_message += 1
             mid = f"acp-fast-message-{self._next_message}"
-        return {"messageId": mid} if meta is None else {"messageId": mid, "_meta": meta}
+        result = {"messageId": mid} if meta is None else {"messageId": mid, "_meta": meta}
+        out = [self._out({"jsonrpc": "2.0", "id": pid, "result": result})]
+        if sid is not None:
+            out.append(self._notify({"sessionId": sid}, {"sessionUpdate": "user_message", "messageId": mid, "content": blocks}))
+        return out
 
     # v2 agent -> v1 editor
 
@@ -257,6 +296,8 @@ class Bridge:
                 return []
             self._plans[sid] = entries
             return [self._notify(_envelope(params), {"sessionUpdate": "plan", "entries": entries})]
+        if kind in ("user_message", "user_message_chunk") and self._is_echo(sid, update):
+            return []  # the v1 editor shows its own prompt
         if kind in _CHUNKS:
             block = update.get("content")
             problem = C.v1_item_problem({"type": "content", "content": block})
@@ -280,6 +321,8 @@ class Bridge:
             return [self._notify(params, {**update, "configOptions": options})]
         if kind in ("session_info_update", "usage_update", "current_mode_update"):
             return None
+        if kind in _SUBAGENT_UPDATES and self._subagents:
+            return None  # the same in v1, for an editor that advertised subagents
         self._check([f'the session update "{kind}" (v1 does not know it)'])
         return []
 
@@ -290,13 +333,16 @@ class Bridge:
         if kind == "tool_call_content_chunk":
             if record is None:
                 problems.append("a content chunk for a tool call not reported yet (v1 tool_call needs a title)")
-            problems.append(C.v1_item_problem(update.get("content")) or "")
+            problems.append(C.v1_item_problem(update.get("content"), self._subagents) or "")
             return [p for p in problems if p]
         if record is None and not isinstance(update.get("title"), str):
             problems.append("a tool call first reported without a title (v1 tool_call requires one)")
         for key, value in update.items():
-            if value is None and key not in ("content", "locations", "kind", "status") and record and key in record:
+            if value is None and key not in C.V1_CLEARS and record and key in record:
                 problems.append(f'"{key}": null (v1 cannot unset a field)')
+        problem = C.capabilities_problem(update.get("capabilities"))
+        if problem:
+            problems.append(problem)
         kind_value = update.get("kind")
         if kind_value is not None and not (isinstance(kind_value, str) and kind_value in C.V1_KINDS):
             problems.append(f"the tool kind {kind_value!r} (v1 knows {', '.join(sorted(C.V1_KINDS))})")
@@ -305,7 +351,7 @@ class Bridge:
             problems.append(f"the tool call status {status!r} (v1 knows {', '.join(sorted(C.V1_STATUSES))})")
         content = update.get("content")
         for item in content if isinstance(content, list) else ():
-            problem = C.v1_item_problem(item)
+            problem = C.v1_item_problem(item, self._subagents)
             if problem:
                 problems.append(problem)
         return problems
@@ -334,10 +380,13 @@ class Bridge:
         if record is None:
             return None, None
         refs: List[str] = []
-        view = C.v1_view(record, lambda tid: self.store.terminal(sid, tid), refs)
+        view = C.v1_view(record, lambda tid: self.store.terminal(sid, tid), refs, self._subagents)
         for tid in refs:
             self._refs.setdefault((sid, tid), {})[tcid] = None
-        step = C.v1_step(self._views.get((sid, tcid)), view, self._dumps)
+        before = self._views.get((sid, tcid))
+        if before is not None and "_meta" in before and "_meta" not in view:
+            view["_meta"] = {}  # v1 cannot unset _meta; no keys means no metadata
+        step = C.v1_step(before, view, self._dumps)
         self._views[(sid, tcid)] = view
         return step, view
 
@@ -379,10 +428,11 @@ class Bridge:
     def _v1_state(self, update: Dict[str, Any], sid: str) -> List[bytes]:
         state = update.get("state")
         if state != "idle":
-            self._check([] if state in ("running", "requires_action") else [f"the session state {state!r}"])
+            known = ("running", "requires_action", "unknown")
+            self._check([] if state in known else [f"the session state {state!r}"])
             return []
         stop = update.get("stopReason")
-        problems = [] if stop is None or (isinstance(stop, str) and stop in C.V1_STOP_REASONS) else [
+        problems = [] if stop is None or stop == "error" or (isinstance(stop, str) and stop in C.V1_STOP_REASONS) else [
             f"the stop reason {stop!r} (v1 knows {', '.join(sorted(C.V1_STOP_REASONS))})"]  # fmt: skip
         self._check(problems)
         pending = self._prompts.get(sid)
@@ -398,6 +448,8 @@ class Bridge:
                 result["_meta"] = meta
         else:
             self._ended.add(key)
+        if stop == "error":  # v1 reports a failed prompt as a JSON-RPC error, not a stop reason
+            return [self._out({"jsonrpc": "2.0", "id": pid, "error": C.turn_error(update.get("error"))})]
         return [self._out({"jsonrpc": "2.0", "id": pid, "result": result})]
 
     def _permission_v1(self, msg: Any, params: Dict[str, Any], sid: str) -> List[bytes]:
@@ -476,8 +528,7 @@ class Bridge:
         if kind == "tool_call":  # a tool call shown between two chunks: the next chunk starts a new message
             self._message_ids.pop(sid, None)
         if kind in ("tool_call", "tool_call_update", "tool_call_content_chunk"):
-            content = update.get("content")
-            self._check([p for p in map(C.v2_item_problem, content if isinstance(content, list) else []) if p])
+            self._check(self._v2_tool_call_problems(update))
             self.store.apply(msg, source="agent")
             tcid = update.get("toolCallId")
             if not isinstance(tcid, str):
@@ -485,7 +536,9 @@ class Bridge:
             step, view = self._v2_step(sid, tcid)
             if view is None:
                 return []
-            if kind == "tool_call_update" and C.passes(update, step or {"toolCallId": tcid}, view, self._dumps):
+            if kind == "tool_call_update" and C.passes(
+                update, step or {"toolCallId": tcid}, view, self._dumps, meta_patches=True
+            ):
                 return None
             if step is None:
                 return []
@@ -516,6 +569,13 @@ class Bridge:
             return [self._notify(params, {**update, "configOptions": options})]
         return None
 
+    def _v2_tool_call_problems(self, call: Dict[str, Any]) -> List[str]:
+        """What of a v1 tool call (an update, or a permission's ``toolCall``) a v2 editor cannot hold."""
+        content = call.get("content")
+        problems = [p for p in map(C.v2_item_problem, content if isinstance(content, list) else []) if p]
+        problem = C.meta_problem(call.get("_meta"))
+        return problems + [problem] if problem else problems
+
     def _v2_step(self, sid: str, tcid: str) -> Tuple[Optional[Dict[str, Any]], Optional[Dict[str, Any]]]:
         record = self.store.get(sid, tcid)
         if record is None:
@@ -531,8 +591,7 @@ class Bridge:
         call = params.get("toolCall")
         options = params.get("options")
         if self.strict:
-            content = call.get("content") if isinstance(call, dict) else None
-            problems = [p for p in map(C.v2_item_problem, content if isinstance(content, list) else []) if p]
+            problems = self._v2_tool_call_problems(call) if isinstance(call, dict) else []
             if isinstance(options, list) and not options:
                 problems.append("no options (v2 requires at least one)")
             if not isinstance(call, dict):
@@ -547,8 +606,8 @@ class Bridge:
             assert view is not None
             tool_call.update(step or {})
             for key, value in call.items():
-                if value is not None and key in view:
-                    tool_call[key] = view[key]
+                if value is not None and key in view and not (key == "_meta" and step and "_meta" in step):
+                    tool_call[key] = view[key]  # (a changed _meta is the step's patch)
             title = view.get("title")
         added = isinstance(options, list) and not options
         out: Dict[str, Any] = {
@@ -609,6 +668,11 @@ class Bridge:
                 if bad:
                     new_params = {**params, "prompt": [b for b in blocks if all(b is not x for x in bad)]}
         self._check(problems)
+        if method in _ONLY[2] and target == 1:  # tool_call/cancel, terminal/cancel
+            return self._answer(msg, "editor", INVALID_PARAMS, _cancel_refusal(method, params))
+        if method == "initialize" and target == 2 and isinstance(params, dict):
+            caps = params.get("clientCapabilities")
+            self._subagents = isinstance(caps, dict) and isinstance(caps.get("subagents"), dict)
         if msg.kind == "request":
             self._asked_agent[_key(msg.id)] = method
             if method == "session/prompt" and isinstance(params, dict) and isinstance(params.get("sessionId"), str):
@@ -618,7 +682,11 @@ class Bridge:
                 self._message_ids.pop(sid, None)
                 if target == 1:
                     self._next_message += 1
-                    self._user_messages[_key(msg.id)] = f"acp-fast-message-{self._next_message}"
+                    sent = new_params.get("prompt") if isinstance(new_params, dict) else None
+                    blocks = sent if isinstance(sent, list) else []
+                    self._user_messages[_key(msg.id)] = (f"acp-fast-message-{self._next_message}", blocks)
+                else:
+                    self._unechoed.setdefault(sid, []).append(_key(msg.id))
         if new_method == method and new_params is params:
             return None
         out = msg.to_dict()
@@ -664,6 +732,8 @@ class Bridge:
         waiting = any(_key(pid) == key for pid in pending)
         if self.agent == 1 and msg.kind != "response" and not waiting:
             self._check(["an error after the prompt was acknowledged (v2 ends a turn with state idle)"])
+        if self.agent == 2 and sid is not None:
+            self._echoed(sid, key, msg.result if msg.kind == "response" else None)
         if self.agent == 2 and msg.kind == "response" and waiting:
             return self._hold_ack(msg, key)
         self._prompt_session.pop(key, None)
@@ -683,11 +753,38 @@ class Bridge:
         result = msg.result if isinstance(msg.result, dict) else {}
         out: List[bytes] = []
         if waiting:
-            out.append(self._out({"jsonrpc": "2.0", "id": msg.id, "result": self._ack(msg.id, result.get("_meta"))}))
+            out += self._ack(msg.id, sid, result.get("_meta"))
         if sid is not None:
             stop = result.get("stopReason")
             out.append(self._state(sid, "idle", **({"stopReason": stop} if isinstance(stop, str) else {})))
         return out
+
+    def _echoed(self, sid: str, key: _Key, result: Any) -> None:
+        """v2 agent, v1 editor: the prompt ``key`` was answered; its acknowledgement ``result``
+        names the user message the agent echoes (the v1 editor shows its prompt already)."""
+        unechoed = self._unechoed.get(sid, [])
+        if key in unechoed:
+            unechoed.remove(key)
+        mid = result.get("messageId") if isinstance(result, dict) else None
+        if isinstance(mid, str):
+            self._echoes.setdefault(sid, set()).add(mid)
+
+    def _is_echo(self, sid: str, update: Dict[str, Any]) -> bool:
+        """v2 agent, v1 editor: whether a user message (upsert or chunk) is the agent's echo of a
+        prompt of the editor: the message its acknowledgement names, or the first new user
+        message while a prompt awaits its acknowledgement."""
+        mid = update.get("messageId")
+        if not isinstance(mid, str):
+            return False
+        echoes = self._echoes.setdefault(sid, set())
+        if mid in echoes:
+            return True
+        unechoed = self._unechoed.get(sid)
+        if unechoed and mid not in self._messages_seen.get(sid, ()):
+            unechoed.pop(0)
+            echoes.add(mid)
+            return True
+        return False
 
     def _hold_ack(self, msg: Any, key: _Key) -> List[bytes]:
         """v2 agent, v1 editor: keep the acknowledgement of a prompt until its turn ends."""
@@ -719,6 +816,19 @@ class Bridge:
         if isinstance(result, dict) and result.get("_meta") is not None:
             new["_meta"] = result["_meta"]
         return [self._out({"jsonrpc": "2.0", "id": msg.id, "result": new})]
+
+
+def _cancel_refusal(method: str, params: Any) -> str:
+    """The error message a v2 editor gets for a ``tool_call/cancel`` / ``terminal/cancel`` that a
+    v1 agent cannot be asked (the draft's answer to a tool call that is not cancellable, or an
+    unknown terminal, is -32602)."""
+    params = params if isinstance(params, dict) else {}
+    if method == "tool_call/cancel":
+        return (
+            f"the tool call {params.get('toolCallId')!r} is not cancellable (the agent speaks ACP v1, "
+            "which cancels a whole prompt turn with session/cancel)"
+        )
+    return f"the terminal {params.get('terminalId')!r} is unknown (the agent speaks ACP v1, which has no agent terminals)"
 
 
 def _envelope(params: Dict[str, Any]) -> Dict[str, Any]:

@@ -22,6 +22,9 @@ V1_OPTION_KINDS = frozenset(("allow_once", "allow_always", "reject_once", "rejec
 
 # Fields a tool-call record always has, and their defaults (docs/API.md, "The record").
 DEFAULTS: Dict[str, Any] = {"kind": "other", "status": "pending", "content": [], "locations": []}
+# Fields whose v2 ``null`` a v1 editor can be told: the defaults, and ``_meta`` as ``{}`` (no keys
+# means no metadata); a cleared ``capabilities`` has nothing to tell.
+V1_CLEARS = frozenset((*DEFAULTS, "_meta", "capabilities"))
 
 _MISSING = object()
 
@@ -196,21 +199,73 @@ def v1_diff_to_v2(item: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
     return out
 
 
+def v2_diff_to_v1(item: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
+    """A v2 ``diff`` item as a v1 one ``{path, newText}`` when its text can be read back exactly:
+    one ``add`` of a text file (or of unknown type) whose ``git_patch`` creates that file (``---
+    /dev/null``), its single hunk ``@@ -0,0 +1,N @@`` holding every line of the new text (no hunk:
+    an empty file). None for any other diff: v2 diffs carry changes and a patch, v1 ones whole
+    texts, and only a created file's whole text is in its patch."""
+    changes = item.get("changes")
+    patch = item.get("patch")
+    if not (isinstance(changes, list) and len(changes) == 1 and isinstance(changes[0], dict)):
+        return None
+    change = changes[0]
+    path = change.get("path")
+    if change.get("operation") != "add" or not isinstance(path, str) or change.get("fileType") not in (None, "text"):
+        return None
+    if not (isinstance(patch, dict) and patch.get("format") == "git_patch" and isinstance(patch.get("text"), str)):
+        return None
+    lines = patch["text"].split("\n")
+    if lines.pop() != "":
+        return None  # every line of a patch ends in a newline
+    name = _git_path(path)
+    hunk = next((i for i, line in enumerate(lines) if line.startswith("@@")), len(lines))
+    header = lines[:hunk]
+    if header[:1] != [f"diff --git {name} {name}"] or any(line.startswith("diff --git") for line in header[1:]):
+        return None
+    files = [line for line in header if line.startswith(("--- ", "+++ "))]
+    if files != ["--- /dev/null", f"+++ {name}{chr(9) if ' ' in name else ''}"] and (files or hunk < len(lines)):
+        return None
+    new: List[str] = []
+    for line in lines[hunk + 1 :]:
+        if line.startswith("+"):
+            new.append(line[1:] + "\n")
+        elif line.startswith("\\") and new and new[-1].endswith("\n"):
+            new[-1] = new[-1][:-1]
+        else:
+            return None  # context, removed lines or a second hunk: not a whole created file
+    if hunk < len(lines) and lines[hunk] not in (f"@@ -0,0 +1,{len(new)} @@", "@@ -0,0 +1 @@" if len(new) == 1 else ""):
+        return None
+    if hunk == len(lines) and not files and not any(line.startswith("new file mode ") for line in header):
+        return None
+    out: Dict[str, Any] = {"type": "diff", "path": path, "newText": "".join(new)}
+    meta = item.get("_meta")
+    if meta is not None:
+        out["_meta"] = meta
+    return out
+
+
 # ---------------------------------------------------------------------------------------------
 # Content items
 
 
-def v1_item(item: Any, terminal: Callable[[str], Optional[Mapping[str, Any]]]) -> Optional[Any]:
-    """A v2 tool-call content item as v1 shows it: the item itself when v1 knows it, a text item
-    for a diff or an agent-owned terminal, None (left out) for anything else."""
+def v1_item(
+    item: Any, terminal: Callable[[str], Optional[Mapping[str, Any]]], subagents: bool = False
+) -> Optional[Any]:
+    """A v2 tool-call content item as v1 shows it: the item itself when v1 knows it (a ``session``
+    reference only for an editor that advertised ``subagents``), a v1 diff for a created file
+    (:func:`v2_diff_to_v1`), a text item for another diff or an agent-owned terminal, None (left
+    out) for anything else."""
     if not isinstance(item, dict):
         return None
     kind = item.get("type")
     if kind == "content":
         block = item.get("content")
         return item if isinstance(block, dict) and _is_str_in(block.get("type"), V1_BLOCKS) else None
+    if kind == "session":
+        return item if subagents and isinstance(item.get("sessionId"), str) else None
     if kind == "diff":
-        return _text_item(diff_text(item), item)
+        return v2_diff_to_v1(item) or _text_item(diff_text(item), item)
     if kind == "terminal":
         tid = item.get("terminalId")
         return _text_item(terminal_text(terminal(tid) if isinstance(tid, str) else None), item)
@@ -230,8 +285,9 @@ def v2_item(item: Any) -> Optional[Any]:
     return item
 
 
-def v1_item_problem(item: Any) -> Optional[str]:
-    """Why a v2 content item has no v1 form (None when it has one)."""
+def v1_item_problem(item: Any, subagents: bool = False) -> Optional[str]:
+    """Why a v2 content item has no v1 form (None when it has one); ``subagents``: the v1 editor
+    advertised the ``subagents`` client capability (v1 shows ``session`` references then)."""
     if not isinstance(item, dict):
         return "a content item that is not an object"
     kind = item.get("type")
@@ -242,7 +298,13 @@ def v1_item_problem(item: Any) -> Optional[str]:
             return None
         return f"content block type {_show(btype)} (v1 knows {', '.join(sorted(V1_BLOCKS))})"
     if kind == "diff":
+        if v2_diff_to_v1(item) is not None:
+            return None
         return "a v2 diff (changes and a patch; v1 diffs carry whole texts)"
+    if kind == "session":
+        if subagents and isinstance(item.get("sessionId"), str):
+            return None
+        return "a session reference (v1 shows one only to an editor that advertised subagents)"
     if kind == "terminal":
         return "an agent-owned terminal (v1 terminals belong to the editor)"
     return f"content type {_show(kind)}"
@@ -257,6 +319,16 @@ def v2_item_problem(item: Any) -> Optional[str]:
         return "an editor-owned terminal (v2 terminals belong to the agent)"
     if kind == "diff" and v1_diff_to_v2(item) is None:
         return "a malformed diff (no string path and newText)"
+    return None
+
+
+def capabilities_problem(value: Any) -> Optional[str]:
+    """Why a v2 tool call's ``capabilities`` cannot be said in v1 (None when they say nothing):
+    v1 has no client control of one tool call (``tool_call/cancel``)."""
+    if isinstance(value, dict):
+        offered = sorted(k for k, v in value.items() if k != "_meta" and v is not None)
+        if offered:
+            return f"the tool call capabilities {', '.join(offered)} (v1 has no tool_call/cancel)"
     return None
 
 
@@ -280,13 +352,17 @@ def v1_status(value: Any) -> str:
 
 
 def v1_view(
-    record: Mapping[str, Any], terminal: Callable[[str], Optional[Mapping[str, Any]]], refs: List[str]
+    record: Mapping[str, Any],
+    terminal: Callable[[str], Optional[Mapping[str, Any]]],
+    refs: List[str],
+    subagents: bool = False,
 ) -> Dict[str, Any]:
-    """The tool call as a v1 editor holds it; the terminal ids its content shows go to ``refs``."""
+    """The tool call as a v1 editor holds it; the terminal ids its content shows go to ``refs``.
+    ``capabilities`` (v2's client controls, ``tool_call/cancel``) have no v1 form and are left out."""
     title = record.get("title")
     view: Dict[str, Any] = {"toolCallId": record["toolCallId"], "title": title if isinstance(title, str) else ""}
     for key, value in record.items():
-        if key in ("toolCallId", "title"):
+        if key in ("toolCallId", "title", "capabilities"):
             continue
         if key == "kind":
             value = v1_kind(value)
@@ -301,7 +377,7 @@ def v1_view(
                     and isinstance(item.get("terminalId"), str)
                 ):
                     refs.append(item["terminalId"])
-                shown = v1_item(item, terminal)
+                shown = v1_item(item, terminal, subagents)
                 if shown is not None:
                     items.append(shown)
             value = items
@@ -310,8 +386,15 @@ def v1_view(
 
 
 def v2_view(record: Mapping[str, Any]) -> Dict[str, Any]:
-    """The tool call as a v2 editor holds it."""
+    """The tool call as a v2 editor holds it. Its ``_meta`` lacks the keys whose value is
+    ``null`` (a v2 ``_meta`` patch removes such a key: v2 cannot hold one)."""
     view = dict(record)
+    meta = view.get("_meta", _MISSING)
+    if meta is not _MISSING and not (isinstance(meta, dict) and None not in meta.values()):
+        if isinstance(meta, dict):
+            view["_meta"] = {k: v for k, v in meta.items() if v is not None}
+        else:
+            del view["_meta"]
     content = view.get("content")
     if isinstance(content, list) and any(
         isinstance(i, dict) and i.get("type") in ("diff", "terminal") for i in content
@@ -346,7 +429,8 @@ def v2_step(
     before: Optional[Mapping[str, Any]], view: Mapping[str, Any], dumps: Callable[[Any], bytes]
 ) -> Optional[Dict[str, Any]]:
     """The v2 upsert that takes an editor from ``before`` (None: a tool call it does not know)
-    to ``view``: the changed fields, ``null`` for those it lost; None when nothing changed."""
+    to ``view``: the changed fields, ``null`` for those it lost, ``_meta`` as a patch
+    (:func:`meta_patch`); None when nothing changed."""
     base = before if before is not None else {"toolCallId": view["toolCallId"], **DEFAULTS}
     changed = _changed(base, view, dumps)
     lost = [key for key in base if key not in view]
@@ -356,7 +440,41 @@ def v2_step(
         changed = {"toolCallId": view["toolCallId"]}
     for key in lost:
         changed[key] = None
+    if "_meta" in changed and changed["_meta"] is not None:
+        changed["_meta"] = meta_patch(base.get("_meta"), changed["_meta"], dumps)
     return changed
+
+
+def meta_patch(before: Any, after: Mapping[str, Any], dumps: Callable[[Any], bytes]) -> Dict[str, Any]:
+    """The v2 ``_meta`` patch that turns ``before`` into ``after`` (the crate's
+    ``apply_meta_update``: a key set to ``null`` is removed, any other value replaces that key's
+    value whole): the keys of ``after`` that are new or changed, ``null`` for each key lost."""
+    if not isinstance(before, dict):
+        return dict(after)
+    out = {k: v for k, v in after.items() if not same(before.get(k, _MISSING), v, dumps)}
+    out.update((k, None) for k in before if k not in after)
+    return out
+
+
+def apply_meta(stored: Any, patch: Mapping[str, Any]) -> Dict[str, Any]:
+    """``stored`` metadata with the v2 ``_meta`` patch ``patch`` applied (``apply_meta_update``)."""
+    out = dict(stored) if isinstance(stored, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = value
+    return out
+
+
+def meta_problem(meta: Any) -> Optional[str]:
+    """Why a v1 ``_meta`` cannot be held by a v2 editor (None when it can): a top-level key whose
+    value is ``null`` (a v2 ``_meta`` patch removes such a key)."""
+    if isinstance(meta, dict):
+        for key, value in meta.items():
+            if value is None:
+                return f'the _meta key {key!r} set to null (v2 reads it as a removal)'
+    return None
 
 
 def _changed(
@@ -370,13 +488,26 @@ def _changed(
 
 
 def passes(
-    update: Mapping[str, Any], step: Mapping[str, Any], view: Mapping[str, Any], dumps: Callable[[Any], bytes]
+    update: Mapping[str, Any],
+    step: Mapping[str, Any],
+    view: Mapping[str, Any],
+    dumps: Callable[[Any], bytes],
+    meta_patches: bool = False,
 ) -> bool:
     """Whether ``update`` (the fields the agent sent) says exactly what ``step`` (the computed
     change) says, read with the editor's rules, so that the agent's frame can pass as it is.
-    ``null`` in ``update`` must mean, for the editor, what the step does with that field."""
+    ``null`` in ``update`` must mean, for the editor, what the step does with that field;
+    ``meta_patches``: the editor reads ``_meta`` as a patch (v2), so it must be the step's patch
+    (or, when the step leaves ``_meta`` alone, a patch that changes nothing)."""
     for key, value in update.items():
         if key == "sessionUpdate":
+            continue
+        if meta_patches and key == "_meta" and isinstance(value, dict):
+            if "_meta" in step:
+                if not same(value, step["_meta"], dumps):
+                    return False
+            elif not same(apply_meta(view.get("_meta"), value), view.get("_meta", {}), dumps):
+                return False
             continue
         if value is None:
             if key in step and step[key] is None:
@@ -427,6 +558,21 @@ def entry_problems(entries: Any) -> Iterator[str]:
             yield f"plan entry priority {_show(entry.get('priority'))}"
         if not _is_str_in(entry.get("status"), V1_PLAN_STATUSES):
             yield f"plan entry status {_show(entry.get('status'))}"
+
+
+def turn_error(error: Any) -> Dict[str, Any]:
+    """The JSON-RPC error a v1 editor's prompt is answered with when a v2 turn ends with
+    ``stopReason: "error"``: the update's ``error`` (code, message and data), or, when it is
+    missing or malformed (the draft reads such details as none), an internal error saying so."""
+    if isinstance(error, dict):
+        code = error.get("code")
+        message = error.get("message")
+        if isinstance(code, int) and not isinstance(code, bool) and isinstance(message, str):
+            out: Dict[str, Any] = {"code": code, "message": message}
+            if "data" in error:
+                out["data"] = error["data"]
+            return out
+    return {"code": -32603, "message": "Internal error: the agent ended the turn with an error and no details"}
 
 
 def first(problems: Sequence[Optional[str]]) -> Optional[str]:

@@ -74,7 +74,9 @@ def initialize_params(params: Dict[str, Any], target: int) -> Tuple[Dict[str, An
 
 def client_capabilities_v2(caps: Any) -> Dict[str, Any]:
     """v1 client capabilities for a v2 agent: ``auth.terminal`` and ``elicitation`` carry over;
-    ``fs`` and ``terminal`` (client methods v2 does not have) and ``session`` are left out."""
+    ``fs`` and ``terminal`` (client methods v2 does not have), ``session`` and ``subagents`` (v2
+    agents may always use subagents; the bridge shows them to a v1 editor that advertised it)
+    are left out."""
     caps = _obj(caps)
     out: Dict[str, Any] = {}
     auth = _obj(caps.get("auth"))
@@ -86,12 +88,14 @@ def client_capabilities_v2(caps: Any) -> Dict[str, Any]:
 
 def client_capabilities_v1(caps: Any) -> Dict[str, Any]:
     """v2 client capabilities for a v1 agent: no ``fs`` and no ``terminal`` (a v2 editor serves
-    neither), ``auth.terminal`` and ``elicitation`` carried over."""
+    neither), ``subagents`` (a v2 editor handles them without a capability), ``auth.terminal`` and
+    ``elicitation`` carried over."""
     caps = _obj(caps)
     auth = _obj(caps.get("auth"))
     out: Dict[str, Any] = {
         "fs": {"readTextFile": False, "writeTextFile": False},
         "terminal": False,
+        "subagents": {},
         "auth": _with_meta({"terminal": _flag(auth.get("terminal"))}, auth),
     }
     _put(out, "elicitation", caps.get("elicitation"))

@@ -61,11 +61,12 @@ impl PyToolCallStore {
                         max_terminal_bytes = LimitArg::Default, max_content_items = LimitArg::Default,
                         max_plans = LimitArg::Default, max_permissions = LimitArg::Default,
                         max_updates = LimitArg::Default, max_terminals = LimitArg::Default,
-                        max_entities = LimitArg::Default, strict_schema = None, unstable = false, draft = None),
+                        max_entities = LimitArg::Default, strict_schema = None, unstable = false, draft = None,
+                        wrap_bare_content = false),
            text_signature = "(protocol_version=None, *, max_tool_calls=None, max_frame_bytes=67108864, \
                              max_terminal_bytes=1048576, max_content_items=1000, max_plans=100, \
                              max_permissions=1000, max_updates=1000, max_terminals=1000, max_entities=1000, \
-                             strict_schema=False, unstable=False, draft=None)")]
+                             strict_schema=False, unstable=False, draft=None, wrap_bare_content=False)")]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -82,6 +83,7 @@ impl PyToolCallStore {
         strict_schema: Option<Arg<StrictSchema>>,
         unstable: bool,
         draft: Option<Arg<Draft>>,
+        wrap_bare_content: bool,
     ) -> PyResult<Self> {
         let version = Arg::get(protocol_version)?.map(|v| v.0);
         let max = Arg::get(max_tool_calls)?.map(|m| m.0);
@@ -96,7 +98,8 @@ impl PyToolCallStore {
             terminals: limit_arg(max_terminals, "max_terminals", 1, d.terminals)?,
             entities: limit_arg(max_entities, "max_entities", 0, d.entities)?,
         };
-        let store = Store::with_limits(version, max, limits);
+        let mut store = Store::with_limits(version, max, limits);
+        store.set_wrap_bare_content(wrap_bare_content);
         let strict = strict_arg(py, strict_schema, unstable, draft)?;
         Ok(Self::from(StoreState {
             engine: Engine::new(store, max_frame_bytes, strict),
@@ -348,6 +351,11 @@ impl PyToolCallStore {
     #[getter]
     fn max_terminals(&self, py: Python<'_>) -> PyResult<Option<usize>> {
         Ok(self.locked(py)?.store().limits().terminals)
+    }
+
+    #[getter]
+    fn wrap_bare_content(&self, py: Python<'_>) -> PyResult<bool> {
+        Ok(self.locked(py)?.store().wrap_bare_content())
     }
 
     #[getter]

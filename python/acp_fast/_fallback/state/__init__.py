@@ -192,6 +192,7 @@ class ToolCallStore:
         "_max_updates",
         "_max_terminals",
         "_max_entities",
+        "_wrap_bare_content",
         "_permission_holes",
         "_strict",
     )
@@ -212,6 +213,7 @@ class ToolCallStore:
         strict_schema: Any = False,
         unstable: bool = False,
         draft: Optional[str] = None,
+        wrap_bare_content: bool = False,
     ) -> None:
         if protocol_version is not None and (type(protocol_version) is not int or protocol_version not in (1, 2)):
             raise ValueError(f"expected protocol_version to be 1, 2 or None, found {protocol_version!r}")
@@ -224,6 +226,7 @@ class ToolCallStore:
         self._max_updates = _limit(max_updates, "max_updates", 0)
         self._max_terminals = _limit(max_terminals, "max_terminals", 1)
         self._max_entities = _limit(max_entities, "max_entities", 0)
+        self._wrap_bare_content = bool(wrap_bare_content)
         self._framer = Framer(max_frame_bytes=max_frame_bytes)
         # `strict_schema`: the schema check every frame passes before it is applied.
         self._strict: Any = None
@@ -493,6 +496,12 @@ class ToolCallStore:
     def max_terminals(self) -> Optional[int]:
         """Terminals kept per session (the oldest exited ones dropped first; None: no bound)."""
         return self._max_terminals
+
+    @property
+    @exclusive
+    def wrap_bare_content(self) -> bool:
+        """Are bare content blocks in a tool call's content wrapped (``{"type": "content", ...}``)?"""
+        return self._wrap_bare_content
 
     @property
     @exclusive

@@ -194,6 +194,7 @@ class Store(Protocol):
     _max_permissions: Optional[int]
     _max_terminals: Optional[int]
     _max_entities: Optional[int]
+    _wrap_bare_content: bool
     _sessions: Dict[str, Session]
     _permissions: List[Optional[List[Any]]]
     _permission_holes: int

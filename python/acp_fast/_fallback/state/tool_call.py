@@ -45,6 +45,8 @@ def tool_call(store: Store, sid: str, update: Dict[str, Any]) -> Change:
     if None in update.values():
         update = {k: v for k, v in update.items() if v is not None}
     content = update.get("content")
+    if content is not None and store._wrap_bare_content:
+        content = update["content"] = [content_item(i) for i in content]
     limit = store._max_content_items
     if content is not None and limit is not None and len(content) > limit:
         set_content(update, content, limit)
@@ -77,6 +79,8 @@ def tool_call_update(store: Store, sid: str, update: Dict[str, Any]) -> Change:
         if f is not None and None not in update.values() and not ("_meta" in update and store._v2):
             if "_truncated" in update:  # a test is cheaper than a call on this path
                 del update["_truncated"]  # noqa: RUF051
+            if content is not None and store._wrap_bare_content:
+                content = update["content"] = [content_item(i) for i in content]
             f.update(update)
             del f["toolCallId"]
             del f["sessionUpdate"]
@@ -100,6 +104,8 @@ def content_chunk(store: Store, sid: str, update: Dict[str, Any]) -> Change:
     item = update.get("content")
     if type(item) is not dict:
         raise Bad("invalid_content", P_UPDATE_CONTENT, "an object")
+    if store._wrap_bare_content:
+        item = content_item(item)
     s = store._sessions.get(sid)
     if s is None:
         s = store._sessions[sid] = Session()
@@ -152,6 +158,9 @@ def commit_tool_call(store: Store, sid: str, tcid: str, update: Dict[str, Any]) 
     f = calls.get(tcid)
     limit = store._max_content_items
     update.pop("_truncated", None)
+    content = update.get("content")
+    if type(content) is list and store._wrap_bare_content:
+        update["content"] = [content_item(i) for i in content]
     meta = update.get("_meta")
     if store._v2 and type(meta) is dict:
         # v2: a `_meta` object patches the stored one by top-level key (a new record: none).
@@ -193,3 +202,17 @@ def commit_tool_call(store: Store, sid: str, tcid: str, update: Dict[str, Any]) 
     if store._max_tool_calls is not None:
         touch(store, sid, tcid, f, False)
     return False
+
+
+#: The content block types of ACP (``ContentBlock``): an item of one of them where a tool call's
+#: content item belongs is a bare block.
+BLOCK_TYPES = frozenset(("text", "image", "audio", "resource_link", "resource"))
+
+
+def content_item(item: Any) -> Any:
+    """A content item as stored with ``wrap_bare_content``: a bare content block (an object whose
+    ``type`` is a ``BLOCK_TYPES`` one, which agents send without the wrapper) as
+    ``{"type": "content", "content": block}``, anything else as received."""
+    if type(item) is dict and item.get("type") in BLOCK_TYPES:
+        return {"type": "content", "content": item}
+    return item
