@@ -196,8 +196,10 @@ ALLOWED: list[tuple[str, str | list[str], str]] = [
         "state/__init__.py",
         ["check_source", "key", "limit", "unknown_update", "version", "set_negotiated", "session", "dispatch"]
         + ["permission_list", "function", "ignored", "table"],
-        "argument checks (rust/python/args.rs) and the store's own helpers (rust: the core Store's methods;"
-        " `function`, `ignored`, `table` build the dispatch dicts, Rust's `session_update` matches)",
+        (
+            "argument checks (rust/python/args.rs) and the store's own helpers (rust: the core Store's"
+            " methods; `function`, `ignored`, `table` build the dispatch dicts, Rust's `session_update`)"
+        ),
     ),
     ("rust/state/document.rs", ALL, "the shapes are written once here as dicts (records.py, checkpoint.py)"),
     (

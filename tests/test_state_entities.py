@@ -13,7 +13,6 @@ import json
 
 import pytest
 
-from acp_fast import DecodeError
 from state_helpers import expect_error
 from state_model import change_of, session_update, value_at
 
@@ -163,7 +162,9 @@ def test_checkpoint_entity_ids_match_their_keys(backend):
     doc["sessions"]["s1"]["entities"]["agentMessage"]["m1"]["messageId"] = "m2"
     with pytest.raises(ValueError) as info:
         backend.ToolCallStore.from_json(json.dumps(doc))
-    assert str(info.value) == "expected \"state.sessions.s1.entities.agentMessage.m1.messageId\" to be 'm1', found string"
+    assert (
+        str(info.value) == "expected \"state.sessions.s1.entities.agentMessage.m1.messageId\" to be 'm1', found string"
+    )
 
 
 @pytest.mark.parametrize(
@@ -249,7 +250,9 @@ def test_backends_agree_on_a_v2_session(both_backends):
         raw_upd(b'{"sessionUpdate":"usage_update","used":1,"size":2,"cost":{"amount":1E2,"currency":"EUR"}}'),
         raw_upd(b'{"sessionUpdate":"state_update","state":"idle","stopReason":null}'),
         raw_upd(b'{"sessionUpdate":"config_option_update","configOptions":[{"id":"m","value":-0}]}'),
-        raw_upd(b'{"sessionUpdate":"session_message_chunk","messageId":"\\u00e9","content":{"type":"text","text":"x"}}'),
+        raw_upd(
+            b'{"sessionUpdate":"session_message_chunk","messageId":"\\u00e9","content":{"type":"text","text":"x"}}'
+        ),
     ]
     out = []
     for backend in both_backends:

@@ -25,11 +25,14 @@ text and makes the record when it is written).
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple, cast
 
 from . import rules
 from .read import Bad, U
 from .records import Change, Entities, Store
+
+if TYPE_CHECKING:
+    from collections import OrderedDict
 
 __all__ = ["entity_update", "merge_meta"]
 
@@ -46,9 +49,8 @@ def entity_update(store: Store, sid: str, update: Dict[str, Any], index: int) ->
         if type(value) is not str:
             raise Bad("invalid_id", (*U, rule.id), "a string")
         ident = (rule.id, value)
-    if rule.value is not None and rule.action in ("append", "replace"):
-        if update.get(rule.value) is None:
-            raise Bad("invalid_value", (*U, rule.value), "a value other than null")
+    if rule.value is not None and rule.action in ("append", "replace") and update.get(rule.value) is None:
+        raise Bad("invalid_value", (*U, rule.value), "a value other than null")
     target = rules.targets()[rule.target]
     s = store._session(sid)
     while len(s.entities) <= rule.target:
@@ -68,7 +70,7 @@ def entity_update(store: Store, sid: str, update: Dict[str, Any], index: int) ->
         action = remove_entity(entities, key)
     limit = store._max_entities
     if action == "created" and limit is not None:
-        by_id = entities.by_id
+        by_id = cast("OrderedDict[str, Any]", entities.by_id)
         while len(by_id) > limit:
             by_id.popitem(last=False)
             s.dropped_entities += 1
