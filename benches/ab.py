@@ -31,6 +31,7 @@ from typing import Any, Callable, Dict, List
 from acp_fast import traffic
 from acp_fast.bench import contenders as C
 
+
 def _state_tool_calls(module: ModuleType) -> Any:
     """``state`` with the entity rules off (``max_entities=0``: tool calls, terminals, plans and
     permissions only), on a build that has the option; a build from before entities is the plain

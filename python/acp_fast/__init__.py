@@ -37,9 +37,9 @@ if TYPE_CHECKING:
     from ._native import (
         BACKEND,
         DEFAULT_MAX_FRAME_BYTES,
+        ENTITY_TARGETS,
         MAX_FRAME_BYTES,
         SCHEMA_DRAFTS,
-        ENTITY_TARGETS,
         Change,
         FrameDecoder,
         Framer,
