@@ -43,6 +43,7 @@ from ._usage import Parser, integer
 DEFAULT_MAX_FRAME_BYTES = acp_fast.DEFAULT_MAX_FRAME_BYTES
 #: Unknown updates kept per session: the store's default.
 DEFAULT_MAX_UPDATES: int = acp_fast.ToolCallStore().max_updates or 0
+DEFAULT_MAX_ENTITIES: int = acp_fast.ToolCallStore().max_entities or 0
 #: What :func:`replay` reads: a path, the bytes themselves, or an open binary file.
 Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, Any]
 
@@ -193,6 +194,7 @@ def replay_file(
     protocol_version: Optional[int] = None,
     max_tool_calls: Optional[int] = None,
     max_updates: Optional[int] = DEFAULT_MAX_UPDATES,
+    max_entities: Optional[int] = DEFAULT_MAX_ENTITIES,
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
     forwarded_only: bool = False,
     input_format: str = "auto",
@@ -203,9 +205,14 @@ def replay_file(
     :class:`acp_fast.ToolCallStore`; returns the :class:`Replay` (store, counts, first
     ``max_errors`` errors). ``forwarded_only`` skips recorded frames the proxy did not forward
     (``"action"`` records). ``input_format``: ``auto``, ``ndjson`` or ``recording``. ``max_updates``:
-    unknown updates kept per session, the last ones (the store's default, 1000; 0: none)."""
+    unknown updates kept per session, the last ones (the store's default, 1000; 0: none).
+    ``max_entities``: v2 entities kept per target and session (the store's default; 0: none)."""
     store = acp_fast.ToolCallStore(
-        protocol_version, max_tool_calls=max_tool_calls, max_frame_bytes=max_frame_bytes, max_updates=max_updates
+        protocol_version,
+        max_tool_calls=max_tool_calls,
+        max_frame_bytes=max_frame_bytes,
+        max_updates=max_updates,
+        max_entities=max_entities,
     )
     replayer = _Replayer(store, max_frame_bytes=max_frame_bytes, max_errors=max_errors, forwarded_only=forwarded_only)
     chunks, _size, _name, stream = _chunks(source)
@@ -588,6 +595,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         help=f"keep the updates no rule handles, the last N per session, counting those dropped (default {DEFAULT_MAX_UPDATES}; 0: none)",
     )
     parser.add_argument(
+        "--max-entities",
+        type=integer(0, 2**63 - 1),
+        default=DEFAULT_MAX_ENTITIES,
+        metavar="N",
+        help=f"keep the v2 entities (messages, state, usage, ...), the last N per target and session (default {DEFAULT_MAX_ENTITIES}; 0: none)",
+    )
+    parser.add_argument(
         "--max-frame-bytes",
         type=integer(1, acp_fast.MAX_FRAME_BYTES),
         default=DEFAULT_MAX_FRAME_BYTES,
@@ -624,6 +638,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             protocol_version=args.protocol,
             max_tool_calls=args.max_tool_calls,
             max_updates=args.max_updates,
+            max_entities=args.max_entities,
             max_frame_bytes=args.max_frame_bytes,
             forwarded_only=args.forwarded_only,
             input_format=args.input,

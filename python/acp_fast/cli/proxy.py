@@ -174,6 +174,7 @@ def parser() -> argparse.ArgumentParser:
         ("--max-permissions", 1, "permission records kept per session, the oldest resolved dropped first"),
         ("--max-updates", 0, "updates of kinds the state engine has no rule for, the last ones kept per session"),
         ("--max-terminals", 1, "terminals kept per session, the oldest exited dropped first"),
+        ("--max-entities", 0, "v2 entities (messages, ...) kept per target and session; 0: not tracked"),
     ):
         default = getattr(defaults, option[2:].replace("-", "_"))
         help = f"{what} (default {default}; none: all)"
@@ -229,6 +230,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             max_permissions=ns.max_permissions,
             max_updates=ns.max_updates,
             max_terminals=ns.max_terminals,
+            max_entities=ns.max_entities,
             record=ns.record,
             state_json=ns.state_json,
             summary=ns.summary,

@@ -71,7 +71,7 @@ class Proxy:
     ``state_json`` and ``summary_json`` are file paths (created owner-only; an existing file is
     refused unless ``force``); ``agent_invalid`` is ``"divert"``, ``"pass"``, ``"drop"`` or
     ``"fail"`` (with ``agent_invalid_limit`` lines, default 1); ``bridge`` is ``(editor,
-    agent)`` protocol versions; ``max_terminal_bytes`` ... ``max_terminals`` are the store's bounds
+    agent)`` protocol versions; ``max_terminal_bytes`` ... ``max_entities`` are the store's bounds
     inside sessions (default: the store's defaults; None: no bound). :meth:`run` returns the exit status."""
 
     def __init__(
@@ -97,6 +97,7 @@ class Proxy:
         max_permissions: Optional[int] = _STORE_DEFAULTS.max_permissions,
         max_updates: Optional[int] = _STORE_DEFAULTS.max_updates,
         max_terminals: Optional[int] = _STORE_DEFAULTS.max_terminals,
+        max_entities: Optional[int] = _STORE_DEFAULTS.max_entities,
         record: Optional[str] = None,
         state_json: Optional[str] = None,
         summary: bool = False,
@@ -139,6 +140,7 @@ class Proxy:
             max_permissions=max_permissions,
             max_updates=max_updates,
             max_terminals=max_terminals,
+            max_entities=max_entities,
         )
         #: Held while the state is read or changed and while the middleware run.
         self.lock: threading.RLock = threading.RLock()

@@ -197,6 +197,7 @@ class SchemaCheck:
             max_permissions=1,
             max_updates=0,
             max_terminals=1,
+            max_entities=0,
         )
 
     def block(self, data: bytes, source: str) -> Dict[int, Any]:
