@@ -16,7 +16,7 @@ import pytest
 
 import acp_fast
 from acp_fast import traffic
-from acp_fast.bridge import REJECT_OPTION, Bridge, BridgeError, diff_text, terminal_text, v1_diff_to_v2
+from acp_fast.bridge import REJECT_OPTION, Bridge, BridgeError, diff_text, terminal_text, v1_diff_to_v2, v2_diff_to_v1
 from acp_fast.cli import _shapes
 from acp_fast.cli._shapes import load_schema
 
@@ -241,9 +241,17 @@ def _text_item(text: str, item: Dict[str, Any]) -> Dict[str, Any]:
     return out
 
 
-def v1_tool_call(record: Dict[str, Any], store: Any, sid: str) -> Dict[str, Any]:
+def _no_meta(record: Dict[str, Any]) -> Dict[str, Any]:
+    """``record`` with an empty ``_meta`` left out: no keys means no metadata (the draft's
+    ``apply_meta_update``), and v1, which cannot unset ``_meta``, is told ``{}``."""
+    if record.get("_meta") == {}:
+        return {k: v for k, v in record.items() if k != "_meta"}
+    return record
+
+
+def v1_tool_call(record: Dict[str, Any], store: Any, sid: str, subagents: bool = False) -> Dict[str, Any]:
     """A v2 agent's tool call as its v1 editor holds it (docs/BRIDGE.md, "v2 agent, v1 editor")."""
-    out = dict(record)
+    out = {k: v for k, v in record.items() if k != "capabilities"}
     if not isinstance(out.get("title"), str):
         out["title"] = ""
     if out["kind"] not in V1_KINDS:
@@ -253,10 +261,11 @@ def v1_tool_call(record: Dict[str, Any], store: Any, sid: str) -> Dict[str, Any]
     content = []
     for item in out["content"]:
         kind = item.get("type") if isinstance(item, dict) else None
-        if kind == "content" and isinstance(item.get("content"), dict) and item["content"].get("type") in V1_BLOCKS:
+        block = item.get("content") if kind == "content" else None
+        if (isinstance(block, dict) and block.get("type") in V1_BLOCKS) or (kind == "session" and subagents):
             content.append(item)
         elif kind == "diff":
-            content.append(_text_item(diff_text(item), item))
+            content.append(v2_diff_to_v1(item) or _text_item(diff_text(item), item))
         elif kind == "terminal":
             content.append(_text_item(terminal_text(store.terminal(sid, item["terminalId"])), item))
     out["content"] = content
@@ -275,6 +284,8 @@ def v2_tool_call(record: Dict[str, Any]) -> Dict[str, Any]:
         if item is not None:
             content.append(item)
     out = {**record, "content": content}
+    if isinstance(record.get("_meta"), dict):  # v2 cannot hold a _meta key set to null
+        out["_meta"] = {k: v for k, v in record["_meta"].items() if v is not None}
     if "locations" in record:  # v2 has no line 0: such a location has no line
         out["locations"] = [
             {k: v for k, v in loc.items() if k != "line"}
@@ -318,14 +329,16 @@ def state_differences(conv: Conversation, sessions: List[str]) -> List[str]:
     editor, agent = conv.editor.store, conv.agent.store
     problems = []
     for sid in sessions:
-        mine = editor.tool_calls(sid)
+        mine = {tcid: _no_meta(r) for tcid, r in editor.tool_calls(sid).items()}
         theirs = agent.tool_calls(sid)
         if conv.bridge.editor == 1 and conv.bridge.agent == 2:
-            want = {tcid: v1_tool_call(r, agent, sid) for tcid, r in theirs.items()}
+            subagents = conv.bridge._subagents
+            want = {tcid: v1_tool_call(r, agent, sid, subagents) for tcid, r in theirs.items()}
         elif conv.bridge.editor == 2 and conv.bridge.agent == 1:
             want = {tcid: v2_tool_call(r) for tcid, r in theirs.items()}
         else:
             want = theirs
+        want = {tcid: _no_meta(r) for tcid, r in want.items()}
         if mine != want:
             for tcid in set(mine) | set(want):
                 if mine.get(tcid) != want.get(tcid):

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 import acp_fast
 from acp_fast import traffic
-from acp_fast.bridge import REJECT_OPTION, Bridge
+from acp_fast.bridge import REJECT_OPTION, Bridge, git_patch
 from bridge_checks import Conversation, as_editor, schema_problems, senders, sessions_of, state_differences
 
 TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=8)
@@ -64,7 +64,16 @@ V2_ITEMS = _with_meta(
             TEXT,
         ),
         st.just({"type": "diff", "changes": [{"operation": "move", "oldPath": "/a", "path": "/b"}]}),
+        st.builds(  # a created file: v1 can hold it as a diff
+            lambda text: {
+                "type": "diff",
+                "changes": [{"operation": "add", "path": "/n"}],
+                "patch": {"format": "git_patch", "text": git_patch("/n", None, text)},
+            },
+            st.text(st.sampled_from("ab\n"), max_size=8),
+        ),
         st.builds(lambda t: {"type": "terminal", "terminalId": t}, TERMINALS),
+        st.just({"type": "session", "sessionId": "child"}),
         st.just({"type": "_acme_card", "x": [1]}),
     )
 )
@@ -83,15 +92,20 @@ V1_ITEMS = _with_meta(
             st.text(st.sampled_from("abc\n"), max_size=12),
         ),
         st.builds(lambda t: {"type": "terminal", "terminalId": t}, TERMINALS),
+        st.just({"type": "session", "sessionId": "child"}),
     )
 )
+META_PATCHES = st.dictionaries(st.sampled_from(["a", "b", "c"]), st.none() | SCALARS, max_size=3)
 
 
 def _fields(version: int) -> Dict[str, st.SearchStrategy[Any]]:
     items = V2_ITEMS if version == 2 else V1_ITEMS
     kinds = ["read", "edit", "execute", "other"] + (["_deploy", "teleport"] if version == 2 else ["switch_mode"])
-    statuses = ["pending", "in_progress", "completed", "failed"] + (["cancelled", "_waiting"] if version == 2 else [])
+    statuses = ["pending", "in_progress", "completed", "failed"]
+    statuses += ["paused", "cancelled", "_waiting"] if version == 2 else []
+    extra = {"capabilities": st.none() | st.just({}) | st.just({"cancel": {}})} if version == 2 else {}
     return {
+        **extra,
         "title": st.none() | TEXT,
         "kind": st.none() | st.sampled_from(kinds),
         "status": st.none() | st.sampled_from(statuses),
@@ -99,7 +113,7 @@ def _fields(version: int) -> Dict[str, st.SearchStrategy[Any]]:
         "locations": st.none() | LOCATIONS,
         "rawInput": JSON,
         "rawOutput": JSON,
-        "_meta": st.none() | OBJECTS,
+        "_meta": st.none() | OBJECTS | META_PATCHES,
         "zeta": JSON,
     }
 
@@ -293,9 +307,12 @@ def _check(conv: Conversation) -> None:
 
 
 @settings(max_examples=60)
-@given(ops=st.lists(_agent_ops(2), min_size=3, max_size=40))
-def test_v2_agent_v1_editor_random_streams(backend: Any, ops: List[Tuple[Any, ...]]) -> None:
+@given(ops=st.lists(_agent_ops(2), min_size=3, max_size=40), subagents=st.booleans())
+def test_v2_agent_v1_editor_random_streams(backend: Any, ops: List[Tuple[Any, ...]], subagents: bool) -> None:
     conv = Conversation(Bridge(editor=1, agent=2, backend=backend), backend)
+    caps = {"subagents": {}} if subagents else {}  # v1 shows session content only then
+    init = {"protocolVersion": 1, "clientCapabilities": caps, "clientInfo": {"name": "e", "version": "1"}}
+    conv.send("editor", _frame({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}))
     answers = _run(conv, ops)
     assert all(n == 1 for n in answers.values()), answers  # one v1 response per ended turn
     _check(conv)

@@ -189,3 +189,58 @@ def test_v2_editor_through_bridge_to_v1_demo_agent(backend_id: str) -> None:
         for u in [m["params"]["update"]]
         if u["sessionUpdate"].endswith("_chunk")
     )
+
+
+V1_AGENT_ASKING_FOR_A_FILE = r"""
+import json, sys
+answer_path = sys.argv[1]
+def send(m):
+    sys.stdout.write(json.dumps(m) + "\n")
+    sys.stdout.flush()
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("method") == "initialize":
+        send({"jsonrpc": "2.0", "id": m["id"], "result": {"protocolVersion": 1, "agentCapabilities": {}}})
+        params = {"sessionId": "s1", "path": "/etc/hosts"}
+        send({"jsonrpc": "2.0", "id": 100, "method": "fs/read_text_file", "params": params})
+    elif m.get("id") == 100 and "method" not in m:
+        with open(answer_path, "w") as f:
+            json.dump(m, f)
+"""
+
+
+def test_v1_agent_client_methods_are_answered_by_the_bridge(backend_id: str, tmp_path: Path) -> None:
+    # docs/BRIDGE.md: a v1 agent's fs/* and terminal/* have no form a v2 editor knows: the proxy
+    # answers the agent itself (-32601) and the editor never sees them.
+    answer = tmp_path / "answer.json"
+    agent = [sys.executable, "-c", V1_AGENT_ASKING_FOR_A_FILE, str(answer)]
+    command = [*CLI, "proxy", "--bridge", "2:1", "--record", str(tmp_path / "s.rec"), "--", *agent]
+    proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=_env(backend_id))
+    watchdog = threading.Timer(60, proc.kill)
+    watchdog.start()
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        init = {"protocolVersion": 2, "info": {"name": "ed", "version": "2"}}
+        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}).encode())
+        proc.stdin.write(b"\n")
+        proc.stdin.flush()
+        first = json.loads(proc.stdout.readline())
+        assert first["id"] == 1 and first["result"]["protocolVersion"] == 2
+        for _ in range(600):
+            if answer.exists() and answer.read_text():
+                break
+            threading.Event().wait(0.05)
+        reply = json.loads(answer.read_text())
+        assert reply["id"] == 100 and reply["error"]["code"] == -32601
+        assert "fs/read_text_file" in reply["error"]["message"]
+        proc.stdin.close()
+        rest = proc.stdout.read()
+        assert b"fs/read_text_file" not in rest  # the editor never saw the request
+        assert proc.wait(30) == 0
+    finally:
+        watchdog.cancel()
+        proc.kill()
+    # the recording has the answer, as sent to the agent on the editor's behalf
+    records = [json.loads(line) for line in (tmp_path / "s.rec").read_text().splitlines()[1:]]
+    injected = [r for r in records if r.get("action") == "injected"]
+    assert len(injected) == 1 and injected[0]["from"] == "editor"

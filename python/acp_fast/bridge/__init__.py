@@ -17,6 +17,15 @@ are in docs/BRIDGE.md.
 from __future__ import annotations
 
 from ._bridge import REJECT_OPTION, Bridge, BridgeError
-from ._content import diff_text, git_patch, terminal_text, v1_diff_to_v2
+from ._content import diff_text, git_patch, terminal_text, v1_diff_to_v2, v2_diff_to_v1
 
-__all__ = ["REJECT_OPTION", "Bridge", "BridgeError", "diff_text", "git_patch", "terminal_text", "v1_diff_to_v2"]
+__all__ = [
+    "REJECT_OPTION",
+    "Bridge",
+    "BridgeError",
+    "diff_text",
+    "git_patch",
+    "terminal_text",
+    "v1_diff_to_v2",
+    "v2_diff_to_v1",
+]

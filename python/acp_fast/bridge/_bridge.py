@@ -84,8 +84,9 @@ class Bridge:
     ``DecodeError``. Every frame returned ends in one ``\\n``; a frame that needs no change comes
     back byte for byte (the very object when it was ``bytes`` ending in ``\\n``). With
     ``strict=True`` a frame whose meaning the other version cannot carry raises
-    :class:`BridgeError` instead of taking the documented lossy path. ``backend`` is an acp-fast
-    backend module (default: the one ``acp_fast`` uses).
+    :class:`BridgeError` instead of taking the documented lossy path. A request the other version
+    has no form of is answered by the bridge itself: :meth:`replies` gives those answers.
+    ``backend`` is an acp-fast backend module (default: the one ``acp_fast`` uses).
     """
 
     def __init__(self, editor: int = 1, agent: int = 2, *, strict: bool = False, backend: Any = None) -> None:
@@ -261,7 +262,9 @@ class Bridge:
         result = {"messageId": mid} if meta is None else {"messageId": mid, "_meta": meta}
         out = [self._out({"jsonrpc": "2.0", "id": pid, "result": result})]
         if sid is not None:
-            out.append(self._notify({"sessionId": sid}, {"sessionUpdate": "user_message", "messageId": mid, "content": blocks}))
+            out.append(
+                self._notify({"sessionId": sid}, {"sessionUpdate": "user_message", "messageId": mid, "content": blocks})
+            )
         return out
 
     # v2 agent -> v1 editor
@@ -828,7 +831,9 @@ def _cancel_refusal(method: str, params: Any) -> str:
             f"the tool call {params.get('toolCallId')!r} is not cancellable (the agent speaks ACP v1, "
             "which cancels a whole prompt turn with session/cancel)"
         )
-    return f"the terminal {params.get('terminalId')!r} is unknown (the agent speaks ACP v1, which has no agent terminals)"
+    return (
+        f"the terminal {params.get('terminalId')!r} is unknown (the agent speaks ACP v1, which has no agent terminals)"
+    )
 
 
 def _envelope(params: Dict[str, Any]) -> Dict[str, Any]:

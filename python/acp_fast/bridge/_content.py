@@ -128,7 +128,17 @@ def _patch_line(mark: str, line: str) -> str:
     return f"{mark}{line}\n\\ No newline at end of file\n"
 
 
-_QUOTED = {'"': '\\"', "\\": "\\\\", "\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v", "\f": "\\f", "\r": "\\r"}
+_QUOTED = {
+    '"': '\\"',
+    "\\": "\\\\",
+    "\a": "\\a",
+    "\b": "\\b",
+    "\t": "\\t",
+    "\n": "\\n",
+    "\v": "\\v",
+    "\f": "\\f",
+    "\r": "\\r",
+}
 
 
 def _git_path(path: str) -> str:
@@ -473,7 +483,7 @@ def meta_problem(meta: Any) -> Optional[str]:
     if isinstance(meta, dict):
         for key, value in meta.items():
             if value is None:
-                return f'the _meta key {key!r} set to null (v2 reads it as a removal)'
+                return f"the _meta key {key!r} set to null (v2 reads it as a removal)"
     return None
 
 

@@ -291,6 +291,11 @@ class Proxy:
                     out += convert(line + b"\n")
                 except acp_fast.DecodeError:
                     out.append(line + b"\n")
+            # What the bridge answered itself (a request the other version has no form of) goes
+            # back to `side`, outside the lock: delivering writes, and writing comes back here.
+            back = self.bridge.replies(side)
+        if back:
+            self.deliver(side, back, time.time())
         return b"".join(out)
 
     # -- strict mode -------------------------------------------------------------------------

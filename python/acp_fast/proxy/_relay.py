@@ -482,13 +482,15 @@ class Direction:
             crlf = line_eol and data.endswith(b"\r")
             if crlf:
                 data = data[:-1]
-            for e in state.get(index, ()):
-                self.state_error(before + index, _relined(e, before + index, data))
             error = bad.get(index)
             action = None
             if error is not None:
                 action = self.invalid(data, error, before + index)
             if action is None:
+                # A line not forwarded (diverted, dropped) left the state as it was: its bad state
+                # update is not reported as forwarded.
+                for e in state.get(index, ()):
+                    self.state_error(before + index, _relined(e, before + index, data))
                 out.append(wire)
             if recording:
                 # Embedded verbatim when it is JSON (valid, or JSON but not JSON-RPC); blank lines
