@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import json
 import sys
 import warnings
@@ -32,6 +33,9 @@ sys.path.insert(0, str(TESTS / "sdk_peers"))
 import scenario  # noqa: E402
 
 AGENT = str(TESTS / "sdk_peers" / "agent.py")
+
+#: Whether the installed SDK has the experimental v2 API (``acp.experimental``, SDK 1.0).
+HAS_V2 = importlib.util.find_spec("acp.experimental") is not None
 
 
 def run(coro: Any) -> Any:

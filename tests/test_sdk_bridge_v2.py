@@ -158,7 +158,10 @@ def test_sdk_v2_client_through_bridge_to_v1_demo_agent(backend_id: str, tmp_path
     assert ack1.message_id != ack2.message_id
     states = [(u.state, getattr(u, "stop_reason", None)) for _, u in turn1 if u.session_update == "state_update"]
     assert states == [("running", None), ("idle", "end_turn")]  # the v1 response, as v2's idle
-    assert turn1[0][1].session_update == "state_update" and turn1[-1][1].state == "idle"
+    # the echo of the prompt the draft requires (BRIDGE.md), under the acknowledged id, then running
+    echo, running = turn1[0][1], turn1[1][1]
+    assert (echo.session_update, echo.message_id) == ("user_message", ack1.message_id)
+    assert running.session_update == "state_update" and turn1[-1][1].state == "idle"
     assert all(s == sid for s, _ in turn1)
 
     calls = _tool_calls(turn1)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib.util
 import subprocess
 import sys
 import textwrap
@@ -26,6 +25,7 @@ from acp.exceptions import RequestError  # noqa: E402
 
 from acp_fast.integrations import _sdk_support, _sdk_validation, acp_sdk  # noqa: E402
 from sdk_helpers import (  # noqa: E402
+    HAS_V2,
     RecordingClient,
     client_side,
     run,
@@ -35,9 +35,6 @@ from sdk_helpers import (  # noqa: E402
 )
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
-
-#: Whether the installed SDK has the experimental v2 API (SDK 1.0).
-HAS_V2 = importlib.util.find_spec("acp.experimental") is not None
 
 
 @pytest.fixture

@@ -10,6 +10,8 @@ a fast path cannot be used with it.
 * :data:`MIRROR_REQUESTS`: whether the SDK's connection tracks the handler task of each incoming
   request and cancels it on ``$/cancel_request`` (SDK 1.0); then requests go through the SDK's own
   ``_process_message`` (see ``FastConnection._start``);
+* :data:`V2_HANDLER_MODULES`: the modules of the experimental v2 connections' handlers (SDK 1.0),
+  whose connections speak protocol v2 from their first frame;
 * :func:`warn_once`: one ``RuntimeWarning`` per reason per process.
 """
 
@@ -91,6 +93,22 @@ def check_mirror() -> None:
             f"({_MIRROR_PROBLEM}); incoming requests are dispatched eagerly and cannot be cancelled",
             stacklevel=4,
         )
+
+
+# ---------------------------------------------------------------------------------------------
+# Protocol v2 from the first frame
+
+#: The modules of the handlers that the SDK's experimental v2 ``ClientSideConnection`` and
+#: ``AgentSideConnection`` (``acp.experimental.v2``, SDK 1.0) give their ``Connection``: such a
+#: connection speaks protocol v2 only, before its ``initialize`` exchange too. (Told by the module
+#: name: importing ``acp.experimental`` costs as much as ``acp`` itself.) The negotiating
+#: ``AgentProtocolRouter`` is not one of them: its version is the one its ``initialize`` answers.
+V2_HANDLER_MODULES = frozenset(("acp.experimental.v2.client", "acp.experimental.v2.agent"))
+
+
+def speaks_v2_only(handler: Any) -> bool:
+    """Whether a connection with this handler is an experimental v2 client's or agent's."""
+    return type(handler).__module__ in V2_HANDLER_MODULES
 
 
 # ---------------------------------------------------------------------------------------------

@@ -18,7 +18,15 @@ class _StreamTransport:
     """NDJSON over an asyncio ``StreamReader`` / ``StreamWriter`` with acp-fast framing and JSON.
 
     ``Connection`` sends through it (``send`` / ``close``, as the SDK's ``Transport``);
-    :class:`FastConnection` reads through :meth:`receive_frames`."""
+    :class:`FastConnection` reads through :meth:`receive_frames`.
+
+    ``protocol_version`` is the protocol version in force on the connection (which decides whether
+    a batch frame is dispatched: v1, or answered with one error: v2, which has no batches). Given
+    (2 for an experimental v2 connection), it is fixed; else it is learned, as
+    ``ToolCallStore.negotiated_version`` is, from every success response whose ``result`` holds an
+    integer ``protocolVersion`` (the ``initialize`` answer): the ones written here
+    (:meth:`encode`), and the ones read, which :class:`FastConnection` hands to :meth:`negotiated`;
+    1 until then."""
 
     #: The decoder's ``strict_schema`` (:class:`_StrictStreamTransport` sets it).
     strict_schema = False
@@ -31,6 +39,7 @@ class _StreamTransport:
         max_frame_bytes: int,
         receive_timeout: Optional[float],
         schema: Tuple[bool, Optional[str]] = (False, None),
+        protocol_version: Optional[int] = None,
     ) -> None:
         self._reader = reader
         self._writer = writer
@@ -44,6 +53,22 @@ class _StreamTransport:
         self._receive_timeout = receive_timeout
         self._drain_lock = asyncio.Lock()
         self._closed = False
+        self.protocol_version = 1 if protocol_version is None else protocol_version
+        self.negotiates = protocol_version is None
+
+    # -- the protocol version
+
+    def negotiated(self, message: Any) -> None:
+        """Learn the protocol version from ``message`` (one message read or written) when it is a
+        success response whose ``result`` holds an integer ``protocolVersion``: 1 if that is at
+        most 1, else 2."""
+        if type(message) is not dict:
+            return
+        result = message.get("result")
+        if type(result) is dict:
+            version = result.get("protocolVersion")
+            if type(version) is int:
+                self.protocol_version = 1 if version <= 1 else 2
 
     # -- reading
 
@@ -61,6 +86,9 @@ class _StreamTransport:
     # -- writing
 
     def encode(self, message: Any) -> bytes:
+        if self.negotiates:
+            for reply in message if type(message) is list else (message,):
+                self.negotiated(reply)
         try:
             return self._dumps(message) + b"\n"
         except EncodeError:

@@ -17,7 +17,10 @@ What changes (docs/SDK.md has the details and the figures):
 * JSON is parsed and written by the native core (``acp_fast.loads`` / ``dumps``);
 * a batch array is handled as JSON-RPC 2.0 says (its entries are dispatched in array order, and
   the replies to its requests go back as one array) instead of killing the receive loop (SDK
-  0.12) or being skipped (1.0);
+  0.12) or being skipped (1.0), under protocol v1; protocol v2 has no batches, and on a
+  connection that speaks it (the version its ``initialize`` answered, or an experimental v2
+  client or agent) a batch is answered with one -32600 error (``id: null``, kind
+  ``batch_in_v2``), nothing of it dispatched, as the Rust SDK answers it;
 * a bad line (not JSON, not JSON-RPC, too long) is answered with a JSON-RPC error (``id: null``)
   instead of being dropped silently; the stream goes on;
 * frames are dispatched in wire order by one dispatcher: each handler starts as soon as its frame
@@ -69,7 +72,7 @@ from acp_fast.batch import Batch  # noqa: E402
 from acp_fast.errors import DecodeError  # noqa: E402
 
 from ._sdk_dispatch import _DONE, _EOF, _await, _BatchReply, _driver, _Entry, _Resume  # noqa: E402
-from ._sdk_support import CANCEL_REQUEST_METHOD, MIRROR_REQUESTS, Patches, check_mirror  # noqa: E402
+from ._sdk_support import CANCEL_REQUEST_METHOD, MIRROR_REQUESTS, Patches, check_mirror, speaks_v2_only  # noqa: E402
 from ._sdk_transport import _StreamTransport, _StrictStreamTransport  # noqa: E402
 from ._sdk_validation import (  # noqa: E402
     _update_tracker,
@@ -355,7 +358,8 @@ class FastConnection(SdkConnection):
             )
             return
         transport = _StrictStreamTransport if strict else _StreamTransport
-        self._stream = transport(reader, writer, self._backend, max_frame_bytes, receive_timeout, schema)
+        version = 2 if speaks_v2_only(handler) else None  # else negotiated
+        self._stream = transport(reader, writer, self._backend, max_frame_bytes, receive_timeout, schema, version)
         # The SDK's Transport minus `receive`: Connection only sends through it (it tells transports
         # from writers by `reader`), and this class reads with receive_frames.
         super().__init__(
@@ -572,6 +576,11 @@ class FastConnection(SdkConnection):
             self._handle_response(item.to_dict())
             return None
         if isinstance(item, Batch):
+            if self._no_batches():
+                error = self._bad_frame(self._batch_error(item.raw, item.line))
+                if error is not None:
+                    self._write_reply(error)
+                return None
             reply = _BatchReply(self)
             last = len(item) - 1
             self._queue.extendleft(reversed([_Entry(entry, reply, i == last) for i, entry in enumerate(item)]))
@@ -667,9 +676,44 @@ class FastConnection(SdkConnection):
         finally:
             self._as_sdk = False
 
+    def _handle_response(self, message: Dict[str, Any]) -> None:
+        """The SDK's, once the protocol version is learned from ``message`` (see _StreamTransport)."""
+        stream = self._stream
+        if stream is not None and stream.negotiates:
+            stream.negotiated(message)
+        super()._handle_response(message)
+
+    def _no_batches(self) -> bool:
+        """Whether the connection speaks protocol v2, which has no batches."""
+        stream = self._stream
+        return stream is not None and stream.protocol_version >= 2
+
+    def _batch_error(self, raw: bytes, line: Optional[int]) -> DecodeError:
+        """The error of a batch frame under protocol v2 (at line ``line``): the state engine's own
+        (-32600, kind ``batch_in_v2``, at its ``[``), as a ``ToolCallStore`` under v2 raises it."""
+        try:
+            self._backend.ToolCallStore(2).apply(raw)
+        except DecodeError as error:
+            at = error.position
+            return DecodeError(
+                error.msg,
+                code=error.code,
+                kind=error.kind,
+                position=at,
+                lineno=None if at is None else line,
+                colno=None if at is None else at + 1,
+                line=line,
+                raw=raw,
+            )
+        raise AssertionError("a ToolCallStore under protocol v2 applied a batch")  # pragma: no cover
+
     def _bad_frame(self, error: DecodeError) -> Any:
         """Log a bad frame; fail the request it answers, if any; the error reply it deserves."""
         if error.kind == "schema":
+            if error.raw and error.raw.lstrip()[:1] == b"[" and self._no_batches():
+                # With ``strict``: the schema check refuses a v2 batch as a whole; it gets the
+                # error of a batch under v2, as without ``strict``.
+                return self._bad_frame(self._batch_error(error.raw, error.line))
             return self._refused(error)
         logger.warning("acp-fast: bad frame on line %s: %s", error.line, error)
         if self._fail_pending(error):

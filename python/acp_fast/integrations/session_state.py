@@ -26,12 +26,23 @@ classes) and the same snapshots on v1 streams. What differs:
   through :meth:`SessionAccumulator.terminals` / :meth:`SessionAccumulator.plans`. Values the
   SDK's models cannot hold (a v2 diff, status ``"cancelled"``) are kept as they came (wire dicts
   / strings) rather than dropped.
+* **Replays.** An agent answers ``session/load`` (and a v2 ``session/resume`` with a
+  ``replayFrom`` cursor) by first sending the session's history again as ``session/update``
+  notifications. The SDK's accumulator, which never sees the request, applies them on top of what
+  it holds: a session loaded again in the same accumulator has its history twice. Here the
+  request (a frame given to ``apply`` / ``feed``, or :meth:`SessionAccumulator.replay` around the
+  SDK's ``load_session`` / ``resume_session`` call) starts the session afresh, as
+  :meth:`SessionAccumulator.reset` does, so the replay rebuilds it, and marks what follows as
+  replay (:attr:`SessionAccumulator.replaying`) until the request's response, or until the v2
+  ``replay_complete`` update for the session, or the end of the ``replay()`` block. A v1
+  ``session/resume`` (or a v2 one without ``replayFrom``) replays nothing and changes nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import weakref
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from . import require_sdk
 
@@ -78,6 +89,10 @@ _TOOL_UPDATES = frozenset(("tool_call", "tool_call_update", "tool_call_content_c
 _MESSAGE_KINDS = {"user_message_chunk": 0, "agent_message_chunk": 1, "agent_thought_chunk": 2}
 _MESSAGE_MODELS = (UserMessageChunk, AgentMessageChunk, AgentThoughtChunk)
 _SNAPSHOT_FIELDS = tuple(SessionSnapshot.model_fields)
+_LOAD = "session/load"
+_RESUME = "session/resume"
+_REPLAY_COMPLETE = "replay_complete"
+_BY_BLOCK: Any = object()  # the request id of a replay() block: no response ends it
 _LAZY_FIELDS = frozenset(
     ("tool_calls", "plan_entries", "available_commands", "user_messages", "agent_messages", "agent_thoughts")
 )
@@ -377,6 +392,8 @@ class SessionAccumulator:
         self._plan: Optional[_Items] = None
         self._commands: Optional[_Items] = None
         self._mode: Optional[str] = None
+        # The replay under way: (session id, id of the request that asked for it), or None.
+        self._replay: Optional[Tuple[str, Any]] = None
 
     def _new_store(self, version: Optional[int]) -> Any:
         return self._backend.ToolCallStore(version, max_frame_bytes=self._max_frame_bytes)
@@ -481,6 +498,56 @@ class SessionAccumulator:
                     errors.append(exc)
         return errors
 
+    # -- replays
+
+    @property
+    def replaying(self) -> Optional[str]:
+        """The id of the session whose history is being replayed (``session/load``, or a
+        ``session/resume`` with ``replayFrom``), else None: the updates applied meanwhile are that
+        history, sent again, not new activity (a subscriber can tell them apart by it)."""
+        return None if self._replay is None else self._replay[0]
+
+    @contextlib.contextmanager
+    def replay(self, session_id: str) -> Iterator[None]:
+        """Mark what is applied inside the block as the replay of ``session_id``'s history, for a
+        client that gives ``apply`` the SDK's models (and so never shows it the request)::
+
+            with acc.replay(session_id):
+                await conn.load_session(cwd=cwd, session_id=session_id)
+
+        As a ``session/load`` request frame does: the session's accumulated state is dropped
+        first (when it is the current session), so the replay rebuilds it instead of doubling it,
+        and :attr:`replaying` is ``session_id`` until the block ends."""
+        self._start_replay(session_id, _BY_BLOCK)
+        try:
+            yield
+        finally:
+            if self._replay is not None and self._replay[1] is _BY_BLOCK:
+                self._replay = None
+
+    def _start_replay(self, session_id: str, request_id: Any) -> None:
+        world = self._world
+        if world.session_id == session_id:
+            self.reset()  # snapshots taken before keep the history as it was
+            self._world.session_id = session_id
+        self._replay = (session_id, request_id)
+
+    def _replay_request(self, message: Any) -> None:
+        """Start a replay for a ``session/load`` request, or a ``session/resume`` one that asks
+        for a replay (``replayFrom``, v2)."""
+        params = message.params
+        session_id = params.get("sessionId") if isinstance(params, dict) else None
+        if not isinstance(session_id, str):
+            return
+        if message.method == _LOAD or params.get("replayFrom") is not None:
+            self._start_replay(session_id, message.id)
+
+    def _replay_answered(self, message: Any) -> None:
+        """End the replay whose request ``message`` answers (with a result or an error)."""
+        replay = self._replay
+        if replay is not None and type(message.id) is type(replay[1]) and message.id == replay[1]:
+            self._replay = None
+
     # -- extras
 
     @property
@@ -566,10 +633,15 @@ class SessionAccumulator:
         """Apply one decoded message; the snapshot after it when it was a session update (and
         ``want`` is true or someone subscribed)."""
         if message.method != "session/update" or message.kind != "notification":
-            if message.method == "session/request_permission" and message.kind == "request":
+            kind = message.kind
+            if kind == "request" and message.method in (_LOAD, _RESUME):
+                self._replay_request(message)
+            if message.method == "session/request_permission" and kind == "request":
                 self._apply_permission(message)
             else:
                 self._world.store.apply(message)
+            if self._replay is not None and kind in ("response", "error"):
+                self._replay_answered(message)
             return None
         session_id = message.session_id
         kind = message.update_kind
@@ -599,6 +671,10 @@ class SessionAccumulator:
                 self._mode = mode if isinstance(mode, str) else self._mode
             elif kind == "available_commands_update":
                 self._commands = _Items((message, "availableCommands", AvailableCommand))
+            elif kind == _REPLAY_COMPLETE and self._replay is not None and self._replay[0] == session_id:
+                snapshot = self._notify(message, want)  # the marker is the replay's last update
+                self._replay = None
+                return snapshot
         return self._notify(message, want)
 
     def _apply_tool(self, world: _World, tcid: str, update: Dict[str, Any], frame: Any, kind: str) -> None:
