@@ -9,8 +9,8 @@
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyString};
 use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyString};
 use pyo3::{intern, IntoPyObjectExt};
 
 use super::convert::dumps_bytes;

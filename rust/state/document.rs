@@ -576,7 +576,7 @@ mod tests {
         // A checkpoint that has every member: every name passes through `state`.
         let doc = br#"{"format":"acp-fast-state/1","protocolVersion":null,"negotiatedVersion":2,
             "maxToolCalls":5,"maxTerminalBytes":1,"maxContentItems":1,"maxPlans":1,
-            "maxPermissions":1,"maxUpdates":1,"maxTerminals":1,"evicted":0,
+            "maxPermissions":1,"maxUpdates":1,"maxTerminals":1,"maxEntities":1,"evicted":0,
             "sessions":{"s":{"toolCalls":{"c":{"toolCallId":"c","title":"t","kind":"read",
             "status":"pending","content":[1],"locations":[],"rawInput":1,"rawOutput":2,"name":"n",
             "_meta":{},"x":1,"_truncated":{"droppedItems":1}}},
@@ -585,8 +585,9 @@ mod tests {
             "plans":{"main":{"planId":"main"}},
             "permissions":[{"id":1,"sessionId":"s","toolCallId":"c","options":[],"outcome":"selected",
             "optionId":"o","approved":true,"response":{}}],
-            "updates":[{"sessionUpdate":"u"}],
-            "_truncated":{"droppedTerminals":1,"droppedPlans":1,"droppedPermissions":1,"droppedUpdates":1}}},
+            "updates":[{"sessionUpdate":"u"}],"entities":{"usage":{"used":1}},
+            "_truncated":{"droppedTerminals":1,"droppedPlans":1,"droppedPermissions":1,"droppedUpdates":1,
+            "droppedEntities":1}}},
             "permissionOrder":["s"],"cancelRequests":[{"requestId":1,"source":null}]}"#;
         let store = super::super::from_json(doc).expect("a valid checkpoint");
         let mut sink = Names(Vec::new());

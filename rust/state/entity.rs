@@ -212,10 +212,9 @@ fn append_entity(
         Some((_, slot)) => {
             // A value that is no list (set by a replace, or restored): an array's items go first.
             let mut items = match slot {
-                Slot::Value(v) if v.first() == Some(&b'[') => array_items(v, whole(v))
-                    .into_iter()
-                    .map(|s| raw(v, s))
-                    .collect(),
+                Slot::Value(v) if v.first() == Some(&b'[') => {
+                    array_items(v, whole(v)).into_iter().map(|s| raw(v, s)).collect()
+                }
                 _ => Vec::new(),
             };
             items.push(item);
@@ -259,7 +258,11 @@ fn remove_entity(entities: &mut Entities, key: Option<&[u8]>) -> Option<Action> 
 /// object; an update held whole, the record of its members but `sessionUpdate`).
 fn as_record(held: &mut Held) -> &mut Vec<(Text, Slot)> {
     if let Held::Value(v) | Held::Update(v) = held {
-        *held = Held::Record(if v.first() == Some(&b'{') { record(v) } else { Vec::new() });
+        *held = Held::Record(if v.first() == Some(&b'{') {
+            record(v)
+        } else {
+            Vec::new()
+        });
     }
     match held {
         Held::Record(members) => members,
@@ -336,7 +339,11 @@ fn patch_record(
 
 /// The span of a whole stored value.
 fn whole(v: &[u8]) -> Span {
-    let ty = if v.first() == Some(&b'{') { JsonType::Object } else { JsonType::Array };
+    let ty = if v.first() == Some(&b'{') {
+        JsonType::Object
+    } else {
+        JsonType::Array
+    };
     Span::new(ty, 0, v.len())
 }
 

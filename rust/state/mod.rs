@@ -369,9 +369,7 @@ impl Store {
             UpdateKind::Plan => self.plan(data, sid, update, captured),
             UpdateKind::PlanUpdate => self.plan_update(data, sid, update, captured),
             UpdateKind::PlanRemoved => self.plan_removed(data, sid, update, captured),
-            UpdateKind::Entity { .. } | UpdateKind::Defined | UpdateKind::DefinedV1 | UpdateKind::DefinedV2 => {
-                Ok(None)
-            }
+            UpdateKind::Entity { .. } | UpdateKind::Defined | UpdateKind::DefinedV1 | UpdateKind::DefinedV2 => Ok(None),
         }
     }
 
@@ -503,9 +501,14 @@ mod tests {
         );
         let mut s = Store::new(Some(2), None);
         assert_eq!(
-            apply(&mut s, &upd(r#"{"sessionUpdate":"state_update"}"#)).unwrap(),
+            apply(&mut s, &upd(r#"{"sessionUpdate":"replay_complete"}"#)).unwrap(),
             None
         );
+        // v2 applies the state rule of the schema (an entity)
+        assert!(matches!(
+            apply(&mut s, &upd(r#"{"sessionUpdate":"state_update"}"#)).unwrap(),
+            Some((Target::Entity(_), Action::Created))
+        ));
         assert_eq!(
             apply(&mut s, &upd(r#"{"sessionUpdate":"current_mode_update"}"#)).unwrap(),
             Some((Target::Update, Action::Appended))

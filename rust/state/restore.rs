@@ -18,8 +18,8 @@ use super::checkpoint::CheckpointError;
 use super::evict::{number_terminals, Limits, Tracked};
 use super::read::base64_decode;
 use super::records::{
-    Entities, Held, Slot,
-    members_at, IdKey, Outcome, Permission, Raw, Terminal, Text, ToolCall, TERMINAL_FIELDS, TOOL_CALL_FIELDS,
+    members_at, Entities, Held, IdKey, Outcome, Permission, Raw, Slot, Terminal, Text, ToolCall, TERMINAL_FIELDS,
+    TOOL_CALL_FIELDS,
 };
 use super::rules::TargetRule;
 use super::Store;

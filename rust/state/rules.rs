@@ -137,7 +137,9 @@ fn table() -> Table {
                 continue;
             }
             let plain = |p: &Option<Box<str>>| p.as_deref().is_none_or(|p| !p.is_empty() && !p.contains('.'));
-            let Some(action) = action_of(&first.action) else { continue };
+            let Some(action) = action_of(&first.action) else {
+                continue;
+            };
             if !(plain(&first.id) && plain(&first.field) && plain(&first.value)) || rules.len() >= 255 {
                 continue;
             }
@@ -234,7 +236,9 @@ fn updates(text: &[u8]) -> Vec<(String, Option<Written>)> {
             .and_then(|s| tape.children(s).next());
         let rule = first.and_then(|r| {
             let mut member = |name: &[u8]| {
-                let at = tape.member(text, r, name).filter(|&at| tape.get(at).ty == JsonType::String)?;
+                let at = tape
+                    .member(text, r, name)
+                    .filter(|&at| tape.get(at).ty == JsonType::String)?;
                 Some(text_of(at, false).into_boxed_str())
             };
             Some(Written {
@@ -274,15 +278,22 @@ mod tests {
         };
         let r = rule(r);
         assert_eq!(r.action, RuleAction::Append);
-        assert_eq!((r.id.as_deref(), r.field.as_deref()), (Some("messageId"), Some("content")));
+        assert_eq!(
+            (r.id.as_deref(), r.field.as_deref()),
+            (Some("messageId"), Some("content"))
+        );
         let t = &targets()[r.target as usize];
-        assert_eq!((&*t.name, t.id.as_deref(), t.whole), ("agentMessage", Some("messageId"), false));
+        assert_eq!(
+            (&*t.name, t.id.as_deref(), t.whole),
+            ("agentMessage", Some("messageId"), false)
+        );
         assert_eq!(t.lists, ["content".into()]);
         let Some(UpdateKind::Entity { rule: r, v1: false }) = kind(b"state_update") else {
             panic!("state_update is applied as written");
         };
         assert_eq!((rule(r).action, rule(r).value.as_deref()), (RuleAction::Replace, None));
-        assert!(matches!(kind(b"notice"), Some(UpdateKind::DefinedV2)));
+        assert!(matches!(kind(b"replay_complete"), Some(UpdateKind::DefinedV2)));
+        assert!(matches!(kind(b"notice"), Some(UpdateKind::Defined)));
         assert!(matches!(kind(b"current_mode_update"), Some(UpdateKind::DefinedV1)));
         assert!(kind(b"_acme").is_none());
     }

@@ -10,8 +10,8 @@ use crate::error::{DecodeError, JsonType};
 use crate::message::{Captured, Span};
 use crate::scanner::Str;
 
-use super::evict::trim_output;
 use super::entity::merge_meta;
+use super::evict::trim_output;
 use super::read::{bad, decode_b64, find_member, key_bytes, raw, text_of, F_EXTRA, F_ID, F_IGNORE, F_OUTPUT};
 use super::records::{Action, Change, Ident, Raw, Target, Terminal};
 use super::tool_call::{dedupe_extras, set_extra};

@@ -18,7 +18,9 @@ use crate::scanner::{unescape_into, Str};
 
 use super::entity::merge_meta;
 use super::evict::trim_content;
-use super::read::{bad_member, find_member, key_bytes, raw, str_is, text_of, Member, F_CONTENT, F_EXTRA, F_ID, F_IGNORE};
+use super::read::{
+    bad_member, find_member, key_bytes, raw, str_is, text_of, Member, F_CONTENT, F_EXTRA, F_ID, F_IGNORE,
+};
 use super::records::{Action, Change, Ident, Raw, Target, Text, ToolCall};
 use super::Store;
 
@@ -337,8 +339,11 @@ fn patch(
                     let r: Range<usize> = m.items.0 as usize..m.items.1 as usize;
                     let skip = max.map_or(0, |max| r.len().saturating_sub(max));
                     tc.content.clear();
-                    tc.content
-                        .extend(items[r.start + skip..r.end].iter().map(|s| content_item(data, *s, wrap)));
+                    tc.content.extend(
+                        items[r.start + skip..r.end]
+                            .iter()
+                            .map(|s| content_item(data, *s, wrap)),
+                    );
                     tc.content_start = 0;
                     tc.dropped_items = skip as u64;
                 } else if clear_on_null {
