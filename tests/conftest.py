@@ -140,3 +140,34 @@ def both_backends():
     require_fallback()
     require_native()
     return NATIVE, FALLBACK
+
+
+# -- the bridge's four setups (tests/test_bridge*.py) ------------------------------------------
+
+
+@pytest.fixture
+def v1_editor(backend):
+    from acp_fast.bridge import Bridge
+
+    return Bridge(editor=1, agent=2, backend=backend)
+
+
+@pytest.fixture
+def v2_editor(backend):
+    from acp_fast.bridge import Bridge
+
+    return Bridge(editor=2, agent=1, backend=backend)
+
+
+@pytest.fixture
+def strict_v1(backend):
+    from acp_fast.bridge import Bridge
+
+    return Bridge(editor=1, agent=2, strict=True, backend=backend)
+
+
+@pytest.fixture
+def strict_v2(backend):
+    from acp_fast.bridge import Bridge
+
+    return Bridge(editor=2, agent=1, strict=True, backend=backend)

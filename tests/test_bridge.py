@@ -18,27 +18,6 @@ from acp_fast import AcpError, DecodeError
 from acp_fast.bridge import Bridge, BridgeError, diff_text, git_patch, terminal_text, v1_diff_to_v2
 from bridge_checks import chunk, frame, refused, tcu, text, upd, updates, valid
 
-
-@pytest.fixture
-def v1_editor(backend: Any) -> Bridge:
-    return Bridge(editor=1, agent=2, backend=backend)
-
-
-@pytest.fixture
-def v2_editor(backend: Any) -> Bridge:
-    return Bridge(editor=2, agent=1, backend=backend)
-
-
-@pytest.fixture
-def strict_v1(backend: Any) -> Bridge:
-    return Bridge(editor=1, agent=2, strict=True, backend=backend)
-
-
-@pytest.fixture
-def strict_v2(backend: Any) -> Bridge:
-    return Bridge(editor=2, agent=1, strict=True, backend=backend)
-
-
 # ---------------------------------------------------------------------------------------------
 # construction and framing
 

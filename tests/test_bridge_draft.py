@@ -18,26 +18,6 @@ from acp_fast.bridge import Bridge, git_patch, v1_diff_to_v2, v2_diff_to_v1
 from bridge_checks import Conversation, chunk, frame, only, refused, tcu, text, upd, updates, valid
 
 
-@pytest.fixture
-def v1_editor(backend: Any) -> Bridge:
-    return Bridge(editor=1, agent=2, backend=backend)
-
-
-@pytest.fixture
-def v2_editor(backend: Any) -> Bridge:
-    return Bridge(editor=2, agent=1, backend=backend)
-
-
-@pytest.fixture
-def strict_v1(backend: Any) -> Bridge:
-    return Bridge(editor=1, agent=2, strict=True, backend=backend)
-
-
-@pytest.fixture
-def strict_v2(backend: Any) -> Bridge:
-    return Bridge(editor=2, agent=1, strict=True, backend=backend)
-
-
 def req(rid: Any, method: str, params: Any) -> bytes:
     return frame({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
 

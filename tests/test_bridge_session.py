@@ -37,26 +37,6 @@ def params_of(frames: List[bytes], version: int) -> Dict[str, Any]:
     return params
 
 
-@pytest.fixture
-def v1_editor(backend: Any) -> Bridge:
-    return Bridge(editor=1, agent=2, backend=backend)
-
-
-@pytest.fixture
-def v2_editor(backend: Any) -> Bridge:
-    return Bridge(editor=2, agent=1, backend=backend)
-
-
-@pytest.fixture
-def strict_v1(backend: Any) -> Bridge:
-    return Bridge(editor=1, agent=2, strict=True, backend=backend)
-
-
-@pytest.fixture
-def strict_v2(backend: Any) -> Bridge:
-    return Bridge(editor=2, agent=1, strict=True, backend=backend)
-
-
 # ---------------------------------------------------------------------------------------------
 # initialize
 

@@ -58,6 +58,17 @@ def materialize(tcid: str, fields: Dict[str, Any]) -> Dict[str, Any]:
     return out
 
 
+def meta_patched(stored: Any, patch: Dict[str, Any]) -> Dict[str, Any]:
+    """A v2 `_meta` patch: by top-level key, null removes a key, a value replaces it."""
+    merged = dict(stored) if isinstance(stored, dict) else {}
+    for k, v in patch.items():
+        if v is None:
+            merged.pop(k, None)
+        else:
+            merged[k] = v
+    return merged
+
+
 class ToolCallModel:
     """Tool-call state as plain dicts. A stored record is ``{field: value}`` without
     ``toolCallId``; JSON null is never stored (it means "absent" or "unset")."""
@@ -152,20 +163,12 @@ class ToolCallModel:
                 # is a patch of none: its null keys are dropped)
                 new = {k: v for k, v in fields.items() if v is not None}
                 if self.version == 2 and isinstance(meta, dict):
-                    new["_meta"] = {k: v for k, v in meta.items() if v is not None}
+                    new["_meta"] = meta_patched(None, meta)
                 return self._create(sid, tcid, new)
             record = calls[tcid]
             for key, value in fields.items():
                 if key == "_meta" and self.version == 2 and isinstance(value, dict):
-                    # v2: patched by top-level key (null removes a key, a value replaces it)
-                    old = record.get("_meta")
-                    merged = dict(old) if isinstance(old, dict) else {}
-                    for k, v in value.items():
-                        if v is None:
-                            merged.pop(k, None)
-                        else:
-                            merged[k] = v
-                    record["_meta"] = merged
+                    record["_meta"] = meta_patched(record.get("_meta"), value)
                 elif value is not None:
                     record[key] = value  # replaces (an existing key keeps its place)
                 elif self.version == 2:
@@ -274,15 +277,7 @@ class TerminalModel:
             elif value is None:
                 rec.pop(name, None)
             elif name == "_meta" and isinstance(value, dict):
-                # patched by top-level key (null removes a key, a value replaces it)
-                old = rec.get("_meta")
-                merged = dict(old) if isinstance(old, dict) else {}
-                for k, v in value.items():
-                    if v is None:
-                        merged.pop(k, None)
-                    else:
-                        merged[k] = v
-                rec["_meta"] = merged
+                rec["_meta"] = meta_patched(rec.get("_meta"), value)
             else:
                 rec[name] = value
         return ("change", sid, "terminal", tid, "updated" if exists else "created", None)
