@@ -43,6 +43,7 @@ from ._usage import Parser, integer
 DEFAULT_MAX_FRAME_BYTES = acp_fast.DEFAULT_MAX_FRAME_BYTES
 #: Unknown updates kept per session: the store's default.
 DEFAULT_MAX_UPDATES: int = acp_fast.ToolCallStore().max_updates or 0
+#: v2 entities kept per target and session: the store's default.
 DEFAULT_MAX_ENTITIES: int = acp_fast.ToolCallStore().max_entities or 0
 #: What :func:`replay` reads: a path, the bytes themselves, or an open binary file.
 Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, Any]
