@@ -368,7 +368,7 @@ ALLOWED: list[tuple[str, str | list[str], str]] = [
     ("rust/state/terminal.rs", ["terminal_mut", "terminal_id", "terminal_change"], "dict lookups here"),
     (
         "rust/state/entity.rs",
-        ["whole", "set"],
+        ["whole"],
         "a parsed dict has one member per key and its lists are lists (see the top of entity.py)",
     ),
     ("rust/state/permission.rs", ["offered_kind"], "a loop over orjson's list, inline in `response` here"),

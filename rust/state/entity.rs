@@ -32,6 +32,7 @@ use crate::scanner::Str;
 use super::read::{array_items, bad_member, key_bytes, raw, text_of, walk, Member};
 use super::records::{Action, Change, Entities, Held, Ident, Raw, Slot, Target, Text};
 use super::rules::{self, RuleAction};
+use super::tool_call::set_extra;
 use super::Store;
 
 impl Store {
@@ -357,7 +358,7 @@ pub(super) fn merge_meta(stored: Option<&[u8]>, data: &[u8], patch: Span) -> Raw
     if let Some(v) = stored {
         walk(v, whole(v), &mut ms, &mut items).expect("a stored object");
         for m in &ms {
-            set(&mut out, text_of(v, m.key), Some(&v[m.value.range()]));
+            set_extra(&mut out, text_of(v, m.key), Some(&v[m.value.range()]));
         }
     }
     let mut ps = Vec::new();
@@ -373,7 +374,7 @@ pub(super) fn merge_meta(stored: Option<&[u8]>, data: &[u8], patch: Span) -> Raw
     }
     for (k, v) in patch_members {
         let value = (v.ty != JsonType::Null).then(|| &data[v.range()]);
-        set(&mut out, k, value);
+        set_extra(&mut out, k, value);
     }
     let mut text = Vec::with_capacity(patch.range().len() + stored.map_or(0, <[u8]>::len));
     text.push(b'{');
@@ -387,17 +388,4 @@ pub(super) fn merge_meta(stored: Option<&[u8]>, data: &[u8], patch: Span) -> Raw
     }
     text.push(b'}');
     text.into_boxed_slice()
-}
-
-/// Set (in place, else last) or remove a member.
-fn set<'a>(out: &mut Vec<(Text, &'a [u8])>, key: Text, value: Option<&'a [u8]>) {
-    let pos = out.iter().position(|(k, _)| *k == key);
-    match (pos, value) {
-        (Some(p), Some(v)) => out[p].1 = v,
-        (None, Some(v)) => out.push((key, v)),
-        (Some(p), None) => {
-            out.remove(p);
-        }
-        (None, None) => {}
-    }
 }

@@ -295,7 +295,7 @@ pub(super) fn dedupe_extras(data: &[u8], members: &mut [Member]) {
 }
 
 /// Set (`Some`) or unset (`None`) an unknown field, keeping first-set order.
-pub(super) fn set_extra(extra: &mut Vec<(Text, Raw)>, key: Text, value: Option<Raw>) {
+pub(super) fn set_extra<V>(extra: &mut Vec<(Text, V)>, key: Text, value: Option<V>) {
     let pos = extra.iter().position(|(k, _)| *k == key);
     match (pos, value) {
         (Some(p), Some(v)) => extra[p].1 = v,

@@ -17,8 +17,8 @@ rules):
 session (the oldest dropped, counted).
 
 Mirror of ``rust/state/entity.rs``. Differences on purpose: a record is a dict here (orjson's
-dict already has one member per key, its lists are lists: Rust's ``whole`` and ``set`` have
-nothing to do here), an update's values are kept as they are (the dict is fresh per frame), and a
+dict already has one member per key, its lists are lists: Rust's ``whole`` has nothing to do
+here), an update's values are kept as they are (the dict is fresh per frame), and a
 replace by the update itself stores the record of its members at once (Rust keeps the update's
 text and makes the record when it is written).
 """
