@@ -76,6 +76,7 @@ fn target_str<'py>(py: Python<'py>, t: Target) -> &'py Bound<'py, PyString> {
         Target::Request => intern!(py, "request"),
         Target::Update => intern!(py, "update"),
         Target::Entity(i) => entity_target(py, i),
+        Target::File => intern!(py, "file"),
     }
 }
 
@@ -102,6 +103,9 @@ fn action_str<'py>(py: Python<'py>, a: Action) -> &'py Bound<'py, PyString> {
         Action::Resolved => intern!(py, "resolved"),
         Action::Cancelled => intern!(py, "cancelled"),
         Action::Negotiated => intern!(py, "negotiated"),
+        Action::Closed => intern!(py, "closed"),
+        Action::Replaying => intern!(py, "replaying"),
+        Action::Replayed => intern!(py, "replayed"),
     }
 }
 
@@ -122,6 +126,11 @@ fn change_object<'py>(
         tool_call_id = p.tool_call_id.as_deref().map_or_else(none, |t| text(py, t).unbind());
     }
     let id = match c.id {
+        Ident::None if c.held => {
+            let (sid, id) = store.held();
+            session_id = text(py, sid).unbind();
+            id.map_or_else(none, |t| text(py, t).unbind())
+        }
         Ident::None => none(),
         Ident::Text(s) => match (c.tool_call_id, c.target) {
             (Some(_), Target::ToolCall) => tool_call_id.clone_ref(py),

@@ -20,6 +20,8 @@
 
 use std::fmt;
 
+use hashbrown::HashMap;
+
 use crate::encoder::{write_str, PathItem};
 use crate::error::{DecodeError, JsonType};
 use crate::scanner::{check_utf8, Scanner, Skip};
@@ -28,8 +30,8 @@ use super::document::{self, JsonWriter, Name, Output, Sink};
 use super::evict::Limits;
 use super::records::{permission_record, truncated, CancelRequest, Outcome, Permission, Raw, Session, Source, Text};
 use super::restore::{
-    find, find_opt, lossy, read_permissions, restore_entities, restore_plans, restore_terminals, restore_tool_calls,
-    restore_updates, Reader,
+    find, find_opt, lossy, read_permissions, restore_entities, restore_files, restore_plans, restore_terminals,
+    restore_tool_calls, restore_updates, Reader,
 };
 use super::Store;
 
@@ -211,13 +213,18 @@ pub fn state<S: Sink>(s: &mut S, store: &Store) -> Result<(), S::Error> {
     }
     s.name(Name::EVICTED)?;
     s.uint(store.evicted)?;
+    // Present only when a session was closed (older checkpoints lack it).
+    if store.closed_sessions > 0 {
+        s.name(Name::CLOSED_SESSIONS)?;
+        s.uint(store.closed_sessions)?;
+    }
     s.name(Name::SESSIONS)?;
     s.begin_object()?;
-    let mut per_session: Vec<Vec<&Permission>> = (0..store.sessions.len()).map(|_| Vec::new()).collect();
+    let mut per_session: HashMap<usize, Vec<&Permission>> = HashMap::new();
     for p in store.permissions() {
-        per_session[p.session].push(p);
+        per_session.entry(p.session).or_default().push(p);
     }
-    for (slot, (sid, session)) in store.sessions.iter().enumerate() {
+    for (slot, sid, session) in store.sessions.iter_slots() {
         s.key(sid)?;
         s.begin_object()?;
         s.name(Name::TOOL_CALLS)?;
@@ -228,7 +235,7 @@ pub fn state<S: Sink>(s: &mut S, store: &Store) -> Result<(), S::Error> {
         document::plans(s, Some(session))?;
         s.name(Name::PERMISSIONS)?;
         s.begin_array()?;
-        for p in &per_session[slot] {
+        for p in per_session.get(&slot).into_iter().flatten() {
             permission_record(s, sid, p)?;
         }
         s.end_array()?;
@@ -239,6 +246,10 @@ pub fn state<S: Sink>(s: &mut S, store: &Store) -> Result<(), S::Error> {
         if session.entities.iter().any(|e| !e.is_empty()) {
             s.name(Name::ENTITIES)?;
             document::entities(s, Some(session))?;
+        }
+        if !session.files.is_empty() {
+            s.name(Name::FILES)?;
+            document::files(s, Some(session))?;
         }
         truncated(s, session.dropped.counts())?;
         s.end_object()?;
@@ -343,6 +354,13 @@ pub fn from_json(data: &[u8]) -> Result<Store, CheckpointError> {
         records.push(read_permissions(&mut r, slot, &sid, &session, &sp)?);
         restore_updates(&mut r, &mut store, slot, &session, &sp)?;
         restore_entities(&mut r, &mut store, slot, &session, &sp)?;
+        restore_files(&mut r, &mut store, slot, &session, &sp)?;
+    }
+    if let Some(at) = find_opt(&state, "closedSessions") {
+        let Some(n) = r.count(at, 0) else {
+            return Err(r.fail(at, "state.closedSessions", "a non-negative integer"));
+        };
+        store.closed_sessions = n;
     }
     // The session of each permission record in request order across sessions (optional:
     // without it, session order), naming each session as many times as it has records.

@@ -103,7 +103,9 @@ names! {
     MAX_UPDATES: "maxUpdates",
     MAX_TERMINALS: "maxTerminals",
     MAX_ENTITIES: "maxEntities",
+    MAX_FILES: "maxFiles",
     EVICTED: "evicted",
+    CLOSED_SESSIONS: "closedSessions",
     SESSIONS: "sessions",
     TOOL_CALLS: "toolCalls",
     TERMINALS: "terminals",
@@ -111,6 +113,7 @@ names! {
     PERMISSIONS: "permissions",
     UPDATES: "updates",
     ENTITIES: "entities",
+    FILES: "files",
     PERMISSION_ORDER: "permissionOrder",
     CANCEL_REQUESTS: "cancelRequests",
     REQUEST_ID: "requestId",
@@ -124,6 +127,7 @@ names! {
     DROPPED_PERMISSIONS: "droppedPermissions",
     DROPPED_UPDATES: "droppedUpdates",
     DROPPED_ENTITIES: "droppedEntities",
+    DROPPED_FILES: "droppedFiles",
     // Tool calls (`TOOL_CALL_FIELDS`, in order: `TOOL_CALL`).
     TOOL_CALL_ID: "toolCallId",
     TITLE: "title",
@@ -153,7 +157,7 @@ names! {
 }
 
 /// `Limits::NAMES` as names.
-pub const LIMITS: [Name; 7] = [
+pub const LIMITS: [Name; 8] = [
     Name::MAX_TERMINAL_BYTES,
     Name::MAX_CONTENT_ITEMS,
     Name::MAX_PLANS,
@@ -161,6 +165,7 @@ pub const LIMITS: [Name; 7] = [
     Name::MAX_UPDATES,
     Name::MAX_TERMINALS,
     Name::MAX_ENTITIES,
+    Name::MAX_FILES,
 ];
 
 /// `TOOL_CALL_FIELDS` as names.
@@ -435,6 +440,15 @@ pub fn updates<S: Sink>(s: &mut S, session: Option<&Session>) -> Result<(), S::E
     s.begin_array()?;
     for update in session.into_iter().flat_map(|ss| ss.updates.iter()) {
         s.raw(update)?;
+    }
+    s.end_array()
+}
+
+/// The answered file requests of a session (`request.rs`), oldest first.
+pub fn files<S: Sink>(s: &mut S, session: Option<&Session>) -> Result<(), S::Error> {
+    s.begin_array()?;
+    for record in session.into_iter().flat_map(|ss| ss.files.iter()) {
+        s.raw(record)?;
     }
     s.end_array()
 }

@@ -74,6 +74,9 @@ pub struct Limits {
     /// Entities kept per target of a session (`entity.rs`; the oldest dropped first; 0: the rules
     /// are not applied).
     pub entities: Option<usize>,
+    /// Answered file requests kept per session (the last ones; 0: file requests are not
+    /// tracked), `request.rs`.
+    pub files: Option<usize>,
 }
 
 impl Default for Limits {
@@ -86,13 +89,14 @@ impl Default for Limits {
             updates: Some(1000),
             terminals: Some(1000),
             entities: Some(1000),
+            files: Some(1000),
         }
     }
 }
 
 impl Limits {
     /// The checkpoint members of the bounds, in document order (DESIGN §7.8).
-    pub const NAMES: [&'static str; 7] = [
+    pub const NAMES: [&'static str; 8] = [
         "maxTerminalBytes",
         "maxContentItems",
         "maxPlans",
@@ -100,10 +104,11 @@ impl Limits {
         "maxUpdates",
         "maxTerminals",
         "maxEntities",
+        "maxFiles",
     ];
 
     /// The bounds, in `NAMES` order.
-    pub fn values(&self) -> [Option<usize>; 7] {
+    pub fn values(&self) -> [Option<usize>; 8] {
         [
             self.terminal_bytes,
             self.content_items,
@@ -112,11 +117,12 @@ impl Limits {
             self.updates,
             self.terminals,
             self.entities,
+            self.files,
         ]
     }
 
     /// Each bound's smallest value (1: a count of records, 0: of items) and slot, in `NAMES` order.
-    pub fn slots_mut(&mut self) -> [(u64, &mut Option<usize>); 7] {
+    pub fn slots_mut(&mut self) -> [(u64, &mut Option<usize>); 8] {
         [
             (0, &mut self.terminal_bytes),
             (0, &mut self.content_items),
@@ -125,6 +131,7 @@ impl Limits {
             (0, &mut self.updates),
             (1, &mut self.terminals),
             (0, &mut self.entities),
+            (0, &mut self.files),
         ]
     }
 
@@ -354,6 +361,12 @@ impl Store {
                 self.permission_holes += 1;
             }
         }
+        self.close_permission_holes();
+    }
+
+    /// Close the holes of the permission list once they outnumber the records: the pending ones
+    /// renumbered, the resolved ones queued again.
+    pub(super) fn close_permission_holes(&mut self) {
         let live = self.permissions.len() - self.permission_holes;
         if self.permission_holes >= 32 && self.permission_holes > live {
             for p in self.permissions.iter().flatten() {
@@ -443,6 +456,12 @@ impl Store {
             self.tool_call_count -= 1;
             self.evicted += 1;
         }
+        self.trim_order();
+    }
+
+    /// After tool calls left `order` (evicted, or their session dropped): cut off the entries
+    /// before `order_head`, or renumber the live ones, when they are due.
+    pub(super) fn trim_order(&mut self) {
         self.skip_evicted();
         let head = self.order_head;
         let most = 2 * self.tool_call_count + 64;

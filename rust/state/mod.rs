@@ -35,6 +35,7 @@ mod permission;
 mod plan;
 mod read;
 mod records;
+mod request;
 mod restore;
 mod rules;
 mod terminal;
@@ -78,6 +79,12 @@ pub struct Store {
     order_base: usize,
     order_head: usize,
     finished: BinaryHeap<Reverse<usize>>,
+    /// Requests whose answer is applied (`request.rs`), by sender and id, oldest first.
+    requests: OrderedMap<request::Pending>,
+    /// The session and id of the request the last answer applied (a `Change` with `held`).
+    held: (Text, Option<Text>),
+    /// Sessions dropped by an answered `session/close` or `session/delete`.
+    closed_sessions: u64,
     // Scratch space reused from frame to frame.
     members: Vec<Member>,
     items: Vec<Span>,
@@ -146,6 +153,9 @@ impl Store {
             order_base: 0,
             order_head: 0,
             finished: BinaryHeap::new(),
+            requests: OrderedMap::default(),
+            held: (Text::default(), None),
+            closed_sessions: 0,
             members: Vec::new(),
             items: Vec::new(),
             scratch: Vec::new(),
@@ -190,6 +200,23 @@ impl Store {
 
     pub fn evicted(&self) -> u64 {
         self.evicted
+    }
+
+    /// Sessions dropped by an answered `session/close` or `session/delete`.
+    pub fn closed_sessions(&self) -> u64 {
+        self.closed_sessions
+    }
+
+    /// The session and id (a terminal id, a path, or none) of the request the last answer
+    /// applied: those of a `Change` whose `held` is set.
+    pub fn held(&self) -> (&[u8], Option<&[u8]>) {
+        (&self.held.0, self.held.1.as_deref())
+    }
+
+    /// Is the session's history being replayed (`session/load`, or `session/resume` with a
+    /// cursor, not answered yet)?
+    pub fn replaying(&self, id: &[u8]) -> bool {
+        self.sessions.get(id).is_some_and(|s| s.replaying)
     }
 
     /// Sessions in first-seen order (a session stays once it has held anything).
@@ -246,6 +273,14 @@ impl Store {
         }
     }
 
+    /// The slot of the session `key`, created if needed.
+    fn session_slot_of(&mut self, key: &[u8]) -> usize {
+        match self.sessions.slot(key) {
+            Some(s) => s,
+            None => self.sessions.push(key.into(), Session::default()),
+        }
+    }
+
     /// The members of `obj` into `self.members` / `self.items`.
     fn fill_members(&mut self, data: &[u8], obj: Span, captured: Option<&Captured>) -> Result<(), DecodeError> {
         match captured {
@@ -298,17 +333,16 @@ impl Store {
                 }
             }
             Kind::Request => {
-                let is_permission = env
-                    .method
-                    .and_then(|m| m.str())
-                    .is_some_and(|m| str_is(data, m, b"session/request_permission"));
-                if is_permission {
+                let Some(method) = env.method.and_then(|m| m.str()) else {
+                    return Ok(None);
+                };
+                if str_is(data, method, b"session/request_permission") {
                     self.permission_request(data, env)
                 } else {
-                    Ok(None)
+                    self.request(data, env, method, source)
                 }
             }
-            Kind::Response | Kind::Error => Ok(self.response(data, env, source)),
+            Kind::Response | Kind::Error => self.response(data, env, source),
         }
     }
 

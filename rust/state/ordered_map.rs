@@ -113,18 +113,47 @@ impl<V> OrderedMap<V> {
 
     /// Drop removed slots when they outnumber the live entries. Returns whether slots moved.
     pub fn maybe_compact(&mut self) -> bool {
+        self.compact_slots().is_some()
+    }
+
+    /// `maybe_compact`, telling where entries moved: the new slot of each old one (`usize::MAX`
+    /// for removed ones), None when nothing moved.
+    pub fn compact_slots(&mut self) -> Option<Vec<usize>> {
         let dead = self.slots.len() - self.live;
         if dead < 32 || dead < self.live {
-            return false;
+            return None;
         }
         let slots = std::mem::take(&mut self.slots);
+        let mut moved = Vec::with_capacity(slots.len());
         self.table.clear();
         self.head = 0;
-        for (key, value) in slots.into_iter().flatten() {
-            self.push(key, value);
-            self.live -= 1;
+        for entry in slots {
+            match entry {
+                Some((key, value)) => {
+                    moved.push(self.push(key, value));
+                    self.live -= 1;
+                }
+                None => moved.push(usize::MAX),
+            }
         }
-        true
+        Some(moved)
+    }
+
+    /// Keep the entries for which `keep` is true (then compact when due).
+    pub fn retain(&mut self, mut keep: impl FnMut(&[u8], &V) -> bool) {
+        let gone: Vec<usize> = (0..self.slots.len())
+            .filter(|&i| self.slots[i].as_ref().is_some_and(|(k, v)| !keep(k, v)))
+            .collect();
+        for i in gone {
+            self.remove_slot(i);
+        }
+        self.maybe_compact();
+    }
+
+    /// The live entries with their slots, in order.
+    pub fn iter_slots(&self) -> impl Iterator<Item = (usize, &[u8], &V)> {
+        let live = self.slots.iter().enumerate();
+        live.filter_map(|(i, e)| e.as_ref().map(|(k, v)| (i, &**k, v)))
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], &V)> {

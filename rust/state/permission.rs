@@ -94,43 +94,53 @@ impl Store {
             response: None,
         });
         self.trim_permissions(slot);
-        Ok(Some(Change {
-            session: Some(sid),
-            target: Target::Permission,
-            id: Ident::Id(id_span),
-            action: Action::Requested,
-            tool_call_id: tcid,
-            permission: Some(self.permissions.len() - 1),
-        }))
+        let mut change = Change::new(
+            Some(sid),
+            Target::Permission,
+            Ident::Id(id_span),
+            Action::Requested,
+            tcid,
+        );
+        change.permission = Some(self.permissions.len() - 1);
+        Ok(Some(change))
     }
 
     /// A response or error response: resolves the pending request with its id (unless the agent
     /// sent it), else a success response whose `result.protocolVersion` is an integer sets the
     /// negotiated version.
     #[inline(never)]
-    pub(super) fn response(&mut self, data: &[u8], env: &Envelope, source: Source) -> Option<Change> {
-        let id_span = env.id?;
+    pub(super) fn response(
+        &mut self,
+        data: &[u8],
+        env: &Envelope,
+        source: Source,
+    ) -> Result<Option<Change>, DecodeError> {
+        let Some(id_span) = env.id else {
+            return Ok(None);
+        };
         if source != Source::Agent && !self.pending.is_empty() {
             let key = IdKey::of(data, id_span);
             if let Some(index) = self.pending.remove(&key) {
                 let p = self.permissions[index].as_mut().expect("pending record");
                 resolve(p, data, env);
                 self.sessions.at_mut(p.session).resolved.push(Reverse(index));
-                return Some(Change {
-                    session: None,
-                    target: Target::Permission,
-                    id: Ident::Id(id_span),
-                    action: Action::Resolved,
-                    tool_call_id: None,
-                    permission: Some(index),
-                });
+                let mut change = Change::new(None, Target::Permission, Ident::Id(id_span), Action::Resolved, None);
+                change.permission = Some(index);
+                return Ok(Some(change));
+            }
+        }
+        if !self.requests.is_empty() {
+            if let Some(applied) = self.answered(data, env, source) {
+                return applied;
             }
         }
         if env.kind != Kind::Response {
-            return None;
+            return Ok(None);
         }
         // `result.protocolVersion`, located by the envelope walk (set only for an object result).
-        let pv = env.protocol_version.filter(|v| v.ty == JsonType::Number && v.is_int)?;
+        let Some(pv) = env.protocol_version.filter(|v| v.ty == JsonType::Number && v.is_int) else {
+            return Ok(None);
+        };
         let text = &data[pv.range()];
         let version = match parse_i64(text) {
             Some(v) if v <= 1 => 1,
@@ -139,13 +149,13 @@ impl Store {
             None => 2,
         };
         self.negotiated = Some(version);
-        Some(Change::new(
+        Ok(Some(Change::new(
             None,
             Target::Protocol,
             Ident::Version(version),
             Action::Negotiated,
             None,
-        ))
+        )))
     }
 }
 

@@ -277,6 +277,7 @@ pub struct Dropped {
     pub permissions: u64,
     pub updates: u64,
     pub entities: u64,
+    pub files: u64,
 }
 
 impl Dropped {
@@ -288,6 +289,7 @@ impl Dropped {
             (Name::DROPPED_PERMISSIONS, self.permissions),
             (Name::DROPPED_UPDATES, self.updates),
             (Name::DROPPED_ENTITIES, self.entities),
+            (Name::DROPPED_FILES, self.files),
         ]
         .into_iter()
         .filter(|&(_, n)| n > 0)
@@ -315,6 +317,11 @@ pub struct Session {
     /// The targets of the rules applied as written (`entity.rs`), by their index in
     /// `rules::targets()` (grown as needed).
     pub entities: Vec<Entities>,
+    /// The answered file requests (`request.rs`), each a record as JSON text, oldest first.
+    pub files: VecDeque<Raw>,
+    /// Between a `session/load` (or a replaying `session/resume`) and its answer: what arrives
+    /// is the session's history (`request.rs`).
+    pub replaying: bool,
     pub dropped: Dropped,
 }
 
@@ -366,6 +373,8 @@ pub enum Target {
     Update,
     /// A target of the rules applied as written (an index in `rules::targets()`).
     Entity(u8),
+    /// An answered file request (`request.rs`).
+    File,
 }
 
 impl Target {
@@ -380,6 +389,7 @@ impl Target {
             Target::Request => "request",
             Target::Update => "update",
             Target::Entity(t) => &super::rules::targets()[t as usize].name,
+            Target::File => "file",
         }
     }
 }
@@ -395,6 +405,12 @@ pub enum Action {
     Resolved,
     Cancelled,
     Negotiated,
+    /// The session was dropped (an answered `session/close` or `session/delete`).
+    Closed,
+    /// The session's history is replayed (`session/load`, or `session/resume` with a cursor).
+    Replaying,
+    /// The replay ended (the answer to that request).
+    Replayed,
 }
 
 impl Action {
@@ -409,6 +425,9 @@ impl Action {
             Action::Resolved => "resolved",
             Action::Cancelled => "cancelled",
             Action::Negotiated => "negotiated",
+            Action::Closed => "closed",
+            Action::Replaying => "replaying",
+            Action::Replayed => "replayed",
         }
     }
 }
@@ -437,6 +456,9 @@ pub struct Change {
     /// For permission changes: the record (`Store::permission_at`), which holds the session and
     /// tool call that a response does not carry.
     pub permission: Option<usize>,
+    /// The session and id are those of the request a response answers (`Store::answered`), not
+    /// tokens of the message.
+    pub held: bool,
 }
 
 impl Change {
@@ -455,6 +477,7 @@ impl Change {
             action,
             tool_call_id,
             permission: None,
+            held: false,
         }
     }
 }

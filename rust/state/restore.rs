@@ -331,7 +331,7 @@ pub(super) fn restore_updates(
     }
     let counts = read_marker(r, session, sp, &SESSION_COUNTS, &store.limits)?;
     let d = &mut store.sessions.at_mut(slot).dropped;
-    [d.terminals, d.plans, d.permissions, d.updates, d.entities] = counts;
+    [d.terminals, d.plans, d.permissions, d.updates, d.entities, d.files] = counts;
     Ok(())
 }
 
@@ -380,6 +380,35 @@ pub(super) fn restore_entities(
     Ok(())
 }
 
+/// `{sp}.files` (optional): the answered file requests, each an object whose `op` is `"read"`
+/// or `"write"` and whose `path` is a string (`request.rs`).
+pub(super) fn restore_files(
+    r: &mut Reader<'_>,
+    store: &mut Store,
+    slot: usize,
+    session: &Members,
+    sp: &str,
+) -> Result<(), CheckpointError> {
+    let Some(at) = find_opt(session, "files") else {
+        return Ok(());
+    };
+    let path = format!("{sp}.files");
+    r.require(at, JsonType::Array, &path, "an array")?;
+    for (i, at) in r.items(at)?.into_iter().enumerate() {
+        let fp = format!("{path}.{i}");
+        let record = r.object(at, &fp)?;
+        let op = find(&record, "op", &fp)?;
+        if !matches!(r.text(op).as_deref(), Some(b"read" | b"write")) {
+            return Err(r.fail(op, &format!("{fp}.op"), "\"read\" or \"write\""));
+        }
+        let p = find(&record, "path", &fp)?;
+        r.require(p, JsonType::String, &format!("{fp}.path"), "a string")?;
+        let raw = r.raw(at)?;
+        store.sessions.at_mut(slot).files.push_back(raw);
+    }
+    Ok(())
+}
+
 /// One entity of the target `t` at `ep`.
 fn restore_entity(r: &mut Reader<'_>, at: usize, t: &TargetRule, ep: &str) -> Result<Held, CheckpointError> {
     if t.whole {
@@ -405,12 +434,13 @@ type Count = (&'static str, &'static str, usize);
 /// The counts of each marker, in document order: a tool call's, a terminal's, a session's.
 const TOOL_CALL_COUNTS: [Count; 1] = [("droppedItems", "absent (state.maxContentItems is null)", 1)];
 const TERMINAL_COUNTS: [Count; 1] = [("droppedBytes", "absent (state.maxTerminalBytes is null)", 0)];
-const SESSION_COUNTS: [Count; 5] = [
+const SESSION_COUNTS: [Count; 6] = [
     ("droppedTerminals", "absent (state.maxTerminals is null)", 5),
     ("droppedPlans", "absent (state.maxPlans is null)", 2),
     ("droppedPermissions", "absent (state.maxPermissions is null)", 3),
     ("droppedUpdates", "absent (state.maxUpdates is null)", 4),
     ("droppedEntities", "absent (state.maxEntities is null)", 6),
+    ("droppedFiles", "absent (state.maxFiles is null)", 7),
 ];
 
 /// The `_truncated` marker of `record` at `rp`, if any: a value for each of `counts` (the table

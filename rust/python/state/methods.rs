@@ -61,12 +61,12 @@ impl PyToolCallStore {
                         max_terminal_bytes = LimitArg::Default, max_content_items = LimitArg::Default,
                         max_plans = LimitArg::Default, max_permissions = LimitArg::Default,
                         max_updates = LimitArg::Default, max_terminals = LimitArg::Default,
-                        max_entities = LimitArg::Default, strict_schema = None, unstable = false, draft = None,
+                        max_entities = LimitArg::Default, max_files = LimitArg::Default, strict_schema = None, unstable = false, draft = None,
                         wrap_bare_content = false),
            text_signature = "(protocol_version=None, *, max_tool_calls=None, max_frame_bytes=67108864, \
                              max_terminal_bytes=1048576, max_content_items=1000, max_plans=100, \
                              max_permissions=1000, max_updates=1000, max_terminals=1000, max_entities=1000, \
-                             strict_schema=False, unstable=False, draft=None, wrap_bare_content=False)")]
+                             max_files=1000, strict_schema=False, unstable=False, draft=None, wrap_bare_content=False)")]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -80,6 +80,7 @@ impl PyToolCallStore {
         max_updates: LimitArg<'_>,
         max_terminals: LimitArg<'_>,
         max_entities: LimitArg<'_>,
+        max_files: LimitArg<'_>,
         strict_schema: Option<Arg<StrictSchema>>,
         unstable: bool,
         draft: Option<Arg<Draft>>,
@@ -97,6 +98,7 @@ impl PyToolCallStore {
             updates: limit_arg(max_updates, "max_updates", 0, d.updates)?,
             terminals: limit_arg(max_terminals, "max_terminals", 1, d.terminals)?,
             entities: limit_arg(max_entities, "max_entities", 0, d.entities)?,
+            files: limit_arg(max_files, "max_files", 0, d.files)?,
         };
         let mut store = Store::with_limits(version, max, limits);
         store.set_wrap_bare_content(wrap_bare_content);
@@ -204,6 +206,19 @@ impl PyToolCallStore {
         let state = self.locked(py)?;
         let session = state.session(session_id)?;
         PyBuilder::dict(py, |b| document::entities(b, session))
+    }
+
+    /// The answered file requests of a session, oldest first (DESIGN §7.6).
+    fn files<'py>(&self, py: Python<'py>, session_id: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+        let state = self.locked(py)?;
+        let session = state.session(session_id)?;
+        PyBuilder::list(py, |b| document::files(b, session))
+    }
+
+    /// Is the session's history being replayed (DESIGN §7.6)?
+    fn replaying(&self, py: Python<'_>, session_id: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let state = self.locked(py)?;
+        Ok(state.session(session_id)?.is_some_and(|s| s.replaying))
     }
 
     /// The unknown updates kept for a session, in arrival order (DESIGN §7.3).
@@ -370,8 +385,18 @@ impl PyToolCallStore {
     }
 
     #[getter]
+    fn max_files(&self, py: Python<'_>) -> PyResult<Option<usize>> {
+        Ok(self.locked(py)?.store().limits().files)
+    }
+
+    #[getter]
     fn evicted(&self, py: Python<'_>) -> PyResult<u64> {
         Ok(self.locked(py)?.store().evicted())
+    }
+
+    #[getter]
+    fn closed_sessions(&self, py: Python<'_>) -> PyResult<u64> {
+        Ok(self.locked(py)?.store().closed_sessions())
     }
 
     #[getter]
