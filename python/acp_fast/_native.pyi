@@ -205,7 +205,8 @@ class FrameDecoder:
 class Change:
     """A light change event returned by :meth:`ToolCallStore.apply` / ``feed`` (DESIGN §7.9):
     which session, what (``target``: ``"tool_call"``, ``"terminal"``, ``"plan"``,
-    ``"permission"``, ``"session"``, ``"protocol"``), which id, and ``action``. Immutable,
+    ``"permission"``, ``"session"``, ``"protocol"``, ``"request"``, ``"update"``, ``"file"``, or
+    an entity target such as ``"agentMessage"``), which id, and ``action``. Immutable,
     hashable, equal when all five fields are equal; ``tuple(change)`` gives the five."""
 
     def __new__(
@@ -218,14 +219,16 @@ class Change:
     @property
     def target(self) -> str:
         """What changed: ``"tool_call"``, ``"terminal"``, ``"plan"``, ``"permission"``,
-        ``"session"`` or ``"protocol"``."""
+        ``"session"``, ``"protocol"``, ``"request"``, ``"update"``, ``"file"`` or an entity
+        target (docs/API.md "Change")."""
     @property
     def id(self) -> _Id:
-        """The id of what changed (tool call, terminal, plan or request id; the protocol version
-        for ``"protocol"``; None for ``"session"``)."""
+        """The id of what changed (tool call, terminal, plan or request id; the path for
+        ``"file"``; the protocol version for ``"protocol"``; None for ``"session"``)."""
     @property
     def action(self) -> str:
-        """What happened to it (``"created"``, ``"updated"``, ``"appended"``, ...)."""
+        """What happened to it (``"created"``, ``"updated"``, ``"appended"``, ... ``"closed"``,
+        ``"replaying"``, ``"replayed"`` for sessions)."""
     @property
     def tool_call_id(self) -> Optional[str]:
         """The tool call concerned, for tool calls and permission requests."""
@@ -259,6 +262,7 @@ class ToolCallStore:
         max_updates: Optional[int] = 1000,
         max_terminals: Optional[int] = 1000,
         max_entities: Optional[int] = 1000,
+        max_files: Optional[int] = 1000,
         strict_schema: Union[bool, int, None] = False,
         unstable: bool = False,
         draft: Optional[str] = None,
@@ -269,7 +273,8 @@ class ToolCallStore:
         :class:`FrameDecoder`; the bounds inside sessions (None: no bound): output bytes kept per
         terminal, content items per tool call, plans and permission records per session, unknown
         updates per session (the last ones; 0: none), terminals per session (the oldest exited
-        dropped first). See docs/API.md "Bounds and checkpoints". ``strict_schema``,
+        dropped first), entities per target of a session, answered file requests per session (the
+        last ones; 0: file requests are not tracked). See docs/API.md "Bounds and checkpoints". ``strict_schema``,
         ``unstable`` and ``draft`` as for :class:`FrameDecoder`: a frame (or batch entry) that fails the schema check is
         reported as a :class:`DecodeError` of kind ``schema`` and not applied."""
     def apply(self, frame: _ApplyFrame, *, source: Optional[str] = None) -> Any:
@@ -299,6 +304,12 @@ class ToolCallStore:
         """``{target: value}`` of a session: the targets of the schema's rules that the store
         applies as written (messages by ``messageId``, ``state``, ``usage``, ...); a target with
         ids holds ``{id: entity}``."""
+    def files(self, session_id: str) -> List[Dict[str, Any]]:
+        """The answered ``fs/read_text_file`` / ``fs/write_text_file`` requests of a session
+        (``max_files``), oldest first: ``{"op", "path", "line"?, "limit"?, "bytes", "error"?}``."""
+    def replaying(self, session_id: str) -> bool:
+        """Is the session's history being replayed (between a ``session/load``, or a
+        ``session/resume`` with ``replayFrom``, and its answer)?"""
     def updates(self, session_id: str) -> List[Dict[str, Any]]:
         """The unknown updates kept for a session (``max_updates``), in arrival order."""
     def permission(self, request_id: _Id) -> Optional[Dict[str, Any]]:
@@ -355,6 +366,12 @@ class ToolCallStore:
     @property
     def max_entities(self) -> Optional[int]:
         """Entities kept per target of a session (the oldest dropped first; None: no bound)."""
+    @property
+    def max_files(self) -> Optional[int]:
+        """Answered file requests kept per session (the last ones; 0: not tracked; None: no bound)."""
+    @property
+    def closed_sessions(self) -> int:
+        """Sessions dropped by an answered ``session/close`` or ``session/delete``."""
     @property
     def strict_schema(self) -> Union[bool, int]:
         """``strict_schema`` as given: False (off), True (follows the negotiation), 1 or 2."""

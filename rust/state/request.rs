@@ -1,4 +1,4 @@
-//! Requests whose answer changes the state (DESIGN §7.6): the v1 client methods an agent calls
+//! Requests whose answer changes the state (DESIGN §7.10): the v1 client methods an agent calls
 //! (`terminal/create`, `terminal/output`, `terminal/wait_for_exit`, `terminal/kill`,
 //! `terminal/release`, `fs/read_text_file`, `fs/write_text_file`) and the session lifecycle a
 //! client asks for (`session/close`, `session/delete`, `session/load`, `session/resume` with a
@@ -229,7 +229,7 @@ impl Store {
     }
 
     /// A response or error response that answers a pending request (None: it answers none):
-    /// the answer applied (DESIGN §7.6). The request is forgotten whatever the outcome.
+    /// the answer applied (DESIGN §7.10). The request is forgotten whatever the outcome.
     #[inline(never)]
     pub(super) fn answered(
         &mut self,

@@ -208,14 +208,14 @@ impl PyToolCallStore {
         PyBuilder::dict(py, |b| document::entities(b, session))
     }
 
-    /// The answered file requests of a session, oldest first (DESIGN §7.6).
+    /// The answered file requests of a session, oldest first (DESIGN §7.10).
     fn files<'py>(&self, py: Python<'py>, session_id: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
         let state = self.locked(py)?;
         let session = state.session(session_id)?;
         PyBuilder::list(py, |b| document::files(b, session))
     }
 
-    /// Is the session's history being replayed (DESIGN §7.6)?
+    /// Is the session's history being replayed (DESIGN §7.10)?
     fn replaying(&self, py: Python<'_>, session_id: &Bound<'_, PyAny>) -> PyResult<bool> {
         let state = self.locked(py)?;
         Ok(state.session(session_id)?.is_some_and(|s| s.replaying))
