@@ -307,6 +307,43 @@ def test_text_report_v2_terminals(sessions, backend_id):
     assert entities[5].split() == ["state", "-", '{"state":"idle","stopReason":"end_turn"}']
 
 
+def test_text_report_v1_client_terminals_and_files(backend_id):
+    # a v1 agent runs a command in the client's terminal and reads / writes files through it
+    path = Path(__file__).parent / "data" / "v1-client-methods.ndjson"
+    close = [
+        B.tool_call("s0", "c1", "Gone"),
+        b'{"jsonrpc":"2.0","id":3,"method":"session/close","params":{"sessionId":"s0"}}\n',
+        b'{"jsonrpc":"2.0","id":3,"result":{}}\n',
+    ]
+    done = inspect("-", stdin=b"".join(close) + path.read_bytes(), backend_id=backend_id)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout.decode()
+    assert "closed: 1 session (session/close, session/delete), their state dropped\n" in out
+    assert "session s0" not in out
+    assert "session s1: 0 tool calls, 0 permission requests, 0 plans, 1 terminal, 2 file requests\n" in out
+    terminals = out[out.index("  terminals") :].splitlines()
+    assert terminals[2].split() == [
+        "term-1",
+        "pytest",
+        "exit",
+        "1,",
+        "released",
+        "32",
+        "1",
+        "failed,",
+        "2",
+        "passed",
+        "in",
+        "0.12s",
+    ]
+    files = out[out.index("  files") :].splitlines()
+    assert files[1].split() == ["OP", "PATH", "LINES", "BYTES", "RESULT"]
+    assert files[2].split() == ["read", "/w/src/main.py", "10+20", "32", "ok"]
+    assert files[3].split() == ["write", "/w/src/main.py", "-", "-", "error:", "permission", "denied"]
+    summary = json.loads(inspect("--json", str(path), backend_id=backend_id).stdout)["summary"]
+    assert (summary["terminals"], summary["files"], summary["closedSessions"]) == (1, 2, 0)
+
+
 def test_text_report_says_what_the_bounds_dropped(backend_id):
     data = [B.tool_call("a", "c1", "Big", content=[B.text_content("x")] * 1003), B.tool_call("b", "c2", "Whole")]
     for rid in range(1002):

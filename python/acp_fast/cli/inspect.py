@@ -320,7 +320,37 @@ def last_line(data: bytes) -> str:
     return ""
 
 
+def file_row(record: Dict[str, Any]) -> List[str]:
+    """A row of the files table: the operation, the path, the lines asked for (``line`` and
+    ``limit`` of a read), the bytes read or written, and ``ok`` or the error's message."""
+    line, limit = record.get("line"), record.get("limit")
+    lines = (
+        "-"
+        if line is None and limit is None
+        else f"{line if line is not None else 1}+{limit if limit is not None else '*'}"
+    )
+    error = record.get("error")
+    if error is None:
+        result = "ok"
+    else:
+        message = error.get("message") if isinstance(error, dict) else None
+        result = "error: " + _text(message if message is not None else error, 40)
+    nbytes = record.get("bytes")
+    return [
+        _text(record.get("op"), 6),
+        _text(record.get("path"), 48),
+        lines,
+        "-" if nbytes is None else str(nbytes),
+        result,
+    ]
+
+
 def _exit(terminal: Dict[str, Any]) -> str:
+    marks = "".join(f", {mark}" for mark in ("killed", "released") if terminal.get(mark) is True)
+    return _exit_status(terminal) + marks
+
+
+def _exit_status(terminal: Dict[str, Any]) -> str:
     status = terminal.get("exitStatus")
     if not isinstance(status, dict):
         return "running"
@@ -353,7 +383,7 @@ def summary(result: Replay, state: Optional[Dict[str, Any]] = None) -> Dict[str,
     state = state if state is not None else result.store.state()
     statuses: Counter[str] = Counter()
     outcomes: Counter[str] = Counter()
-    tool_calls = plans = terminals = permissions = 0
+    tool_calls = plans = terminals = permissions = files = 0
     entities: Counter[str] = Counter()
     for session in state["sessions"].values():
         for target, value in session.get("entities", {}).items():
@@ -364,6 +394,7 @@ def summary(result: Replay, state: Optional[Dict[str, Any]] = None) -> Dict[str,
         plans += len(session["plans"])
         terminals += len(session["terminals"])
         permissions += len(session["permissions"])
+        files += len(session.get("files", ()))
         outcomes.update(str(p.get("outcome")) for p in session["permissions"])
     kinds: Counter[str] = Counter()
     for counts in result.updates_by_kind.values():
@@ -377,6 +408,8 @@ def summary(result: Replay, state: Optional[Dict[str, Any]] = None) -> Dict[str,
         "permissionsByOutcome": dict(outcomes),
         "plans": plans,
         "terminals": terminals,
+        "files": files,
+        "closedSessions": state.get("closedSessions", 0),
         "entities": dict(entities),
         "updates": sum(kinds.values()),
         "updatesByKind": dict(kinds),
@@ -420,6 +453,9 @@ def render(name: str, result: Replay, *, session_filter: Optional[str] = None) -
         lines.append("errors: none")
     if state["evicted"]:
         lines.append(f"evicted: {state['evicted']} finished tool calls (--max-tool-calls)")
+    if state.get("closedSessions"):
+        closed = _count(state["closedSessions"], "session")
+        lines.append(f"closed: {closed} (session/close, session/delete), their state dropped")
     sessions = state["sessions"]
     if not sessions:
         lines.append("")
@@ -428,10 +464,13 @@ def render(name: str, result: Replay, *, session_filter: Optional[str] = None) -
         if session_filter is not None and sid != session_filter:
             continue
         tcs, perms, plans, terms = session["toolCalls"], session["permissions"], session["plans"], session["terminals"]
+        files = session.get("files", [])
         lines.append("")
         lines.append(
             f"session {sid}: {_count(len(tcs), 'tool call')}, {_count(len(perms), 'permission request')}, "
             f"{_count(len(plans), 'plan')}, {_count(len(terms), 'terminal')}"
+            + (f", {_count(len(files), 'file request')}" if files else "")
+            + (" (replaying)" if store.replaying(sid) else "")
         )
         dropped = truncation(session)
         if dropped:
@@ -489,6 +528,9 @@ def render(name: str, result: Replay, *, session_filter: Optional[str] = None) -
                     ]
                 )
             lines += _table(["ID", "COMMAND", "EXIT", "BYTES", "LAST LINE"], rows)
+        if files:
+            lines.append("  files")
+            lines += _table(["OP", "PATH", "LINES", "BYTES", "RESULT"], [file_row(f) for f in files])
         entities = session.get("entities")
         if isinstance(entities, dict) and entities:
             lines.append("  entities (v2)")
