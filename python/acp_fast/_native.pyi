@@ -304,6 +304,9 @@ class ToolCallStore:
         """``{target: value}`` of a session: the targets of the schema's rules that the store
         applies as written (messages by ``messageId``, ``state``, ``usage``, ...); a target with
         ids holds ``{id: entity}``."""
+    def agent_entities(self) -> Dict[str, Any]:
+        """``{target: value}`` of the agent's own targets of the schema's rules (v2:
+        ``authStatus``, from ``auth/status`` answers and ``auth/status_update``)."""
     def files(self, session_id: str) -> List[Dict[str, Any]]:
         """The answered ``fs/read_text_file`` / ``fs/write_text_file`` requests of a session
         (``max_files``), oldest first: ``{"op", "path", "line"?, "limit"?, "bytes", "error"?}``."""

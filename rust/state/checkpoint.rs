@@ -30,8 +30,8 @@ use super::document::{self, JsonWriter, Name, Output, Sink};
 use super::evict::Limits;
 use super::records::{permission_record, truncated, CancelRequest, Outcome, Permission, Raw, Session, Source, Text};
 use super::restore::{
-    find, find_opt, lossy, read_permissions, restore_entities, restore_files, restore_plans, restore_terminals,
-    restore_tool_calls, restore_updates, Reader,
+    find, find_opt, lossy, read_entities, read_permissions, restore_entities, restore_files, restore_plans,
+    restore_terminals, restore_tool_calls, restore_updates, Reader,
 };
 use super::Store;
 
@@ -218,6 +218,11 @@ pub fn state<S: Sink>(s: &mut S, store: &Store) -> Result<(), S::Error> {
         s.name(Name::CLOSED_SESSIONS)?;
         s.uint(store.closed_sessions)?;
     }
+    // Present only when the agent's own targets hold something (`authStatus`).
+    if store.agent.iter().any(|e| !e.is_empty()) {
+        s.name(Name::AGENT)?;
+        document::entity_map(s, &store.agent)?;
+    }
     s.name(Name::SESSIONS)?;
     s.begin_object()?;
     let mut per_session: HashMap<usize, Vec<&Permission>> = HashMap::new();
@@ -339,10 +344,22 @@ pub fn from_json(data: &[u8]) -> Result<Store, CheckpointError> {
     let Some(evicted) = r.count(at, 0) else {
         return Err(r.fail(at, "state.evicted", "a non-negative integer"));
     };
+    let closed = match find_opt(&state, "closedSessions") {
+        None => 0,
+        Some(at) => r
+            .count(at, 0)
+            .ok_or_else(|| r.fail(at, "state.closedSessions", "a non-negative integer"))?,
+    };
+    let agent = match find_opt(&state, "agent") {
+        None => Vec::new(),
+        Some(at) => read_entities(&mut r, at, "state.agent")?,
+    };
     let sessions = r.object(find(&state, "sessions", "state")?, "state.sessions")?;
     let mut store = Store::with_limits(fixed, max, limits);
     store.negotiated = negotiated;
     store.evicted = evicted;
+    store.closed_sessions = closed;
+    store.agent = agent;
     let mut records: Vec<Vec<Permission>> = Vec::with_capacity(sessions.len());
     for (sid, at) in sessions {
         let sp = format!("state.sessions.{}", lossy(&sid));
@@ -356,12 +373,7 @@ pub fn from_json(data: &[u8]) -> Result<Store, CheckpointError> {
         restore_entities(&mut r, &mut store, slot, &session, &sp)?;
         restore_files(&mut r, &mut store, slot, &session, &sp)?;
     }
-    if let Some(at) = find_opt(&state, "closedSessions") {
-        let Some(n) = r.count(at, 0) else {
-            return Err(r.fail(at, "state.closedSessions", "a non-negative integer"));
-        };
-        store.closed_sessions = n;
-    }
+
     // The session of each permission record in request order across sessions (optional:
     // without it, session order), naming each session as many times as it has records.
     let counts: Vec<usize> = records.iter().map(Vec::len).collect();

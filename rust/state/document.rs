@@ -106,6 +106,7 @@ names! {
     MAX_FILES: "maxFiles",
     EVICTED: "evicted",
     CLOSED_SESSIONS: "closedSessions",
+    AGENT: "agent",
     SESSIONS: "sessions",
     TOOL_CALLS: "toolCalls",
     TERMINALS: "terminals",
@@ -456,8 +457,13 @@ pub fn files<S: Sink>(s: &mut S, session: Option<&Session>) -> Result<(), S::Err
 /// The entities of a session (`entity.rs`): `{target: value}` for each target it holds, in table
 /// order, where a target with ids holds `{id: entity}`.
 pub fn entities<S: Sink>(s: &mut S, session: Option<&Session>) -> Result<(), S::Error> {
+    entity_map(s, session.map_or(&[][..], |ss| &ss.entities[..]))
+}
+
+/// `{target: value}` for each target `held` holds (a session's entities, or the agent's own:
+/// `Store::agent_entities`), in table order.
+pub fn entity_map<S: Sink>(s: &mut S, held: &[super::records::Entities]) -> Result<(), S::Error> {
     s.begin_object()?;
-    let held = session.map_or(&[][..], |ss| &ss.entities[..]);
     for (t, e) in super::rules::targets().iter().zip(held) {
         if e.is_empty() {
             continue;
@@ -590,8 +596,8 @@ mod tests {
         // A checkpoint that has every member: every name passes through `state`.
         let doc = br#"{"format":"acp-fast-state/1","protocolVersion":null,"negotiatedVersion":2,
             "maxToolCalls":5,"maxTerminalBytes":1,"maxContentItems":1,"maxPlans":1,
-            "maxPermissions":1,"maxUpdates":1,"maxTerminals":1,"maxEntities":1,"evicted":0,
-            "sessions":{"s":{"toolCalls":{"c":{"toolCallId":"c","title":"t","kind":"read",
+            "maxPermissions":1,"maxUpdates":1,"maxTerminals":1,"maxEntities":1,"maxFiles":1,"evicted":0,
+            "closedSessions":1,"agent":{"authStatus":{"state":"x"}},"sessions":{"s":{"toolCalls":{"c":{"toolCallId":"c","title":"t","kind":"read",
             "status":"pending","content":[1],"locations":[],"rawInput":1,"rawOutput":2,"name":"n",
             "_meta":{},"x":1,"_truncated":{"droppedItems":1}}},
             "terminals":{"t":{"terminalId":"t","command":"c","cwd":"/","output":"","outputMeta":{},
@@ -600,8 +606,9 @@ mod tests {
             "permissions":[{"id":1,"sessionId":"s","toolCallId":"c","options":[],"outcome":"selected",
             "optionId":"o","approved":true,"response":{}}],
             "updates":[{"sessionUpdate":"u"}],"entities":{"usage":{"used":1}},
+            "files":[{"op":"read","path":"/a","bytes":1}],
             "_truncated":{"droppedTerminals":1,"droppedPlans":1,"droppedPermissions":1,"droppedUpdates":1,
-            "droppedEntities":1}}},
+            "droppedEntities":1,"droppedFiles":1}}},
             "permissionOrder":["s"],"cancelRequests":[{"requestId":1,"source":null}]}"#;
         let store = super::super::from_json(doc).expect("a valid checkpoint");
         let mut sink = Names(Vec::new());

@@ -126,6 +126,69 @@ impl Store {
     }
 }
 
+impl Store {
+    /// The rules of an answer or a notification (`rules::MessageRule`) applied to `obj` (its
+    /// `result` or `params`, an object): each replaces its target of the session `sid` (None: no
+    /// session, the session rules are skipped) or of the agent, or that target's `field`, by the
+    /// rule's `value` member (skipped when absent or null) or `obj` whole. The change names the
+    /// first target changed (a session's: its session is `sid`, `self.held`).
+    #[inline(never)]
+    pub(super) fn message_entities(
+        &mut self,
+        data: &[u8],
+        rules: &[rules::MessageRule],
+        obj: Span,
+        sid: Option<&[u8]>,
+    ) -> Option<Change> {
+        let mut change = None;
+        for rule in rules {
+            let value = match &rule.value {
+                None => obj,
+                Some(name) => match super::read::find_member(data, obj, name.as_bytes()) {
+                    Some(v) if v.ty != JsonType::Null => v,
+                    _ => continue,
+                },
+            };
+            let entities = if rule.agent {
+                &mut self.agent
+            } else {
+                let Some(sid) = sid else { continue };
+                let slot = self.session_slot_of(sid);
+                &mut self.sessions.at_mut(slot).entities
+            };
+            let at = rule.target as usize;
+            if entities.len() <= at {
+                entities.resize_with(at + 1, Entities::default);
+            }
+            let entities = &mut entities[at];
+            let action = match &rule.field {
+                None => replace_entity(entities, None, Held::Value(raw(data, value))),
+                Some(field) => {
+                    let existed = entities.one.is_some();
+                    let held = entities.one.get_or_insert_with(|| Held::Record(Vec::new()));
+                    let members = as_record(held);
+                    let slot = Slot::Value(raw(data, value));
+                    match members.iter_mut().find(|(k, _)| **k == *field.as_bytes()) {
+                        Some((_, old)) => *old = slot,
+                        None => members.push((field.as_bytes().into(), slot)),
+                    }
+                    if existed {
+                        Action::Updated
+                    } else {
+                        Action::Created
+                    }
+                }
+            };
+            if change.is_none() {
+                let mut c = Change::new(None, Target::Entity(rule.target), Ident::None, action, None);
+                c.held = !rule.agent;
+                change = Some(c);
+            }
+        }
+        change
+    }
+}
+
 /// The id member of an update: its name, its string token, its value.
 #[derive(Clone, Copy)]
 struct Id<'a> {

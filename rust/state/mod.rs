@@ -85,6 +85,9 @@ pub struct Store {
     held: (Text, Option<Text>),
     /// Sessions dropped by an answered `session/close` or `session/delete`.
     closed_sessions: u64,
+    /// The agent's own targets of the schema's rules (`authStatus`), by their index in
+    /// `rules::targets()` (`entity.rs`, `message_entities`).
+    agent: Vec<Entities>,
     // Scratch space reused from frame to frame.
     members: Vec<Member>,
     items: Vec<Span>,
@@ -156,6 +159,7 @@ impl Store {
             requests: OrderedMap::default(),
             held: (Text::default(), None),
             closed_sessions: 0,
+            agent: Vec::new(),
             members: Vec::new(),
             items: Vec::new(),
             scratch: Vec::new(),
@@ -217,6 +221,11 @@ impl Store {
     /// cursor, not answered yet)?
     pub fn replaying(&self, id: &[u8]) -> bool {
         self.sessions.get(id).is_some_and(|s| s.replaying)
+    }
+
+    /// The agent's own targets (`authStatus`), by their index in `targets()`.
+    pub fn agent_entities(&self) -> &[Entities] {
+        &self.agent
     }
 
     /// Sessions in first-seen order (a session stays once it has held anything).
@@ -329,7 +338,7 @@ impl Store {
                 } else if str_is(data, method, b"$/cancel_request") {
                     self.cancel_request(data, env, source)
                 } else {
-                    Ok(None)
+                    Ok(self.notification(data, env, method))
                 }
             }
             Kind::Request => {
@@ -344,6 +353,18 @@ impl Store {
             }
             Kind::Response | Kind::Error => self.response(data, env, source),
         }
+    }
+
+    /// Another notification: the rules the schema gives it, under v2 (`auth/status_update`).
+    #[inline(never)]
+    fn notification(&mut self, data: &[u8], env: &Envelope, method: Str) -> Option<Change> {
+        if self.version() < 2 || self.limits.entities == Some(0) {
+            return None;
+        }
+        let mut scratch = Vec::new();
+        let rules = rules::notification_rules(key_bytes(data, method, &mut scratch));
+        let params = env.params.filter(|p| p.ty == JsonType::Object && !rules.is_empty())?;
+        self.message_entities(data, rules, params, None)
     }
 
     /// A `session/update` notification: the update table's function for its kind.

@@ -20,6 +20,7 @@ use crate::scanner::{parse_i64, Str};
 use super::evict::trim_output;
 use super::read::{bad, find_member, find_members, key_bytes, raw, require_session, str_is, text_of, walk};
 use super::records::{Action, Change, IdKey, Ident, Source, Target, Terminal, Text};
+use super::rules::{answer_rules, MessageRule};
 use super::tool_call::set_extra;
 use super::Store;
 
@@ -40,6 +41,8 @@ enum Method {
     Delete,
     /// `session/load`, or `session/resume` with `replayFrom`.
     Replay,
+    /// Another request whose answer has rules in the schema (`session/new`, `auth/status`, ...).
+    Rules,
 }
 
 impl Method {
@@ -73,6 +76,8 @@ pub(super) struct Pending {
     bytes: Option<u64>,
     /// `terminal/create`: the terminal it creates.
     terminal: Option<Box<Terminal>>,
+    /// The schema's rules for the answer (v2; `entity.rs`, `message_entities`).
+    rules: &'static [MessageRule],
 }
 
 /// The key of a pending request: who sent it (`a`gent, `c`lient), then its id as JSON text.
@@ -96,7 +101,13 @@ impl Store {
         source: Source,
     ) -> Result<Option<Change>, DecodeError> {
         let mut scratch = Vec::new();
-        let Some((m, by_agent)) = Method::of(key_bytes(data, method, &mut scratch)) else {
+        let name = key_bytes(data, method, &mut scratch);
+        let rules = if self.version() >= 2 && self.limits.entities != Some(0) {
+            answer_rules(name)
+        } else {
+            &[]
+        };
+        let Some((mut m, by_agent)) = Method::of(name).or((!rules.is_empty()).then_some((Method::Rules, false))) else {
             return Ok(None);
         };
         let from = if by_agent { Source::Client } else { Source::Agent };
@@ -114,17 +125,25 @@ impl Store {
         if m == Method::Replay && str_is(data, method, b"session/resume") {
             cursor = find_member(data, params, b"replayFrom").filter(|r| r.ty == JsonType::Object);
             if cursor.is_none() {
-                return Ok(None);
+                if rules.is_empty() {
+                    return Ok(None);
+                }
+                m = Method::Rules;
             }
         }
-        let sid = require_session(data, env, params)?;
+        // The answer's rules name the session the answer gives, else the request's (if any).
+        let sid = match m {
+            Method::Rules => env.session_id.and_then(|s| s.str()),
+            _ => Some(require_session(data, env, params)?),
+        };
         let mut pending = Pending {
             method: m,
-            session: text_of(data, sid),
+            session: sid.map_or_else(Text::default, |s| text_of(data, s)),
             id: None,
             record: Vec::new(),
             bytes: None,
             terminal: None,
+            rules,
         };
         match m {
             Method::Output | Method::WaitForExit | Method::Kill | Method::Release => {
@@ -143,7 +162,7 @@ impl Store {
             }
             Method::ReadFile | Method::WriteFile => self.file_request(data, params, &mut pending)?,
             Method::Create => pending.terminal = Some(Box::new(self.created_terminal(data, params)?)),
-            Method::Close | Method::Delete | Method::Replay => {}
+            Method::Close | Method::Delete | Method::Replay | Method::Rules => {}
         }
         let mut change = None;
         if m == Method::Replay {
@@ -154,6 +173,7 @@ impl Store {
             if let Some(slot) = self.sessions.slot(&pending.session).filter(|_| from_start) {
                 self.drop_session(slot);
             }
+            let sid = sid.expect("checked");
             let slot = self.session_slot(data, sid);
             self.sessions.at_mut(slot).replaying = true;
             change = Some(Change::new(
@@ -261,6 +281,16 @@ impl Store {
         error: Option<Span>,
     ) -> Result<Option<Change>, DecodeError> {
         let result = env.result.filter(|_| env.kind == Kind::Response);
+        let mut rules_change = None;
+        if let Some(r) = result.filter(|r| r.ty == JsonType::Object && !pending.rules.is_empty()) {
+            // The answer's session: its `sessionId` (`session/new`, `session/fork`), else the
+            // request's.
+            if let Some(s) = find_member(data, r, b"sessionId").and_then(|s| s.str()) {
+                self.held.0 = text_of(data, s);
+            }
+            let sid = self.held.0.clone();
+            rules_change = self.message_entities(data, pending.rules, r, (!sid.is_empty()).then_some(&sid[..]));
+        }
         let terminal = |action| Ok(Some(held_change(Target::Terminal, action)));
         let session = |action| Ok(Some(held_change(Target::Session, action)));
         match pending.method {
@@ -388,6 +418,7 @@ impl Store {
                 }
                 session(Action::Replayed)
             }
+            Method::Rules => Ok(rules_change),
         }
     }
 

@@ -348,7 +348,14 @@ pub(super) fn restore_entities(
     let Some(at) = find_opt(session, "entities") else {
         return Ok(());
     };
-    let path = format!("{sp}.entities");
+    store.sessions.at_mut(slot).entities = read_entities(r, at, &format!("{sp}.entities"))?;
+    Ok(())
+}
+
+/// The entities at `at` (`path`): `{target: value}` for targets of the update table, by their
+/// index in `rules::targets()` (a session's `entities`, or the agent's own, `state.agent`).
+pub(super) fn read_entities(r: &mut Reader<'_>, at: usize, path: &str) -> Result<Vec<Entities>, CheckpointError> {
+    let mut out: Vec<Entities> = Vec::new();
     let targets = super::rules::targets();
     for (name, at) in r.object(at, &path)? {
         let tp = format!("{path}.{}", lossy(&name));
@@ -371,13 +378,12 @@ pub(super) fn restore_entities(
                 }
             }
         }
-        let session = store.sessions.at_mut(slot);
-        if session.entities.len() <= index {
-            session.entities.resize_with(index + 1, Entities::default);
+        if out.len() <= index {
+            out.resize_with(index + 1, Entities::default);
         }
-        session.entities[index] = held;
+        out[index] = held;
     }
-    Ok(())
+    Ok(out)
 }
 
 /// `{sp}.files` (optional): the answered file requests, each an object whose `op` is `"read"`

@@ -66,6 +66,18 @@ pub struct TargetRule {
     pub lists: Vec<Box<str>>,
 }
 
+/// A rule of the answer to a request or of a notification (the tables' `responses` and
+/// `notifications`): it replaces its target (an index in `targets()`; `agent`: the store's own,
+/// else the session's), or only the target's `field`, by the message's `value` member (None: the
+/// result or params object whole). The tables' other actions have no such rule yet.
+#[derive(Debug)]
+pub(crate) struct MessageRule {
+    pub target: u8,
+    pub field: Option<Box<str>>,
+    pub value: Option<Box<str>>,
+    pub agent: bool,
+}
+
 /// v1's kinds that the store tracks (v1's schema has no `x-state`).
 const V1_HANDLERS: [(&str, UpdateKind); 3] = [
     ("tool_call", UpdateKind::ToolCall),
@@ -78,6 +90,9 @@ struct Table {
     kinds: HashMap<Box<[u8]>, UpdateKind>,
     rules: Vec<Rule>,
     targets: Vec<TargetRule>,
+    /// The rules of answers (by the request's method) and of notifications (by method).
+    answers: HashMap<Box<[u8]>, Vec<MessageRule>>,
+    notifications: HashMap<Box<[u8]>, Vec<MessageRule>>,
 }
 
 fn get() -> &'static Table {
@@ -95,6 +110,16 @@ pub(super) fn kind(name: &[u8]) -> Option<UpdateKind> {
 #[inline]
 pub(crate) fn rule(index: u8) -> &'static Rule {
     &get().rules[index as usize]
+}
+
+/// The rules the answer to a request of `method` applies (empty: none).
+pub(crate) fn answer_rules(method: &[u8]) -> &'static [MessageRule] {
+    get().answers.get(method).map_or(&[], Vec::as_slice)
+}
+
+/// The rules a notification of `method` applies (empty: none).
+pub(crate) fn notification_rules(method: &[u8]) -> &'static [MessageRule] {
+    get().notifications.get(method).map_or(&[], Vec::as_slice)
 }
 
 /// The targets of the rules applied as written, in table order (an entity's `target` indexes it).
@@ -202,7 +227,61 @@ fn table() -> Table {
             (name, kind)
         })
         .collect();
-    Table { kinds, rules, targets }
+    // The rules of messages, after the updates' (their targets' indexes come first).
+    let mut answers = HashMap::new();
+    let mut notifications = HashMap::new();
+    for text in TABLES {
+        for (table, into) in [
+            (&b"responses"[..], &mut answers),
+            (b"notifications", &mut notifications),
+        ] {
+            for (method, written) in message_rules(text, table) {
+                let rules = written
+                    .into_iter()
+                    .filter_map(|(agent, w)| message_rule(&mut targets, agent, w))
+                    .collect::<Vec<_>>();
+                if !rules.is_empty() {
+                    into.insert(method.into_bytes().into_boxed_slice(), rules);
+                }
+            }
+        }
+    }
+    Table {
+        kinds,
+        rules,
+        targets,
+        answers,
+        notifications,
+    }
+}
+
+/// A rule of a message as the store applies it: a replace whose paths are plain member names,
+/// of a target without ids (added to `targets` when new); None for any other.
+fn message_rule(targets: &mut Vec<TargetRule>, agent: bool, w: Written) -> Option<MessageRule> {
+    let plain = |p: &Option<Box<str>>| p.as_deref().is_none_or(|p| !p.is_empty() && !p.contains('.'));
+    if action_of(&w.action) != Some(RuleAction::Replace) || w.id.is_some() || !plain(&w.field) || !plain(&w.value) {
+        return None;
+    }
+    let at = match targets.iter().position(|t| *t.name == *w.target) {
+        Some(at) if targets[at].id.is_some() => return None,
+        Some(at) => at,
+        None if targets.len() < 255 => {
+            targets.push(TargetRule {
+                name: w.target.clone(),
+                id: None,
+                whole: w.field.is_none() && w.value.is_some(),
+                lists: Vec::new(),
+            });
+            targets.len() - 1
+        }
+        None => return None,
+    };
+    Some(MessageRule {
+        target: at as u8,
+        field: w.field,
+        value: w.value,
+        agent,
+    })
 }
 
 /// A rule as the table writes it: each member's text.
@@ -212,6 +291,55 @@ struct Written {
     id: Option<Box<str>>,
     field: Option<Box<str>>,
     value: Option<Box<str>>,
+}
+
+/// The `responses` or `notifications` of a table: each method with its rules, each rule with
+/// its scope (`agent`: true for the agent's, false for the session's).
+fn message_rules(text: &[u8], table: &[u8]) -> Vec<(String, Vec<(bool, Written)>)> {
+    let mut tape = Tape::default();
+    tape.read(text).expect("state.json is JSON");
+    let mut scratch = Vec::new();
+    let Some(methods) = tape.member(text, 0, table) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for method in tape.children(methods) {
+        let name = String::from_utf8_lossy(string_text(text, tape.get(method).key(), &mut scratch)).into_owned();
+        let mut rules = Vec::new();
+        for (scope, agent) in [(&b"session"[..], false), (b"agent", true)] {
+            let Some(list) = tape
+                .member(text, method, scope)
+                .filter(|&s| tape.get(s).ty == JsonType::Array)
+            else {
+                continue;
+            };
+            for r in tape.children(list) {
+                if let Some(w) = written(text, &tape, r) {
+                    rules.push((agent, w));
+                }
+            }
+        }
+        out.push((name, rules));
+    }
+    out
+}
+
+/// The rule at `r` of `tape` (None: without a string `action` and `target`).
+fn written(text: &[u8], tape: &Tape, r: u32) -> Option<Written> {
+    let mut scratch = Vec::new();
+    let mut member = |name: &[u8]| {
+        let at = tape
+            .member(text, r, name)
+            .filter(|&at| tape.get(at).ty == JsonType::String)?;
+        Some(String::from_utf8_lossy(string_text(text, tape.get(at).str(), &mut scratch)).into())
+    };
+    Some(Written {
+        action: member(b"action")?,
+        target: member(b"target")?,
+        id: member(b"id"),
+        field: member(b"field"),
+        value: member(b"value"),
+    })
 }
 
 /// The `updates` of a table: each kind with its first session rule.
@@ -234,21 +362,7 @@ fn updates(text: &[u8]) -> Vec<(String, Option<Written>)> {
             .member(text, kind, b"session")
             .filter(|&s| tape.get(s).ty == JsonType::Array)
             .and_then(|s| tape.children(s).next());
-        let rule = first.and_then(|r| {
-            let mut member = |name: &[u8]| {
-                let at = tape
-                    .member(text, r, name)
-                    .filter(|&at| tape.get(at).ty == JsonType::String)?;
-                Some(text_of(at, false).into_boxed_str())
-            };
-            Some(Written {
-                action: member(b"action")?,
-                target: member(b"target")?,
-                id: member(b"id"),
-                field: member(b"field"),
-                value: member(b"value"),
-            })
-        });
+        let rule = first.and_then(|r| written(text, &tape, r));
         out.push((name, rule));
     }
     out

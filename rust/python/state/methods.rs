@@ -208,6 +208,12 @@ impl PyToolCallStore {
         PyBuilder::dict(py, |b| document::entities(b, session))
     }
 
+    /// The agent's own targets of the schema's rules (`authStatus`): `{target: value}`.
+    fn agent_entities<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let state = self.locked(py)?;
+        PyBuilder::dict(py, |b| document::entity_map(b, state.store().agent_entities()))
+    }
+
     /// The answered file requests of a session, oldest first (DESIGN §7.10).
     fn files<'py>(&self, py: Python<'py>, session_id: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
         let state = self.locked(py)?;
