@@ -357,7 +357,7 @@ pub(super) fn restore_entities(
 pub(super) fn read_entities(r: &mut Reader<'_>, at: usize, path: &str) -> Result<Vec<Entities>, CheckpointError> {
     let mut out: Vec<Entities> = Vec::new();
     let targets = super::rules::targets();
-    for (name, at) in r.object(at, &path)? {
+    for (name, at) in r.object(at, path)? {
         let tp = format!("{path}.{}", lossy(&name));
         let Some(index) = targets.iter().position(|t| t.name.as_bytes() == &*name) else {
             return Err(r.fail(at, &tp, "a target of the update table"));
