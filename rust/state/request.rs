@@ -238,9 +238,11 @@ impl Store {
             }
             let value = raw(data, m.value);
             match key_bytes(data, m.key, &mut ks) {
-                b"sessionId" => {}
+                // Not the terminal's fields.
+                b"sessionId" | b"terminalId" | b"output" | b"outputMeta" | b"_truncated" => {}
                 b"command" => t.command = Some(value),
                 b"cwd" => t.cwd = Some(value),
+                b"exitStatus" => t.exit_status = Some(value),
                 b"_meta" => t.meta = Some(value),
                 _ => set_extra(&mut t.extra, text_of(data, m.key), Some(value)),
             }

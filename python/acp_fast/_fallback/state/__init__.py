@@ -42,10 +42,11 @@ from ..framing import (
 from ..message import Message
 from ..scanner import to_bytes
 from . import checkpoint, rules
-from .entity import entity_update
+from .entity import entity_update, message_entities
 from .evict import (
     DEFAULT_MAX_CONTENT_ITEMS,
     DEFAULT_MAX_ENTITIES,
+    DEFAULT_MAX_FILES,
     DEFAULT_MAX_PERMISSIONS,
     DEFAULT_MAX_PLANS,
     DEFAULT_MAX_TERMINAL_BYTES,
@@ -56,7 +57,8 @@ from .evict import (
 from .permission import cancel_request, cancel_responses, permission_request, response
 from .plan import plan, plan_removed, plan_update
 from .read import BAD_SID, exactly
-from .records import Change, Session, terminal_record, tool_call_record
+from .records import Change, Entities, Session, terminal_record, tool_call_record
+from .request import new_requests, request
 from .records import fresh as _fresh
 from .terminal import terminal_chunk, terminal_update
 from .tool_call import content_chunk, tool_call, tool_call_update
@@ -192,6 +194,10 @@ class ToolCallStore:
         "_max_updates",
         "_max_terminals",
         "_max_entities",
+        "_max_files",
+        "_requests",
+        "_closed_sessions",
+        "_agent",
         "_wrap_bare_content",
         "_permission_holes",
         "_strict",
@@ -210,6 +216,7 @@ class ToolCallStore:
         max_updates: Optional[int] = DEFAULT_MAX_UPDATES,
         max_terminals: Optional[int] = DEFAULT_MAX_TERMINALS,
         max_entities: Optional[int] = DEFAULT_MAX_ENTITIES,
+        max_files: Optional[int] = DEFAULT_MAX_FILES,
         strict_schema: Any = False,
         unstable: bool = False,
         draft: Optional[str] = None,
@@ -226,6 +233,7 @@ class ToolCallStore:
         self._max_updates = _limit(max_updates, "max_updates", 0)
         self._max_terminals = _limit(max_terminals, "max_terminals", 1)
         self._max_entities = _limit(max_entities, "max_entities", 0)
+        self._max_files = _limit(max_files, "max_files", 0)
         self._wrap_bare_content = bool(wrap_bare_content)
         self._framer = Framer(max_frame_bytes=max_frame_bytes)
         # `strict_schema`: the schema check every frame passes before it is applied.
@@ -251,6 +259,12 @@ class ToolCallStore:
         self._cancel_requests: Deque[Tuple[Any, Any]] = deque()
         self._tool_call_count = 0
         self._evicted = 0
+        # Requests whose answer is applied (request.py), by (sent by the agent, id), oldest first;
+        # sessions dropped by an answered session/close or session/delete; the agent's own targets
+        # of the schema's rules (authStatus), by their index in rules.targets().
+        self._requests = new_requests()
+        self._closed_sessions = 0
+        self._agent: List[Entities] = []
         # With a bound (evict.py): (session, id) of each tool call by creation number (None:
         # evicted), the creation number of _order[0], the first entry that may be live, the
         # creation numbers of finished tool calls (a heap), and (session, id) -> [creation
@@ -371,6 +385,25 @@ class ToolCallStore:
         """The entities of a session, ``{target: value}`` (DESIGN 7.3)."""
         s = self._sessions.get(_key(session_id, "session_id"))
         return cast(Dict[str, Any], _fresh(checkpoint.entities(s)))
+
+    @exclusive
+    def agent_entities(self) -> Dict[str, Any]:
+        """The agent's own targets of the schema's rules (``authStatus``): ``{target: value}``."""
+        return cast(Dict[str, Any], _fresh(checkpoint.entity_map(self._agent)))
+
+    @exclusive
+    def files(self, session_id: str) -> List[Dict[str, Any]]:
+        """The answered file requests of a session, oldest first (DESIGN 7.10)."""
+        s = self._sessions.get(_key(session_id, "session_id"))
+        if s is None:
+            return []
+        return cast(List[Dict[str, Any]], _fresh(list(s.files)))
+
+    @exclusive
+    def replaying(self, session_id: str) -> bool:
+        """Is the session's history being replayed (DESIGN 7.10)?"""
+        s = self._sessions.get(_key(session_id, "session_id"))
+        return s is not None and s.replaying
 
     @exclusive
     def updates(self, session_id: str) -> List[Dict[str, Any]]:
@@ -511,6 +544,18 @@ class ToolCallStore:
 
     @property
     @exclusive
+    def max_files(self) -> Optional[int]:
+        """Answered file requests kept per session (the last ones; 0: not tracked; None: no bound)."""
+        return self._max_files
+
+    @property
+    @exclusive
+    def closed_sessions(self) -> int:
+        """Sessions dropped by an answered ``session/close`` or ``session/delete``."""
+        return self._closed_sessions
+
+    @property
+    @exclusive
     def strict_schema(self) -> Any:
         """``strict_schema`` as given: False (off), True (follows the negotiation), 1 or 2."""
         if self._strict is None:
@@ -593,14 +638,29 @@ class ToolCallStore:
                 if frame is not None:
                     value = exactly(frame, value)
                 return cancel_request(self, value["params"], source)
-            return None
+            return self._notification(value, method, frame)
         if kind == "request":
-            if m._method == "session/request_permission" and type(value.get("params")) is dict:
+            if m._method == "session/request_permission":
+                if type(value.get("params")) is not dict:
+                    return None
                 if frame is not None:
                     value = exactly(frame, value)
                 return permission_request(self, value["params"], m._id)
-            return None
+            if frame is not None and type(value.get("params")) is dict:
+                value = exactly(frame, value)
+            return request(self, value.get("params"), m._method, m._id, source)
         return response(self, value, m, source, frame)
+
+    def _notification(self, value: Any, method: Optional[str], frame: Optional[bytes]) -> Optional[Change]:
+        """Another notification: the rules the schema gives it, under v2 (``auth/status_update``)."""
+        if not self._v2 or self._max_entities == 0 or method is None:
+            return None
+        rules_ = rules.notification_rules(method)
+        if not rules_ or type(value.get("params")) is not dict:
+            return None
+        if frame is not None:
+            value = exactly(frame, value)
+        return message_entities(self, rules_, value["params"], None)
 
     def _permission_list(self, session_id: Any, pending: bool) -> List[Dict[str, Any]]:
         sid = _key(session_id, "session_id")

@@ -32,6 +32,7 @@ from .permission import MAX_CANCEL_REQUESTS
 from .read import exactly, plain
 from .records import (
     MISSING,
+    Entities,
     Session,
     Store,
     fresh,
@@ -45,8 +46,10 @@ from .restore import (
     _find,
     _object,
     _version,
+    read_entities,
     read_permissions,
     restore_entities,
+    restore_files,
     restore_plans,
     restore_terminals,
     restore_tool_calls,
@@ -116,6 +119,8 @@ def state(store: Store) -> Dict[str, Any]:
             sd["updates"] = list(s.updates)
         if any(not e.is_empty() for e in s.entities):
             sd["entities"] = entities(s)
+        if s.files:
+            sd["files"] = list(s.files)
         truncated(sd, s.dropped())
     doc: Dict[str, Any] = {
         "format": FORMAT,
@@ -128,6 +133,10 @@ def state(store: Store) -> Dict[str, Any]:
         if value != default:
             doc[name] = value
     doc["evicted"] = store._evicted
+    if store._closed_sessions:  # present only when a session was closed
+        doc["closedSessions"] = store._closed_sessions
+    if any(not e.is_empty() for e in store._agent):  # present only when the agent's targets hold one
+        doc["agent"] = entity_map(store._agent)
     doc["sessions"] = sessions
     doc["permissionOrder"] = [e[0] for e in store._permissions if e is not None]
     if store._cancel_requests:  # present only when the store has seen a $/cancel_request
@@ -138,10 +147,14 @@ def state(store: Store) -> Dict[str, Any]:
 def entities(s: Optional[Session]) -> Dict[str, Any]:
     """The entities of a session (``entity.py``): ``{target: value}`` for each target it holds,
     in table order, where a target with ids holds ``{id: entity}`` (Rust: document.rs)."""
+    return {} if s is None else entity_map(s.entities)
+
+
+def entity_map(held: List[Entities]) -> Dict[str, Any]:
+    """``{target: value}`` for each target ``held`` holds (a session's entities, or the agent's
+    own: ``store._agent``), in table order."""
     out: Dict[str, Any] = {}
-    if s is None:
-        return out
-    for t, e in zip(rules.targets(), s.entities):
+    for t, e in zip(rules.targets(), held):
         if not e.is_empty():
             out[t.name] = e.one if e.one is not None else dict(e.by_id)
     return out
@@ -193,10 +206,18 @@ def from_json(cls: Callable[..., S], data: Any) -> S:
     evicted = _count(_find(doc, "evicted", "state"), 0)
     if evicted is None:
         raise _fail("state.evicted", "a non-negative integer", doc["evicted"])
+    closed = 0
+    if "closedSessions" in doc:
+        closed = _count(doc["closedSessions"], 0)
+        if closed is None:
+            raise _fail("state.closedSessions", "a non-negative integer", doc["closedSessions"])
+    agent = read_entities(doc["agent"], "state.agent") if "agent" in doc else []
     sessions = _object(_find(doc, "sessions", "state"), "state.sessions")
     store = cls(fixed, max_tool_calls=limit, **bounds)
     store._set_negotiated(negotiated)
     store._evicted = evicted
+    store._closed_sessions = closed
+    store._agent = agent
     records: Dict[str, List[List[Any]]] = {}
     for sid, session in sessions.items():
         sp = f"state.sessions.{sid}"
@@ -208,6 +229,7 @@ def from_json(cls: Callable[..., S], data: Any) -> S:
         records[sid] = read_permissions(sid, session, sp)
         restore_updates(store, s, session, sp)
         restore_entities(s, session, sp)
+        restore_files(s, session, sp)
     # The session of each permission record in request order across sessions (optional:
     # without it, session order), naming each session as many times as it has records.
     counts = {sid: len(entries) for sid, entries in records.items()}

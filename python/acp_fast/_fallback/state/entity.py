@@ -25,7 +25,7 @@ text and makes the record when it is written).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple, cast
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, cast
 
 from . import rules
 from .read import Bad, U
@@ -34,7 +34,7 @@ from .records import Change, Entities, Store
 if TYPE_CHECKING:
     from collections import OrderedDict
 
-__all__ = ["entity_update", "merge_meta"]
+__all__ = ["entity_update", "merge_meta", "message_entities"]
 
 #: An id: (its member's name, its value).
 Id = Optional[Tuple[str, str]]
@@ -75,6 +75,41 @@ def entity_update(store: Store, sid: str, update: Dict[str, Any], index: int) ->
             by_id.popitem(last=False)
             s.dropped_entities += 1
     return None if action is None else Change(sid, target.name, key, action, None)
+
+
+def message_entities(
+    store: Store, rules_: List[rules.MessageRule], obj: Dict[str, Any], sid: Optional[str]
+) -> Optional[Change]:
+    """The rules of an answer or a notification (``rules.MessageRule``) applied to ``obj`` (its
+    ``result`` or ``params``): each replaces its target of the session ``sid`` (None: no session,
+    the session rules are skipped) or of the agent, or that target's ``field``, by the rule's
+    ``value`` member (skipped when absent or null) or ``obj`` whole. The change names the first
+    target changed."""
+    change = None
+    for rule in rules_:
+        value: Any = obj if rule.value is None else obj.get(rule.value)
+        if value is None:
+            continue
+        if rule.agent:
+            held = store._agent
+        elif sid is None:
+            continue
+        else:
+            held = store._session(sid).entities
+        while len(held) <= rule.target:
+            held.append(Entities())
+        entities = held[rule.target]
+        if rule.field is None:
+            action = replace_entity(entities, None, value)
+        else:
+            action = "updated" if entities.one is not None else "created"
+            rec = as_record(entities.one)
+            rec[rule.field] = value
+            entities.one = rec
+        if change is None:
+            target = rules.targets()[rule.target].name
+            change = Change(None if rule.agent else sid, target, None, action, None)
+    return change
 
 
 def entity_mut(entities: Entities, key: Optional[str]) -> Any:

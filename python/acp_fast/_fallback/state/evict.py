@@ -68,7 +68,9 @@ __all__ = [
     "DEFAULT_MAX_TERMINALS",
     "DEFAULT_MAX_UPDATES",
     "DEFAULT_MAX_ENTITIES",
+    "DEFAULT_MAX_FILES",
     "LIMITS",
+    "close_permission_holes",
     "compact",
     "drop_permission",
     "evict",
@@ -79,6 +81,7 @@ __all__ = [
     "touch_terminal",
     "trim_front",
     "trim_output",
+    "trim_order",
     "trim_permissions",
 ]
 
@@ -89,6 +92,7 @@ DEFAULT_MAX_PERMISSIONS = 1000
 DEFAULT_MAX_UPDATES = 1000
 DEFAULT_MAX_TERMINALS = 1000
 DEFAULT_MAX_ENTITIES = 1000
+DEFAULT_MAX_FILES = 1000
 
 #: The bounds inside sessions (Rust: ``Limits``), in checkpoint order (DESIGN 7.8): (checkpoint
 #: member, store attribute, smallest value: 1 for a count of records, 0 of items; default). A
@@ -101,6 +105,7 @@ LIMITS: Tuple[Tuple[str, str, int, Optional[int]], ...] = (
     ("maxUpdates", "_max_updates", 0, DEFAULT_MAX_UPDATES),
     ("maxTerminals", "_max_terminals", 1, DEFAULT_MAX_TERMINALS),
     ("maxEntities", "_max_entities", 0, DEFAULT_MAX_ENTITIES),
+    ("maxFiles", "_max_files", 0, DEFAULT_MAX_FILES),
 )
 
 
@@ -254,6 +259,13 @@ def trim_permissions(store: Store, sid: str) -> None:
             s.permission_count -= 1
             s.dropped_permissions += 1
             store._permission_holes += 1
+    close_permission_holes(store)
+
+
+def close_permission_holes(store: Store) -> None:
+    """Close the holes of the permission list once they outnumber the records: the pending ones
+    renumbered, the resolved ones queued again."""
+    perms = store._permissions
     holes = store._permission_holes
     if holes >= 32 and holes > len(perms) - holes:
         live = [e for e in perms if e is not None]
@@ -333,6 +345,13 @@ def evict(store: Store, keep: int) -> None:
         del store._sessions[key[0]].tool_calls[key[1]]
         store._tool_call_count -= 1
         store._evicted += 1
+    trim_order(store)
+
+
+def trim_order(store: Store) -> None:
+    """After tool calls left ``order`` (evicted, or their session dropped): cut off the entries
+    before ``order_head``, or renumber the live ones, when they are due."""
+    order = store._order
     _skip_evicted(store)
     head = store._order_head
     most = 2 * store._tool_call_count + 64

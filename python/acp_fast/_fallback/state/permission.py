@@ -12,12 +12,13 @@ keeps a ``Permission`` with its session's slot and the JSON text of ``options`` 
 from __future__ import annotations
 
 from heapq import heappush
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple, cast
 
 from ..encoder import dumps
 from .evict import drop_permission, push_permission, trim_permissions
 from .read import BAD_SID, Bad, exactly, plain
 from .records import MISSING, Change, Store, permission_record
+from .request import answered
 from .tool_call import check_tool_call, commit_tool_call
 
 __all__ = ["MAX_CANCEL_REQUESTS", "cancel_request", "cancel_responses", "permission_request", "response"]
@@ -85,6 +86,14 @@ def response(store: Store, value: Dict[str, Any], m: Any, source: Any, frame: Op
     index = MISSING
     if source != "agent" and store._pending:
         index = store._pending.get(m._id, MISSING)
+    if index is MISSING and store._requests:
+        key = m._id
+        if (source != "agent" and (True, key) in store._requests) or (
+            source != "client" and (False, key) in store._requests
+        ):
+            if frame is not None:
+                value = exactly(frame, value)
+            return cast(Optional[Change], answered(store, value, kind, key, source))
     if index is MISSING:
         if kind != "response":
             return None

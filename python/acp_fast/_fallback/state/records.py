@@ -128,6 +128,9 @@ class Session:
         "entities",
         "dropped_updates",
         "dropped_entities",
+        "files",
+        "replaying",
+        "dropped_files",
     )
 
     def __init__(self) -> None:
@@ -151,6 +154,12 @@ class Session:
         self.entities: List[Entities] = []
         self.dropped_updates = 0
         self.dropped_entities = 0
+        # the answered file requests (request.py), each a record dict, oldest first
+        self.files: Deque[Dict[str, Any]] = deque()
+        # between a session/load (or a replaying session/resume) and its answer: what arrives is
+        # the session's history (request.py)
+        self.replaying = False
+        self.dropped_files = 0
 
     def dropped(self) -> List[Tuple[str, int]]:
         """The marker's members: (name, count), in materialized order (Rust: ``Dropped::counts``)."""
@@ -160,6 +169,7 @@ class Session:
             ("droppedPermissions", self.dropped_permissions),
             ("droppedUpdates", self.dropped_updates),
             ("droppedEntities", self.dropped_entities),
+            ("droppedFiles", self.dropped_files),
         ]
 
 
@@ -194,6 +204,7 @@ class Store(Protocol):
     _max_permissions: Optional[int]
     _max_terminals: Optional[int]
     _max_entities: Optional[int]
+    _max_files: Optional[int]
     _wrap_bare_content: bool
     _sessions: Dict[str, Session]
     _permissions: List[Optional[List[Any]]]
@@ -207,6 +218,9 @@ class Store(Protocol):
     _order_head: int
     _finished: List[int]
     _created: Dict[Tuple[str, str], List[Any]]
+    _requests: Dict[Tuple[bool, Any], Any]
+    _closed_sessions: int
+    _agent: List[Entities]
 
     def _session(self, sid: str) -> Session: ...
 
@@ -220,9 +234,9 @@ class Store(Protocol):
 class Change:
     """What one frame changed: ``(session_id, target, id, action, tool_call_id)``.
 
-    ``target`` is ``"tool_call"``, ``"terminal"``, ``"plan"``, ``"permission"``, ``"session"`` or
-    ``"protocol"``; ``id`` the tool call / terminal / plan id, the request id or the negotiated
-    version. Immutable, hashable, equal when all five are equal; ``tuple(change)`` gives the five.
+    ``target`` is ``"tool_call"``, ``"terminal"``, ``"plan"``, ``"permission"``, ``"session"``,
+    ``"protocol"``, ``"request"``, ``"update"``, ``"file"`` or an entity target; ``id`` the tool
+    call / terminal / plan / entity id, the request id, a file's path or the negotiated version. Immutable, hashable, equal when all five are equal; ``tuple(change)`` gives the five.
     """
 
     # Private slots behind read-only properties (as Message): setting any attribute raises

@@ -29,8 +29,10 @@ __all__ = [
     "TERMINAL_COUNTS",
     "TOOL_CALL_COUNTS",
     "read_marker",
+    "read_entities",
     "read_permissions",
     "restore_entities",
+    "restore_files",
     "restore_plans",
     "restore_terminals",
     "restore_tool_calls",
@@ -186,7 +188,14 @@ def restore_updates(store: Store, s: Session, session: Dict[str, Any], sp: str) 
                 raise _fail(f"{up}.sessionUpdate", "a string", update["sessionUpdate"])
             s.updates.append(update)
     counts = read_marker(store, session, sp, SESSION_COUNTS)
-    s.dropped_terminals, s.dropped_plans, s.dropped_permissions, s.dropped_updates, s.dropped_entities = counts
+    (
+        s.dropped_terminals,
+        s.dropped_plans,
+        s.dropped_permissions,
+        s.dropped_updates,
+        s.dropped_entities,
+        s.dropped_files,
+    ) = counts
 
 
 def restore_entities(s: Session, session: Dict[str, Any], sp: str) -> None:
@@ -196,9 +205,16 @@ def restore_entities(s: Session, session: Dict[str, Any], sp: str) -> None:
     value."""
     if "entities" not in session:
         return
-    path = f"{sp}.entities"
+    s.entities = read_entities(session["entities"], f"{sp}.entities")
+
+
+def read_entities(value: Any, path: str) -> List[Entities]:
+    """The entities ``value`` at ``path``: ``{target: value}`` for targets of the update table, by
+    their index in ``rules.targets()`` (a session's ``entities``, or the agent's own,
+    ``state.agent``)."""
+    out: List[Entities] = []
     targets = rules.targets()
-    for name, value in _object(session["entities"], path).items():
+    for name, value in _object(value, path).items():
         tp = f"{path}.{name}"
         index = next((i for i, t in enumerate(targets) if t.name == name), None)
         if index is None:
@@ -213,9 +229,30 @@ def restore_entities(s: Session, session: Dict[str, Any], sp: str) -> None:
                 held.by_id[key] = restore_entity(entity, t, ep)
                 if not t.whole:
                     _record_id(entity, key, t.id, ep)
-        while len(s.entities) <= index:
-            s.entities.append(Entities())
-        s.entities[index] = held
+        while len(out) <= index:
+            out.append(Entities())
+        out[index] = held
+    return out
+
+
+def restore_files(s: Session, session: Dict[str, Any], sp: str) -> None:
+    """``{sp}.files`` (optional): the answered file requests, each an object whose ``op`` is
+    ``"read"`` or ``"write"`` and whose ``path`` is a string (``request.py``)."""
+    if "files" not in session:
+        return
+    path = f"{sp}.files"
+    files = session["files"]
+    if type(files) is not list:
+        raise _fail(path, "an array", files)
+    for i, record in enumerate(files):
+        fp = f"{path}.{i}"
+        _object(record, fp)
+        op = _find(record, "op", fp)
+        if op not in ("read", "write") or type(op) is not str:
+            raise _fail(f"{fp}.op", '"read" or "write"', op)
+        if type(_find(record, "path", fp)) is not str:
+            raise _fail(f"{fp}.path", "a string", record["path"])
+        s.files.append(record)
 
 
 def restore_entity(value: Any, t: rules.TargetRule, ep: str) -> Any:
@@ -235,6 +272,7 @@ SESSION_COUNTS = (
     ("droppedPermissions", "maxPermissions"),
     ("droppedUpdates", "maxUpdates"),
     ("droppedEntities", "maxEntities"),
+    ("droppedFiles", "maxFiles"),
 )
 # A bound's checkpoint member -> the store's attribute.
 _BOUND_ATTRS = {name: attr for name, attr, _, _ in LIMITS}

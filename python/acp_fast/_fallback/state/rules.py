@@ -53,6 +53,18 @@ class TargetRule(NamedTuple):
     lists: Tuple[str, ...]
 
 
+class MessageRule(NamedTuple):
+    """A rule of the answer to a request or of a notification (the tables' ``responses`` and
+    ``notifications``): it replaces its target (an index in ``targets()``; ``agent``: the store's
+    own, else the session's), or only the target's ``field``, by the message's ``value`` member
+    (None: the result or params object whole). The tables' other actions have no such rule yet."""
+
+    target: int
+    field: Optional[str]
+    value: Optional[str]
+    agent: bool
+
+
 #: v1's kinds that the store tracks (v1's schema has no ``x-state``).
 V1_HANDLERS: Dict[str, str] = {"tool_call": "tool_call", "tool_call_update": "tool_call_update", "plan": "plan"}
 
@@ -64,10 +76,16 @@ ENTITY = "entity"
 #: What ``table`` gives a kind.
 Kind = Union[str, Tuple[str, int, bool]]
 
-_TABLE: Optional[Tuple[Dict[str, Kind], List[Rule], List[TargetRule]]] = None
+#: The rules of messages, by method.
+Messages = Dict[str, List[MessageRule]]
+#: What ``table`` gives: the kinds, the rules and targets applied as written, the rules of
+#: answers and of notifications.
+Table = Tuple[Dict[str, Kind], List[Rule], List[TargetRule], Messages, Messages]
+
+_TABLE: Optional[Table] = None
 
 
-def get() -> Tuple[Dict[str, Kind], List[Rule], List[TargetRule]]:
+def get() -> Table:
     """The update table, built once."""
     global _TABLE
     if _TABLE is None:
@@ -78,6 +96,16 @@ def get() -> Tuple[Dict[str, Kind], List[Rule], List[TargetRule]]:
 def rule(index: int) -> Rule:
     """The rule of a kind applied as written."""
     return get()[1][index]
+
+
+def answer_rules(method: str) -> List[MessageRule]:
+    """The rules the answer to a request of ``method`` applies (empty: none)."""
+    return get()[3].get(method, [])
+
+
+def notification_rules(method: str) -> List[MessageRule]:
+    """The rules a notification of ``method`` applies (empty: none)."""
+    return get()[4].get(method, [])
 
 
 def targets() -> List[TargetRule]:
@@ -91,16 +119,19 @@ def action_of(name: str) -> Optional[str]:
     return name if name in ("upsert", "append", "replace", "remove") else None
 
 
-def table() -> Tuple[Dict[str, Kind], List[Rule], List[TargetRule]]:
+def table() -> Table:
     """Every kind of either table: its function's name, else its rule applied as written (v2),
     else which versions define it; and the rules and targets applied as written."""
     defined: Dict[str, List[Any]] = {}
     rules: List[Rule] = []
     found: List[List[Any]] = []  # TargetRule fields, mutable while the table is read
     generic: Dict[str, int] = {}
-    for index, version in enumerate(("v1", "v2")):
-        text = (resources.files("acp_fast") / "schema" / version / "state.json").read_text(encoding="utf-8")
-        for name, first in updates(json.loads(text)):
+    documents = [
+        json.loads((resources.files("acp_fast") / "schema" / version / "state.json").read_text(encoding="utf-8"))
+        for version in ("v1", "v2")
+    ]
+    for index, document in enumerate(documents):
+        for name, first in updates(document):
             entry = defined.setdefault(name, [0, None])
             entry[0] |= 1 << index
             if first is None:
@@ -140,7 +171,58 @@ def table() -> Tuple[Dict[str, Kind], List[Rule], List[TargetRule]]:
         name: handler or {1: DEFINED_V1, 2: DEFINED_V2}.get(versions, DEFINED)
         for name, (versions, handler) in defined.items()
     }
-    return kinds, rules, [TargetRule(t[0], t[1], t[2], tuple(t[3])) for t in found]
+    # The rules of messages, after the updates' (their targets' indexes come first).
+    answers: Messages = {}
+    notifications: Messages = {}
+    for document in documents:
+        for table_name, into in (("responses", answers), ("notifications", notifications)):
+            for method, written in message_rules(document, table_name):
+                kept = [r for r in (message_rule(found, agent, w) for agent, w in written) if r is not None]
+                if kept:
+                    into[method] = kept
+    return kinds, rules, [TargetRule(t[0], t[1], t[2], tuple(t[3])) for t in found], answers, notifications
+
+
+def message_rule(found: List[List[Any]], agent: bool, w: Dict[str, str]) -> Optional[MessageRule]:
+    """A rule of a message as the store applies it: a replace whose paths are plain member names,
+    of a target without ids (added to ``found`` when new); None for any other."""
+    field, value = w.get("field"), w.get("value")
+    plain = all(p is None or (p and "." not in p) for p in (field, value))
+    if action_of(w["action"]) != "replace" or w.get("id") is not None or not plain:
+        return None
+    at = next((i for i, t in enumerate(found) if t[0] == w["target"]), None)
+    if at is not None and found[at][1] is not None:
+        return None
+    if at is None:
+        if len(found) >= 255:
+            return None
+        found.append([w["target"], None, field is None and value is not None, []])
+        at = len(found) - 1
+    return MessageRule(at, field, value, agent)
+
+
+def message_rules(document: Dict[str, Any], table_name: str) -> List[Tuple[str, List[Tuple[bool, Dict[str, str]]]]]:
+    """The ``responses`` or ``notifications`` of a table: each method with its rules, each rule
+    with its scope (``agent``: True for the agent's, False for the session's)."""
+    out: List[Tuple[str, List[Tuple[bool, Dict[str, str]]]]] = []
+    for method, scopes in document.get(table_name, {}).items():
+        rules: List[Tuple[bool, Dict[str, str]]] = []
+        for scope, agent in (("session", False), ("agent", True)):
+            listed = scopes.get(scope) if isinstance(scopes, dict) else None
+            for r in listed if isinstance(listed, list) else ():
+                w = written(r)
+                if w is not None:
+                    rules.append((agent, w))
+        out.append((method, rules))
+    return out
+
+
+def written(r: Any) -> Optional[Dict[str, str]]:
+    """A rule's string members (None: without a string ``action`` and ``target``)."""
+    if not isinstance(r, dict):
+        return None
+    rule = {k: v for k, v in r.items() if isinstance(v, str)}
+    return rule if "target" in rule and "action" in rule else None
 
 
 def updates(document: Dict[str, Any]) -> List[Tuple[str, Optional[Dict[str, str]]]]:
@@ -149,10 +231,5 @@ def updates(document: Dict[str, Any]) -> List[Tuple[str, Optional[Dict[str, str]
     for name, rules in document.get("updates", {}).items():
         session = rules.get("session") if isinstance(rules, dict) else None
         first = session[0] if isinstance(session, list) and session else None
-        rule = None
-        if isinstance(first, dict):
-            rule = {k: v for k, v in first.items() if isinstance(v, str)}
-            if "target" not in rule or "action" not in rule:
-                rule = None
-        out.append((name, rule))
+        out.append((name, written(first)))
     return out
