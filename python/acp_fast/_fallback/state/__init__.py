@@ -58,8 +58,8 @@ from .permission import cancel_request, cancel_responses, permission_request, re
 from .plan import plan, plan_removed, plan_update
 from .read import BAD_SID, exactly
 from .records import Change, Entities, Session, terminal_record, tool_call_record
-from .request import new_requests, request
 from .records import fresh as _fresh
+from .request import new_requests, request
 from .terminal import terminal_chunk, terminal_update
 from .tool_call import content_chunk, tool_call, tool_call_update
 

@@ -206,7 +206,7 @@ def from_json(cls: Callable[..., S], data: Any) -> S:
     evicted = _count(_find(doc, "evicted", "state"), 0)
     if evicted is None:
         raise _fail("state.evicted", "a non-negative integer", doc["evicted"])
-    closed = 0
+    closed: Optional[int] = 0
     if "closedSessions" in doc:
         closed = _count(doc["closedSessions"], 0)
         if closed is None:
@@ -216,7 +216,7 @@ def from_json(cls: Callable[..., S], data: Any) -> S:
     store = cls(fixed, max_tool_calls=limit, **bounds)
     store._set_negotiated(negotiated)
     store._evicted = evicted
-    store._closed_sessions = closed
+    store._closed_sessions = closed or 0
     store._agent = agent
     records: Dict[str, List[List[Any]]] = {}
     for sid, session in sessions.items():

@@ -232,10 +232,9 @@ def apply_answer(store: Store, value: Dict[str, Any], kind: str, pending: Pendin
                 raise Bad("invalid_output", ("result", "output"), "a string")
         tid = pending.id
         s = store._session(sid)
-        term = s.terminals.get(tid)
-        existed = term is not None
-        if term is None:
-            term = s.terminals[tid] = Terminal()
+        held = s.terminals.get(tid)
+        existed = held is not None
+        term = s.terminals[tid] = Terminal() if held is None else held
         f = term.fields
         if method == "terminal/output":
             assert type(result) is dict and output is not None
@@ -270,9 +269,9 @@ def apply_answer(store: Store, value: Dict[str, Any], kind: str, pending: Pendin
         return Change(sid, "session", None, "closed", None)
     if method == REPLAY:
         assert sid is not None
-        s = store._sessions.get(pending.session or "")
-        if s is not None:
-            s.replaying = False
+        replayed = store._sessions.get(pending.session or "")
+        if replayed is not None:
+            replayed.replaying = False
         return Change(pending.session, "session", None, "replayed", None)
     return rules_change
 

@@ -208,13 +208,13 @@ def restore_entities(s: Session, session: Dict[str, Any], sp: str) -> None:
     s.entities = read_entities(session["entities"], f"{sp}.entities")
 
 
-def read_entities(value: Any, path: str) -> List[Entities]:
-    """The entities ``value`` at ``path``: ``{target: value}`` for targets of the update table, by
+def read_entities(doc: Any, path: str) -> List[Entities]:
+    """The entities ``doc`` at ``path``: ``{target: value}`` for targets of the update table, by
     their index in ``rules.targets()`` (a session's ``entities``, or the agent's own,
     ``state.agent``)."""
     out: List[Entities] = []
     targets = rules.targets()
-    for name, value in _object(value, path).items():
+    for name, value in _object(doc, path).items():
         tp = f"{path}.{name}"
         index = next((i for i, t in enumerate(targets) if t.name == name), None)
         if index is None:
