@@ -111,6 +111,7 @@ MAP: list[tuple[list[str], str | None, str]] = [
     (["rust/state/plan.rs"], "state/plan.py", "plans"),
     (["rust/state/entity.rs"], "state/entity.py", "entities: the x-state rules applied as written"),
     (["rust/state/permission.rs"], "state/permission.py", "permission requests, cancellation"),
+    (["rust/state/request.rs"], "state/request.py", "requests followed through their answers (DESIGN 7.10)"),
     (["rust/state/evict.rs"], "state/evict.py", "the bounds"),
     (["rust/state/checkpoint.rs"], "state/checkpoint.py", "checkpoints: `to_json`, `from_json`"),
     (["rust/state/restore.rs"], "state/restore.py", "reading a checkpoint"),
@@ -178,7 +179,7 @@ ALLOWED: list[tuple[str, str | list[str], str]] = [
         "rust/state/mod.rs",
         ["of", "with_limits", "version", "fixed_version", "limits", "tool_call_count", "sessions", "session"]
         + ["session_id", "permission_at", "session_slot", "fill_members", "apply_captured", "session_update"]
-        + ["defined_elsewhere", "unknown_update", "set_wrap_bare_content"],
+        + ["defined_elsewhere", "unknown_update", "set_wrap_bare_content", "held", "session_slot_of"],
         "the core Store's accessors and dispatch: here the store is the class, its state its attributes",
     ),
     (
@@ -218,7 +219,21 @@ ALLOWED: list[tuple[str, str | list[str], str]] = [
     ("state/records.py", ORDER, "Change (the binding's PyChange, after the core's records in Rust) comes first here"),
     ("rust/state/checkpoint.rs", ["message", "repr_approx", "count_error"], "CheckpointError's text: ValueError here"),
     ("state/checkpoint.py", ["load"], "reading the document: orjson and the scanner here"),
-    ("state/checkpoint.py", ["entities"], "a session's entities as a dict (rust: document.rs's `entities`)"),
+    (
+        "rust/state/request.rs",
+        ["of", "pending_key", "held_change"],
+        "Method::of and the pending keys are a dict and tuples here; Changes are built with their session here",
+    ),
+    (
+        "state/request.py",
+        ["new", "utf8_len", "new_requests"],
+        "Pending's constructor; the UTF-8 length of a str (rust: the unescaped text's length); an OrderedDict",
+    ),
+    (
+        "state/checkpoint.py",
+        ["entities", "entity_map"],
+        "a session's (or the agent's) entities as a dict (rust: document.rs's `entities`, `entity_map`)",
+    ),
     ("rust/python/args.rs", ALL, "PyO3 argument types; the fallback checks each argument where it is taken"),
     ("rust/error.rs", ["name"], "JSON types are strings here (rust: the `JsonType` enum)"),
     (

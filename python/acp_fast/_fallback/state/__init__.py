@@ -544,18 +544,6 @@ class ToolCallStore:
 
     @property
     @exclusive
-    def max_files(self) -> Optional[int]:
-        """Answered file requests kept per session (the last ones; 0: not tracked; None: no bound)."""
-        return self._max_files
-
-    @property
-    @exclusive
-    def closed_sessions(self) -> int:
-        """Sessions dropped by an answered ``session/close`` or ``session/delete``."""
-        return self._closed_sessions
-
-    @property
-    @exclusive
     def strict_schema(self) -> Any:
         """``strict_schema`` as given: False (off), True (follows the negotiation), 1 or 2."""
         if self._strict is None:
@@ -566,9 +554,21 @@ class ToolCallStore:
 
     @property
     @exclusive
+    def max_files(self) -> Optional[int]:
+        """Answered file requests kept per session (the last ones; 0: not tracked; None: no bound)."""
+        return self._max_files
+
+    @property
+    @exclusive
     def evicted(self) -> int:
         """Tool calls dropped by the ``max_tool_calls`` bound."""
         return self._evicted
+
+    @property
+    @exclusive
+    def closed_sessions(self) -> int:
+        """Sessions dropped by an answered ``session/close`` or ``session/delete``."""
+        return self._closed_sessions
 
     @property
     @exclusive

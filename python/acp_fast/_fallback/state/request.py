@@ -19,13 +19,13 @@ Change is built with them.
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from . import rules
 from .entity import message_entities
 from .evict import close_permission_holes, touch_terminal, trim_front, trim_order, trim_output
 from .read import BAD_SID, Bad
-from .records import Change, Store, Terminal
+from .records import Change, Session, Store, Terminal
 
 __all__ = ["MAX_PENDING_REQUESTS", "answered", "drop_session", "request"]
 
@@ -122,7 +122,7 @@ def request(store: Store, params: Any, method: Optional[str], rid: Any, source: 
     elif m in _FILES:
         file_request(params, pending)
     elif m == "terminal/create":
-        pending.terminal = {k: v for k, v in params.items() if k not in _NOT_FIELDS and v is not None}
+        pending.terminal = created_terminal(params)
     change = None
     if m == REPLAY:
         assert sid is not None
@@ -156,6 +156,12 @@ def file_request(params: Dict[str, Any], pending: Pending) -> None:
         content = params.get("content")
         if type(content) is str:
             pending.bytes = utf8_len(content)
+
+
+def created_terminal(params: Dict[str, Any]) -> Dict[str, Any]:
+    """``terminal/create``: the fields of the terminal its answer creates (the request's members
+    but those that are not a terminal's fields, in member order; null ones skipped)."""
+    return {k: v for k, v in params.items() if k not in _NOT_FIELDS and v is not None}
 
 
 def utf8_len(text: str) -> int:
@@ -213,12 +219,9 @@ def apply_answer(store: Store, value: Dict[str, Any], kind: str, pending: Pendin
         tid = result.get("terminalId") if type(result) is dict else None
         if type(tid) is not str:
             raise Bad("invalid_terminal_id", ("result", "terminalId"), "a string")
-        s = store._session(sid)
-        old = s.terminals.get(tid)
-        existed = old is not None
+        s, old, existed = held_terminal(store, sid, tid)
         term = s.terminals[tid] = Terminal()  # a terminal held keeps its place and its number
-        if old is not None:
-            term.seq = old.seq
+        term.seq = old.seq
         term.fields = dict(pending.terminal)
         if store._max_terminals is not None:
             touch_terminal(store, s, tid, term, not existed)
@@ -231,10 +234,7 @@ def apply_answer(store: Store, value: Dict[str, Any], kind: str, pending: Pendin
             if type(output) is not str:
                 raise Bad("invalid_output", ("result", "output"), "a string")
         tid = pending.id
-        s = store._session(sid)
-        held = s.terminals.get(tid)
-        existed = held is not None
-        term = s.terminals[tid] = Terminal() if held is None else held
+        s, term, existed = held_terminal(store, sid, tid)
         f = term.fields
         if method == "terminal/output":
             assert type(result) is dict and output is not None
@@ -274,6 +274,17 @@ def apply_answer(store: Store, value: Dict[str, Any], kind: str, pending: Pendin
             replayed.replaying = False
         return Change(pending.session, "session", None, "replayed", None)
     return rules_change
+
+
+def held_terminal(store: Store, sid: str, tid: str) -> Tuple[Session, Terminal, bool]:
+    """The terminal ``tid`` of the session ``sid``, created if needed: the session, the terminal,
+    and whether it existed."""
+    s = store._session(sid)
+    term = s.terminals.get(tid)
+    if term is not None:
+        return s, term, True
+    term = s.terminals[tid] = Terminal()
+    return s, term, False
 
 
 def drop_session(store: Store, sid: str) -> None:
