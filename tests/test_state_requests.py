@@ -487,3 +487,15 @@ def test_a_v1_recording_with_client_methods(backend):
         ("s1", "terminal", "t", "updated", None),
     ]
     assert s.terminal("s1", "t") == {"terminalId": "t", "command": "make", "output": b"", "exitStatus": {"exitCode": 0}}
+
+
+def test_numbers_keep_their_text(backend):
+    s = backend.ToolCallStore(1)
+    s.apply(b'{"jsonrpc":"2.0","id":1,"method":"fs/read_text_file","params":{"sessionId":"s","path":"/a","line":1E1}}')
+    s.apply(b'{"jsonrpc":"2.0","id":1,"result":{"content":""}}')
+    s.apply(b'{"jsonrpc":"2.0","id":2,"method":"terminal/create","params":{"sessionId":"s","outputByteLimit":2.50}}')
+    s.apply(b'{"jsonrpc":"2.0","id":2,"result":{"terminalId":"t"}}')
+    doc = s.to_json()
+    assert b'"line":1E1' in doc and b'"outputByteLimit":2.50' in doc
+    assert s.files("s")[0]["line"] == 10.0 and s.terminal("s", "t")["outputByteLimit"] == 2.5
+    assert backend.ToolCallStore.from_json(doc).to_json() == doc

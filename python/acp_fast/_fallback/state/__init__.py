@@ -646,9 +646,7 @@ class ToolCallStore:
                 if frame is not None:
                     value = exactly(frame, value)
                 return permission_request(self, value["params"], m._id)
-            if frame is not None and type(value.get("params")) is dict:
-                value = exactly(frame, value)
-            return request(self, value.get("params"), m._method, m._id, source)
+            return request(self, value, m._method, m._id, source, frame)
         return response(self, value, m, source, frame)
 
     def _notification(self, value: Any, method: Optional[str], frame: Optional[bytes]) -> Optional[Change]:

@@ -24,7 +24,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from . import rules
 from .entity import message_entities
 from .evict import close_permission_holes, touch_terminal, trim_front, trim_order, trim_output
-from .read import BAD_SID, Bad
+from .read import BAD_SID, Bad, exactly
 from .records import Change, Session, Store, Terminal
 
 __all__ = ["MAX_PENDING_REQUESTS", "answered", "drop_session", "request"]
@@ -76,11 +76,14 @@ class Pending:
         self.rules = rules_
 
 
-def request(store: Store, params: Any, method: Optional[str], rid: Any, source: Any) -> Optional[Change]:
-    """A request other than ``session/request_permission``: if its method's answer is applied,
-    check and keep what the answer needs (replacing a pending request with its key); a
-    ``session/load`` (or a ``session/resume`` replaying from the start) first drops the session,
-    which its replay rebuilds, and marks it replaying."""
+def request(
+    store: Store, value: Dict[str, Any], method: Optional[str], rid: Any, source: Any, frame: Optional[bytes]
+) -> Optional[Change]:
+    """A request other than ``session/request_permission`` (its parsed object ``value``; ``frame``:
+    its bytes when ``value`` is orjson's parse): if its method's answer is applied, check and keep
+    what the answer needs (replacing a pending request with its key); a ``session/load`` (or a
+    ``session/resume`` replaying from the start) first drops the session, which its replay
+    rebuilds, and marks it replaying."""
     if method is None:
         return None
     answer = rules.answer_rules(method) if store._v2 and store._max_entities != 0 else []
@@ -92,10 +95,13 @@ def request(store: Store, params: Any, method: Optional[str], rid: Any, source: 
         by_agent, m = False, RULES
     if source == ("client" if by_agent else "agent"):
         return None
-    if type(params) is not dict:
+    if type(value.get("params")) is not dict:
         return None
     if method in _FILES and store._max_files == 0:
         return None
+    if frame is not None:
+        value = exactly(frame, value)
+    params = value["params"]
     cursor = None
     if method == "session/load":
         m = REPLAY
