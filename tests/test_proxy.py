@@ -401,6 +401,15 @@ def test_watch_reports_tool_call_changes(env):
     assert b"[s1] tool_call c1 updated" in done.stderr
 
 
+def test_watch_reports_a_closed_session(env):
+    # `cat` sends the editor's lines back as the agent's: the close request, then its answer
+    close = b'{"jsonrpc":"2.0","id":7,"method":"session/close","params":{"sessionId":"s1"}}\n'
+    data = B.tool_call("s1", "c1", "Read file", kind="read") + close + b'{"jsonrpc":"2.0","id":7,"result":{}}\n'
+    done = proxy(env, "--watch", agent=["cat"], stdin=data)
+    assert done.returncode == 0 and done.stdout == data
+    assert b"[s1] session closed" in done.stderr
+
+
 @pytest.mark.parametrize("limit", [None, 3])
 def test_agent_invalid_fail_stops_the_session(tmp_path, env, limit):
     good = frames(6)

@@ -226,8 +226,10 @@ class SchemaCheck:
 def change_line(change: Any) -> Optional[str]:
     """``--watch``: the diagnostic of a state change (None for the changes it does not show)."""
     sid, target, ident, action, tcid = change
-    if target in ("tool_call", "permission", "terminal", "plan"):
+    if target in ("tool_call", "permission", "terminal", "plan", "file"):
         return f"[{sid}] {target} {ident} {action}"
+    if target == "session" and action in ("closed", "replaying", "replayed"):
+        return f"[{sid}] session {action}"
     return None
 
 
