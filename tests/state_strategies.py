@@ -5,6 +5,7 @@ random ACP frames and streams (tool calls, terminals, permissions, plans, batche
 from __future__ import annotations
 
 import base64
+import re
 from typing import Any, Dict
 
 from hypothesis import strategies as st
@@ -333,6 +334,64 @@ def plan_messages(draw) -> Dict[str, Any]:
     return envelope(sid, update)
 
 
+#: Requests the store follows through their answers (DESIGN 7.10), and answers to them.
+REQUEST_METHODS = {
+    "terminal/create": lambda: {"command": "make", "args": ["-j"], "cwd": "/w", "outputByteLimit": 10},
+    "terminal/output": lambda: {"terminalId": "t1"},
+    "terminal/wait_for_exit": lambda: {"terminalId": "t1"},
+    "terminal/kill": lambda: {"terminalId": "t1"},
+    "terminal/release": lambda: {"terminalId": "t1"},
+    "fs/read_text_file": lambda: {"path": "/a", "line": 2},
+    "fs/write_text_file": lambda: {"path": "/b", "content": "h\u00e9"},
+    "session/close": dict,
+    "session/delete": dict,
+    "session/load": lambda: {"cwd": "/", "mcpServers": []},
+    "session/resume": lambda: {"cwd": "/", "replayFrom": {"type": "start"}},
+    "session/new": lambda: {"cwd": "/"},
+    "session/set_title": lambda: {"title": "T"},
+    "auth/status": dict,
+}
+ANSWERS = [
+    {"terminalId": "t1"},
+    {"output": "ab\u00e9", "truncated": False, "exitStatus": {"exitCode": 0}},
+    {"output": 5},
+    {"exitCode": 1, "signal": None},
+    {"content": "x\u00e9"},
+    {"sessionId": "s2", "configOptions": [], "availableCommands": [{"name": "c"}]},
+    {"title": "Done"},
+    {"state": "ok"},
+    {},
+    None,
+]
+
+
+_REQUEST_ID = re.compile(rb'"id":\s*(?:"r1"|"r2"|3[,}\s])')
+#: Ids of the followed requests (apart from the permission requests': their answers are not
+#: part of a checkpoint, `answers_a_request`).
+REQUEST_IDS = ["r1", "r2", 3]
+
+
+def answers_a_request(data: bytes) -> bool:
+    """Might the frame answer a followed request (whose pending state a checkpoint does not keep)?"""
+    return (b'"result"' in data or b'"error"' in data) and _REQUEST_ID.search(data) is not None
+
+
+@st.composite
+def request_messages(draw) -> Dict[str, Any]:
+    rid = draw(st.sampled_from(REQUEST_IDS))
+    choice = draw(st.integers(0, 3))
+    if choice <= 1:
+        method = draw(st.sampled_from(sorted(REQUEST_METHODS)))
+        params = REQUEST_METHODS[method]()
+        if method != "session/new" and draw(st.integers(0, 9)) != 3:
+            params["sessionId"] = draw(SESSIONS)
+        return {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
+    if choice == 2:
+        return {"jsonrpc": "2.0", "id": rid, "result": draw(st.sampled_from(ANSWERS))}
+    code = draw(st.sampled_from([-32002, -32000]))
+    return {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": "no"}}
+
+
 SINGLE_MESSAGES = st.one_of(
     tool_call_messages(),
     tool_call_messages(),
@@ -340,6 +399,7 @@ SINGLE_MESSAGES = st.one_of(
     permission_messages(),
     permission_messages(),
     plan_messages(),
+    request_messages(),
     OTHER_FRAMES,
 )
 
