@@ -499,3 +499,255 @@ def test_numbers_keep_their_text(backend):
     assert b'"line":1E1' in doc and b'"outputByteLimit":2.50' in doc
     assert s.files("s")[0]["line"] == 10.0 and s.terminal("s", "t")["outputByteLimit"] == 2.5
     assert backend.ToolCallStore.from_json(doc).to_json() == doc
+
+
+# ---------------------------------------------------------------------------------------------
+# more of the spec: errors of every terminal method, the terminal bound, who answers without a
+# source, what a dropped session takes with it, the checkpoint's members and their order
+
+
+def test_every_terminal_error_answer_changes_nothing(backend):
+    s = backend.ToolCallStore(1)
+    ask(s, 1, "terminal/create", {"sessionId": "s1", "command": "make"})
+    answer(backend, s, 1, {"terminalId": "t1"})
+    before = s.to_json()
+    for i, method in enumerate(("terminal/output", "terminal/wait_for_exit", "terminal/kill", "terminal/release")):
+        ask(s, 10 + i, method, {"sessionId": "s1", "terminalId": "t1"})
+        assert fail(backend, s, 10 + i, -32603, "gone") is None
+        # an error answer to a terminal the store does not hold does not create it either
+        ask(s, 20 + i, method, {"sessionId": "s1", "terminalId": "t2"})
+        assert fail(backend, s, 20 + i) is None
+    assert s.to_json() == before
+    assert s.terminal("s1", "t1") == {"terminalId": "t1", "command": "make", "output": b""}
+
+
+def test_wait_for_exit_and_output_create_a_terminal_not_held(backend):
+    s = backend.ToolCallStore(1)
+    ask(s, 1, "terminal/wait_for_exit", {"sessionId": "s1", "terminalId": "t1"})
+    assert answer(backend, s, 1, {"exitCode": None, "signal": "SIGKILL"}) == ("s1", "terminal", "t1", "created", None)
+    assert s.terminal("s1", "t1") == {
+        "terminalId": "t1",
+        "output": b"",
+        "exitStatus": {"exitCode": None, "signal": "SIGKILL"},
+    }
+    # a wait_for_exit answer that is not an object sets nothing
+    ask(s, 2, "terminal/wait_for_exit", {"sessionId": "s1", "terminalId": "t2"})
+    assert answer(backend, s, 2, None) == ("s1", "terminal", "t2", "created", None)
+    assert s.terminal("s1", "t2") == {"terminalId": "t2", "output": b""}
+    # output: truncated and exitStatus null are left out; the output replaces the one held
+    ask(s, 3, "terminal/output", {"sessionId": "s1", "terminalId": "t2"})
+    answer(backend, s, 3, {"output": "first", "truncated": None, "exitStatus": None})
+    ask(s, 4, "terminal/output", {"sessionId": "s1", "terminalId": "t2"})
+    assert answer(backend, s, 4, {"output": "second"}) == ("s1", "terminal", "t2", "updated", None)
+    assert s.terminal("s1", "t2") == {"terminalId": "t2", "output": b"second"}
+
+
+def test_client_terminals_keep_the_terminal_bound(backend):
+    def create(s, id_, tid):
+        ask(s, id_, "terminal/create", {"sessionId": "s1", "command": tid})
+        return answer(backend, s, id_, {"terminalId": tid})
+
+    s = backend.ToolCallStore(1, max_terminals=2)
+    for i in range(3):
+        assert create(s, i, f"t{i}") == ("s1", "terminal", f"t{i}", "created", None)
+    assert list(s.terminals("s1")) == ["t1", "t2"]  # none exited: the oldest dropped
+    assert s.state()["sessions"]["s1"]["_truncated"] == {"droppedTerminals": 1}
+    # the exited one goes first: by a wait_for_exit answer, or an output answer with exitStatus
+    ask(s, 10, "terminal/wait_for_exit", {"sessionId": "s1", "terminalId": "t2"})
+    answer(backend, s, 10, {"exitCode": 0})
+    create(s, 3, "t3")
+    assert list(s.terminals("s1")) == ["t1", "t3"]
+    ask(s, 11, "terminal/output", {"sessionId": "s1", "terminalId": "t3"})
+    answer(backend, s, 11, {"output": "", "truncated": False, "exitStatus": {"exitCode": 1}})
+    create(s, 4, "t4")
+    assert list(s.terminals("s1")) == ["t1", "t4"]
+    # an answer to a terminal not held creates one, under the bound too
+    ask(s, 12, "terminal/kill", {"sessionId": "s1", "terminalId": "t5"})
+    assert answer(backend, s, 12, {}) == ("s1", "terminal", "t5", "created", None)
+    assert list(s.terminals("s1")) == ["t4", "t5"]
+    assert s.state()["sessions"]["s1"]["_truncated"] == {"droppedTerminals": 4}
+    back = backend.ToolCallStore.from_json(s.to_json())
+    assert back.state() == s.state()
+
+
+def test_an_answer_without_a_source_looks_up_the_agents_requests_first(backend):
+    s = backend.ToolCallStore(1)
+    ask(s, 7, "fs/read_text_file", {"sessionId": "s1", "path": "/a"}, source=A)
+    ask(s, 7, "session/close", {"sessionId": "s1"}, source=C)
+    assert answer(backend, s, 7, {"content": "x"}, source=None) == ("s1", "file", "/a", "appended", None)
+    assert answer(backend, s, 7, {}, source=None) == ("s1", "session", None, "closed", None)
+    assert answer(backend, s, 7, {}, source=None) is None
+    # a request without a source is followed whoever sends its method; the client's answer
+    # finds an agent's request only, the agent's answer a client's only
+    ask(s, 8, "session/delete", {"sessionId": "s2"}, source=None)
+    assert answer(backend, s, 8, {}, source=C) is None
+    assert answer(backend, s, 8, {}, source=A) == ("s2", "session", None, "closed", None)
+
+
+def test_a_replaced_request_becomes_the_newest(backend):
+    s = backend.ToolCallStore(1)
+    ask(s, "first", "terminal/kill", {"sessionId": "s1", "terminalId": "old"})
+    for i in range(999):
+        ask(s, i, "terminal/kill", {"sessionId": "s1", "terminalId": f"t{i}"})
+    ask(s, "first", "terminal/kill", {"sessionId": "s1", "terminalId": "new"})  # 1000 pending
+    ask(s, "extra", "terminal/kill", {"sessionId": "s1", "terminalId": "x"})  # 0 is forgotten
+    assert answer(backend, s, 0, {}) is None
+    assert answer(backend, s, "first", {}) == ("s1", "terminal", "new", "created", None)
+    assert answer(backend, s, 1, {}) == ("s1", "terminal", "t1", "created", None)
+
+
+def test_other_requests_are_not_followed_nor_checked(backend):
+    s = backend.ToolCallStore(1)
+    before = s.to_json()
+    assert ask(s, 1, "session/prompt", {"sessionId": 5, "prompt": []}, source=C) is None
+    assert ask(s, 2, "_x/terminal", {"sessionId": 5}) is None
+    # a method sent by the other side: not followed, nothing checked
+    assert ask(s, 3, "terminal/create", {"sessionId": 5}, source=C) is None
+    assert ask(s, 4, "session/close", {"sessionId": 5}, source=A) is None
+    assert ask(s, 5, "session/load", [], source=C) is None
+    for id_ in range(1, 6):
+        assert answer(backend, s, id_, {"terminalId": "t"}, source=None) is None
+    assert s.to_json() == before
+
+
+def test_file_records_under_v2_and_without_a_bound(backend):
+    s = backend.ToolCallStore(2, max_files=None)
+    for i in range(1005):
+        ask(s, i, "fs/write_text_file", {"sessionId": "s1", "path": f"/{i}", "content": None if i % 2 else "é"})
+        answer(backend, s, i, None)
+    files = s.files("s1")
+    assert len(files) == 1005 and "_truncated" not in s.state()["sessions"]["s1"]
+    assert files[:2] == [{"op": "write", "path": "/0", "bytes": 2}, {"op": "write", "path": "/1", "bytes": None}]
+    doc = s.state()
+    assert doc["maxFiles"] is None
+    back = backend.ToolCallStore.from_json(s.to_json())
+    assert back.max_files is None and back.state() == doc
+    # an error answer to a read keeps line and limit; its error as received
+    ask(s, "r", "fs/read_text_file", {"sessionId": "s1", "path": "/r", "line": 0, "limit": None})
+    change = s.apply(b'{"jsonrpc":"2.0","id":"r","error":{"code":-32002,"message":"gone","data":[1.50]}}', source=C)
+    assert change_of(backend, change) == ("s1", "file", "/r", "appended", None)
+    assert s.files("s1")[-1] == {
+        "op": "read",
+        "path": "/r",
+        "line": 0,
+        "bytes": None,
+        "error": {"code": -32002, "message": "gone", "data": [1.5]},
+    }
+    assert b'"data":[1.50]' in s.to_json()
+
+
+def test_closing_drops_everything_the_session_holds(backend):
+    s = backend.ToolCallStore(2, max_tool_calls=10)
+    chunk = {"sessionUpdate": "agent_message_chunk", "messageId": "m", "content": {"type": "text", "text": "hi"}}
+    plan = {"sessionUpdate": "plan", "entries": [{"content": "x", "priority": "low", "status": "pending"}]}
+    for sid in ("a", "b"):
+        s.apply(tool_call(sid, "c1", "completed"))
+        s.apply(session_update(sid, chunk))
+        s.apply(session_update(sid, plan))
+        s.apply(session_update(sid, {"sessionUpdate": "_custom", "n": 1}))
+        s.apply(permission(f"p-{sid}", sid), source=A)
+        ask(s, f"t-{sid}", "terminal/create", {"sessionId": sid, "command": "x"})
+        answer(backend, s, f"t-{sid}", {"terminalId": "t1"})
+        ask(s, f"f-{sid}", "fs/read_text_file", {"sessionId": sid, "path": "/x"})
+        answer(backend, s, f"f-{sid}", {"content": "x"})
+        ask(s, f"k-{sid}", "terminal/kill", {"sessionId": sid, "terminalId": "t1"})  # pending
+    kept = s.state()["sessions"]["b"]
+    assert list(kept) == ["toolCalls", "terminals", "plans", "permissions", "updates", "entities", "files"]
+    ask(s, "close", "session/close", {"sessionId": "a"}, source=C)
+    assert answer(backend, s, "close", None, source=A) == ("a", "session", None, "closed", None)
+    assert s.state()["sessions"] == {"b": kept}
+    assert (s.get("a", "c1"), s.tool_calls("a"), s.terminals("a"), s.plans("a")) == (None, {}, {}, {})
+    assert (s.entities("a"), s.updates("a"), s.files("a"), s.permissions("a")) == ({}, [], [], [])
+    assert (s.cancel_responses("a"), list(s.snapshot()), len(s), s.evicted, s.closed_sessions) == ([], ["b"], 1, 0, 1)
+    assert s.state()["permissionOrder"] == ["b"]
+    # its pending requests and permission request are forgotten: their answers are nobody's
+    assert answer(backend, s, "k-a", {}) is None
+    assert s.apply(response("p-a", {"outcome": {"outcome": "cancelled"}}), source=C) is None
+    assert answer(backend, s, "k-b", {}) == ("b", "terminal", "t1", "updated", None)
+    # the session comes back empty when something names it again
+    s.apply(tool_call("a", "c2"))
+    assert list(s.tool_calls("a")) == ["c2"] and s.files("a") == [] and len(s) == 2
+
+
+def test_a_replay_of_a_session_not_held(backend):
+    s = backend.ToolCallStore(1)
+    change = ask(s, 1, "session/load", {"sessionId": "n", "cwd": "/", "mcpServers": []}, source=C)
+    assert change_of(backend, change) == ("n", "session", None, "replaying", None)
+    assert s.replaying("n") and not s.replaying("other")
+    assert s.state()["sessions"] == {"n": {"toolCalls": {}, "terminals": {}, "plans": {}, "permissions": []}}
+    s.apply(tool_call("n", "c1"))
+    assert fail(backend, s, 1, source=A) == ("n", "session", None, "replayed", None)
+    assert not s.replaying("n") and list(s.tool_calls("n")) == ["c1"]
+    # a session closed while replaying: the load is forgotten with it
+    ask(s, 2, "session/load", {"sessionId": "n", "cwd": "/", "mcpServers": []}, source=C)
+    assert s.tool_calls("n") == {}
+    ask(s, 3, "session/close", {"sessionId": "n"}, source=C)
+    assert answer(backend, s, 3, {}, source=A) == ("n", "session", None, "closed", None)
+    assert answer(backend, s, 2, {}, source=A) is None
+    assert (s.replaying("n"), s.state()["sessions"], s.closed_sessions) == (False, {}, 1)
+    # a load whose sessionId is not a string is refused
+    data = req(4, "session/load", {"sessionId": None, "cwd": "/"})
+    expect_error(
+        backend,
+        s,
+        data,
+        "invalid_session_id",
+        'expected "params.sessionId" to be a string, found null',
+        data.index(b"null"),
+    )
+
+
+def test_checkpoint_members_of_requests(backend):
+    s = backend.ToolCallStore(2, max_files=1, max_tool_calls=5)
+    assert "maxFiles" not in backend.ToolCallStore(2).state()
+    assert "closedSessions" not in s.state()
+    s.apply(tool_call("s1", "c1"))
+    s.apply(session_update("s1", {"sessionUpdate": "_u"}))
+    s.apply(session_update("s1", {"sessionUpdate": "session_info_update", "title": "T"}))
+    for i in range(3):
+        ask(s, i, "fs/read_text_file", {"sessionId": "s1", "path": f"/{i}", "limit": 2})
+        answer(backend, s, i, {"content": "ab"})
+    held = s.state()["sessions"]["s1"]
+    assert list(held) == [
+        "toolCalls",
+        "terminals",
+        "plans",
+        "permissions",
+        "updates",
+        "entities",
+        "files",
+        "_truncated",
+    ]
+    assert (held["files"], held["_truncated"]) == (
+        [{"op": "read", "path": "/2", "limit": 2, "bytes": 2}],
+        {"droppedFiles": 2},
+    )
+    assert backend.ToolCallStore.from_json(s.to_json()).state() == s.state()
+    s.apply(tool_call("s2", "c1"))
+    ask(s, "c", "session/delete", {"sessionId": "s2"}, source=C)
+    answer(backend, s, "c", {}, source=A)
+    ask(s, "pending", "fs/read_text_file", {"sessionId": "s1", "path": "/p"})
+    ask(s, "load", "session/load", {"sessionId": "s1", "cwd": "/"}, source=C)
+    s.apply(tool_call("s1", "c1"))
+    doc = s.state()
+    assert list(doc) == [
+        "format",
+        "protocolVersion",
+        "negotiatedVersion",
+        "maxToolCalls",
+        "maxFiles",
+        "evicted",
+        "closedSessions",
+        "sessions",
+        "permissionOrder",
+    ]
+    assert (doc["maxFiles"], doc["closedSessions"]) == (1, 1)
+    # the load dropped s1's records and its pending read; the replay rebuilds the tool call
+    assert list(doc["sessions"]["s1"]) == ["toolCalls", "terminals", "plans", "permissions"]
+    assert s.replaying("s1")
+    back = backend.ToolCallStore.from_json(s.to_json())
+    assert back.state() == doc and back.to_json() == s.to_json()
+    assert (back.max_files, back.closed_sessions, back.replaying("s1")) == (1, 1, False)
+    assert answer(backend, back, "load", {}, source=A) is None  # pending requests are not saved
+    assert answer(backend, s, "load", {}, source=A) == ("s1", "session", None, "replayed", None)
+    assert answer(backend, s, "pending", {"content": ""}) is None
