@@ -110,8 +110,9 @@ impl Store {
         let Some((mut m, by_agent)) = Method::of(name).or((!rules.is_empty()).then_some((Method::Rules, false))) else {
             return Ok(None);
         };
-        let from = if by_agent { Source::Client } else { Source::Agent };
-        if source == from {
+        // A method sent by the other side than its sender: not followed.
+        let not_sender = if by_agent { Source::Client } else { Source::Agent };
+        if source == not_sender {
             return Ok(None);
         }
         let Some(params) = env.params.filter(|p| p.ty == JsonType::Object) else {

@@ -93,6 +93,7 @@ def request(
         if not answer:
             return None
         by_agent, m = False, RULES
+    # A method sent by the other side than its sender: not followed.
     if source == ("client" if by_agent else "agent"):
         return None
     if type(value.get("params")) is not dict:
