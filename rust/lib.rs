@@ -6,6 +6,7 @@
 //! The pure-Python fallback (`python/acp_fast/_fallback/`) mirrors these modules file for file
 //! and function for function; tests/test_mirror.py checks it and lists the differences on purpose.
 
+pub mod coalesce;
 pub mod columns;
 pub mod decoder;
 pub mod encoder;

@@ -22,6 +22,9 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::mem::ManuallyDrop;
 use std::os::fd::{FromRawFd, RawFd};
+use std::time::Instant;
+
+use crate::coalesce::Coalescer;
 
 use crate::engine::{Engine, Framed, Item};
 use crate::error::{DecodeError, INVALID_PARAMS};
@@ -93,6 +96,10 @@ pub struct Relay {
     pub out: Vec<u8>,
     pub bytes_in: u64,
     pub lines: u64,
+    /// `--coalesce`: the agent's tool-call updates held and merged on the way to `out`, on the
+    /// relay's own clock (seconds since `clock`).
+    coalescer: Option<Coalescer>,
+    clock: Instant,
 }
 
 fn is_blank(line: &[u8]) -> bool {
@@ -120,6 +127,60 @@ impl Relay {
             out: Vec::with_capacity(CHUNK + 4096),
             bytes_in: 0,
             lines: 0,
+            coalescer: None,
+            clock: Instant::now(),
+        }
+    }
+
+    /// Coalesce the lines forwarded (`--coalesce`: the agent's side only).
+    pub fn coalesce(&mut self, coalescer: Coalescer) {
+        self.coalescer = Some(coalescer);
+    }
+
+    fn now(&self) -> f64 {
+        self.clock.elapsed().as_secs_f64()
+    }
+
+    /// Whether the coalescer holds anything.
+    pub fn holding(&mut self) -> bool {
+        self.coalescer.as_mut().is_some_and(|c| c.held() > 0)
+    }
+
+    /// Before a `read`: wait until `fd` has input or the oldest held update is due (then released
+    /// to `out`). Whether to read now.
+    pub fn wait(&mut self, fd: RawFd) -> io::Result<bool> {
+        let now = self.now();
+        let Some(due) = self.coalescer.as_mut().and_then(Coalescer::next_due) else {
+            return Ok(true);
+        };
+        if due > now && readable(fd, due - now)? {
+            return Ok(true);
+        }
+        let now = self.now();
+        if let Some(c) = self.coalescer.as_mut() {
+            c.release_due(now, &mut self.out);
+        }
+        Ok(false)
+    }
+
+    /// Release what the coalescer holds to `out` (at the end of the input, or when stopping).
+    pub fn release_all(&mut self) {
+        if let Some(c) = self.coalescer.as_mut() {
+            c.release_all(&mut self.out);
+        }
+    }
+
+    /// A line to forward (`data` with its line ending; `tracked`: applied without error), through
+    /// the coalescer when there is one.
+    fn forward(&mut self, engine: &Engine, data: &[u8], tracked: bool) {
+        let now = if self.coalescer.is_some() { self.now() } else { 0.0 };
+        match self.coalescer.as_mut() {
+            None => self.out.extend_from_slice(data),
+            Some(c) => {
+                let store = engine.store();
+                c.protocol = store.fixed_version().or(store.negotiated_version());
+                c.push_line(data, now, tracked, &mut self.out);
+            }
         }
     }
 
@@ -212,7 +273,7 @@ impl Relay {
         let content = strip_line_ending(data);
         if is_blank(content) {
             self.lines += 1;
-            self.out.extend_from_slice(data);
+            self.forward(engine, data, true);
             return;
         }
         let at = content.as_ptr() as usize;
@@ -274,9 +335,10 @@ impl Relay {
                 error,
             });
         }
+        let tracked = reported.is_empty();
         notices.append(&mut reported);
         self.lines += 1;
-        self.out.extend_from_slice(data);
+        self.forward(engine, data, tracked);
     }
 
     fn invalid(&mut self, line: u64, data: &[u8], error: DecodeError, notices: &mut Vec<Notice>) {
@@ -287,6 +349,27 @@ impl Relay {
             wire: data.to_vec(),
             error,
         });
+    }
+}
+
+/// Wait until `fd` is readable (or hung up) or `timeout` seconds pass: whether it is.
+fn readable(fd: RawFd, timeout: f64) -> io::Result<bool> {
+    let ms = (timeout * 1000.0).ceil().clamp(0.0, f64::from(i32::MAX)) as i32;
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    loop {
+        // SAFETY: one valid pollfd for the call's duration.
+        let n = unsafe { libc::poll(&raw mut p, 1, ms) };
+        if n >= 0 {
+            return Ok(n > 0);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
     }
 }
 

@@ -81,6 +81,7 @@ MAP: list[tuple[list[str], str | None, str]] = [
     (["rust/engine.rs"], "engine.py", "the per-frame loop: parse, strict check, apply, batches"),
     (["rust/columns.rs", "rust/python/arrow.rs"], "columns.py", "columnar frames (`FrameColumns`)"),
     (["rust/relay.rs", "rust/python/relay.rs"], None, "the proxy's native relay (`_Relay`)"),
+    (["rust/coalesce.rs", "rust/python/coalesce.rs"], "coalesce.py", "`--coalesce`: tool-call updates held and merged"),
     (
         ["rust/schema/mod.rs", f"rust/python/schema.rs::{SCHEMA_BINDING}"],
         "schema/__init__.py",
@@ -150,6 +151,18 @@ ALLOWED: list[tuple[str, str | list[str], str]] = [
     ),
     ("rust/relay.rs", ALL, "the native relay; the fallback's is the proxy's Python loop (proxy/_relay.py)"),
     ("rust/python/relay.rs", ALL, "as rust/relay.rs"),
+    (
+        "rust/coalesce.rs",
+        ["Class.of", "find", "key", "session_of", "Coalescer.oldest"],
+        "the core scanner's walk, and byte keys for (session, tool call): tuples and dict order there",
+    ),
+    ("rust/python/coalesce.rs", ALL, "the public methods: the fallback's `Coalescer` has them in coalesce.py"),
+    (
+        "coalesce.py",
+        ["check_protocol", "push", "due", "flush", "deadline", "protocol", "ms", "held_bytes", "updates_in", "frames_out"],
+        "the public methods (rust/python/coalesce.rs there)",
+    ),
+    ("coalesce.py", "order", "the public methods of the class come first here"),
     (
         "rust/schema/stream.rs",
         ["fixed", "sizes", "message"],

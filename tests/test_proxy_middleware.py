@@ -303,5 +303,5 @@ def test_recordings_with_and_without_the_new_records_read():
     assert [r.forwarded for r in parsed[1:-1]] == [False, True, False, True]
     with pytest.raises(recording.RecordingError, match='"reason" to be a string'):
         list(recording.read(new.replace(b'"reason":"why"', b'"reason":5')))
-    with pytest.raises(recording.RecordingError, match='"replaced" or "injected"'):
+    with pytest.raises(recording.RecordingError, match='"replaced", "injected" or "coalesced"'):
         list(recording.read(new.replace(b'"action":"injected"', b'"action":"eaten"')))

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
         MAX_FRAME_BYTES,
         SCHEMA_DRAFTS,
         Change,
+        Coalescer,
         FrameDecoder,
         Framer,
         Message,
@@ -67,6 +68,7 @@ else:
     Message = _backend.Message
     ToolCallStore = _backend.ToolCallStore
     Change = _backend.Change
+    Coalescer = _backend.Coalescer
     validate_schema = _backend.validate_schema
     SchemaValidator = _backend.SchemaValidator
 
@@ -131,6 +133,7 @@ __all__ = [
     "AcpError",
     "Batch",
     "Change",
+    "Coalescer",
     "DEFAULT_MAX_FRAME_BYTES",
     "DecodeError",
     "EncodeError",

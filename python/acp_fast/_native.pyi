@@ -124,6 +124,49 @@ class Message:
         """The hash of ``raw``."""
 
 @final
+class Coalescer:
+    """Holds the agent's ``tool_call_update`` frames per (session, tool call) for at most ``ms``
+    milliseconds and forwards one frame with their merged effect (docs/API.md "Coalescing")."""
+
+    def __init__(
+        self,
+        ms: float = 50.0,
+        *,
+        protocol: Optional[int] = None,
+        max_held: int = 1000,
+        max_held_bytes: int = 16777216,
+    ) -> None: ...
+    def push(self, data: bytes, now: Optional[float] = None, *, tracked: bool = True) -> bytes:
+        """The lines to write now for ``data`` (whole lines as the agent sent them)."""
+    def due(self, now: Optional[float] = None) -> bytes:
+        """The held updates due at ``now``."""
+    def flush(self) -> bytes:
+        """Everything held, oldest first."""
+    @property
+    def deadline(self) -> Optional[float]:
+        """When the oldest held update is due, None when nothing is held."""
+    @property
+    def protocol(self) -> Optional[int]:
+        """The editor's protocol version (1 or 2), None until known."""
+    @protocol.setter
+    def protocol(self, protocol: Optional[int]) -> None: ...
+    @property
+    def ms(self) -> float:
+        """How long an update is held at most, in milliseconds."""
+    @property
+    def held(self) -> int:
+        """Tool calls held."""
+    @property
+    def held_bytes(self) -> int:
+        """Bytes held."""
+    @property
+    def updates_in(self) -> int:
+        """Updates held so far."""
+    @property
+    def frames_out(self) -> int:
+        """Lines released so far."""
+
+@final
 class Framer:
     """Splits a byte stream into lines: what :class:`FrameDecoder` does before it parses them.
 

@@ -13,7 +13,9 @@ A recording is NDJSON, one record per line (docs/CLI.md, "Recording format"):
   without a newline), ``"action"`` (what the proxy did instead of forwarding the line as it came:
   ``"diverted"``, ``"dropped"``, ``"answered"``, ``"replaced"`` by a middleware, or
   ``"injected"``: a frame the proxy's middleware wrote to the other side on behalf of this side,
-  never read from it), ``"reason"`` (why a middleware dropped or replaced it) and
+  never read from it, or under ``--coalesce`` a merged update, reason ``coalesced``; or
+  ``"coalesced"``: held by ``--coalesce``, its effect forwarded in a later ``injected`` line),
+  ``"reason"`` (why a middleware dropped or replaced it) and
   ``"too_large":<bytes>`` (a line over the frame limit: no payload, never forwarded);
 * a footer: ``{"t":<unix seconds>,"event":"exit","status":<int>}``.
 
@@ -44,7 +46,7 @@ MAGIC = b'{"acp-fast-recording"'
 SIDES = ("editor", "agent")  # who sent a line
 #: What the proxy did instead of forwarding a line as it came. Recordings written before the
 #: middleware (format 1 all the same) have only the first three; readers take both.
-ACTIONS = ("diverted", "dropped", "answered", "replaced", "injected")
+ACTIONS = ("diverted", "dropped", "answered", "replaced", "injected", "coalesced")
 #: Actions of records that reached the other side (``injected``: written by the proxy).
 DELIVERED = (None, "injected")
 #: ``"from"`` of a record -> ``source=`` of :meth:`acp_fast.ToolCallStore.apply`.
@@ -411,7 +413,9 @@ def parse_record(line: bytes, number: int) -> ParsedRecord:
     if "eol" in value and value["eol"] is not False:
         raise RecordingError('expected "eol" to be false when present')
     if "action" in value and value["action"] not in ACTIONS:
-        raise RecordingError('expected "action" to be "diverted", "dropped", "answered", "replaced" or "injected"')
+        raise RecordingError(
+            'expected "action" to be "diverted", "dropped", "answered", "replaced", "injected" or "coalesced"'
+        )
     if "reason" in value and not isinstance(value["reason"], str):
         raise RecordingError('expected "reason" to be a string when present')
     if "too_large" in value:

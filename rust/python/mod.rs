@@ -21,6 +21,7 @@
 
 mod args;
 mod arrow;
+mod coalesce;
 mod convert;
 mod errors;
 mod frames;
@@ -193,6 +194,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<frames::PyMessage>()?;
     m.add_class::<frames::PyFrameDecoder>()?;
     m.add_class::<framing::PyFramer>()?;
+    m.add_class::<coalesce::PyCoalescer>()?;
     m.add_class::<state::PyToolCallStore>()?;
     m.add_class::<records::PyChange>()?;
     #[cfg(unix)] // internal to acp_fast.proxy: an attribute, not in __all__

@@ -15,10 +15,12 @@ use pyo3::types::{PyBytes, PyList};
 use pyo3::IntoPyObjectExt;
 
 use super::args::{Arg, MaxFrameBytes};
+use super::coalesce::new_coalescer;
 use super::errors::{decode_error_object, Origin};
 use super::schema::schema_error;
 use super::state::PyToolCallStore;
 use super::Exclusive;
+use crate::coalesce::{DEFAULT_MAX_HELD, DEFAULT_MAX_HELD_BYTES};
 use crate::relay::{Notice, Relay};
 use crate::state::Source;
 
@@ -32,14 +34,17 @@ pub struct PyRelay {
 
 #[pymethods]
 impl PyRelay {
-    /// `_Relay(store, fd, source, max_frame_bytes)`: the lines read from `fd`, sent by `source`
-    /// (`"agent"` or `"client"`), tracked in `store`.
+    /// `_Relay(store, fd, source, max_frame_bytes, coalesce=None)`: the lines read from `fd`, sent
+    /// by `source` (`"agent"` or `"client"`), tracked in `store`; `coalesce`: milliseconds to hold
+    /// the agent's tool-call updates for (`--coalesce`), with the default bounds.
     #[new]
+    #[pyo3(signature = (store, fd, source, max_frame_bytes = None, coalesce = None))]
     fn new(
         store: Bound<'_, PyToolCallStore>,
         fd: i32,
         source: &str,
         max_frame_bytes: Option<Arg<MaxFrameBytes>>,
+        coalesce: Option<f64>,
     ) -> PyResult<Self> {
         let source = match source {
             "agent" => Source::Agent,
@@ -51,8 +56,17 @@ impl PyRelay {
             }
         };
         let max = MaxFrameBytes::or_default(max_frame_bytes)?;
+        let mut relay = Relay::new(max, source);
+        if let Some(ms) = coalesce {
+            relay.coalesce(new_coalescer(
+                ms,
+                None,
+                DEFAULT_MAX_HELD as i64,
+                DEFAULT_MAX_HELD_BYTES as i64,
+            )?);
+        }
         Ok(Self {
-            relay: Exclusive::new("_Relay", Relay::new(max, source)),
+            relay: Exclusive::new("_Relay", relay),
             store: store.unbind(),
             fd,
         })
@@ -66,15 +80,25 @@ impl PyRelay {
         let mut guard = self.relay.lock(py)?;
         let relay: &mut Relay = &mut guard;
         if relay.done() {
-            return Ok(None);
+            if !relay.holding() {
+                return Ok(None);
+            }
+            relay.release_all();
+            let data = PyBytes::new(py, &relay.out);
+            relay.out.clear();
+            return Ok(Some((data, PyList::empty(py))));
         }
         let store: &PyToolCallStore = self.store.get();
         let fd = self.fd;
         let notices = py.detach(|| -> std::io::Result<Vec<Notice>> {
+            let mut notices = Vec::new();
             if relay.wants_input() {
+                // With held updates, the wait ends at the oldest one's deadline (released then).
+                if !relay.wait(fd)? {
+                    return Ok(notices);
+                }
                 relay.read(fd)?;
             }
-            let mut notices = Vec::new();
             store.with_engine_detached(|e| relay.process(e, &mut notices));
             Ok(notices)
         })?;
@@ -106,6 +130,16 @@ impl PyRelay {
             list.append(item)?;
         }
         Ok(Some((data, list)))
+    }
+
+    /// What the coalescer holds, released now (when the relay stops early); empty without one.
+    fn flush<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let mut guard = self.relay.lock(py)?;
+        let relay: &mut Relay = &mut guard;
+        relay.release_all();
+        let data = PyBytes::new(py, &relay.out);
+        relay.out.clear();
+        Ok(data)
     }
 
     /// Bytes read so far.

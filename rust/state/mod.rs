@@ -30,7 +30,7 @@ pub mod checkpoint;
 pub mod document;
 mod entity;
 mod evict;
-mod ordered_map;
+pub(crate) mod ordered_map;
 mod permission;
 mod plan;
 mod read;

@@ -9,6 +9,7 @@ functions of both sides in the same order, but for the differences on purpose th
 
 from __future__ import annotations
 
+from .coalesce import Coalescer
 from .columns import FrameColumns
 from .decoder import FrameDecoder
 from .encoder import dumps
@@ -56,4 +57,5 @@ __all__ = [
     "validate_schema",
     "SchemaValidator",
     "FrameColumns",
+    "Coalescer",
 ]

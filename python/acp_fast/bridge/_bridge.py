@@ -3,6 +3,8 @@ see :mod:`acp_fast.bridge` and docs/BRIDGE.md)."""
 
 from __future__ import annotations
 
+import math
+import time
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple, Union
 
 import acp_fast
@@ -87,12 +89,39 @@ class Bridge:
     :class:`BridgeError` instead of taking the documented lossy path. A request the other version
     has no form of is answered by the bridge itself: :meth:`replies` gives those answers.
     ``backend`` is an acp-fast backend module (default: the one ``acp_fast`` uses).
+
+    ``coalesce=MS`` (a v2 agent and a v1 editor only; docs/BRIDGE.md "Coalescing"): the tool-call
+    and terminal updates of the agent change the agent's record at once but the v1 frames that
+    bring the editor up to it are made only when released, one per tool call however many
+    updates it had meanwhile: when a tool call's update carries a final status, before any other
+    frame of the agent naming its session (any response: all), ``MS`` milliseconds after its first
+    held change (:meth:`release_due`, on ``clock``: ``time.monotonic`` by default), beyond
+    ``max_held`` tool calls (the oldest), and on :meth:`release`. Each chunk then costs what it
+    holds, not the size of its tool call.
     """
 
-    def __init__(self, editor: int = 1, agent: int = 2, *, strict: bool = False, backend: Any = None) -> None:
+    def __init__(
+        self,
+        editor: int = 1,
+        agent: int = 2,
+        *,
+        strict: bool = False,
+        backend: Any = None,
+        coalesce: Optional[float] = None,
+        max_held: int = 1000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.editor = _version(editor, "editor")
         self.agent = _version(agent, "agent")
         self.strict = bool(strict)
+        if coalesce is not None and not (coalesce >= 0 and math.isfinite(coalesce)):
+            raise ValueError(f"expected coalesce to be a number of milliseconds >= 0, found {coalesce}")
+        #: ``coalesce`` in seconds, when the bridge holds (a v2 agent, a v1 editor), else None
+        self.window = coalesce / 1000.0 if coalesce is not None and (self.editor, self.agent) == (1, 2) else None
+        self.max_held = max_held
+        self._clock = clock
+        # held tool calls (oldest first) -> (since, the envelope of their last update)
+        self._held: Dict[Tuple[str, str], Tuple[float, Dict[str, Any]]] = {}
         self._acp: Any = acp_fast if backend is None else backend
         self._dumps: Callable[[Any], bytes] = self._acp.dumps
         #: the agent's state, by the agent's rules
@@ -129,6 +158,53 @@ class Bridge:
     def from_editor(self, frame: Frame) -> List[bytes]:
         """The frames to send the agent for ``frame``, sent by the editor."""
         return self._frame(frame, "editor")
+
+    @property
+    def deadline(self) -> Optional[float]:
+        """``coalesce``: when the oldest held tool call is due (on ``clock``), None when none is held."""
+        for since, _ in self._held.values():
+            assert self.window is not None
+            return since + self.window
+        return None
+
+    def release_due(self, now: Optional[float] = None) -> List[bytes]:
+        """``coalesce``: the frames of the tool calls held ``MS`` or longer at ``now``."""
+        if now is None:
+            now = self._clock()
+        out: List[bytes] = []
+        while self._held:
+            key, (since, _) = next(iter(self._held.items()))
+            assert self.window is not None
+            if since + self.window > now:
+                break
+            out += self._release_key(key)
+        return out
+
+    def release(self, session: Optional[str] = None) -> List[bytes]:
+        """``coalesce``: the frames of every held tool call (of ``session`` only, when given)."""
+        out: List[bytes] = []
+        for key in [k for k in self._held if session is None or k[0] == session]:
+            out += self._release_key(key)
+        return out
+
+    def _release_key(self, key: Tuple[str, str]) -> List[bytes]:
+        held = self._held.pop(key, None)
+        if held is None:
+            return []
+        return self._to_v1(key[0], key[1], held[1], None)[0]
+
+    def _hold(self, sid: str, tcid: str, params: Dict[str, Any], final: bool) -> List[bytes]:
+        """``coalesce``: the agent's record of tool call ``tcid`` changed; its frame is made when
+        it is released (now, when ``final``)."""
+        key = (sid, tcid)
+        held = self._held.get(key)
+        self._held[key] = (self._clock() if held is None else held[0], _envelope(params))
+        if final:
+            return self._release_key(key)
+        out: List[bytes] = []
+        while len(self._held) > self.max_held:
+            out += self._release_key(next(iter(self._held)))
+        return out
 
     def replies(self, side: str) -> List[bytes]:
         """The frames the bridge itself answered to ``side`` (``"agent"`` or ``"editor"``) since the
@@ -167,6 +243,15 @@ class Bridge:
         return self._message(msg, side, whole)
 
     def _message(self, msg: Any, side: str, whole: Optional[bytes] = None) -> List[bytes]:
+        if side == "agent" and self._held and not _held_kind(msg):
+            # coalesce: what is held of the frame's session (of every session) goes first
+            params = msg.params if msg.kind != "response" else None
+            sid = params.get("sessionId") if isinstance(params, dict) else None
+            held = self.release(sid if isinstance(sid, str) else None)
+            return held + self._convert(msg, side, whole)
+        return self._convert(msg, side, whole)
+
+    def _convert(self, msg: Any, side: str, whole: Optional[bytes]) -> List[bytes]:
         line = msg.line if msg.line is not None else self._lines[side]
         kind = msg.kind
         if kind in ("request", "notification"):
@@ -275,11 +360,13 @@ class Bridge:
         kind = update["sessionUpdate"]
         if kind in ("tool_call_update", "tool_call_content_chunk", "tool_call"):
             tcid = update.get("toolCallId")
-            if isinstance(tcid, str):
+            if isinstance(tcid, str) and self.strict:
                 self._check(self._v1_tool_call_problems(kind, update, self.store.get(sid, tcid)))
             self.store.apply(msg, source="agent")
             if not isinstance(tcid, str):
                 return []
+            if self.window is not None:
+                return self._hold(sid, tcid, params, update.get("status") in _FINAL)
             frames, passes = self._to_v1(sid, tcid, params, update if kind == "tool_call_update" else None)
             return None if passes else frames
         if kind in ("terminal_update", "terminal_output_chunk"):
@@ -288,7 +375,10 @@ class Bridge:
             tid = update.get("terminalId")
             out: List[bytes] = []
             for tcid in list(self._refs.get((sid, tid), ())) if isinstance(tid, str) else ():
-                out += self._to_v1(sid, tcid, {"sessionId": sid}, None)[0]
+                if self.window is not None:
+                    out += self._hold(sid, tcid, {"sessionId": sid}, False)
+                else:
+                    out += self._to_v1(sid, tcid, {"sessionId": sid}, None)[0]
             return out
         if kind in ("plan_update", "plan_removed", "plan"):
             self._check(self._v1_plan_problems(kind, update, sid))
@@ -834,6 +924,20 @@ def _cancel_refusal(method: str, params: Any) -> str:
     return (
         f"the terminal {params.get('terminalId')!r} is unknown (the agent speaks ACP v1, which has no agent terminals)"
     )
+
+
+#: The statuses after which a tool call changes no more (``coalesce`` releases it at once).
+_FINAL = ("completed", "failed", "cancelled")
+#: The agent's session updates that ``coalesce`` holds (a v2 agent).
+_HELD_KINDS = ("tool_call_update", "tool_call_content_chunk", "tool_call", "terminal_update", "terminal_output_chunk")
+
+
+def _held_kind(msg: Any) -> bool:
+    """Whether ``msg`` is a session update of a kind ``coalesce`` holds."""
+    if msg.kind != "notification" or msg.method != "session/update" or not isinstance(msg.params, dict):
+        return False
+    update = msg.params.get("update")
+    return isinstance(update, dict) and update.get("sessionUpdate") in _HELD_KINDS
 
 
 def _envelope(params: Dict[str, Any]) -> Dict[str, Any]:

@@ -16,7 +16,14 @@ from typing import Callable, List, Optional, Sequence, Tuple
 import acp_fast
 
 from .._outputs import check_output, output_error
-from ..proxy import DEFAULT_MAX_TOOL_CALLS, INVALID_LINES_STATUS, INVALID_POLICIES, Middleware, Proxy
+from ..proxy import (
+    DEFAULT_COALESCE_MS,
+    DEFAULT_MAX_TOOL_CALLS,
+    INVALID_LINES_STATUS,
+    INVALID_POLICIES,
+    Middleware,
+    Proxy,
+)
 from ..proxy.cancel import DEFAULT_GRACE, CancelledPermissions
 from ._usage import Parser, integer
 
@@ -54,6 +61,17 @@ def _bridge_versions(text: str) -> Tuple[int, int]:
     if editor not in ("1", "2") or agent not in ("1", "2"):
         raise argparse.ArgumentTypeError(f"expected EDITOR:AGENT, each 1 or 2 (e.g. 1:2), found {text!r}")
     return int(editor), int(agent)
+
+
+def _coalesce_ms(text: str) -> float:
+    """``--coalesce``: milliseconds, 0 to 60000."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 60000:
+        raise argparse.ArgumentTypeError(f"expected a number of milliseconds from 0 to 60000, found {text!r}")
+    return value
 
 
 def _grace(text: str) -> float:
@@ -159,6 +177,16 @@ def parser() -> argparse.ArgumentParser:
         help="convert between an editor and an agent speaking different protocol versions, e.g. 1:2 (docs/BRIDGE.md)",
     )
     p.add_argument(
+        "--coalesce",
+        type=_coalesce_ms,
+        nargs="?",
+        const=DEFAULT_COALESCE_MS,
+        default=None,
+        metavar="MS",
+        help="hold the agent's tool-call updates up to MS milliseconds and forward one merged update "
+        f"(default {DEFAULT_COALESCE_MS:g}; docs/PROXY.md)",
+    )
+    p.add_argument(
         "--max-tool-calls",
         type=_count,
         default=DEFAULT_MAX_TOOL_CALLS,
@@ -223,6 +251,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             quiet=ns.quiet,
             protocol=ns.protocol,
             bridge=ns.bridge,
+            coalesce=ns.coalesce,
             max_tool_calls=ns.max_tool_calls,
             max_terminal_bytes=ns.max_terminal_bytes,
             max_content_items=ns.max_content_items,

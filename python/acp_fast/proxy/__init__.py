@@ -17,9 +17,17 @@ on whole blocks of lines, as fast as without this API.
 from __future__ import annotations
 
 from ._middleware import Context, Drop, Frame, Middleware, Result
-from ._proxy import DEFAULT_MAX_TOOL_CALLS, INVALID_LINES_STATUS, INVALID_POLICIES, Proxy, format_summary
+from ._proxy import (
+    DEFAULT_COALESCE_MS,
+    DEFAULT_MAX_TOOL_CALLS,
+    INVALID_LINES_STATUS,
+    INVALID_POLICIES,
+    Proxy,
+    format_summary,
+)
 
 __all__ = [
+    "DEFAULT_COALESCE_MS",
     "DEFAULT_MAX_TOOL_CALLS",
     "INVALID_LINES_STATUS",
     "INVALID_POLICIES",

@@ -45,6 +45,8 @@ STOP_GRACE = 2.0
 # proxy's state (they were forwarded; only the proxy's view of them goes).
 #: The default bound on the tool calls the proxy's state keeps (``max_tool_calls``).
 DEFAULT_MAX_TOOL_CALLS = 1000
+#: ``--coalesce`` without a value: milliseconds a tool-call update is held at most.
+DEFAULT_COALESCE_MS = 50.0
 # The bounds inside sessions (``max_terminal_bytes``, ...) default to the store's own.
 _STORE_DEFAULTS = acp_fast.ToolCallStore()
 
@@ -71,7 +73,8 @@ class Proxy:
     ``state_json`` and ``summary_json`` are file paths (created owner-only; an existing file is
     refused unless ``force``); ``agent_invalid`` is ``"divert"``, ``"pass"``, ``"drop"`` or
     ``"fail"`` (with ``agent_invalid_limit`` lines, default 1); ``bridge`` is ``(editor,
-    agent)`` protocol versions; ``max_terminal_bytes`` ... ``max_entities`` are the store's bounds
+    agent)`` protocol versions; ``coalesce`` is ``--coalesce``'s milliseconds (None: off);
+    ``max_terminal_bytes`` ... ``max_entities`` are the store's bounds
     inside sessions (default: the store's defaults; None: no bound). :meth:`run` returns the exit status."""
 
     def __init__(
@@ -90,6 +93,7 @@ class Proxy:
         quiet: bool = False,
         protocol: Optional[int] = None,
         bridge: Optional[Tuple[int, int]] = None,
+        coalesce: Optional[float] = None,
         max_tool_calls: Optional[int] = DEFAULT_MAX_TOOL_CALLS,
         max_terminal_bytes: Optional[int] = _STORE_DEFAULTS.max_terminal_bytes,
         max_content_items: Optional[int] = _STORE_DEFAULTS.max_content_items,
@@ -156,7 +160,8 @@ class Proxy:
         self.agent_stdin: Optional[Output] = None
         self.started = time.time()
         self._lost_reported: Set[str] = set()
-        self.bridge = None if bridge is None else Bridge(editor=bridge[0], agent=bridge[1])
+        self.bridge = None if bridge is None else Bridge(editor=bridge[0], agent=bridge[1], coalesce=coalesce)
+        bridge_holds = self.bridge is not None and self.bridge.window is not None
         self.bridge_lock = threading.Lock()
         self.chain = Chain(self, middleware)
         #: What the directions read of the options.
@@ -168,6 +173,9 @@ class Proxy:
             watch=watch,
             recording=self.recorder is not None,
             per_frame=bool(self.chain) or self.recorder is not None or watch or strict_schema or bridge is not None,
+            coalesce=None if bridge_holds else coalesce,
+            protocol=protocol,
+            bridge_holds=bridge_holds,
         )
         #: Set when the session is being stopped (``agent_invalid="fail"``): the relays stop.
         self.stopping = False
@@ -248,17 +256,21 @@ class Proxy:
         the other side, action ``injected``), then written."""
         sender = other_side(to)
         direction = self.directions[0 if sender == "editor" else 1]
+        out: List[bytes] = []
         for frame in frames:
             if self.schema is not None:  # into the connection's conversation (its verdict is not asked)
                 with self.lock:
                     self.schema.frame(frame.rstrip(b"\r\n"), direction.source)
-            for error in direction.track(frame):
+            errors = direction.track(frame)
+            for error in errors:
                 direction.state_error(0, error)
             direction.stats["injected"] += 1
-            if self.recorder is not None:
-                self.record(sender, frame[:-1], True, now, False, True, "injected")
-        data = b"".join(frames)
-        if direction.write(data):
+            record = direction.injected_record(frame, now) if self.recorder is not None else None
+            out.append(direction.through(frame, not errors, now, record))  # --coalesce keeps its order
+        data = b"".join(out)
+        if not data:
+            return
+        if direction.write(data, coalesce=False):
             direction.stats["bytes_out"] += len(data)
 
     def send(self, ctx: Optional[Context], message: acp_fast.Message, to: str) -> None:
@@ -297,6 +309,22 @@ class Proxy:
         if back:
             self.deliver(side, back, time.time())
         return b"".join(out)
+
+    def bridge_deadline(self) -> Optional[float]:
+        """``--bridge 1:2 --coalesce``: when the oldest tool call the bridge holds is due."""
+        if self.bridge is None or self.bridge.window is None:
+            return None
+        with self.bridge_lock:
+            return self.bridge.deadline
+
+    def bridge_release(self, now: Optional[float]) -> bytes:
+        """``--bridge 1:2 --coalesce``: the editor's lines for the held tool calls due at ``now``
+        (None: all)."""
+        if self.bridge is None:
+            return b""
+        with self.bridge_lock:
+            frames = self.bridge.release() if now is None else self.bridge.release_due(now)
+        return b"".join(frames)
 
     # -- strict mode -------------------------------------------------------------------------
 

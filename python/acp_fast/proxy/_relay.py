@@ -16,11 +16,13 @@ A :class:`Direction` sees the proxy through :class:`Host` (what it needs of it, 
 
 from __future__ import annotations
 
+import functools
 import os
+import select
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, ContextManager, Dict, List, Optional, Protocol, Tuple, cast
+from typing import Any, Callable, ContextManager, Dict, List, Optional, Protocol, Tuple, cast
 
 import orjson
 
@@ -107,6 +109,14 @@ class Settings:
     #: Something per frame needs Python (middleware, recording, ``--watch``, ``--strict-schema``,
     #: ``--bridge``): the core's relay is not used.
     per_frame: bool = False
+    #: ``--coalesce MS``: the agent's tool-call updates held up to MS milliseconds and merged
+    #: (``acp_fast.Coalescer``); None: off.
+    coalesce: Optional[float] = None
+    #: ``--protocol``: the version both sides speak, when fixed (else the negotiated one).
+    protocol: Optional[int] = None
+    #: ``--bridge 1:2 --coalesce``: the bridge holds the agent's tool-call updates itself
+    #: (``Bridge(coalesce=)``) and ``coalesce`` is None.
+    bridge_holds: bool = False
 
 
 class Host(Protocol):
@@ -151,6 +161,14 @@ class Host(Protocol):
 
     def bridged(self, side: str, data: bytes) -> Optional[bytes]:
         """``--bridge``: whole lines from ``side`` converted for the other side; None: no bridge."""
+
+    def bridge_deadline(self) -> Optional[float]:
+        """``--bridge 1:2 --coalesce``: when the oldest tool call the bridge holds is due
+        (``time.monotonic``), None when it holds none."""
+
+    def bridge_release(self, now: Optional[float]) -> bytes:
+        """``--bridge 1:2 --coalesce``: the editor's lines for the tool calls the bridge held that
+        are due at ``now`` (None: all of them)."""
 
     def record(
         self,
@@ -261,6 +279,11 @@ class Direction:
         self.framer = acp_fast.Framer(max_frame_bytes=max_frame_bytes, joined=True)
         # The messages of each block, for the middleware (whole lines only: it never holds a partial one).
         self.decoder = acp_fast.FrameDecoder(max_frame_bytes=max_frame_bytes)
+        # --coalesce: the agent's tool-call updates on their way to the editor (docs/PROXY.md).
+        coalesce = self.settings.coalesce
+        self.coalescer: Optional[Any] = None
+        if coalesce is not None and side == "agent":
+            self.coalescer = acp_fast.Coalescer(coalesce, protocol=self.settings.protocol)
         self.stats: Dict[str, int] = dict(
             bytes_in=0,
             bytes_out=0,
@@ -286,7 +309,8 @@ class Direction:
         relay_type = getattr(getattr(acp_fast, "_native", None), "_Relay", None)
         if relay_type is None or acp_fast.BACKEND != "rust":
             return None
-        return relay_type(self.host.store, self.src, self.source, self.settings.max_frame_bytes)
+        coalesce = self.settings.coalesce if self.side == "agent" else None
+        return relay_type(self.host.store, self.src, self.source, self.settings.max_frame_bytes, coalesce)
 
     def run(self) -> None:
         relay = self.native_relay()
@@ -297,7 +321,10 @@ class Direction:
         try:
             read = os.read
             src = self.src
+            holding = self.coalescer is not None or (self.side == "agent" and self.settings.bridge_holds)
             while not host.stopping:
+                if holding and not self.wait():
+                    continue
                 try:
                     chunk = read(src, CHUNK)
                 except InterruptedError:  # pragma: no cover - PEP 475 retries
@@ -316,7 +343,14 @@ class Direction:
             host.note(f"{self.side} relay stopped: {type(e).__name__}: {e}")
             raise
         finally:
-            self.dst.close()  # end of input passed on: the agent's stdin, or the editor's stdout
+            # Nothing held is lost: at the end, on a stop, on an error.
+            try:
+                if self.side == "agent" and self.settings.bridge_holds:
+                    self.converted(host.bridge_release(None), self.stats["lines"], True)
+            finally:
+                if self.coalescer is not None:
+                    self.released(self.coalescer.flush())
+                self.dst.close()  # end of input passed on: the agent's stdin, or the editor's stdout
 
     def run_native(self, relay: Any) -> None:
         """The loop in the core (``_native._Relay``, rust/relay.rs): each step reads a chunk,
@@ -335,9 +369,13 @@ class Direction:
                 if step is None:
                     break
                 data, notices = step
-                if data and self.write(data):
+                if data and self.write(data, coalesce=False):
                     stats["bytes_out"] += len(data)
                 for notice in notices:
+                    if notice[0] == "invalid":  # a line that may be passed on: what is held goes first
+                        rest = relay.flush()
+                        if rest and self.write(rest, coalesce=False):
+                            stats["bytes_out"] += len(rest)
                     self.notice(notice)
                     if self.host.stopping:  # set by the notice (--agent-invalid fail)
                         break
@@ -345,6 +383,9 @@ class Direction:
             host.note(f"{self.side} relay stopped: {type(e).__name__}: {e}")
             raise
         finally:
+            rest = relay.flush()  # what --coalesce held (on a stop; at the end pump gave it)
+            if rest and self.write(rest, coalesce=False):
+                stats["bytes_out"] += len(rest)
             stats["bytes_in"] = relay.bytes_in
             stats["lines"] = relay.lines
             self.dst.close()
@@ -364,7 +405,7 @@ class Direction:
             data = wire[:-1] if wire.endswith(b"\n") else wire
             if data.endswith(b"\r"):
                 data = data[:-1]
-            if self.invalid(data, error, line) is None and self.write(wire):
+            if self.invalid(data, error, line) is None and self.write(wire, coalesce=False):
                 self.stats["bytes_out"] += len(wire)
 
     def events(self, events: List[Any], eol: bool) -> None:
@@ -412,6 +453,14 @@ class Direction:
                 block, eol = bridged, True
                 if not block:
                     return
+        self.converted(block, before, eol)
+
+    def converted(self, block: bytes, before: int, eol: bool) -> None:
+        """``block`` in the editor's version (after ``--bridge``): tracked, through the middleware,
+        recorded and forwarded."""
+        if not block:
+            return
+        host = self.host
         if host.chain:
             self.middleware_block(block, before, eol)
             return
@@ -488,22 +537,25 @@ class Direction:
             action = None
             if error is not None:
                 action = self.invalid(data, error, before + index)
+            # Embedded verbatim when it is JSON (valid, or JSON but not JSON-RPC); blank lines
+            # and non-JSON lines are recorded as text / base64.
+            is_json = (error is None or error.code != -32700) and bool(data.strip())
             if action is None:
                 # A line not forwarded (diverted, dropped) left the state as it was: its bad state
                 # update is not reported as forwarded.
                 for e in state.get(index, ()):
                     self.state_error(before + index, _relined(e, before + index, data))
-                out.append(wire)
-            if recording:
-                # Embedded verbatim when it is JSON (valid, or JSON but not JSON-RPC); blank lines
-                # and non-JSON lines are recorded as text / base64.
-                is_json = (error is None or error.code != -32700) and bool(data.strip())
+                record = None
+                if recording:
+                    record = functools.partial(host.record, self.side, data, is_json, now, crlf, line_eol)
+                out.append(self.through(wire, index not in state and error is None, now, record))
+            elif recording:
                 host.record(self.side, data, is_json, now, crlf, line_eol, action)
             if host.stopping:
                 break
         if out:
             data = b"".join(out)
-            if self.write(data):
+            if self.write(data, coalesce=False):
                 self.stats["bytes_out"] += len(data)
 
     # -- with middleware -------------------------------------------------------------------------
@@ -628,10 +680,13 @@ class Direction:
             if outcome is None:  # unchanged, or not a message: as without middleware
                 error = bad.get(index)
                 action = self.invalid(data, error, before + index) if error is not None else None
+                is_json = (error is None or error.code != -32700) and bool(data.strip())
                 if action is None:
-                    out.append(line)
-                if recording:
-                    is_json = (error is None or error.code != -32700) and bool(data.strip())
+                    record: Optional[Callable[[Optional[str]], None]] = None
+                    if recording:
+                        record = functools.partial(host.record, self.side, data, is_json, now, crlf, line_eol)
+                    out.append(self.through(line, index not in state and error is None, now, record))
+                elif recording:
                     host.record(self.side, data, is_json, now, crlf, line_eol, action)
                 if host.stopping:
                     break
@@ -640,19 +695,21 @@ class Direction:
                 self.stats[outcome.action] += 1
                 if recording:
                     host.record(self.side, data, True, now, crlf, line_eol, outcome.action, outcome.reason)
+            tracked = index not in state
             for wire_out, injected in outcome.delivered:
-                out.append(line if wire_out is None else wire_out)
                 if injected:
                     self.stats["injected"] += 1
+                record = None
                 if recording:
                     if wire_out is None:
-                        host.record(self.side, data, True, now, crlf, line_eol, None)
+                        record = functools.partial(host.record, self.side, data, True, now, crlf, line_eol)
                     else:
-                        host.record(self.side, wire_out.rstrip(b"\r\n"), True, now, False, True, "injected")
+                        record = self.injected_record(wire_out, now)
+                out.append(self.through(line if wire_out is None else wire_out, tracked, now, record))
             back += outcome.back
         if out:
             data = b"".join(out)
-            if self.write(data):
+            if self.write(data, coalesce=False):
                 self.stats["bytes_out"] += len(data)
         if back:  # injected by the middleware, going back to this side
             host.deliver(self.side, back, now)
@@ -710,7 +767,85 @@ class Direction:
         host.answer_editor(data, error)
         return "answered"
 
-    def write(self, data: bytes) -> bool:
+    # -- --coalesce ----------------------------------------------------------------------------
+
+    def through(self, wire: bytes, tracked: bool, now: float, record: Optional[Callable[..., None]] = None) -> bytes:
+        """Lines to forward (``wire``), through ``--coalesce`` when it is on: the bytes to write
+        for them now. ``tracked``: the state applied them without error. ``record`` (one line,
+        while recording): records the line itself, given its action (None: forwarded,
+        ``"coalesced"``: held, its effect sent later in a merged line); the lines the coalescer
+        releases are recorded around it as ``"injected"``."""
+        c = self.coalescer
+        if c is None:
+            if record is not None:
+                record(None)
+            return wire
+        if c.protocol is None:
+            c.protocol = self.host.store.negotiated_version
+        if record is None:
+            return bytes(c.push(wire, time.monotonic(), tracked=tracked))
+        before = c.updates_in
+        out = bytes(c.push(wire, time.monotonic(), tracked=tracked))
+        held = c.updates_in != before
+        released = out if held else out[: len(out) - len(wire)]
+        if not held:
+            self.record_released(released, now)
+        record("coalesced" if held else None)
+        if held:
+            self.record_released(released, now)
+        return out
+
+    def injected_record(self, wire: bytes, now: float) -> Callable[[Optional[str]], None]:
+        """The ``record`` of :meth:`through` for a frame the proxy injected: recorded as
+        ``"injected"`` when it is written as it is, not at all when held (the merged line that
+        carries its effect is)."""
+        host = self.host
+
+        def record(action: Optional[str]) -> None:
+            if action is None:
+                host.record(self.side, wire.rstrip(b"\r\n"), True, now, False, True, "injected")
+
+        return record
+
+    def record_released(self, data: bytes, now: float) -> None:
+        """Record the lines ``--coalesce`` released (``"injected"``, reason ``coalesced``)."""
+        if not data or not self.settings.recording:
+            return
+        for line in _lines(data):
+            crlf = line.endswith(b"\r")
+            self.host.record(self.side, line[:-1] if crlf else line, True, now, crlf, True, "injected", "coalesced")
+
+    def wait(self) -> bool:
+        """Before a read (``--coalesce``): wait for input until the oldest held update is due;
+        when it is, release what is due (False: nothing to read yet)."""
+        c = self.coalescer
+        due = [d for d in (c.deadline if c is not None else None, self.host.bridge_deadline()) if d is not None]
+        if not due:
+            return True
+        timeout = min(due) - time.monotonic()
+        if timeout > 0 and select.select([self.src], [], [], timeout)[0]:
+            return True
+        now = time.monotonic()
+        if self.settings.bridge_holds:
+            self.converted(self.host.bridge_release(now), self.stats["lines"], True)
+        if c is not None:
+            self.released(c.due(now))
+        return False
+
+    def released(self, data: bytes) -> None:
+        """Write (and record) lines the coalescer released on its own (due, or at the end)."""
+        if not data:
+            return
+        self.record_released(data, time.time())
+        if self.write(data, coalesce=False):
+            self.stats["bytes_out"] += len(data)
+
+    def write(self, data: bytes, coalesce: bool = True) -> bool:
+        """Write lines to the other side (with ``coalesce``, through ``--coalesce`` first)."""
+        if coalesce and self.coalescer is not None:
+            data = self.through(data, True, 0.0)
+            if not data:
+                return True
         if self.side == "editor":  # --bridge: into the agent's version
             bridged = self.host.bridged(self.side, data)
             if bridged is not None:
