@@ -14,10 +14,13 @@ received:
 
 The agent is this module (``--agent a|b|c``) writing the frames as it generates them (never the
 whole traffic in memory). The editor is this process: it reads the proxy's stdout, parses every
-frame with orjson (timed: the editor's CPU to parse), applies it to a ``ToolCallStore`` and
-compares the final state with the agent's. Each tool call's final update carries the agent's send
+frame with orjson and, when the official ACP Python SDK is installed, as the SDK's client does
+(stdlib json, then its ``SessionNotification`` model), each timed (the editor's CPU to parse),
+applies it to a ``ToolCallStore`` and compares the final state with the state the agent's frames
+give when they all arrive as sent (``final_equal``). Each tool call's final update carries the agent's send
 time (``_meta.sentAt``, CLOCK_MONOTONIC), so the latency the proxy adds to a final state is
-measured. The proxy's CPU and peak RSS come from its rusage. Every scenario runs as the proxy is,
+measured. The proxy's CPU comes from its rusage less its agent's own (which the agent reports), its peak RSS from
+``/proc/PID/status`` (``VmHWM``, sampled while it runs). Every scenario runs as the proxy is,
 and with each ``--with`` option list given (e.g. ``--with='--coalesce 50'``).
 
 Prints a Markdown table (stdout) and progress (stderr); ``--json FILE`` writes the figures.
@@ -175,7 +178,9 @@ def run_agent(scenario: str, size: int) -> int:
         sent += len(frame) + 1
         frames += 1
     out.flush()
-    print(json.dumps({"sent_bytes": sent, "sent_frames": frames}), file=sys.stderr, flush=True)
+    cpu = os.times()
+    report = {"sent_bytes": sent, "sent_frames": frames, "cpu_s": cpu.user + cpu.system}
+    print(json.dumps(report), file=sys.stderr, flush=True)
     return 0
 
 
@@ -192,12 +197,18 @@ def run_editor(scenario: str, size: int, options: Sequence[str]) -> Dict[str, An
     p.stdin.write(orjson.dumps(hello) + b"\n")
     store = acp_fast.ToolCallStore(1)
     received = frames = 0
-    parse = 0.0
+    parse = sdk_parse = 0.0
+    sdk = _sdk_model()
     latencies: List[float] = []
     buffer = b""
     fd = p.stdout.fileno()
+    peak = 0  # the proxy's peak RSS (VmHWM, kB), sampled every 20 ms and at the end
+    sampled = 0.0
     while True:
         chunk = os.read(fd, 1 << 20)
+        if time.monotonic() - sampled > 0.02 or not chunk:
+            peak = max(peak, _peak_rss_kib(p.pid))
+            sampled = time.monotonic()
         if not chunk:
             break
         received += len(chunk)
@@ -210,6 +221,12 @@ def run_editor(scenario: str, size: int, options: Sequence[str]) -> Dict[str, An
             t0 = time.process_time()
             value = orjson.loads(line)
             parse += time.process_time() - t0
+            if sdk is not None:
+                t0 = time.process_time()
+                sdk_value = json.loads(line)  # as the SDK's client reads a line, then its models
+                if sdk_value.get("method") == "session/update":
+                    sdk.model_validate(sdk_value["params"])
+                sdk_parse += time.process_time() - t0
             sent_at = (((value.get("params") or {}).get("update") or {}).get("_meta") or {}).get("sentAt")
             if isinstance(sent_at, float) and (value["params"]["update"].get("status") == "completed"):
                 latencies.append(time.monotonic() - sent_at)
@@ -232,6 +249,7 @@ def run_editor(scenario: str, size: int, options: Sequence[str]) -> Dict[str, An
             agent_report = json.loads(said)
     wall = time.monotonic() - start
     final = store.snapshot().get(SESSION, {})
+    expected = reference(scenario, size)
     return {
         "scenario": scenario,
         "options": " ".join(options) or "(none)",
@@ -241,13 +259,110 @@ def run_editor(scenario: str, size: int, options: Sequence[str]) -> Dict[str, An
         "editor_bytes": received,
         "editor_frames": frames,
         "editor_parse_s": round(parse, 3),
-        "proxy_cpu_s": round(usage.ru_utime + usage.ru_stime, 3),
-        "proxy_peak_rss_mib": round(usage.ru_maxrss / 1024, 1),
+        "editor_sdk_parse_s": None if sdk is None else round(sdk_parse, 3),
+        # wait4 counts the proxy's waited-for children: the agent's own CPU is taken off.
+        "proxy_cpu_s": round(usage.ru_utime + usage.ru_stime - agent_report.get("cpu_s", 0.0), 3),
+        "proxy_peak_rss_mib": round(peak / 1024, 1) if peak else None,
         "final_latency_ms": round(max(latencies) * 1000, 2) if latencies else None,
         "final_statuses": sorted({tc.get("status") for tc in final.values()}),
+        "final_equal": _comparable(store.snapshot()) == _comparable(expected.snapshot()),
         "wall_s": round(wall, 2),
         "exit": status,
     }
+
+
+def _peak_rss_kib(pid: int) -> int:
+    """The peak resident set of process ``pid`` so far (``VmHWM``, kB; reset at exec, unlike
+    ``ru_maxrss``, which keeps the forking process's), 0 where /proc does not tell."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"VmHWM:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def _sdk_model() -> Any:
+    """The official ACP Python SDK's model of a session update notification, when it is
+    installed (``pip install 'acp-fast[sdk]'``), else None."""
+    try:
+        from acp.schema import SessionNotification
+    except ImportError:
+        return None
+    return SessionNotification
+
+
+def reference(scenario: str, size: int) -> Any:
+    """The editor's state when every frame the agent sent reaches it as it was sent (for the v2
+    agent of scenario c, through a bridge that holds nothing): what the coalesced run must end
+    with."""
+    store = acp_fast.ToolCallStore(1)
+    frames: Iterator[bytes] = (f + b"\n" for f in SCENARIOS[scenario](size))
+    if scenario == "c":
+        from ..bridge import Bridge
+
+        bridge = Bridge(editor=1, agent=2)
+        bridge.from_editor(b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}\n')
+        bridge.from_agent(b'{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":2}}\n')
+        frames = (out for f in frames for out in bridge.from_agent(f))
+    for frame in frames:
+        store.apply(frame, source="agent")
+    return store
+
+
+def _comparable(snapshot: Dict[str, Any]) -> Dict[str, Any]:
+    """A state snapshot without the send times (``_meta.sentAt``), which differ from run to run."""
+    out: Dict[str, Any] = {}
+    for sid, calls in snapshot.items():
+        out[sid] = {}
+        for tcid, record in calls.items():
+            meta = record.get("_meta")
+            if isinstance(meta, dict) and "sentAt" in meta:
+                record = {**record, "_meta": {k: v for k, v in meta.items() if k != "sentAt"}}
+            out[sid][tcid] = record
+    return out
+
+
+#: The sizes ``acp-fast bench --detail`` runs the scenarios at (seconds, not minutes).
+DETAIL_SIZES = {"a": 3000, "b": 2000, "c": 500}
+
+#: The columns of the Markdown table.
+COLUMNS = [
+    "scenario",
+    "options",
+    "agent_bytes",
+    "editor_bytes",
+    "agent_frames",
+    "editor_frames",
+    "editor_parse_s",
+    "editor_sdk_parse_s",
+    "proxy_cpu_s",
+    "proxy_peak_rss_mib",
+    "final_latency_ms",
+    "final_equal",
+]
+
+
+def run_all(
+    scenarios: str, sizes: Dict[str, int], variants: Sequence[str], progress: Optional[Callable[[str], None]] = None
+) -> List[Dict[str, Any]]:
+    """Every scenario as the proxy is and with each variant's options: one row each."""
+    rows = []
+    for scenario in scenarios:
+        for options in [""] + list(variants):
+            if progress is not None:
+                progress(f"scenario {scenario} {options or '(as is)'}")
+            rows.append(run_editor(scenario, sizes[scenario], shlex.split(options)))
+    return rows
+
+
+def markdown(rows: Sequence[Dict[str, Any]]) -> List[str]:
+    """The rows as a Markdown table."""
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    lines += ["| " + " | ".join(str(r[c]) for c in COLUMNS) + " |" for r in rows]
+    return lines
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -271,28 +386,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if ns.agent:
         return run_agent(ns.agent, ns.size)
     sizes = {"a": ns.lines, "b": ns.updates, "c": ns.chunks}
-    rows = []
-    for scenario in ns.scenarios:
-        for options in [""] + ns.variants:
-            print(f"scenario {scenario} {options or '(as is)'} ...", file=sys.stderr, flush=True)
-            rows.append(run_editor(scenario, sizes[scenario], shlex.split(options)))
-    cols = [
-        "scenario",
-        "options",
-        "agent_bytes",
-        "editor_bytes",
-        "agent_frames",
-        "editor_frames",
-        "editor_parse_s",
-        "proxy_cpu_s",
-        "proxy_peak_rss_mib",
-        "final_latency_ms",
-        "final_statuses",
-    ]
-    print("| " + " | ".join(cols) + " |")
-    print("|" + "---|" * len(cols))
-    for r in rows:
-        print("| " + " | ".join(str(r[c]) for c in cols) + " |")
+    rows = run_all(ns.scenarios, sizes, ns.variants, lambda text: print(f"{text} ...", file=sys.stderr, flush=True))
+    print("\n".join(markdown(rows)))
     if ns.json:
         with open(ns.json, "w") as f:
             json.dump(rows, f, indent=2)

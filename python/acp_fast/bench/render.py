@@ -269,6 +269,25 @@ def render(run: Run, with_targets: bool = False) -> str:
     if run.rows or run.memory:
         lines += ["## Details", ""] + detail_lines(run)
     lines += scaling_lines(run)
+    if run.coalesce:
+        from .coalesce import markdown
+
+        lines += [
+            "## Long tool output through the proxy (`--coalesce`)",
+            "",
+            (
+                "Cumulative tool output through `acp-fast proxy` as it is and with `--coalesce 50` (a: one tool "
+                "call re-sent whole per output line; b: eight round-robin with message chunks and a permission; c: "
+                "a v2 agent's terminal chunks to a v1 editor through `--bridge 1:2`); bytes and frames each side "
+                "saw, the editor's CPU to parse them (orjson; the ACP SDK's client when installed), the proxy's CPU "
+                "and peak RSS (of the proxy or its agent), the latency added to the final states, and whether the "
+                "editor's final state is the one the agent's frames give. `python -m acp_fast.bench.coalesce` runs "
+                "it at full size."
+            ),
+            "",
+            *markdown(run.coalesce),
+            "",
+        ]
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
@@ -312,6 +331,7 @@ def to_json(run: Run) -> Dict[str, Any]:
         "elapsed_s": run.elapsed,
         "cpu_s": run.cpu_seconds,
         "machine_load": machine_load(run),
+        "coalesce": run.coalesce,
         "config": {
             "tasks": run.args.tasks,
             "profiles": run.args.profiles,

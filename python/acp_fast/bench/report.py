@@ -19,7 +19,8 @@ orjson are taken from medians of the same run.
 Output: a short summary on stdout that fits 100 columns (speed against stdlib json per task and
 profile, the scaling exponents, memory per tool call, anything stopped, skipped or wrong, and how
 busy the machine was); ``--detail`` prints the full Markdown report instead (median / min / max
-per pass, frames/s, MB/s, both ratios), ``--markdown FILE`` writes it, ``--json FILE`` writes
+per pass, frames/s, MB/s, both ratios, and long tool output through the proxy with and without
+``--coalesce``, ``bench/coalesce.py`` at small sizes), ``--markdown FILE`` writes it, ``--json FILE`` writes
 every number, ``--plot FILE.png`` draws a chart, ``--targets`` adds the project's own goals.
 Progress goes to stderr. A debug build of the native module is refused.
 
@@ -265,6 +266,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return 2
         backends = {"rust": f"{exc}", "python": __import__("acp_fast._fallback", fromlist=["x"])}
     run = execute(args, backends)
+    if args.detail or args.markdown:
+        from . import coalesce
+
+        def note(text: str) -> None:
+            if not args.no_progress:
+                print(f"acp-fast bench: long tool output, {text} ...", file=sys.stderr, flush=True)
+
+        run.coalesce = coalesce.run_all("abc", coalesce.DETAIL_SIZES, ["--coalesce 50"], note)
     sys.stdout.write(render(run, args.targets) if args.detail else summary(run, args.targets))
     sys.stdout.flush()
     if args.markdown:

@@ -74,6 +74,9 @@ class Run:
     scaling: List[S.ScalingResult] = field(default_factory=list)
     scaling_sizes: List[int] = field(default_factory=list)
     memory: Dict[str, Optional[float]] = field(default_factory=dict)
+    #: ``--detail`` / ``--markdown``: long tool output through the proxy with and without
+    #: ``--coalesce`` (``coalesce.run_all`` rows), at the sizes of ``COALESCE_SIZES``.
+    coalesce: List[Dict[str, Any]] = field(default_factory=list)
     elapsed: float = 0.0
     #: CPU seconds the run used (this process and its children): over ``elapsed``, the share of
     #: one CPU the machine gave the run.

@@ -72,9 +72,11 @@ def diff_text(item: Mapping[str, Any]) -> str:
 def terminal_text(record: Optional[Mapping[str, Any]]) -> str:
     """The text a v1 editor is shown for an agent-owned (v2) terminal.
 
-    ``$ {command}`` and a newline when the command is known, then the output decoded as UTF-8
-    (invalid bytes as U+FFFD), then ``\\n[exit code N]``, ``\\n[signal S]`` or ``\\n[exited]``
-    once the terminal has an exit status. An unknown terminal is the empty text.
+    ``$ {command}`` and a newline when the command is known, then ``[N earlier bytes not kept]``
+    and a newline when the state's bound on terminal output dropped the first N bytes
+    (``max_terminal_bytes``), then the output kept decoded as UTF-8 (invalid bytes as U+FFFD),
+    then ``\\n[exit code N]``, ``\\n[signal S]`` or ``\\n[exited]`` once the terminal has an
+    exit status. An unknown terminal is the empty text.
     """
     if record is None:
         return ""
@@ -82,6 +84,10 @@ def terminal_text(record: Optional[Mapping[str, Any]]) -> str:
     command = record.get("command")
     if isinstance(command, str):
         parts.append(f"$ {command}\n")
+    truncated = record.get("_truncated")
+    dropped = truncated.get("droppedBytes") if isinstance(truncated, dict) else None
+    if isinstance(dropped, int) and dropped > 0:
+        parts.append(f"[{dropped} earlier bytes not kept]\n")
     output = record.get("output")
     if isinstance(output, (bytes, bytearray)):
         parts.append(bytes(output).decode("utf-8", "replace"))

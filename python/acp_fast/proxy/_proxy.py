@@ -294,8 +294,10 @@ class Proxy:
             return None
         convert = self.bridge.from_agent if side == "agent" else self.bridge.from_editor
         out: List[bytes] = []
+        direction = self.directions[1 if side == "agent" else 0]
         with self.bridge_lock:
             for line in data.split(b"\n")[:-1] if data.endswith(b"\n") else data.split(b"\n"):
+                direction.active = time.monotonic()  # a long conversion is progress
                 if not line.strip():
                     out.append(line + b"\n")
                     continue
@@ -403,9 +405,15 @@ class Proxy:
         to_agent.start()
         to_editor.start()
         status = self.agent.wait()
-        to_editor.join(DRAIN_AFTER_EXIT)
-        if to_editor.is_alive() and not self.stopping:
-            self.note(f"the agent exited but its stdout stayed open for {DRAIN_AFTER_EXIT:.0f} s; stopping")
+        # What the agent wrote before it exited is relayed however long that takes (a slow
+        # conversion, a slow editor): the proxy stops only when nothing moved for DRAIN_AFTER_EXIT.
+        while True:
+            to_editor.join(DRAIN_AFTER_EXIT)
+            if not to_editor.is_alive() or self.stopping:
+                break
+            if time.monotonic() - agent.active >= DRAIN_AFTER_EXIT:
+                self.note(f"the agent exited but its stdout stayed open for {DRAIN_AFTER_EXIT:.0f} s; stopping")
+                break
         code = status if status >= 0 else 128 - status
         if self._stop_status is not None:
             code = self._stop_status

@@ -279,6 +279,9 @@ class Direction:
         self.framer = acp_fast.Framer(max_frame_bytes=max_frame_bytes, joined=True)
         # The messages of each block, for the middleware (whole lines only: it never holds a partial one).
         self.decoder = acp_fast.FrameDecoder(max_frame_bytes=max_frame_bytes)
+        #: When this direction last moved (read, converted, wrote; ``time.monotonic``): after the
+        #: agent exits, the proxy waits for its output as long as this keeps moving.
+        self.active = time.monotonic()
         # --coalesce: the agent's tool-call updates on their way to the editor (docs/PROXY.md).
         coalesce = self.settings.coalesce
         self.coalescer: Optional[Any] = None
@@ -332,6 +335,7 @@ class Direction:
                 except OSError as e:
                     host.note(f"{self.side} stream read failed: {e}")
                     break
+                self.active = time.monotonic()
                 if not chunk:
                     break
                 self.stats["bytes_in"] += len(chunk)
@@ -366,6 +370,7 @@ class Direction:
                 except OSError as e:
                     host.note(f"{self.side} stream read failed: {e}")
                     break
+                self.active = time.monotonic()
                 if step is None:
                     break
                 data, notices = step
@@ -850,7 +855,9 @@ class Direction:
             bridged = self.host.bridged(self.side, data)
             if bridged is not None:
                 data = bridged
-        if self.dst.write(data):
+        written = self.dst.write(data)
+        self.active = time.monotonic()
+        if written:
             return True
         self.stats["undelivered"] += len(data)
         self.host.lost(self.side)
