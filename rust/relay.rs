@@ -141,6 +141,11 @@ impl Relay {
         self.clock.elapsed().as_secs_f64()
     }
 
+    /// The coalescer's counts: updates held, lines released (zeros without one).
+    pub fn coalesced(&self) -> (u64, u64) {
+        self.coalescer.as_ref().map_or((0, 0), |c| (c.updates_in, c.frames_out))
+    }
+
     /// Whether the coalescer holds anything.
     pub fn holding(&mut self) -> bool {
         self.coalescer.as_mut().is_some_and(|c| c.held() > 0)

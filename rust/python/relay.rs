@@ -142,6 +142,12 @@ impl PyRelay {
         Ok(data)
     }
 
+    /// `--coalesce`: `(updates held, lines released in their place)` so far.
+    #[getter]
+    fn coalesced(&self, py: Python<'_>) -> PyResult<(u64, u64)> {
+        Ok(self.relay.lock(py)?.coalesced())
+    }
+
     /// Bytes read so far.
     #[getter]
     fn bytes_in(&self, py: Python<'_>) -> PyResult<u64> {

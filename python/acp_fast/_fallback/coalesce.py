@@ -1,4 +1,4 @@
-"""Coalescing (DESIGN 9): the agent's ``tool_call_update`` frames held per (session, tool call)
+"""Coalescing (DESIGN 8): the agent's ``tool_call_update`` frames held per (session, tool call)
 for a while, and one frame with their merged effect forwarded in their place.
 
 ``Coalescer.push_line`` takes whole lines as the agent sent them (in the editor's protocol version) and

@@ -32,6 +32,7 @@ import argparse
 import json
 import os
 import shlex
+import statistics
 import subprocess
 import sys
 import time
@@ -345,16 +346,40 @@ COLUMNS = [
 ]
 
 
+#: The columns that are timings: a row of repeated runs has their medians.
+TIMINGS = ("editor_parse_s", "editor_sdk_parse_s", "proxy_cpu_s", "proxy_peak_rss_mib", "final_latency_ms", "wall_s")
+
+
 def run_all(
-    scenarios: str, sizes: Dict[str, int], variants: Sequence[str], progress: Optional[Callable[[str], None]] = None
+    scenarios: str,
+    sizes: Dict[str, int],
+    variants: Sequence[str],
+    progress: Optional[Callable[[str], None]] = None,
+    repeat: int = 1,
 ) -> List[Dict[str, Any]]:
-    """Every scenario as the proxy is and with each variant's options: one row each."""
+    """Every scenario as the proxy is and with each variant's options: one row each, the runs
+    repeated ``repeat`` times in turn (the timings: medians; the final state: equal in all)."""
+    runs: Dict[Any, List[Dict[str, Any]]] = {}
+    for i in range(repeat):
+        for scenario in scenarios:
+            for options in [""] + list(variants):
+                if progress is not None:
+                    progress(
+                        f"scenario {scenario} {options or '(as is)'}"
+                        + (f", run {i + 1}/{repeat}" if repeat > 1 else "")
+                    )
+                runs.setdefault((scenario, options), []).append(
+                    run_editor(scenario, sizes[scenario], shlex.split(options))
+                )
     rows = []
-    for scenario in scenarios:
-        for options in [""] + list(variants):
-            if progress is not None:
-                progress(f"scenario {scenario} {options or '(as is)'}")
-            rows.append(run_editor(scenario, sizes[scenario], shlex.split(options)))
+    for done in runs.values():
+        row = dict(done[-1])
+        for key in TIMINGS:
+            values = [r[key] for r in done if r[key] is not None]
+            row[key] = round(statistics.median(values), 3) if values else None
+        row["final_equal"] = all(r["final_equal"] for r in done)
+        row["runs"] = len(done)
+        rows.append(row)
     return rows
 
 
@@ -381,12 +406,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         metavar="OPTIONS",
         help="also run with these proxy options (repeatable), e.g. --with='--coalesce 50'",
     )
+    p.add_argument("--repeat", type=int, default=1, help="runs of each row, in turn; timings are medians (default 1)")
     p.add_argument("--json", metavar="FILE", help="write the figures as JSON")
     ns = p.parse_args(argv)
     if ns.agent:
         return run_agent(ns.agent, ns.size)
     sizes = {"a": ns.lines, "b": ns.updates, "c": ns.chunks}
-    rows = run_all(ns.scenarios, sizes, ns.variants, lambda text: print(f"{text} ...", file=sys.stderr, flush=True))
+    if ns.repeat < 1:
+        p.error("--repeat must be at least 1")
+    rows = run_all(
+        ns.scenarios, sizes, ns.variants, lambda text: print(f"{text} ...", file=sys.stderr, flush=True), ns.repeat
+    )
     print("\n".join(markdown(rows)))
     if ns.json:
         with open(ns.json, "w") as f:

@@ -245,9 +245,7 @@ class Bridge:
     def _message(self, msg: Any, side: str, whole: Optional[bytes] = None) -> List[bytes]:
         if side == "agent" and self._held and not _held_kind(msg):
             # coalesce: what is held of the frame's session (of every session) goes first
-            params = msg.params if msg.kind != "response" else None
-            sid = params.get("sessionId") if isinstance(params, dict) else None
-            held = self.release(sid if isinstance(sid, str) else None)
+            held = self.release(msg.session_id if msg.kind != "response" else None)
             return held + self._convert(msg, side, whole)
         return self._convert(msg, side, whole)
 
@@ -934,10 +932,7 @@ _HELD_KINDS = ("tool_call_update", "tool_call_content_chunk", "tool_call", "term
 
 def _held_kind(msg: Any) -> bool:
     """Whether ``msg`` is a session update of a kind ``coalesce`` holds."""
-    if msg.kind != "notification" or msg.method != "session/update" or not isinstance(msg.params, dict):
-        return False
-    update = msg.params.get("update")
-    return isinstance(update, dict) and update.get("sessionUpdate") in _HELD_KINDS
+    return msg.kind == "notification" and msg.method == "session/update" and msg.update_kind in _HELD_KINDS
 
 
 def _envelope(params: Dict[str, Any]) -> Dict[str, Any]:

@@ -354,6 +354,8 @@ class Direction:
             finally:
                 if self.coalescer is not None:
                     self.released(self.coalescer.flush())
+                    self.stats["coalesced"] = self.coalescer.updates_in
+                    self.stats["coalesced_out"] = self.coalescer.frames_out
                 self.dst.close()  # end of input passed on: the agent's stdin, or the editor's stdout
 
     def run_native(self, relay: Any) -> None:
@@ -377,7 +379,8 @@ class Direction:
                 if data and self.write(data, coalesce=False):
                     stats["bytes_out"] += len(data)
                 for notice in notices:
-                    if notice[0] == "invalid":  # a line that may be passed on: what is held goes first
+                    if notice[0] == "invalid" and self.settings.agent_invalid == "pass":
+                        # A line passed on goes after what is held (as in the Python loop).
                         rest = relay.flush()
                         if rest and self.write(rest, coalesce=False):
                             stats["bytes_out"] += len(rest)
@@ -393,6 +396,8 @@ class Direction:
                 stats["bytes_out"] += len(rest)
             stats["bytes_in"] = relay.bytes_in
             stats["lines"] = relay.lines
+            if self.settings.coalesce is not None and self.side == "agent":
+                stats["coalesced"], stats["coalesced_out"] = relay.coalesced
             self.dst.close()
 
     def notice(self, notice: Tuple[Any, ...]) -> None:
