@@ -21,6 +21,8 @@ from acp_fast.bench import report, timing
 from acp_fast.bench import state as S
 
 TINY = [
+    "--long-output",
+    "0.05",
     "--mb",
     "0.02",
     "--budget",
@@ -59,6 +61,14 @@ def test_runs_end_to_end(full_run):
     assert isinstance(data["noisy"], list)
     for heading in ("# acp-fast bench", "## Summary", "## Targets", "## Details", "## scaling"):
         assert heading in out
+    # long tool output through the proxy, as it is and with --coalesce: each scenario twice, the
+    # editor's final state the agent's, fewer bytes with --coalesce
+    assert "## Long tool output through the proxy (`--coalesce`)" in out
+    rows = data["coalesce"]
+    assert [(r["scenario"], r["options"]) for r in rows] == [(s, o) for s in "abc" for o in ("(none)", "--coalesce 50")]
+    assert all(r["final_equal"] for r in rows)
+    for plain, coalesced in zip(rows[::2], rows[1::2]):
+        assert coalesced["editor_bytes"] < plain["editor_bytes"]
     # the machine, the versions and the commit it ran on
     env = data["environment"]
     assert env["cpu"] and env["cpus"] and env["python"] and env["acp_fast"] == acp_fast.__version__

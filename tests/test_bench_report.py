@@ -16,6 +16,8 @@ from acp_fast.bench import noise, summary
 from acp_fast.bench.results import Row, Run
 
 SMALL = [
+    "--long-output",
+    "0",
     "--tasks",
     "decode",
     "state",
@@ -98,6 +100,7 @@ def test_markdown_file_has_the_full_report_without_targets(outputs):
 
 def test_detail_and_targets_flags(tmp_path):
     argv = ["--tasks", "decode", "--profiles", "tiny", "--frames", "300", "--budget", "0", "--max-runs", "3"]
+    argv += ["--long-output", "0"]
     code, out, err = run_cli([*argv, "--contenders", "rust", "json", "--detail", "--targets", "--no-progress"])
     assert code == 0, err
     assert out.startswith("# acp-fast bench") and "## Targets" in out and "## Details" in out

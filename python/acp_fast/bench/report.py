@@ -223,6 +223,14 @@ def parser() -> argparse.ArgumentParser:
     out.add_argument(
         "--plot", metavar="FILE.png", help="draw a chart to FILE.png (needs matplotlib: pip install 'acp-fast[bench]')"
     )
+    out.add_argument(
+        "--long-output",
+        type=number(0, finite=True),
+        metavar="SCALE",
+        default=1.0,
+        help="--detail / --markdown: the long tool output section (the proxy with and without --coalesce) at "
+        "SCALE times its sizes (default 1: a few seconds; 0 leaves it out)",
+    )
     out.add_argument("--no-progress", action="store_true", help="no progress on stderr")
     return ap
 
@@ -266,14 +274,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return 2
         backends = {"rust": f"{exc}", "python": __import__("acp_fast._fallback", fromlist=["x"])}
     run = execute(args, backends)
-    if args.detail or args.markdown:
+    if (args.detail or args.markdown) and args.long_output > 0:
         from . import coalesce
 
         def note(text: str) -> None:
             if not args.no_progress:
                 print(f"acp-fast bench: long tool output, {text} ...", file=sys.stderr, flush=True)
 
-        run.coalesce = coalesce.run_all("abc", coalesce.DETAIL_SIZES, ["--coalesce 50"], note)
+        sizes = {k: max(1, round(n * args.long_output)) for k, n in coalesce.DETAIL_SIZES.items()}
+        run.coalesce = coalesce.run_all("abc", sizes, ["--coalesce 50"], note)
     sys.stdout.write(render(run, args.targets) if args.detail else summary(run, args.targets))
     sys.stdout.flush()
     if args.markdown:
