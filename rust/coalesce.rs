@@ -1,9 +1,9 @@
 //! Coalescing (DESIGN §8): the agent's `tool_call_update` frames held per (session, tool call)
 //! for a while, and one frame with their merged effect forwarded in their place.
 //!
-//! `Coalescer::push` takes whole lines as the agent sent them (in the editor's protocol version)
-//! and appends the lines to write now to `out`; `due` the held updates whose time has come;
-//! `release_all` everything. Time is the caller's (`now`, seconds on any monotonic clock), so a
+//! `Coalescer::push_line` takes whole lines as the agent sent them (in the editor's protocol
+//! version) and appends the lines to write now to `out`; `release_due` the held updates whose time
+//! has come; `release_all` everything. Time is the caller's (`now`, seconds on any monotonic clock), so a
 //! fake clock tests it.
 //!
 //! What is held: a `session/update` notification whose update is a `tool_call_update` with a
@@ -17,11 +17,12 @@
 //! the entry is released and the new update held on its own.
 //!
 //! What releases: a final status (`completed`, `failed`, `cancelled`) in the merged update
-//! (released at once, with it); a `tool_call` or `tool_call_content_chunk` of the same tool call
-//! (released before it); a `state_update` or any request of the agent naming the session (the
-//! session's entries before it); any response, batch, untracked or unreadable line (every entry
+//! (released at once, with it); a `tool_call`, `tool_call_content_chunk` or `state_update`, or any
+//! request of the agent naming the session (the session's entries before it); any response, batch, untracked or unreadable line (every entry
 //! before it); `ms` after an entry's first update (`release_due`); more than `max_held` entries or
-//! `max_held_bytes` bytes held (the oldest, until under); `release_all`.
+//! `max_held_bytes` bytes held (the oldest, until under); `release_all`. An entry released on its
+//! own takes the entries of its session held before it along, first, so that the editor learns of
+//! a session's tool calls in the order the agent made them.
 //!
 //! An entry of one update is released as its line came, byte for byte; a merged one as the last
 //! update's line with its `update` object replaced by the merged members, each key and value as
@@ -51,8 +52,6 @@ pub enum What {
     Hold,
     /// Forwarded, nothing released.
     Pass,
-    /// Its tool call's entry released before it.
-    ReleaseKey,
     /// Its session's entries released before it.
     ReleaseSession,
     /// Every entry released before it.
@@ -204,7 +203,7 @@ pub fn classify(data: &[u8]) -> Class {
     };
     class.tool_call = Some(tcid);
     if kind.as_deref() != Some(b"tool_call_update") {
-        class.what = What::ReleaseKey;
+        class.what = What::ReleaseSession; // it may create a tool call: those held were first
         return class;
     }
     class.what = What::Hold;
@@ -213,8 +212,9 @@ pub fn classify(data: &[u8]) -> Class {
 }
 
 /// The members of one update with the effect of `held` then `new` under protocol `version`
-/// (None: not known), or None when one update cannot say it.
-pub fn merge_members(held: &[Member], new: Vec<Member>, version: Option<u8>) -> Option<Vec<Member>> {
+/// (None: not known), or None when one update cannot say it. `patch_meta`: a v2 `_meta` object
+/// over a `_meta` object composes (`merge_object`; inside one, no member does).
+pub fn merge_members(held: &[Member], new: Vec<Member>, version: Option<u8>, patch_meta: bool) -> Option<Vec<Member>> {
     let mut out = held.to_vec();
     for m in new {
         let Some(at) = out.iter().position(|o| o.key == m.key) else {
@@ -233,7 +233,7 @@ pub fn merge_members(held: &[Member], new: Vec<Member>, version: Option<u8>) -> 
                 return None; // v2: unset then set again moves the member to the end
             }
             (old.ty, old.value) = (m.ty, m.value);
-        } else if *m.key == *b"_meta" && m.ty == JsonType::Object && version != Some(1) {
+        } else if patch_meta && *m.key == *b"_meta" && m.ty == JsonType::Object && version != Some(1) {
             if version.is_none() || old.ty != JsonType::Object {
                 return None;
             }
@@ -245,21 +245,14 @@ pub fn merge_members(held: &[Member], new: Vec<Member>, version: Option<u8>) -> 
     Some(out)
 }
 
-/// Two v2 `_meta` patches as one (later members win, in the first one's place); None when a
-/// member unset by the first is set again by the second.
+/// Two v2 `_meta` patches as one (`merge_members` of their members, by v2's rules); None when it
+/// cannot be said in one.
 pub fn merge_object(held: &[u8], new: &[u8]) -> Option<Vec<u8>> {
     let a = members(held, Span::new(JsonType::Object, 0, held.len()))?;
     let b = members(new, Span::new(JsonType::Object, 0, new.len()))?;
-    let mut out = a;
-    for m in b {
-        match out.iter().position(|o| o.key == m.key) {
-            None => out.push(m),
-            Some(at) if out[at].ty == JsonType::Null && m.ty != JsonType::Null => return None,
-            Some(at) => (out[at].ty, out[at].value) = (m.ty, m.value),
-        }
-    }
+    let merged = merge_members(&a, b, Some(2), false)?;
     let mut text = Vec::new();
-    write_object(&mut text, &out);
+    write_object(&mut text, &merged);
     Some(text)
 }
 
@@ -415,12 +408,6 @@ impl Coalescer {
                 self.hold(data, &key(sid, tcid), update, now, out);
                 return;
             }
-            What::ReleaseKey => {
-                let (Some(sid), Some(tcid)) = (&class.session, &class.tool_call) else {
-                    unreachable!("a released key")
-                };
-                self.release(&key(sid, tcid), out);
-            }
             What::ReleaseSession => {
                 let sid = class.session.as_deref().unwrap_or_default();
                 let keys: Vec<Vec<u8>> = self
@@ -442,7 +429,7 @@ impl Coalescer {
     fn hold(&mut self, data: &[u8], k: &[u8], update: Span, now: f64, out: &mut Vec<u8>) {
         let Some(ms) = members(data, update) else {
             // A member twice: not held.
-            self.release(k, out);
+            self.release_through(k, out);
             out.extend_from_slice(data);
             return;
         };
@@ -451,7 +438,7 @@ impl Coalescer {
         let merged = self
             .entries
             .get(k)
-            .map(|e| merge_members(&e.members, ms.clone(), protocol));
+            .map(|e| merge_members(&e.members, ms.clone(), protocol, true));
         match merged {
             Some(Some(merged)) => {
                 let e = self.entries.get_mut(k).expect("held");
@@ -465,7 +452,7 @@ impl Coalescer {
             }
             found => {
                 if found.is_some() {
-                    self.release(k, out);
+                    self.release_through(k, out);
                 }
                 let entry = Entry::new(data, update, ms, now);
                 self.held_bytes += entry.size;
@@ -473,7 +460,7 @@ impl Coalescer {
             }
         }
         if self.entries.get(k).is_some_and(|e| is_final(&e.members)) {
-            self.release(k, out);
+            self.release_through(k, out);
         }
         self.bound(out);
     }
@@ -494,6 +481,25 @@ impl Coalescer {
             self.held_bytes -= e.size;
             self.frames_out += 1;
             e.line(out);
+        }
+    }
+
+    /// Release `k` and, before it, the entries of its session held before it: the editor learns
+    /// of a session's tool calls in the order the agent made them.
+    fn release_through(&mut self, k: &[u8], out: &mut Vec<u8>) {
+        let sid = session_of(k);
+        let keys: Vec<Vec<u8>> = self
+            .entries
+            .iter()
+            .map(|(key, _)| key)
+            .filter(|key| session_of(key) == sid)
+            .map(<[u8]>::to_vec)
+            .collect();
+        for key in keys {
+            self.release(&key, out);
+            if key == k {
+                return;
+            }
         }
     }
 

@@ -29,6 +29,7 @@ __all__ = [
     "validate_schema",
     "SchemaValidator",
     "FrameColumns",
+    "Coalescer",
 ]
 
 BACKEND: Final[str]
@@ -128,14 +129,14 @@ class Coalescer:
     """Holds the agent's ``tool_call_update`` frames per (session, tool call) for at most ``ms``
     milliseconds and forwards one frame with their merged effect (docs/API.md "Coalescing")."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         ms: float = 50.0,
         *,
         protocol: Optional[int] = None,
         max_held: int = 1000,
         max_held_bytes: int = 16777216,
-    ) -> None: ...
+    ) -> Coalescer: ...
     def push(self, data: bytes, now: Optional[float] = None, *, tracked: bool = True) -> bytes:
         """The lines to write now for ``data`` (whole lines as the agent sent them)."""
     def due(self, now: Optional[float] = None) -> bytes:

@@ -4,7 +4,7 @@
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyInt};
 
 use super::Exclusive;
 use crate::coalesce::{Coalescer, DEFAULT_MAX_HELD, DEFAULT_MAX_HELD_BYTES};
@@ -23,18 +23,27 @@ fn monotonic(py: Python<'_>, now: Option<f64>) -> PyResult<f64> {
     }
 }
 
-pub(crate) fn check_protocol(protocol: Option<i64>) -> PyResult<Option<u8>> {
-    match protocol {
-        None => Ok(None),
+/// `protocol`: 1, 2 (exactly an `int`) or None.
+pub(crate) fn check_protocol(protocol: Option<&Bound<'_, PyAny>>) -> PyResult<Option<u8>> {
+    let Some(obj) = protocol.filter(|p| !p.is_none()) else {
+        return Ok(None);
+    };
+    let value = if obj.is_exact_instance_of::<PyInt>() {
+        obj.extract::<i64>().ok()
+    } else {
+        None
+    };
+    match value {
         Some(v @ (1 | 2)) => Ok(Some(v as u8)),
-        Some(v) => Err(PyValueError::new_err(format!(
-            "expected protocol to be 1, 2 or None, found {v}"
+        _ => Err(PyValueError::new_err(format!(
+            "expected protocol to be 1, 2 or None, found {}",
+            obj.repr()?
         ))),
     }
 }
 
 /// The coalescer's options, checked (the same messages as the fallback's `Coalescer`).
-pub(crate) fn new_coalescer(ms: f64, protocol: Option<i64>, max_held: i64, max_held_bytes: i64) -> PyResult<Coalescer> {
+pub(crate) fn new_coalescer(ms: f64, protocol: Option<u8>, max_held: i64, max_held_bytes: i64) -> PyResult<Coalescer> {
     if !(ms.is_finite() && ms >= 0.0) {
         return Err(PyValueError::new_err(format!(
             "expected ms to be a number of milliseconds >= 0, found {ms}"
@@ -50,21 +59,21 @@ pub(crate) fn new_coalescer(ms: f64, protocol: Option<i64>, max_held: i64, max_h
             "expected max_held_bytes to be at least 0, found {max_held_bytes}"
         )));
     }
-    Ok(Coalescer::new(
-        ms,
-        check_protocol(protocol)?,
-        max_held as usize,
-        max_held_bytes as usize,
-    ))
+    Ok(Coalescer::new(ms, protocol, max_held as usize, max_held_bytes as usize))
 }
+
+const _: () = assert!(DEFAULT_MAX_HELD == 1000 && DEFAULT_MAX_HELD_BYTES == 16777216);
 
 #[pymethods]
 impl PyCoalescer {
     #[new]
-    #[pyo3(signature = (ms = 50.0, *, protocol = None, max_held = DEFAULT_MAX_HELD as i64, max_held_bytes = DEFAULT_MAX_HELD_BYTES as i64))]
-    fn new(ms: f64, protocol: Option<i64>, max_held: i64, max_held_bytes: i64) -> PyResult<Self> {
+    // The defaults are literals so that the signature shows them (checked equal to the core's
+    // constants below).
+    #[pyo3(signature = (ms = 50.0, *, protocol = None, max_held = 1000, max_held_bytes = 16777216))]
+    fn new(ms: f64, protocol: Option<Bound<'_, PyAny>>, max_held: i64, max_held_bytes: i64) -> PyResult<Self> {
+        let coalescer = new_coalescer(ms, check_protocol(protocol.as_ref())?, max_held, max_held_bytes)?;
         Ok(Self {
-            inner: Exclusive::new("Coalescer", new_coalescer(ms, protocol, max_held, max_held_bytes)?),
+            inner: Exclusive::new("Coalescer", coalescer),
         })
     }
 
@@ -121,8 +130,9 @@ impl PyCoalescer {
     }
 
     #[setter]
-    fn set_protocol(&self, py: Python<'_>, protocol: Option<i64>) -> PyResult<()> {
-        self.inner.lock(py)?.protocol = check_protocol(protocol)?;
+    fn set_protocol(&self, py: Python<'_>, protocol: Option<Bound<'_, PyAny>>) -> PyResult<()> {
+        let protocol = check_protocol(protocol.as_ref())?;
+        self.inner.lock(py)?.protocol = protocol;
         Ok(())
     }
 

@@ -1,8 +1,9 @@
 """Coalescing (DESIGN 8): the agent's ``tool_call_update`` frames held per (session, tool call)
 for a while, and one frame with their merged effect forwarded in their place.
 
-``Coalescer.push_line`` takes whole lines as the agent sent them (in the editor's protocol version) and
-appends the lines to write now to ``out``; ``release_due`` the held updates whose time has come; ``flush`` all.
+``Coalescer.push_line`` takes whole lines as the agent sent them (in the editor's protocol
+version) and appends the lines to write now to ``out``; ``release_due`` the held updates whose
+time has come; ``release_all`` everything.
 Time is the caller's (``now``, seconds on any monotonic clock), so a fake clock tests it.
 
 What is held: a ``session/update`` notification whose update is a ``tool_call_update`` with a
@@ -16,11 +17,12 @@ a ``_meta`` that is not one; or the protocol version not known yet and the two d
 the entry is released and the new update held on its own.
 
 What releases: a final status (``completed``, ``failed``, ``cancelled``) in the merged update
-(released at once, with it); a ``tool_call`` or ``tool_call_content_chunk`` of the same tool call
-(released before it); a ``state_update`` or any request of the agent naming the session (the
-session's entries before it); any response, batch, untracked or unreadable line (every entry
+(released at once, with it); a ``tool_call``, ``tool_call_content_chunk`` or ``state_update``, or
+any request of the agent naming the session (the session's entries before it); any response, batch, untracked or unreadable line (every entry
 before it); ``ms`` after an entry's first update (``release_due``); more than ``max_held`` entries or
-``max_held_bytes`` bytes held (the oldest, until under); ``release_all``.
+``max_held_bytes`` bytes held (the oldest, until under); ``release_all``. An entry released on its
+own takes the entries of its session held before it along, first, so that the editor learns of a
+session's tool calls in the order the agent made them.
 
 An entry of one update is released as its line came, byte for byte; a merged one as the last
 update's line with its ``update`` object replaced by the merged members, each key and value as
@@ -33,6 +35,7 @@ with the fallback's scanner helpers (``members``), there with the core scanner.
 from __future__ import annotations
 
 import math
+import operator
 import time
 from threading import RLock
 from typing import Any, Dict, List, Optional, Tuple
@@ -52,9 +55,8 @@ DEFAULT_MAX_HELD_BYTES = 16 << 20
 # What a line asks of the held entries (``classify``).
 HOLD = 0  # a tool_call_update: held (its key)
 PASS = 1  # forwarded, nothing released
-RELEASE_KEY = 2  # its tool call's entry released before it
-RELEASE_SESSION = 3  # its session's entries released before it
-RELEASE_ALL = 4  # every entry released before it
+RELEASE_SESSION = 2  # its session's entries released before it
+RELEASE_ALL = 3  # every entry released before it
 
 # A member: (key text, key literal as received, value type, value as received).
 Member = Tuple[str, bytes, str, bytes]
@@ -123,13 +125,17 @@ def classify(data: bytes) -> Tuple[int, Optional[str], Optional[str], int, int]:
     if tcid is None:
         return PASS, sid, None, 0, 0
     if kind != "tool_call_update":
-        return RELEASE_KEY, sid, tcid, 0, 0
+        return RELEASE_SESSION, sid, tcid, 0, 0  # it may create a tool call: those held were first
     return HOLD, sid, tcid, update[1], update[2]
 
 
-def merge_members(held: List[Member], new: List[Member], version: Optional[int]) -> Optional[List[Member]]:
+def merge_members(
+    held: List[Member], new: List[Member], version: Optional[int], patch_meta: bool = True
+) -> Optional[List[Member]]:
     """The members of one update with the effect of ``held`` then ``new`` under protocol
-    ``version`` (None: not known), or None when one update cannot say it."""
+    ``version`` (None: not known), or None when one update cannot say it. ``patch_meta``: a v2
+    ``_meta`` object over a ``_meta`` object composes (``merge_object``; inside one, no member
+    does)."""
     out = list(held)
     index = {m[0]: i for i, m in enumerate(out)}
     for m in new:
@@ -149,7 +155,7 @@ def merge_members(held: List[Member], new: List[Member], version: Optional[int])
             if version != 1:
                 return None  # v2: unset then set again moves the member to the end
             out[at] = (old[0], old[1], m[2], m[3])
-        elif m[0] == "_meta" and m[2] == "object" and version != 1:
+        elif patch_meta and m[0] == "_meta" and m[2] == "object" and version != 1:
             if version is None or old[2] != "object":
                 return None
             meta = merge_object(old[3], m[3])
@@ -162,24 +168,12 @@ def merge_members(held: List[Member], new: List[Member], version: Optional[int])
 
 
 def merge_object(held: bytes, new: bytes) -> Optional[bytes]:
-    """Two v2 ``_meta`` patches as one (later members win, in the first one's place); None when a
-    member unset by the first is set again by the second."""
+    """Two v2 ``_meta`` patches as one (``merge_members`` of their members, by v2's rules); None
+    when it cannot be said in one."""
     a = members(held, 0)
     b = members(new, 0)
-    if a is None or b is None:
-        return None
-    out = list(a)
-    index = {m[0]: i for i, m in enumerate(out)}
-    for m in b:
-        at = index.get(m[0])
-        if at is None:
-            index[m[0]] = len(out)
-            out.append(m)
-        elif out[at][2] == "null" and m[2] != "null":
-            return None
-        else:
-            out[at] = (out[at][0], out[at][1], m[2], m[3])
-    return write_object(out)
+    merged = None if a is None or b is None else merge_members(a, b, 2, patch_meta=False)
+    return None if merged is None else write_object(merged)
 
 
 def write_object(ms: List[Member]) -> bytes:
@@ -225,7 +219,7 @@ def check_protocol(protocol: Any) -> Optional[int]:
     """``protocol`` when it is 1, 2 or None, else ValueError."""
     if protocol is None or (type(protocol) is int and protocol in (1, 2)):
         return protocol
-    raise ValueError(f"expected protocol to be 1, 2 or None, found {protocol}")
+    raise ValueError(f"expected protocol to be 1, 2 or None, found {protocol!r}")
 
 
 class Coalescer:
@@ -242,7 +236,11 @@ class Coalescer:
         max_held: int = DEFAULT_MAX_HELD,
         max_held_bytes: int = DEFAULT_MAX_HELD_BYTES,
     ) -> None:
-        ms = float(ms)
+        given: Any = ms
+        if isinstance(given, (str, bytes, bytearray)):  # float() would read them; the binding does not
+            raise TypeError(f"must be real number, not {type(given).__name__}")
+        ms = float(given)
+        max_held, max_held_bytes = operator.index(max_held), operator.index(max_held_bytes)
         if not (math.isfinite(ms) and ms >= 0):
             raise ValueError(f"expected ms to be a number of milliseconds >= 0, found {ms}")
         if max_held < 1:
@@ -350,8 +348,9 @@ class Coalescer:
     def push_line(self, data: bytes, now: float, tracked: bool, out: List[bytes]) -> None:
         """One line as the agent sent it (line ending included): held, or appended to ``out``
         after what it releases. ``tracked``: the state engine applied it without error."""
-        if not data.endswith(b"\n") or not data.strip():
-            if data.strip():
+        blank = not data.strip(b" \t\r\n")
+        if not data.endswith(b"\n") or blank:
+            if not blank:
                 self.release_all(out)
             out.append(data)
             return
@@ -360,10 +359,7 @@ class Coalescer:
             assert sid is not None and tcid is not None
             self.hold(data, (sid, tcid), start, end, now, out)
             return
-        if what == RELEASE_KEY:
-            assert sid is not None and tcid is not None
-            self.release((sid, tcid), out)
-        elif what == RELEASE_SESSION:
+        if what == RELEASE_SESSION:
             for key in [k for k in self.entries if k[0] == sid]:
                 self.release(key, out)
         elif what == RELEASE_ALL:
@@ -373,7 +369,7 @@ class Coalescer:
     def hold(self, data: bytes, key: Tuple[str, str], start: int, end: int, now: float, out: List[bytes]) -> None:
         ms = members(data, start)
         if ms is None:  # a member twice: not held
-            self.release(key, out)
+            self.release_through(key, out)
             out.append(data)
             return
         self._updates_in += 1
@@ -387,11 +383,11 @@ class Coalescer:
             self._held_bytes += entry.size
         else:
             if entry is not None:
-                self.release(key, out)
+                self.release_through(key, out)
             entry = self.entries[key] = Entry(data, start, end, ms, now)
             self._held_bytes += entry.size
         if is_final(entry.members):
-            self.release(key, out)
+            self.release_through(key, out)
         self.bound(out)
 
     def bound(self, out: List[bytes]) -> None:
@@ -405,6 +401,14 @@ class Coalescer:
             self._held_bytes -= entry.size
             self._frames_out += 1
             out.append(entry.line())
+
+    def release_through(self, key: Tuple[str, str], out: List[bytes]) -> None:
+        """Release ``key`` and, before it, the entries of its session held before it: the editor
+        learns of a session's tool calls in the order the agent made them."""
+        for k in [k for k in self.entries if k[0] == key[0]]:
+            self.release(k, out)
+            if k == key:
+                return
 
     def release_all(self, out: List[bytes]) -> None:
         for key in list(self.entries):

@@ -63,26 +63,25 @@ def _bridge_versions(text: str) -> Tuple[int, int]:
     return int(editor), int(agent)
 
 
-def _coalesce_ms(text: str) -> float:
-    """``--coalesce``: milliseconds, 0 to 60000."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value <= 60000:
-        raise argparse.ArgumentTypeError(f"expected a number of milliseconds from 0 to 60000, found {text!r}")
-    return value
+def _amount(unit: str, high: float) -> Callable[[str], float]:
+    """A ``type=`` for a number of ``unit`` from 0 to ``high``."""
+
+    def convert(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = -1.0
+        if not 0 <= value <= high:
+            raise argparse.ArgumentTypeError(f"expected a number of {unit} from 0 to {high:g}, found {text!r}")
+        return value
+
+    return convert
 
 
-def _grace(text: str) -> float:
-    """``--answer-cancelled-permissions``: a grace period in seconds, 0 to 3600."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value <= 3600:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds from 0 to 3600, found {text!r}")
-    return value
+#: ``--coalesce``: milliseconds, 0 to 60000.
+_coalesce_ms = _amount("milliseconds", 60000)
+#: ``--answer-cancelled-permissions``: a grace period in seconds, 0 to 3600.
+_grace = _amount("seconds", 3600)
 
 
 def _invalid_policy(text: str) -> Tuple[str, int]:

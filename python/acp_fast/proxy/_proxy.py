@@ -520,7 +520,9 @@ def format_summary(info: Dict[str, Any]) -> str:
             + (f" ({extra})" if extra else "")
         )
         if s.get("coalesced"):
-            lines.append(f"    --coalesce: {s['coalesced']} tool-call updates held, {s['coalesced_out']} lines in their place")
+            lines.append(
+                f"    --coalesce: {s['coalesced']} tool-call updates held, {s['coalesced_out']} lines in their place"
+            )
     by_status = ", ".join(f"{n} {k}" for k, n in info["tool_calls_by_status"].items()) or "none"
     lines.append(f"  sessions: {info['sessions']}; tool calls: {info['tool_calls']} ({by_status})")
     if info["permissions_by_outcome"]:
