@@ -136,7 +136,8 @@ class Coalescer:
         protocol: Optional[int] = None,
         max_held: int = 1000,
         max_held_bytes: int = 16777216,
-    ) -> Coalescer: ...
+    ) -> Coalescer:
+        """A coalescer holding each tool call's updates at most ``ms`` milliseconds."""
     def push(self, data: bytes, now: Optional[float] = None, *, tracked: bool = True) -> bytes:
         """The lines to write now for ``data`` (whole lines as the agent sent them)."""
     def due(self, now: Optional[float] = None) -> bytes:
@@ -150,7 +151,8 @@ class Coalescer:
     def protocol(self) -> Optional[int]:
         """The editor's protocol version (1 or 2), None until known."""
     @protocol.setter
-    def protocol(self, protocol: Optional[int]) -> None: ...
+    def protocol(self, protocol: Optional[int]) -> None:
+        """Set the editor's protocol version once it is known."""
     @property
     def ms(self) -> float:
         """How long an update is held at most, in milliseconds."""
