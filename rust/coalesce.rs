@@ -167,7 +167,11 @@ pub fn classify(data: &[u8]) -> Class {
         return Class::of(What::ReleaseAll); // a response
     };
     let params = params.filter(|p| p.ty == JsonType::Object);
-    let sid = params.and_then(|p| string(data, find(data, p, &[b"sessionId"])[0]));
+    // One walk of `params` for both (it holds the update: the bulk of the line).
+    let [sid, update] = params.map_or([None; 2], |p| {
+        <[Option<Span>; 2]>::try_from(find(data, p, &[b"sessionId", b"update"])).unwrap_or([None; 2])
+    });
+    let sid = string(data, sid);
     let mut class = Class::of(What::Pass);
     if method != b"session/update" {
         if id.is_some() {
@@ -180,11 +184,11 @@ pub fn classify(data: &[u8]) -> Class {
         class.session = sid;
         return class;
     }
-    let (Some(params), Some(_)) = (params, sid.as_ref()) else {
+    if sid.is_none() {
         return class;
-    };
+    }
     class.session = sid;
-    let Some(update) = find(data, params, &[b"update"])[0].filter(|u| u.ty == JsonType::Object) else {
+    let Some(update) = update.filter(|u| u.ty == JsonType::Object) else {
         return class;
     };
     let [kind, tcid] =

@@ -107,6 +107,8 @@ def classify(data: bytes) -> Tuple[int, Optional[str], Optional[str], int, int]:
     sid = None
     if params is not None and params[0] == "object":
         sid = _string(data, find_member(data, params[1], "sessionId"))
+    else:
+        params = None
     if method != "session/update":
         if find_member(data, i, "id") is None:
             return PASS, sid, None, 0, 0
