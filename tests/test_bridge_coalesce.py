@@ -77,7 +77,8 @@ class Held(Conversation):
 
 
 def _tool_calls(conv: Conversation) -> Any:
-    return {sid: calls for sid, calls in conv.editor.store.snapshot().items()}
+    """The editor's tool calls by session, each session's in the order the editor created them."""
+    return {sid: list(calls.items()) for sid, calls in conv.editor.store.snapshot().items()}
 
 
 def _play(backend: Any, editor: int, ops: List[Tuple[Any, ...]], held: bool) -> Tuple[Conversation, Any]:

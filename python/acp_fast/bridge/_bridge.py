@@ -199,9 +199,14 @@ class Bridge:
         key = (sid, tcid)
         held = self._held.get(key)
         self._held[key] = (self._clock() if held is None else held[0], _envelope(params))
-        if final:
-            return self._release_key(key)
         out: List[bytes] = []
+        if final:
+            # A tool call the editor has not seen yet goes after the session's unseen ones held
+            # before it: the editor learns of a session's tool calls in the agent's order.
+            first = [] if key in self._views else [k for k in self._held if k[0] == sid and k not in self._views]
+            for k in first[: first.index(key)] if key in first else []:
+                out += self._release_key(k)
+            return out + self._release_key(key)
         while len(self._held) > self.max_held:
             out += self._release_key(next(iter(self._held)))
         return out
