@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, List, Tuple
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from acp_fast.bridge import Bridge
@@ -77,8 +77,16 @@ class Held(Conversation):
 
 
 def _tool_calls(conv: Conversation) -> Any:
-    """The editor's tool calls by session, each session's in the order the editor created them."""
-    return {sid: list(calls.items()) for sid, calls in conv.editor.store.snapshot().items()}
+    """The editor's tool calls by session, each session's in the order the editor created them.
+
+    A v1 editor's ``"_meta": {}`` and no ``_meta`` are the same state: v1 cannot unset ``_meta``,
+    so the bridge sends ``{}`` (no keys) when the agent unsets one the editor has seen; a held
+    update may release only after the unset, when the editor never saw the ``_meta`` at all."""
+
+    def same(call: Any) -> Any:
+        return {k: v for k, v in call.items() if not (k == "_meta" and v == {})}
+
+    return {sid: [(tcid, same(c)) for tcid, c in calls.items()] for sid, calls in conv.editor.store.snapshot().items()}
 
 
 def _play(backend: Any, editor: int, ops: List[Tuple[Any, ...]], held: bool) -> Tuple[Conversation, Any]:
@@ -95,8 +103,16 @@ def _play(backend: Any, editor: int, ops: List[Tuple[Any, ...]], held: bool) -> 
     return conv, answers
 
 
+_UNSET_META = [
+    ("ack",),
+    ("notify", "s2", {"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": None, "_meta": {}}),
+    ("notify", "s2", {"sessionUpdate": "tool_call_update", "toolCallId": "c1", "title": None, "_meta": None}),
+]
+
+
 @settings(max_examples=60, deadline=None)
 @given(ops=st.lists(_agent_ops(2), min_size=3, max_size=40))
+@example(ops=_UNSET_META)  # found by CI: the editor saw no _meta held, {} plain
 def test_v2_agent_v1_editor_held_by_the_bridge(backend: Any, ops: List[Tuple[Any, ...]]) -> None:
     plain, plain_answers = _play(backend, 1, ops, held=False)
     held, answers = _play(backend, 1, ops, held=True)
