@@ -47,6 +47,8 @@ def integer(low: Optional[int] = None, high: Optional[int] = None) -> Callable[[
 
     def convert(text: str) -> int:
         try:
+            if not text.isascii():  # int() reads other scripts' digits ("٣" is 3): not a number here
+                raise ValueError(text)
             value = int(text, 10)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{expected}, found {text!r}") from None
@@ -57,19 +59,25 @@ def integer(low: Optional[int] = None, high: Optional[int] = None) -> Callable[[
     return convert
 
 
-def number(low: Optional[float] = None, *, finite: bool = True) -> Callable[[str], float]:
-    """A ``type=`` for a number (``1.5``, ``2e3``) of at least ``low``; never NaN, and not infinite
-    unless ``finite`` is False."""
-    expected = _expected("number", low, None)
+def number(
+    low: Optional[float] = None, high: Optional[float] = None, *, finite: bool = True, noun: str = "number"
+) -> Callable[[str], float]:
+    """A ``type=`` for a number (``1.5``, ``2e3``) from ``low`` to ``high``; never NaN, and not
+    infinite unless ``finite`` is False. ``noun``: what the message calls it (``number of
+    seconds``)."""
+    expected = _expected(noun, low, high)
     if not finite:
         expected += " (or inf)"
 
     def convert(text: str) -> float:
         try:
+            if not text.isascii():  # float() reads other scripts' digits: not a number here
+                raise ValueError(text)
             value = float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{expected}, found {text!r}") from None
-        if math.isnan(value) or (finite and math.isinf(value)) or (low is not None and value < low):
+        out = math.isnan(value) or (finite and math.isinf(value))
+        if out or (low is not None and value < low) or (high is not None and value > high):
             raise argparse.ArgumentTypeError(f"{expected}, found {text!r}")
         return value
 

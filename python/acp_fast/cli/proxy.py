@@ -25,7 +25,7 @@ from ..proxy import (
     Proxy,
 )
 from ..proxy.cancel import DEFAULT_GRACE, CancelledPermissions
-from ._usage import Parser, integer
+from ._usage import Parser, integer, number
 
 __all__ = ["main", "parser", "Proxy"]
 
@@ -63,25 +63,10 @@ def _bridge_versions(text: str) -> Tuple[int, int]:
     return int(editor), int(agent)
 
 
-def _amount(unit: str, high: float) -> Callable[[str], float]:
-    """A ``type=`` for a number of ``unit`` from 0 to ``high``."""
-
-    def convert(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            value = -1.0
-        if not 0 <= value <= high:
-            raise argparse.ArgumentTypeError(f"expected a number of {unit} from 0 to {high:g}, found {text!r}")
-        return value
-
-    return convert
-
-
 #: ``--coalesce``: milliseconds, 0 to 60000.
-_coalesce_ms = _amount("milliseconds", 60000)
+_coalesce_ms = number(0, 60000, noun="number of milliseconds")
 #: ``--answer-cancelled-permissions``: a grace period in seconds, 0 to 3600.
-_grace = _amount("seconds", 3600)
+_grace = number(0, 3600, noun="number of seconds")
 
 
 def _invalid_policy(text: str) -> Tuple[str, int]:
@@ -89,7 +74,7 @@ def _invalid_policy(text: str) -> Tuple[str, int]:
     policy, eq, count = text.partition("=")
     if policy in INVALID_POLICIES and not eq:
         return policy, 1
-    if policy == "fail" and count.isdigit() and int(count) >= 1:
+    if policy == "fail" and count.isascii() and count.isdigit() and int(count) >= 1:
         return policy, int(count)
     raise argparse.ArgumentTypeError(f"expected divert, pass, drop, fail or fail=N (N >= 1), found {text!r}")
 
