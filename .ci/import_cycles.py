@@ -49,7 +49,10 @@ ACP_FAST = Contract(
     layers=(
         # What every layer shares: errors, schema problems, Batch, and the output files and
         # argument types of the command line, the proxy and the benchmark.
-        ("shared types", ("acp_fast.errors", "acp_fast.problems", "acp_fast.batch", "acp_fast._outputs")),
+        (
+            "shared types",
+            ("acp_fast.errors", "acp_fast.problems", "acp_fast.batch", "acp_fast._outputs", "acp_fast._terminal"),
+        ),
         ("backends", ("acp_fast._native", "acp_fast._fallback")),
         ("facade", ("acp_fast",)),
         (

@@ -35,6 +35,7 @@ import orjson
 
 import acp_fast
 
+from .._terminal import printable
 from ..recording import RecordingError, parse_lines, record_limit
 from ._streams import Progress, chunks_of, open_input, read_chunks, sniff, string_offset
 from ._usage import Parser, integer
@@ -540,7 +541,8 @@ def render(name: str, result: Replay, *, session_filter: Optional[str] = None) -
             kept = len(session.get("updates", ()))
             counted = ", ".join(f"{kind} {n}" for kind, n in sorted(unknown.items()))
             lines.append(f"  unknown updates: {sum(unknown.values())} ({counted}), {kept} kept")
-    return "\n".join(lines) + "\n"
+    # Ids, titles, commands and argv are the stream's: no control character reaches the terminal.
+    return "\n".join(printable(line) for line in lines) + "\n"
 
 
 #: A session's ``_truncated`` counts (DESIGN 7.8), in marker order, and what the report calls them.

@@ -17,6 +17,7 @@ import orjson
 import acp_fast
 
 from .._outputs import create_output, output_error
+from .._terminal import printable
 from ..bridge import Bridge
 from ..recording import RecordWriter
 from ._middleware import Chain, Context, Middleware, other_side
@@ -200,7 +201,7 @@ class Proxy:
     def note(self, text: str) -> None:
         """Write ``text`` to stderr as one ``acp-fast proxy:`` line (unless quiet)."""
         if not self.quiet:
-            self.stderr.write(f"acp-fast proxy: {text}\n".encode("utf-8", "replace"))
+            self.stderr.write(f"acp-fast proxy: {printable(text)}\n".encode("utf-8", "replace"))
 
     def divert(self, data: bytes) -> None:
         """Write a diverted line (not JSON-RPC) to stderr."""
@@ -479,7 +480,9 @@ class Proxy:
                 path = self.summary_json
                 self._report("--summary-json", path, lambda: self._write_file(path, data))
             if self.summary_stderr:
-                self.stderr.write(format_summary(info).encode())
+                self.stderr.write(
+                    "".join(printable(line) + "\n" for line in format_summary(info).splitlines()).encode()
+                )
 
     def _report(self, option: str, path: str, write: Callable[[], None]) -> None:
         try:
