@@ -58,7 +58,7 @@ def test_inspect_escapes_the_streams_text(tmp_path: Path, backend: str) -> None:
 @pytest.mark.parametrize("backend", ["rust", "python"])
 def test_proxy_diagnostics_and_summary_escape_the_streams_text(tmp_path: Path, backend: str) -> None:
     agent = tmp_path / "agent.py"
-    agent.write_text("import sys\nsys.stdout.buffer.write(%r)\n" % hostile_stream())
+    agent.write_text(f"import sys\nsys.stdout.buffer.write({hostile_stream()!r})\n")
     env = dict(os.environ, ACP_FAST_BACKEND=backend)
     cmd: List[str] = [PY, "-m", "acp_fast.cli", "proxy", "--watch", "--summary", "--", PY, str(agent)]
     done = subprocess.run(cmd, capture_output=True, env=env, timeout=60, text=True, input="")
