@@ -16,10 +16,11 @@ are in docs/BRIDGE.md.
 
 from __future__ import annotations
 
-from ._bridge import REJECT_OPTION, Bridge, BridgeError
+from ._bridge import BRIDGE_MAX_DEPTH, REJECT_OPTION, Bridge, BridgeError
 from ._content import diff_text, git_patch, terminal_text, v1_diff_to_v2, v2_diff_to_v1
 
 __all__ = [
+    "BRIDGE_MAX_DEPTH",
     "REJECT_OPTION",
     "Bridge",
     "BridgeError",

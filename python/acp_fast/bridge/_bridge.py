@@ -9,6 +9,7 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple, Union
 
 import acp_fast
 
+from .._fallback.scanner import MAX_DEPTH
 from ..errors import AcpError, DecodeError
 from . import _content as C
 from . import _shapes as S
@@ -36,6 +37,10 @@ _ONLY = {
 #: v2 session updates a v1 editor knows when it advertised the ``subagents`` client capability
 _SUBAGENT_UPDATES = ("subagent_update", "session_message", "session_message_chunk")
 METHOD_NOT_FOUND = -32601
+INVALID_REQUEST = -32600
+#: The deepest frame the bridge converts: a converted frame may nest a few levels deeper, and the
+#: codec reads and writes at most ``MAX_DEPTH`` (docs/BRIDGE.md "Frames the bridge refuses").
+BRIDGE_MAX_DEPTH = MAX_DEPTH - 8
 INVALID_PARAMS = -32602
 
 
@@ -122,6 +127,7 @@ class Bridge:
         self._clock = clock
         # held tool calls (oldest first) -> (since, the envelope of their last update)
         self._held: Dict[Tuple[str, str], Tuple[float, Dict[str, Any]]] = {}
+        self._early: List[bytes] = []  # released for a frame that was then refused: due at once
         self._acp: Any = acp_fast if backend is None else backend
         self._dumps: Callable[[Any], bytes] = self._acp.dumps
         #: the agent's state, by the agent's rules
@@ -162,6 +168,8 @@ class Bridge:
     @property
     def deadline(self) -> Optional[float]:
         """``coalesce``: when the oldest held tool call is due (on ``clock``), None when none is held."""
+        if self._early:
+            return 0.0
         for since, _ in self._held.values():
             assert self.window is not None
             return since + self.window
@@ -171,7 +179,7 @@ class Bridge:
         """``coalesce``: the frames of the tool calls held ``MS`` or longer at ``now``."""
         if now is None:
             now = self._clock()
-        out: List[bytes] = []
+        out, self._early = self._early, []
         while self._held:
             key, (since, _) = next(iter(self._held.items()))
             assert self.window is not None
@@ -182,7 +190,7 @@ class Bridge:
 
     def release(self, session: Optional[str] = None) -> List[bytes]:
         """``coalesce``: the frames of every held tool call (of ``session`` only, when given)."""
-        out: List[bytes] = []
+        out, self._early = self._early, []
         for key in [k for k in self._held if session is None or k[0] == session]:
             out += self._release_key(key)
         return out
@@ -235,6 +243,22 @@ class Bridge:
         whole = frame if isinstance(frame, bytes) and frame.endswith(b"\n") else bytes(msg.raw) + b"\n"
         if self.passthrough:
             return [whole]
+        line = self._lines[side] if isinstance(msg, list) or msg.line is None else msg.line
+        too_deep = _too_deep(msg, whole)
+        if too_deep is not None:
+            raise DecodeError(too_deep, code=INVALID_REQUEST, kind="depth_limit", line=line, raw=whole[:-1])
+        try:
+            out = self._frame_of(msg, side, whole)
+        except (DecodeError, BridgeError):
+            raise
+        except Exception as e:  # never a crash: refused like a frame that is not JSON-RPC
+            why = f"the bridge could not convert this frame ({type(e).__name__}: {e})"
+            raise DecodeError(why, code=INVALID_REQUEST, kind="bridge_failed", line=line, raw=whole[:-1]) from e
+        if self._early and side == "agent":
+            out, self._early = self._early + out, []
+        return out
+
+    def _frame_of(self, msg: Any, side: str, whole: bytes) -> List[bytes]:
         if isinstance(msg, list):  # a batch: its entries one by one
             if any(isinstance(entry, DecodeError) for entry in msg):
                 return [whole]
@@ -251,7 +275,11 @@ class Bridge:
         if side == "agent" and self._held and not _held_kind(msg):
             # coalesce: what is held of the frame's session (of every session) goes first
             held = self.release(msg.session_id if msg.kind != "response" else None)
-            return held + self._convert(msg, side, whole)
+            try:
+                return held + self._convert(msg, side, whole)
+            except BaseException:
+                self._early += held  # released as if due: they go out first with the next frames
+                raise
         return self._convert(msg, side, whole)
 
     def _convert(self, msg: Any, side: str, whole: Optional[bytes]) -> List[bytes]:
@@ -312,7 +340,6 @@ class Bridge:
         if not isinstance(params, dict) or not isinstance(params.get("sessionId"), str):
             return None
         sid: str = params["sessionId"]
-        acks = self._acks_due(sid)
         if method == "session/update":
             update = params.get("update")
             if not isinstance(update, dict) or not isinstance(update.get("sessionUpdate"), str):
@@ -325,6 +352,7 @@ class Bridge:
             out = self._permission_v1(msg, params, sid) if self.agent == 2 else self._permission_v2(msg, params, sid)
         else:
             out = None
+        acks = self._acks_due(sid)  # (after the frame's own conversion, which may refuse it)
         if acks:
             self._prompts.pop(sid, None)
             return acks + (out if out is not None else [bytes(msg.raw) + b"\n"])
@@ -440,10 +468,10 @@ class Bridge:
         if problem:
             problems.append(problem)
         kind_value = update.get("kind")
-        if kind_value is not None and not (isinstance(kind_value, str) and kind_value in C.V1_KINDS):
+        if kind_value is not None and not C.is_str_in(kind_value, C.V1_KINDS):
             problems.append(f"the tool kind {kind_value!r} (v1 knows {', '.join(sorted(C.V1_KINDS))})")
         status = update.get("status")
-        if status is not None and not (isinstance(status, str) and status in C.V1_STATUSES):
+        if status is not None and not C.is_str_in(status, C.V1_STATUSES):
             problems.append(f"the tool call status {status!r} (v1 knows {', '.join(sorted(C.V1_STATUSES))})")
         content = update.get("content")
         for item in content if isinstance(content, list) else ():
@@ -504,7 +532,7 @@ class Bridge:
     def _v1_message(self, params: Dict[str, Any], update: Dict[str, Any], sid: str) -> List[bytes]:
         mid = update.get("messageId")
         content = update.get("content")
-        seen = self._messages_seen.setdefault(sid, set())
+        seen = self._messages_seen.get(sid, ())
         blocks = content if isinstance(content, list) else []
         fresh = isinstance(mid, str) and mid not in seen and bool(blocks) and update.get("_meta") is None
         problems = [] if fresh else ["a change to a message already shown (v1 only appends chunks)"]
@@ -513,7 +541,7 @@ class Bridge:
         if not fresh:
             return []
         assert isinstance(mid, str)
-        seen.add(mid)
+        self._messages_seen.setdefault(sid, set()).add(mid)
         kind = f"{update['sessionUpdate']}_chunk"
         return [
             self._notify(_envelope(params), {"sessionUpdate": kind, "content": block, "messageId": mid})
@@ -528,7 +556,7 @@ class Bridge:
             self._check([] if state in known else [f"the session state {state!r}"])
             return []
         stop = update.get("stopReason")
-        problems = [] if stop is None or stop == "error" or (isinstance(stop, str) and stop in C.V1_STOP_REASONS) else [
+        problems = [] if stop is None or stop == "error" or C.is_str_in(stop, C.V1_STOP_REASONS) else [
             f"the stop reason {stop!r} (v1 knows {', '.join(sorted(C.V1_STOP_REASONS))})"]  # fmt: skip
         self._check(problems)
         pending = self._prompts.get(sid)
@@ -568,14 +596,14 @@ class Bridge:
                 if isinstance(params.get("title"), str) and params["title"] != shown:
                     problems.append("a title (v1 shows the tool call's own title)")
             for option in options if isinstance(options, list) else ():
-                if isinstance(option, dict) and option.get("kind") not in C.V1_OPTION_KINDS:
+                if isinstance(option, dict) and not C.is_str_in(option.get("kind"), C.V1_OPTION_KINDS):
                     problems.append(f"the permission option kind {option.get('kind')!r}")
             self._check(problems)
         self.store.apply(msg, source="agent")
         pre: List[bytes] = []
-        if isinstance(call, dict) and isinstance(tcid, str):
-            step, view = self._v1_step(sid, tcid)
-            assert view is not None
+        step, view = self._v1_step(sid, tcid) if isinstance(call, dict) and isinstance(tcid, str) else (None, None)
+        if isinstance(call, dict) and view is not None:
+            # (the agent's store has no record when it refused the subject: asked as made up)
             tool_call: Dict[str, Any] = {"toolCallId": tcid}
             if step is not None and step[0] == "tool_call":
                 pre.append(self._notify({"sessionId": sid}, {"sessionUpdate": "tool_call", **step[1]}))
@@ -589,7 +617,9 @@ class Bridge:
         out: Dict[str, Any] = {"sessionId": sid, "toolCall": tool_call}
         if isinstance(options, list):
             options = [
-                {**o, "kind": "reject_once"} if isinstance(o, dict) and o.get("kind") not in C.V1_OPTION_KINDS else o
+                {**o, "kind": "reject_once"}
+                if isinstance(o, dict) and not C.is_str_in(o.get("kind"), C.V1_OPTION_KINDS)
+                else o
                 for o in options
             ]
         out["options"] = options
@@ -621,11 +651,11 @@ class Bridge:
         self, msg: Any, params: Dict[str, Any], update: Dict[str, Any], sid: str
     ) -> Optional[List[bytes]]:
         kind = update["sessionUpdate"]
-        if kind == "tool_call":  # a tool call shown between two chunks: the next chunk starts a new message
-            self._message_ids.pop(sid, None)
         if kind in ("tool_call", "tool_call_update", "tool_call_content_chunk"):
             self._check(self._v2_tool_call_problems(update))
             self.store.apply(msg, source="agent")
+            if kind == "tool_call":  # a tool call shown between two chunks: the next chunk starts a new message
+                self._message_ids.pop(sid, None)
             tcid = update.get("toolCallId")
             if not isinstance(tcid, str):
                 return []
@@ -872,13 +902,12 @@ class Bridge:
         mid = update.get("messageId")
         if not isinstance(mid, str):
             return False
-        echoes = self._echoes.setdefault(sid, set())
-        if mid in echoes:
+        if mid in self._echoes.get(sid, ()):
             return True
         unechoed = self._unechoed.get(sid)
         if unechoed and mid not in self._messages_seen.get(sid, ()):
             unechoed.pop(0)
-            echoes.add(mid)
+            self._echoes.setdefault(sid, set()).add(mid)
             return True
         return False
 
@@ -938,6 +967,25 @@ _HELD_KINDS = ("tool_call_update", "tool_call_content_chunk", "tool_call", "term
 def _held_kind(msg: Any) -> bool:
     """Whether ``msg`` is a session update of a kind ``coalesce`` holds."""
     return msg.kind == "notification" and msg.method == "session/update" and msg.update_kind in _HELD_KINDS
+
+
+def _too_deep(msg: Any, whole: bytes) -> Optional[str]:
+    """Why a frame nests too deeply to convert, else None. A converted frame may be a few levels
+    deeper than the frame (a v1 permission's ``toolCall`` is v2's ``subject.toolCall``), and the
+    codec writes at most ``MAX_DEPTH`` levels: deeper frames are refused before anything changes."""
+    if whole.count(b"[") + whole.count(b"{") <= BRIDGE_MAX_DEPTH:  # (cannot nest that deep)
+        return None
+    stack: List[Tuple[Any, int]] = [(entry, 1) for entry in (msg if isinstance(msg, list) else [msg])]
+    stack = [(getattr(m, "params", None), 2) for m, _ in stack] + [(getattr(m, "result", None), 2) for m, _ in stack]
+    while stack:
+        value, depth = stack.pop()
+        if depth > BRIDGE_MAX_DEPTH:
+            return f"nested deeper than {BRIDGE_MAX_DEPTH} levels (the bridge converts frames nested at most that deep)"
+        if isinstance(value, dict):
+            stack += [(v, depth + 1) for v in value.values() if isinstance(v, (dict, list))]
+        elif isinstance(value, list):
+            stack += [(v, depth + 1) for v in value if isinstance(v, (dict, list))]
+    return None
 
 
 def _envelope(params: Dict[str, Any]) -> Dict[str, Any]:

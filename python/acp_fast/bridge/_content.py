@@ -33,14 +33,20 @@ def same(a: Any, b: Any, dumps: Callable[[Any], bytes]) -> bool:
     """Equal as JSON (``1``, ``1.0`` and ``true`` differ, as they do on the wire)."""
     if a is b:
         return True
-    if a is _MISSING or b is _MISSING or a != b:
+    if a is _MISSING or b is _MISSING:
         return False
+    try:
+        if a != b:
+            return False
+    except RecursionError:  # nested deeper than Python compares (a frame may nest 1024 levels)
+        pass
     if isinstance(a, str):
         return True
     return dumps(a) == dumps(b)
 
 
-def _is_str_in(value: Any, allowed: frozenset[str]) -> bool:
+def is_str_in(value: Any, allowed: frozenset[str]) -> bool:
+    """Whether ``value`` is one of the strings ``allowed`` (any JSON value may be asked)."""
     return isinstance(value, str) and value in allowed
 
 
@@ -277,7 +283,7 @@ def v1_item(
     kind = item.get("type")
     if kind == "content":
         block = item.get("content")
-        return item if isinstance(block, dict) and _is_str_in(block.get("type"), V1_BLOCKS) else None
+        return item if isinstance(block, dict) and is_str_in(block.get("type"), V1_BLOCKS) else None
     if kind == "session":
         return item if subagents and isinstance(item.get("sessionId"), str) else None
     if kind == "diff":
@@ -310,7 +316,7 @@ def v1_item_problem(item: Any, subagents: bool = False) -> Optional[str]:
     if kind == "content":
         block = item.get("content")
         btype = block.get("type") if isinstance(block, dict) else None
-        if _is_str_in(btype, V1_BLOCKS):
+        if is_str_in(btype, V1_BLOCKS):
             return None
         return f"content block type {_show(btype)} (v1 knows {', '.join(sorted(V1_BLOCKS))})"
     if kind == "diff":
@@ -357,11 +363,11 @@ def _show(value: Any) -> str:
 
 
 def v1_kind(value: Any) -> str:
-    return value if _is_str_in(value, V1_KINDS) else "other"
+    return value if is_str_in(value, V1_KINDS) else "other"
 
 
 def v1_status(value: Any) -> str:
-    if _is_str_in(value, V1_STATUSES):
+    if is_str_in(value, V1_STATUSES):
         status: str = value
         return status
     return "failed" if value == "cancelled" else "in_progress"
@@ -547,12 +553,12 @@ def v1_entry(entry: Any) -> Any:
         return entry
     priority = entry.get("priority")
     status = entry.get("status")
-    if _is_str_in(priority, V1_PLAN_PRIORITIES) and _is_str_in(status, V1_PLAN_STATUSES):
+    if is_str_in(priority, V1_PLAN_PRIORITIES) and is_str_in(status, V1_PLAN_STATUSES):
         return entry
     out = dict(entry)
-    if not _is_str_in(priority, V1_PLAN_PRIORITIES):
+    if not is_str_in(priority, V1_PLAN_PRIORITIES):
         out["priority"] = "medium"
-    if not _is_str_in(status, V1_PLAN_STATUSES):
+    if not is_str_in(status, V1_PLAN_STATUSES):
         out["status"] = "pending"
     return out
 
@@ -570,9 +576,9 @@ def entry_problems(entries: Any) -> Iterator[str]:
     for entry in entries if isinstance(entries, list) else ():
         if not isinstance(entry, dict):
             continue
-        if not _is_str_in(entry.get("priority"), V1_PLAN_PRIORITIES):
+        if not is_str_in(entry.get("priority"), V1_PLAN_PRIORITIES):
             yield f"plan entry priority {_show(entry.get('priority'))}"
-        if not _is_str_in(entry.get("status"), V1_PLAN_STATUSES):
+        if not is_str_in(entry.get("status"), V1_PLAN_STATUSES):
             yield f"plan entry status {_show(entry.get('status'))}"
 
 

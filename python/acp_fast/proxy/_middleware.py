@@ -183,7 +183,7 @@ class _Raised:
 
     __slots__ = ("error",)
 
-    def __init__(self, error: Exception) -> None:
+    def __init__(self, error: BaseException) -> None:
         self.error = error
 
 
@@ -224,7 +224,7 @@ class Chain:
             for step, (middleware, ctx) in enumerate(self.order[sender]):  # noqa: B007 - used after the loop
                 try:
                     result = middleware(message, sender, ctx)
-                except Exception as e:  # noqa: BLE001 - reported, and the frame dropped, by _through
+                except (Exception, SystemExit, KeyboardInterrupt) as e:  # noqa: BLE001 - reported, and the frame dropped, by _through
                     result = _Raised(e)
                     break
                 if result is not message:
@@ -282,7 +282,7 @@ class Chain:
                 ctx._reason = None
                 try:
                     result = middleware(message, sender, ctx)
-                except Exception as e:  # noqa: BLE001 - a failing middleware drops the frame (fails closed)
+                except (Exception, SystemExit, KeyboardInterrupt) as e:  # noqa: BLE001 - the frame dropped (fails closed)
                     result = Drop(f"{ctx.name} raised {type(e).__name__}: {e}")
                     self.proxy.note(f"middleware {ctx.name} raised {type(e).__name__}: {e}; the frame is dropped")
             elif isinstance(result, _Raised):

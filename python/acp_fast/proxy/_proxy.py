@@ -21,7 +21,17 @@ from .._terminal import printable
 from ..bridge import Bridge
 from ..recording import RecordWriter
 from ._middleware import Chain, Context, Middleware, other_side
-from ._relay import INVALID_LINES_STATUS, Direction, Output, SchemaCheck, Settings, change_line, request_id
+from ._relay import (
+    INVALID_LINES_STATUS,
+    Direction,
+    Output,
+    SchemaCheck,
+    Settings,
+    _strip_cr,
+    change_line,
+    line_error,
+    request_id,
+)
 
 __all__ = [
     "DEFAULT_MAX_TOOL_CALLS",
@@ -295,6 +305,7 @@ class Proxy:
             return None
         convert = self.bridge.from_agent if side == "agent" else self.bridge.from_editor
         out: List[bytes] = []
+        refused: List[Tuple[bytes, Any]] = []
         direction = self.directions[1 if side == "agent" else 0]
         with self.bridge_lock:
             for line in data.split(b"\n")[:-1] if data.endswith(b"\n") else data.split(b"\n"):
@@ -304,14 +315,48 @@ class Proxy:
                     continue
                 try:
                     out += convert(line + b"\n")
-                except acp_fast.DecodeError:
-                    out.append(line + b"\n")
+                except acp_fast.DecodeError as e:
+                    if line_error(_strip_cr(line), 0) is not None:
+                        out.append(line + b"\n")  # not JSON-RPC: the usual rules apply further on
+                    else:
+                        refused.append((_strip_cr(line), e))  # a frame the bridge cannot convert
             # What the bridge answered itself (a request the other version has no form of) goes
             # back to `side`, outside the lock: delivering writes, and writing comes back here.
             back = self.bridge.replies(side)
+        for line, error in refused:
+            back += self.bridge_refused(side, direction, line, error)
         if back:
             self.deliver(side, back, time.time())
         return b"".join(out)
+
+    def bridge_refused(self, side: str, direction: Direction, line: bytes, error: Any) -> List[bytes]:
+        """A frame of ``side`` the bridge refused (docs/BRIDGE.md "Frames the bridge refuses"; it
+        left the bridge's state as it was): handled as a line that is not JSON-RPC (from the agent:
+        ``--agent-invalid``, where ``pass`` diverts it, as it cannot be passed on in the agent's
+        version; from the editor: not forwarded). A request is answered with a JSON-RPC error:
+        the frames to send back to ``side``."""
+        frame = acp_fast.decode(line)
+        rid = None if isinstance(frame, list) or frame.kind != "request" else frame.id
+        asks = rid is not None or (not isinstance(frame, list) and frame.kind == "request")
+        if side == "agent" and self.settings.agent_invalid != "pass":
+            action = direction.invalid(line, error, error.line)
+        elif side == "agent":  # never passed on in the agent's version: diverted
+            direction.stats["invalid"] += 1
+            direction.stats["diverted"] += 1
+            self.note(f"agent line {error.line}: {error} (diverted)")
+            self.divert(line)
+            action = "diverted"
+        else:
+            action = "answered" if asks else "dropped"
+            direction.stats["invalid"] += 1
+            direction.stats[action] += 1
+            self.note(f"editor line {error.line}: {error} ({action}, not forwarded)")
+        if self.recorder is not None:
+            self.record(side, line, True, time.time(), False, True, action)
+        if not asks:
+            return []
+        answer = {"code": error.code, "message": str(error), "data": {"bridge": error.kind}}
+        return [orjson.dumps({"jsonrpc": "2.0", "id": rid, "error": answer}) + b"\n"]
 
     def bridge_deadline(self) -> Optional[float]:
         """``--bridge 1:2 --coalesce``: when the oldest tool call the bridge holds is due."""
