@@ -73,8 +73,23 @@ pub enum Piece<'a> {
     /// without one, given by `finish_exact`).
     Line { line: u64, data: &'a [u8] },
     /// The line `line` was longer than the limit: `bytes` of it (line ending included) were
-    /// dropped. Reported once the line has ended.
-    TooLarge { line: u64, bytes: u64 },
+    /// dropped. Reported once the line has ended, with its first bytes (at most `HEAD_BYTES`):
+    /// enough, in a JSON-RPC frame, to find the `id` to answer.
+    TooLarge { line: u64, bytes: u64, head: &'a [u8] },
+}
+
+/// The first bytes of an oversized line kept until it is reported (`Piece::TooLarge`): a frame
+/// usually begins with its `jsonrpc`, `id` and `method` members.
+pub const HEAD_BYTES: usize = 4096;
+
+/// The first `HEAD_BYTES` of `a` followed by `b`.
+fn head_of(a: &[u8], b: &[u8]) -> Vec<u8> {
+    let from_a = a.len().min(HEAD_BYTES);
+    let from_b = b.len().min(HEAD_BYTES - from_a);
+    let mut head = Vec::with_capacity(from_a + from_b);
+    head.extend_from_slice(&a[..from_a]);
+    head.extend_from_slice(&b[..from_b]);
+    head
 }
 
 /// Where the scan's findings go: `Events` for `feed`, `Pieces` for `feed_exact`.
@@ -85,8 +100,8 @@ trait Sink {
     fn line(&mut self, line: u64, data: &[u8], utf8: bool);
     /// The default reading: the line passed the limit (as soon as known).
     fn too_large(&mut self, line: u64);
-    /// The exact reading: the oversized line ended, `bytes` of it dropped.
-    fn dropped(&mut self, line: u64, bytes: u64);
+    /// The exact reading: the oversized line ended, `bytes` of it dropped, `head` its first ones.
+    fn dropped(&mut self, line: u64, bytes: u64, head: &[u8]);
 }
 
 /// `feed`'s sink.
@@ -106,7 +121,7 @@ impl<F: FnMut(Event<'_>)> Sink for Events<F> {
     }
 
     #[inline(always)]
-    fn dropped(&mut self, _line: u64, _bytes: u64) {}
+    fn dropped(&mut self, _line: u64, _bytes: u64, _head: &[u8]) {}
 }
 
 /// `feed_exact`'s sink.
@@ -124,8 +139,8 @@ impl<F: FnMut(Piece<'_>)> Sink for Pieces<F> {
     fn too_large(&mut self, _line: u64) {}
 
     #[inline(always)]
-    fn dropped(&mut self, line: u64, bytes: u64) {
-        (self.0)(Piece::TooLarge { line, bytes });
+    fn dropped(&mut self, line: u64, bytes: u64, head: &[u8]) {
+        (self.0)(Piece::TooLarge { line, bytes, head });
     }
 }
 
@@ -140,6 +155,8 @@ pub struct Framer {
     skipping: bool,
     /// Bytes of the oversized line discarded so far (while `skipping`).
     dropped: u64,
+    /// The first bytes of the oversized line (while `skipping`, in the exact reading).
+    head: Vec<u8>,
     /// A big buffer was released: give freed memory back at the next feed too (`reuse`).
     release: bool,
 }
@@ -185,6 +202,7 @@ impl Framer {
             line: 0,
             skipping: false,
             dropped: 0,
+            head: Vec::new(),
             release: false,
         }
     }
@@ -207,9 +225,10 @@ impl Framer {
     /// a `\n`), else it has none and may still end in `\r`.
     #[inline(always)]
     fn complete<S: Sink>(max: usize, line: u64, data: &[u8], eol: bool, utf8: bool, sink: &mut S) {
-        if data.len() - usize::from(S::EXACT && eol) > max {
+        let content = data.len() - usize::from(S::EXACT && eol);
+        if content > max {
             if S::EXACT {
-                sink.dropped(line, data.len() as u64);
+                sink.dropped(line, data.len() as u64, &data[..content.min(HEAD_BYTES)]);
             } else {
                 sink.too_large(line);
             }
@@ -244,13 +263,19 @@ impl Framer {
         // Bytes of its `\n` that a complete line keeps.
         let ending = usize::from(S::EXACT);
         if self.skipping {
-            let Some(nl) = memchr::memchr(b'\n', data) else {
+            let nl = memchr::memchr(b'\n', data);
+            if S::EXACT && self.head.len() < HEAD_BYTES {
+                let more = (HEAD_BYTES - self.head.len()).min(nl.unwrap_or(data.len()));
+                self.head.extend_from_slice(&data[..more]);
+            }
+            let Some(nl) = nl else {
                 self.dropped += data.len() as u64;
                 return;
             };
             self.skipping = false;
             self.line += 1;
-            sink.dropped(self.line, self.dropped + nl as u64 + 1);
+            let head = std::mem::take(&mut self.head);
+            sink.dropped(self.line, self.dropped + nl as u64 + 1, &head);
             data = &data[nl + 1..];
         }
         if !self.partial.is_empty() {
@@ -262,12 +287,12 @@ impl Framer {
             if self.partial.len() + nl > max {
                 let bytes = (self.partial.len() + nl + 1) as u64;
                 let partial = std::mem::take(&mut self.partial);
-                self.reuse(partial);
                 if S::EXACT {
-                    sink.dropped(self.line, bytes);
+                    sink.dropped(self.line, bytes, &head_of(&partial, &data[..nl]));
                 } else {
                     sink.too_large(self.line);
                 }
+                self.reuse(partial);
             } else {
                 self.partial.extend_from_slice(&data[..nl + ending]);
                 let partial = std::mem::take(&mut self.partial);
@@ -331,6 +356,9 @@ impl Framer {
     fn buffer_tail<S: Sink>(&mut self, tail: &[u8], sink: &mut S) {
         if self.partial.len() + tail.len() > self.max_frame_bytes {
             self.dropped = (self.partial.len() + tail.len()) as u64;
+            if S::EXACT {
+                self.head = head_of(&self.partial, tail);
+            }
             let partial = std::mem::take(&mut self.partial);
             self.reuse(partial);
             self.skipping = true;
@@ -354,7 +382,8 @@ impl Framer {
         if self.skipping {
             self.skipping = false;
             self.line += 1;
-            sink.dropped(self.line, self.dropped);
+            let head = std::mem::take(&mut self.head);
+            sink.dropped(self.line, self.dropped, &head);
             return;
         }
         if self.partial.is_empty() {
@@ -557,7 +586,7 @@ mod tests {
     #[derive(Debug, PartialEq, Eq)]
     enum Exact {
         Line(u64, Vec<u8>),
-        TooLarge(u64, u64),
+        TooLarge(u64, u64, Vec<u8>),
     }
 
     fn run_exact(framer: &mut Framer, pieces: &[&[u8]]) -> Vec<Exact> {
@@ -565,7 +594,7 @@ mod tests {
         let mut push = |p: Piece<'_>| {
             out.push(match p {
                 Piece::Line { line, data } => Exact::Line(line, data.to_vec()),
-                Piece::TooLarge { line, bytes } => Exact::TooLarge(line, bytes),
+                Piece::TooLarge { line, bytes, head } => Exact::TooLarge(line, bytes, head.to_vec()),
             });
         };
         for p in pieces {
@@ -604,10 +633,10 @@ mod tests {
         let stream: &[u8] = b"12345\n1234567890\nab\r\n123456\r\n123456789";
         let expected = vec![
             Exact::Line(1, b"12345\n".to_vec()),
-            Exact::TooLarge(2, 11),
+            Exact::TooLarge(2, 11, b"1234567890".to_vec()),
             Exact::Line(3, b"ab\r\n".to_vec()),
-            Exact::TooLarge(4, 8),
-            Exact::TooLarge(5, 9),
+            Exact::TooLarge(4, 8, b"123456\r".to_vec()),
+            Exact::TooLarge(5, 9, b"123456789".to_vec()),
         ];
         for cut in 0..=stream.len() {
             let mut f = Framer::new(6);
@@ -619,6 +648,31 @@ mod tests {
         let mut f = Framer::new(6);
         assert_eq!(run_exact(&mut f, &bytes), expected);
         assert_eq!(f.line(), 5);
+    }
+
+    /// An oversized line's head is its first `HEAD_BYTES`, however the stream is split.
+    #[test]
+    fn exact_oversized_heads_stop_at_head_bytes() {
+        let long: Vec<u8> = (0..HEAD_BYTES + 500).map(|i| b'a' + (i % 26) as u8).collect();
+        let mut stream = long.clone();
+        stream.extend_from_slice(b"\nok\n");
+        for cut in [
+            0,
+            1,
+            10,
+            HEAD_BYTES - 1,
+            HEAD_BYTES,
+            HEAD_BYTES + 1,
+            long.len(),
+            long.len() + 1,
+        ] {
+            let got = run_exact(&mut Framer::new(100), &[&stream[..cut], &stream[cut..]]);
+            let expected = vec![
+                Exact::TooLarge(1, long.len() as u64 + 1, long[..HEAD_BYTES].to_vec()),
+                Exact::Line(2, b"ok\n".to_vec()),
+            ];
+            assert_eq!(got, expected, "cut at {cut}");
+        }
     }
 
     #[test]

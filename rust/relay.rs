@@ -39,8 +39,9 @@ pub const CHUNK: usize = 1 << 20;
 /// What the relay tells its caller, in stream order.
 #[derive(Debug)]
 pub enum Notice {
-    /// Line `line`, `bytes` long (line ending included), was over the limit: skipped.
-    TooLarge { line: u64, bytes: u64 },
+    /// Line `line`, `bytes` long (line ending included), was over the limit: skipped. `head`:
+    /// its first bytes (`framing::HEAD_BYTES` at most), to answer it.
+    TooLarge { line: u64, bytes: u64, head: Vec<u8> },
     /// A frame the state engine refused (a bad state update, −32602): forwarded all the same.
     /// `data` is the line without its line ending.
     StateError {
@@ -74,7 +75,7 @@ pub enum Notice {
 /// A line cut but not applied yet (after a step stopped at an invalid line).
 enum Queued {
     Line(u64, Vec<u8>),
-    TooLarge(u64, u64),
+    TooLarge(u64, u64, Vec<u8>),
 }
 
 /// One direction of the relay: the framer, the buffers, and the counts.
@@ -226,9 +227,9 @@ impl Relay {
         while let Some(item) = self.queued.pop_front() {
             match item {
                 Queued::Line(line, data) => self.line(engine, line, &data, notices),
-                Queued::TooLarge(line, bytes) => {
+                Queued::TooLarge(line, bytes, head) => {
                     self.lines += 1;
-                    notices.push(Notice::TooLarge { line, bytes });
+                    notices.push(Notice::TooLarge { line, bytes, head });
                 }
             }
             if self.stopped {
@@ -245,15 +246,19 @@ impl Relay {
             if self.stopped {
                 self.queued.push_back(match piece {
                     Piece::Line { line, data } => Queued::Line(line, data.to_vec()),
-                    Piece::TooLarge { line, bytes } => Queued::TooLarge(line, bytes),
+                    Piece::TooLarge { line, bytes, head } => Queued::TooLarge(line, bytes, head.to_vec()),
                 });
                 return;
             }
             match piece {
                 Piece::Line { line, data } => self.line(engine, line, data, notices),
-                Piece::TooLarge { line, bytes } => {
+                Piece::TooLarge { line, bytes, head } => {
                     self.lines += 1;
-                    notices.push(Notice::TooLarge { line, bytes });
+                    notices.push(Notice::TooLarge {
+                        line,
+                        bytes,
+                        head: head.to_vec(),
+                    });
                 }
             }
         };

@@ -205,6 +205,7 @@ def test_limits_and_arguments(backend):
         ("max_frame_bytes", inspect.Parameter.KEYWORD_ONLY, 67108864),
         ("keepends", inspect.Parameter.KEYWORD_ONLY, False),
         ("joined", inspect.Parameter.KEYWORD_ONLY, False),
+        ("heads", inspect.Parameter.KEYWORD_ONLY, False),
     ]
 
 

@@ -344,8 +344,8 @@ ALLOWED: list[tuple[str, str | list[str], str]] = [
     (
         "rust/framing.rs",
         ["max_frame_bytes_out_of_range", "max_frame_bytes_not_an_int", "is_blank", "strip_cr", "window_end", "scan"]
-        + ["reuse", "give_back", "released", "finish_exact"],
-        "this Framer cuts a whole feed with bytes.split (see the top of framing.py)",
+        + ["reuse", "give_back", "released", "finish_exact", "head_of"],
+        "this Framer cuts a whole feed with bytes.split (see the top of framing.py); an oversized line's head is a slice",
     ),
     (
         "rust/python/framing.rs",
@@ -353,6 +353,7 @@ ALLOWED: list[tuple[str, str | list[str], str]] = [
         "argument conversion and building the result list; the core Framer is the class here",
     ),
     ("framing.py", ["check_bool", "bytes_of", "_Default.new", "_Default.__repr__", "exclusive"], "Python's own"),
+    ("framing.py", ["too_large_event"], "an oversized line's event tuple, which the binding builds in `collect`"),
     (
         "rust/columns.rs",
         ["Validity.push", "close", "VarColumn.push", "push_null", "push_str", "push_span", "len", "is_empty"]

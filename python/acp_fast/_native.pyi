@@ -186,15 +186,23 @@ class Framer:
       so the events give back the stream byte for byte; an oversized line is ``(line, n)``, ``n``
       the number of bytes dropped (its line ending included), once it has ended.
     * ``joined=True`` (implies ``keepends``): the consecutive complete lines of one feed come as
-      one event ``(first line, data)``, what a relay forwards in one write."""
+      one event ``(first line, data)``, what a relay forwards in one write.
+    * ``heads=True`` (implies ``keepends``): an oversized line is ``(line, n, head)``, ``head`` its
+      first 4,096 bytes (without the line ending): enough, for a JSON-RPC frame, to find the
+      ``id`` of a request to answer (``acp-fast proxy`` does)."""
 
     def __new__(
-        cls, *, max_frame_bytes: Optional[int] = 67108864, keepends: bool = False, joined: bool = False
+        cls,
+        *,
+        max_frame_bytes: Optional[int] = 67108864,
+        keepends: bool = False,
+        joined: bool = False,
+        heads: bool = False,
     ) -> Framer:
         """A framer holding at most ``max_frame_bytes`` of a partial line, in the reading chosen."""
-    def feed(self, data: _Buffer) -> List[Union[_Line, Tuple[int, int], DecodeError]]:
+    def feed(self, data: _Buffer) -> List[Union[_Line, Tuple[int, int], Tuple[int, int, bytes], DecodeError]]:
         """Feed bytes; returns the events of every line completed by them, in order."""
-    def finish(self) -> List[Union[_Line, Tuple[int, int]]]:
+    def finish(self) -> List[Union[_Line, Tuple[int, int], Tuple[int, int, bytes]]]:
         """End of input: the event of a last line that has no newline."""
     @property
     def line(self) -> int:

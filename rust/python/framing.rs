@@ -23,6 +23,8 @@ pub struct PyFramer {
     keepends: bool,
     /// With `keepends`: the consecutive complete lines of one feed as one event.
     joined: bool,
+    /// With `keepends`: an oversized line's event carries its first bytes.
+    heads: bool,
 }
 
 /// Consecutive complete lines being joined into one event: bytes copied so far (`head`), then a
@@ -91,7 +93,7 @@ impl PyFramer {
                 None => framer.finish(&mut on_event),
             }
         } else {
-            let joined = self.joined;
+            let (joined, heads) = (self.joined, self.heads);
             let mut run: Option<Run> = None;
             let mut on_piece = |piece: Piece<'_>| {
                 if failure.is_some() {
@@ -110,10 +112,13 @@ impl PyFramer {
                     Piece::Line { line, data } => (line, PyBytes::new(py, data))
                         .into_bound_py_any(py)
                         .and_then(|obj| out.append(obj)),
-                    Piece::TooLarge { line, bytes } => run
+                    Piece::TooLarge { line, bytes, head } => run
                         .take()
                         .map_or(Ok(()), |r| r.into_event(py, source).and_then(|obj| out.append(obj)))
-                        .and_then(|()| out.append((line, bytes))),
+                        .and_then(|()| match heads {
+                            true => out.append((line, bytes, PyBytes::new(py, head))),
+                            false => out.append((line, bytes)),
+                        }),
                 };
                 if let Err(e) = r {
                     failure = Some(e);
@@ -139,13 +144,14 @@ impl PyFramer {
 #[pymethods]
 impl PyFramer {
     #[new]
-    #[pyo3(signature = (*, max_frame_bytes = None, keepends = false, joined = false),
-           text_signature = "(*, max_frame_bytes=67108864, keepends=False, joined=False)")]
-    fn new(max_frame_bytes: Option<Arg<MaxFrameBytes>>, keepends: bool, joined: bool) -> PyResult<Self> {
+    #[pyo3(signature = (*, max_frame_bytes = None, keepends = false, joined = false, heads = false),
+           text_signature = "(*, max_frame_bytes=67108864, keepends=False, joined=False, heads=False)")]
+    fn new(max_frame_bytes: Option<Arg<MaxFrameBytes>>, keepends: bool, joined: bool, heads: bool) -> PyResult<Self> {
         Ok(Self {
             framer: Exclusive::new("Framer", Framer::new(MaxFrameBytes::or_default(max_frame_bytes)?)),
-            keepends: keepends || joined,
+            keepends: keepends || joined || heads,
             joined,
+            heads,
         })
     }
 

@@ -107,7 +107,9 @@ impl PyRelay {
         let list = PyList::empty(py);
         for notice in notices {
             let item = match notice {
-                Notice::TooLarge { line, bytes } => ("too_large", line, bytes).into_bound_py_any(py)?,
+                Notice::TooLarge { line, bytes, head } => {
+                    ("too_large", line, bytes, PyBytes::new(py, &head)).into_bound_py_any(py)?
+                }
                 Notice::StateError { line, data, error } => {
                     let e = decode_error_object(py, &error, Origin::Stream { line }, Some(&data))?;
                     ("state_error", line, e).into_bound_py_any(py)?

@@ -71,6 +71,11 @@ def check_bool(value: Any) -> None:
         raise TypeError(f"{what} is not an instance of 'bool'")
 
 
+#: The first bytes of an oversized line kept until it is reported (``heads=True``): a frame
+#: usually begins with its ``jsonrpc``, ``id`` and ``method`` members.
+HEAD_BYTES = 4096
+
+
 def too_large(limit: int, line: int) -> PyDecodeError:
     """The error of line ``line``, longer than ``limit`` bytes (DESIGN 6): its bytes are skipped
     up to the next newline."""
@@ -201,16 +206,19 @@ class Framer:
         "_dropped",
         "_keepends",
         "_joined",
+        "_heads",
+        "_head",
         "_lock",
         "_busy",
     )
 
     # Typed by a comment so that the signature reads as the native one (tests/test_api.py).
-    def __init__(self, *, max_frame_bytes=DEFAULT_MAX_FRAME_BYTES, keepends=False, joined=False):
-        # type: (Optional[int], bool, bool) -> None
+    def __init__(self, *, max_frame_bytes=DEFAULT_MAX_FRAME_BYTES, keepends=False, joined=False, heads=False):
+        # type: (Optional[int], bool, bool, bool) -> None
         # The flags first: the native binding converts them before its body checks the limit.
         check_bool(keepends)
         check_bool(joined)
+        check_bool(heads)
         self._max: int = check_max_frame_bytes(max_frame_bytes)
         # The current partial line, in chunks, and its length.
         self._chunks: List[bytes] = []
@@ -220,8 +228,11 @@ class Framer:
         # Discarding the rest of an oversized line, and how many of its bytes so far.
         self._skipping = False
         self._dropped = 0
-        self._keepends: bool = keepends or joined
+        self._keepends: bool = keepends or joined or heads
         self._joined: bool = joined
+        self._heads: bool = heads
+        # The first bytes of the oversized line being skipped (keepends).
+        self._head = b""
         self._lock = RLock()
         self._busy = False
 
@@ -317,12 +328,15 @@ class Framer:
         """The exact reading of one feed (``keepends``): its events go to ``out``."""
         if self._skipping:
             nl = data.find(b"\n")
+            if len(self._head) < HEAD_BYTES:
+                self._head += data[: min(HEAD_BYTES - len(self._head), len(data) if nl < 0 else nl)]
             if nl < 0:
                 self._dropped += len(data)
                 return
             self._skipping = False
             self._line += 1
-            out.append((self._line, self._dropped + nl + 1))
+            out.append(self._too_large_event(self._line, self._dropped + nl + 1, self._head))
+            self._head = b""
             data = data[nl + 1 :]
         end = data.rfind(b"\n") + 1
         if not end:
@@ -349,7 +363,7 @@ class Framer:
                     if run:
                         out.append((line - len(run), b"\n".join(run) + b"\n"))
                         run = []
-                    out.append((line, len(part) + 1))
+                    out.append(self._too_large_event(line, len(part) + 1, part[:HEAD_BYTES]))
                 elif self._joined:
                     run.append(part)
                 else:
@@ -360,6 +374,11 @@ class Framer:
         if end < len(data):
             self._buffer_tail(data[end:], out)
 
+    def _too_large_event(self, line: int, dropped: int, head: bytes) -> Tuple[Any, ...]:
+        """The exact reading's event of an oversized line: ``(line, bytes dropped)``, with
+        ``heads`` its first bytes too."""
+        return (line, dropped, head) if self._heads else (line, dropped)
+
     def _buffer_tail(self, data: bytes, out: List[Any]) -> None:
         """Keep ``data`` as (the end of) the current partial line, within the limit."""
         if not data:
@@ -367,6 +386,9 @@ class Framer:
         size = self._buffered + len(data)
         if size > self._max:
             self._dropped = size
+            if self._keepends:
+                self._head = b"".join(self._chunks)[:HEAD_BYTES]
+                self._head += data[: HEAD_BYTES - len(self._head)]
             self._chunks = []
             self._buffered = 0
             self._skipping = True
@@ -386,7 +408,8 @@ class Framer:
         if self._skipping:
             self._skipping = False
             self._line += 1
-            return [(self._line, self._dropped)] if self._keepends else []
+            head, self._head = self._head, b""
+            return [self._too_large_event(self._line, self._dropped, head)] if self._keepends else []
         if not self._chunks:
             return []
         data = b"".join(self._chunks)

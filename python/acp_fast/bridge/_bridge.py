@@ -9,7 +9,6 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple, Union
 
 import acp_fast
 
-from .._fallback.scanner import MAX_DEPTH
 from ..errors import AcpError, DecodeError
 from . import _content as C
 from . import _shapes as S
@@ -39,8 +38,9 @@ _SUBAGENT_UPDATES = ("subagent_update", "session_message", "session_message_chun
 METHOD_NOT_FOUND = -32601
 INVALID_REQUEST = -32600
 #: The deepest frame the bridge converts: a converted frame may nest a few levels deeper, and the
-#: codec reads and writes at most ``MAX_DEPTH`` (docs/BRIDGE.md "Frames the bridge refuses").
-BRIDGE_MAX_DEPTH = MAX_DEPTH - 8
+#: codec reads and writes at most 1,024 levels (docs/DESIGN.md 2; tests/test_bridge_hostile.py
+#: checks the margin against the codec's limit; docs/BRIDGE.md "Frames the bridge refuses").
+BRIDGE_MAX_DEPTH = 1024 - 8
 INVALID_PARAMS = -32602
 
 

@@ -17,6 +17,7 @@ A :class:`Direction` sees the proxy through :class:`Host` (what it needs of it, 
 from __future__ import annotations
 
 import functools
+import json
 import os
 import select
 import threading
@@ -28,7 +29,8 @@ import orjson
 
 import acp_fast
 
-from ._middleware import Chain, Outcome
+from .._terminal import printable
+from ._middleware import Chain, Outcome, other_side
 
 #: The exit status after ``agent_invalid="fail"`` stopped the session (EX_PROTOCOL of sysexits.h).
 INVALID_LINES_STATUS = 76
@@ -276,7 +278,8 @@ class Direction:
         self.dst = dst
         max_frame_bytes = self.settings.max_frame_bytes
         # The lines of this side, exactly as they came, the whole lines of each read in one piece.
-        self.framer = acp_fast.Framer(max_frame_bytes=max_frame_bytes, joined=True)
+        # (An oversized line comes with its first bytes: its id, to answer it.)
+        self.framer = acp_fast.Framer(max_frame_bytes=max_frame_bytes, joined=True, heads=True)
         # The messages of each block, for the middleware (whole lines only: it never holds a partial one).
         self.decoder = acp_fast.FrameDecoder(max_frame_bytes=max_frame_bytes)
         #: When this direction last moved (read, converted, wrote; ``time.monotonic``): after the
@@ -407,7 +410,7 @@ class Direction:
         kind, line = notice[0], notice[1]
         if kind == "too_large":
             self.stats["lines"] -= 1  # counted by the relay (skipped() counts it again)
-            self.skipped(line, notice[2])
+            self.skipped(line, notice[2], notice[3])
         elif kind == "state_error":
             self.state_error(line, notice[2])
         else:
@@ -421,24 +424,35 @@ class Direction:
     def events(self, events: List[Any], eol: bool) -> None:
         """The framer's events: whole lines (ending in ``\\n`` when ``eol``, else the last line of
         the stream) and lines over the limit (their length)."""
-        for line, data in events:
+        for event in events:
             if self.host.stopping:
                 return
+            line, data = event[0], event[1]
             if type(data) is int:
-                self.skipped(line, data)
+                self.skipped(line, data, event[2])
             else:
                 self.block(data, line - 1, eol)
 
-    def skipped(self, line: int, length: int) -> None:
-        """Line ``line``, over the limit (``length`` bytes, newline included), was skipped."""
+    def skipped(self, line: int, length: int, head: bytes) -> None:
+        """Line ``line``, over the limit (``length`` bytes, newline included), was skipped;
+        ``head``: its first bytes. A request is answered with the error the SDK integration
+        gives an oversized frame, with the request's id; a response goes to the side that asked
+        as that error, so that neither side waits for a frame that will never come."""
         self.stats["lines"] += 1
         self.stats["too_large"] += 1
+        kind, rid = frame_head(head)
+        to = None if rid is None else self.side if kind == "request" else other_side(self.side)
         self.host.note(
             f"{self.side} line {line}: expected a frame of at most {self.settings.max_frame_bytes} bytes, "
             f"found {length} bytes; not forwarded"
+            + ("" if to is None else f" (the {kind} {printable(repr(rid))} answered with an error to the {to})")
         )
         if self.settings.recording:
             self.host.record_too_large(self.side, length)
+        if to is not None:
+            details = f"{self.side} line {line}: expected a frame of at most {self.settings.max_frame_bytes} bytes, found {length}"
+            error = {"code": -32700, "message": "Parse error", "data": {"details": details}}
+            self.host.deliver(to, [orjson.dumps({"jsonrpc": "2.0", "id": rid, "error": error}) + b"\n"], time.time())
 
     def state_error(self, line: int, error: Any) -> None:
         """A bad state update (−32602) at line ``line``: reported; the frame is forwarded."""
@@ -899,6 +913,50 @@ def line_error(data: bytes, line: int) -> Optional[Any]:
     if isinstance(frame, list) and frame and all(isinstance(entry, acp_fast.DecodeError) for entry in frame):
         return _relined(frame[0], line, data)
     return None
+
+
+def frame_head(head: bytes) -> Tuple[Optional[str], Any]:
+    """What the first bytes of a frame say: (``"request"`` or ``"response"``, its id), or
+    (None, None) when they do not say both (a notification, an id that is not a string or an
+    integer, or members cut before they tell). Read member by member as far as they are whole."""
+    text = head.decode("utf-8", "ignore")
+    decode = _JSON.raw_decode
+    members: Dict[str, Any] = {}
+    at = _skip_ws(text, 0)
+    if text[at : at + 1] == "{":
+        try:
+            at = _skip_ws(text, at + 1)
+            while at < len(text) and text[at] == '"':
+                key, at = decode(text, at)
+                at = _skip_ws(text, at)
+                if text[at : at + 1] != ":":
+                    break
+                at = _skip_ws(text, at + 1)
+                members[key] = None
+                members[key], at = decode(text, at)
+                at = _skip_ws(text, at)
+                if text[at : at + 1] != ",":
+                    break
+                at = _skip_ws(text, at + 1)
+        except (ValueError, RecursionError):  # cut here (or deeper than json reads): what came before
+            pass
+    rid = members.get("id")
+    if not isinstance(rid, (str, int)) or isinstance(rid, bool):
+        return None, None
+    if "method" in members or "params" in members:
+        return "request", rid
+    if "result" in members or "error" in members:
+        return "response", rid
+    return None, None
+
+
+_JSON = json.JSONDecoder()
+
+
+def _skip_ws(text: str, at: int) -> int:
+    while at < len(text) and text[at] in " \t\r\n":
+        at += 1
+    return at
 
 
 def request_id(data: bytes) -> Any:
