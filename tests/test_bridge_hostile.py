@@ -265,3 +265,46 @@ def test_a_middleware_raising_systemexit_or_keyboardinterrupt_drops_its_frame_on
     assert b"middleware exiting raised SystemExit: 3; the frame is dropped" in done.stderr
     assert b"middleware exiting raised KeyboardInterrupt" in done.stderr
     assert b"Traceback" not in done.stderr
+
+
+def test_the_bridge_is_bounded_across_sessions_requests_and_tool_calls(backend: Any) -> None:
+    """Many sessions, prompts never answered, message ids and finished tool calls: every table the
+    bridge keeps stays within its bound (docs/BRIDGE.md "Bounds"), and ``dropped`` counts what went."""
+    bridge = Bridge(editor=1, agent=2, backend=backend, max_sessions=50, max_pending=40)
+    init = {"protocolVersion": 1, "clientCapabilities": {}, "clientInfo": {"name": "e", "version": "1"}}
+    bridge.from_editor(_frame({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": init}))
+    for i in range(400):
+        sid = f"s{i}"
+        prompt = {"sessionId": sid, "prompt": [{"type": "text", "text": "hi"}]}
+        bridge.from_editor(_frame({"jsonrpc": "2.0", "id": i, "method": "session/prompt", "params": prompt}))
+        message = {"sessionUpdate": "agent_message", "messageId": f"m{i}", "content": [{"type": "text", "text": "x"}]}
+        bridge.from_agent(_update(message, sid))
+        call = {"sessionUpdate": "tool_call_update", "toolCallId": f"c{i}", "title": "t", "status": "completed"}
+        bridge.from_agent(_update(call, "s0"))
+        for j in range(3):  # message ids of one long session
+            message = {
+                "sessionUpdate": "agent_message",
+                "messageId": f"m{i}.{j}",
+                "content": [{"type": "text", "text": "y"}],
+            }
+            bridge.from_agent(_update(message, "s0"))
+    assert len(bridge._asked_agent) <= 40 and len(bridge._prompt_session) <= 40
+    for per_session in (bridge._prompts, bridge._messages_seen, bridge._unechoed, bridge._plans):
+        assert len(per_session) <= 50
+    assert all(len(ids) <= 40 for ids in bridge._messages_seen.values())
+    assert len(bridge.store.tool_calls("s0")) <= 41  # the store: at most max_pending finished ones
+    assert len(bridge._views) <= 2 * 41 + 1  # swept when they double past what the store keeps
+    assert bridge.dropped > 400
+    # what is still kept converts as before: the newest session's turn ends with its response
+    (end,) = bridge.from_agent(
+        _update({"sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn"}, "s399")
+    )
+    assert orjson.loads(end) == {"jsonrpc": "2.0", "id": 399, "result": {"stopReason": "end_turn"}}
+
+
+def test_bridge_bounds_are_checked(backend: Any) -> None:
+    for bad in (0, -1, 1.5, True, None):
+        with pytest.raises(ValueError, match="to be an int >= 1"):
+            Bridge(editor=1, agent=2, backend=backend, max_sessions=bad)  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="to be an int >= 1"):
+            Bridge(editor=1, agent=2, backend=backend, max_pending=bad)  # type: ignore[arg-type]

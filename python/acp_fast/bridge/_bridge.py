@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, Callable, Dict, List, Optional, Set, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import acp_fast
 
@@ -115,6 +115,8 @@ class Bridge:
         coalesce: Optional[float] = None,
         max_held: int = 1000,
         clock: Callable[[], float] = time.monotonic,
+        max_sessions: int = 1000,
+        max_pending: int = 1000,
     ) -> None:
         self.editor = _version(editor, "editor")
         self.agent = _version(agent, "agent")
@@ -124,6 +126,16 @@ class Bridge:
         #: ``coalesce`` in seconds, when the bridge holds (a v2 agent, a v1 editor), else None
         self.window = coalesce / 1000.0 if coalesce is not None and (self.editor, self.agent) == (1, 2) else None
         self.max_held = max_held
+        for name, value in (("max_sessions", max_sessions), ("max_pending", max_pending)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"expected {name} to be an int >= 1, found {value!r}")
+        #: sessions whose conversion state is kept (docs/BRIDGE.md "Bounds"); the oldest go first
+        self.max_sessions = max_sessions
+        #: unanswered requests, unended prompt turns and message ids (per session) kept, each
+        self.max_pending = max_pending
+        #: what the bounds dropped: sessions, requests and turns, message ids, editor views
+        self.dropped = 0
+        self._views_sweep = max_pending  # (sweep the views of records gone from the store beyond this)
         self._clock = clock
         # held tool calls (oldest first) -> (since, the envelope of their last update)
         self._held: Dict[Tuple[str, str], Tuple[float, Dict[str, Any]]] = {}
@@ -131,7 +143,7 @@ class Bridge:
         self._acp: Any = acp_fast if backend is None else backend
         self._dumps: Callable[[Any], bytes] = self._acp.dumps
         #: the agent's state, by the agent's rules
-        self.store: acp_fast.ToolCallStore = self._acp.ToolCallStore(self.agent)
+        self.store: acp_fast.ToolCallStore = self._acp.ToolCallStore(self.agent, max_tool_calls=max_pending)
         #: True once both sides speak the same version (configured so, or negotiated)
         self.passthrough = self.editor == self.agent
         self._views: Dict[Tuple[str, str], Dict[str, Any]] = {}  # each tool call as the editor holds it
@@ -142,12 +154,12 @@ class Bridge:
         self._prompts: Dict[str, List[Any]] = {}  # session -> prompt ids not acknowledged (v1 agent) / not ended (v2)
         self._prompt_session: Dict[_Key, str] = {}
         self._acks: Dict[_Key, Any] = {}  # v2 agent: acknowledged prompts -> the ack's _meta
-        self._ended: Set[_Key] = set()  # v2 agent: prompts ended (idle) before their acknowledgement
+        self._ended: Dict[_Key, None] = {}  # v2 agent: prompts ended (idle) before their acknowledgement
         # v1 agent: prompt id -> the user message its ack names (id, the blocks the agent got)
         self._user_messages: Dict[_Key, Tuple[str, List[Any]]] = {}
         self._message_ids: Dict[str, Tuple[str, str]] = {}  # v1 agent: session -> (chunk kind, message id)
-        self._messages_seen: Dict[str, Set[str]] = {}  # v2 agent: session -> message ids shown to the v1 editor
-        self._echoes: Dict[str, Set[str]] = {}  # v2 agent: session -> ids of the v1 editor's prompts, echoed
+        self._messages_seen: Dict[str, Dict[str, None]] = {}  # v2 agent: session -> message ids shown to the v1 editor
+        self._echoes: Dict[str, Dict[str, None]] = {}  # v2 agent: session -> ids of the v1 editor's prompts, echoed
         self._unechoed: Dict[str, List[_Key]] = {}  # v2 agent: session -> prompts whose echo is not known yet
         self._subagents = False  # the v1 editor advertised the ``subagents`` client capability
         self._replies: Dict[str, List[bytes]] = {"agent": [], "editor": []}
@@ -256,7 +268,46 @@ class Bridge:
             raise DecodeError(why, code=INVALID_REQUEST, kind="bridge_failed", line=line, raw=whole[:-1]) from e
         if self._early and side == "agent":
             out, self._early = self._early + out, []
+        self._bound()
         return out
+
+    # -- bounds (docs/BRIDGE.md "Bounds") ----------------------------------------------------
+
+    def _remember(self, table: Dict[str, Dict[str, None]], sid: str, mid: str) -> None:
+        """Add message id ``mid`` to session ``sid``'s ids in ``table``, the oldest beyond
+        ``max_pending`` forgotten."""
+        ids = table.setdefault(sid, {})
+        ids[mid] = None
+        if len(ids) > self.max_pending:
+            del ids[next(iter(ids))]
+            self.dropped += 1
+
+    def _bound(self) -> None:
+        """Keep every table within its bound, the oldest entries dropped first (after a frame)."""
+        limit = self.max_pending
+        for table in (self._asked_agent, self._asked_editor, self._prompt_session, self._acks, self._ended):
+            while len(table) > limit:
+                del table[next(iter(table))]
+                self.dropped += 1
+        while len(self._user_messages) > limit:
+            del self._user_messages[next(iter(self._user_messages))]
+            self.dropped += 1
+        sessions = (self._plans, self._prompts, self._message_ids, self._messages_seen, self._echoes, self._unechoed)
+        for per_session in sessions:
+            while len(per_session) > self.max_sessions:
+                del per_session[next(iter(per_session))]
+                self.dropped += 1
+        if len(self._views) > self._views_sweep:
+            # Views and terminal references whose record the store no longer keeps (its own
+            # bounds dropped it): swept when they have doubled since the last sweep.
+            get, terminal = self.store.get, self.store.terminal
+            gone = [key for key in self._views if get(*key) is None]
+            for key in gone:
+                del self._views[key]
+            for ref in [ref for ref in self._refs if terminal(*ref) is None]:
+                del self._refs[ref]
+            self.dropped += len(gone)
+            self._views_sweep = max(self.max_pending, 2 * len(self._views))
 
     def _frame_of(self, msg: Any, side: str, whole: bytes) -> List[bytes]:
         if isinstance(msg, list):  # a batch: its entries one by one
@@ -429,7 +480,7 @@ class Bridge:
             if problem:
                 return []
             if isinstance(update.get("messageId"), str):
-                self._messages_seen.setdefault(sid, set()).add(update["messageId"])
+                self._remember(self._messages_seen, sid, update["messageId"])
             return None
         if kind in _MESSAGES:
             return self._v1_message(params, update, sid)
@@ -541,7 +592,7 @@ class Bridge:
         if not fresh:
             return []
         assert isinstance(mid, str)
-        self._messages_seen.setdefault(sid, set()).add(mid)
+        self._remember(self._messages_seen, sid, mid)
         kind = f"{update['sessionUpdate']}_chunk"
         return [
             self._notify(_envelope(params), {"sessionUpdate": kind, "content": block, "messageId": mid})
@@ -571,7 +622,7 @@ class Bridge:
             if meta is not None:
                 result["_meta"] = meta
         else:
-            self._ended.add(key)
+            self._ended[key] = None
         if stop == "error":  # v1 reports a failed prompt as a JSON-RPC error, not a stop reason
             return [self._out({"jsonrpc": "2.0", "id": pid, "error": C.turn_error(update.get("error"))})]
         return [self._out({"jsonrpc": "2.0", "id": pid, "result": result})]
@@ -867,7 +918,7 @@ class Bridge:
             pending[:] = [pid for pid in pending if _key(pid) != key]
         if self.agent == 2:  # v2: an acknowledgement (the turn ends with state idle) or an error
             if key in self._ended:
-                self._ended.discard(key)
+                del self._ended[key]
                 return [] if msg.kind == "response" else None
             return None
         # v1 agent, v2 editor: the answer ends the turn
@@ -893,7 +944,7 @@ class Bridge:
             unechoed.remove(key)
         mid = result.get("messageId") if isinstance(result, dict) else None
         if isinstance(mid, str):
-            self._echoes.setdefault(sid, set()).add(mid)
+            self._remember(self._echoes, sid, mid)
 
     def _is_echo(self, sid: str, update: Dict[str, Any]) -> bool:
         """v2 agent, v1 editor: whether a user message (upsert or chunk) is the agent's echo of a
@@ -907,7 +958,7 @@ class Bridge:
         unechoed = self._unechoed.get(sid)
         if unechoed and mid not in self._messages_seen.get(sid, ()):
             unechoed.pop(0)
-            self._echoes.setdefault(sid, set()).add(mid)
+            self._remember(self._echoes, sid, mid)
             return True
         return False
 
