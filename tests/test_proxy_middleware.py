@@ -247,7 +247,7 @@ def test_auto_approve_answers_reads_and_passes_edits_on(tmp_path, env):
     assert _inspect_state(rec) == live
 
 
-def test_redact_secrets_in_tool_output(tmp_path, env):
+def test_redact_secrets_in_tool_output_and_message_chunks(tmp_path, env):
     secret = "sk-" + "A1b2" * 6
     frames = [
         B.tool_call("s", "c1", "Run", kind="execute"),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -18,7 +19,7 @@ from typing import Any, Dict, Iterator, List
 
 import pytest
 
-from acp_fast import recording
+from acp_fast import arrow, recording
 from acp_fast.cli import inspect as inspect_cli
 from acp_fast.proxy.examples import RedactSecrets
 
@@ -394,3 +395,120 @@ def test_secrets_reach_neither_the_editor_nor_the_recording(tmp_path, env):
     assert replay.skipped == n + 1
     assert replay.store.state() == inspect_cli.replay_file(str(rec), max_tool_calls=1000).store.state()
     assert not leaks(state.read_bytes())
+
+
+# -- Context.withhold and the "withheld" record ----------------------------------------------------
+
+WITHHOLDER = """
+import sys
+from acp_fast.proxy import Proxy, Drop
+def middleware(message, sender, ctx):
+    method = message.method or ""
+    if method.startswith("x/hide"):
+        ctx.withhold()
+        ctx.reason("hidden")
+        return Drop() if method == "x/hide-drop" else {"jsonrpc": "2.0", "method": "x/shown"}
+    if method == "x/replace":  # after a withheld one: recorded with its bytes (nothing carried over)
+        return {"jsonrpc": "2.0", "method": "x/replaced"}
+    if method == "x/keep":  # withhold without a change: nothing is withheld
+        ctx.withhold()
+    return message
+sys.exit(Proxy(sys.argv[2:], middleware=[middleware], record=sys.argv[1]).run())
+"""
+
+
+def test_withhold_records_the_length_only(tmp_path, env):
+    frames = [
+        b'{"jsonrpc":"2.0","method":"x/%s","params":{"s":"%s"}}\n' % (m, SECRET.encode())
+        for m in (b"hide", b"replace", b"hide-drop", b"keep", b"other")
+    ]
+    agent = program(tmp_path, "agent", f"import sys\nsys.stdout.buffer.write(b''.join({frames!r}))\n")
+    proxy = program(tmp_path, "withholder", WITHHOLDER)
+    rec = tmp_path / "rec.ndjson"
+    done = subprocess.run([*proxy, str(rec), *agent], capture_output=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines(keepends=True) == [
+        b'{"jsonrpc":"2.0","method":"x/shown"}\n',
+        b'{"jsonrpc":"2.0","method":"x/replaced"}\n',
+        frames[3],
+        frames[4],
+    ]
+    rows = [r for r in recording.read(rec.read_bytes()) if isinstance(r, recording.Record)]
+    assert [(r.action, r.withheld, r.reason) for r in rows] == [
+        ("replaced", len(frames[0]) - 1, "hidden"),
+        ("injected", None, None),
+        ("replaced", None, "replaced by middleware"),
+        ("injected", None, None),
+        ("dropped", len(frames[2]) - 1, "hidden"),
+        (None, None, None),
+        (None, None, None),
+    ]
+    assert rows[0].data == b"" and rows[0].wire == b"" and rows[2].data + b"\n" == frames[1]
+    assert recording.extract(rec.read_bytes(), "agent") == frames[1] + frames[3] + frames[4]
+
+
+HEAD = b'{"acp-fast-recording":1,"t":1.0,"argv":["a"],"version":"0"}\n'
+
+
+@pytest.mark.parametrize(
+    ("record", "error"),
+    [
+        (b'{"t":2,"from":"agent","withheld":10,"action":"replaced","reason":"r"}', None),
+        (b'{"t":2,"from":"agent","withheld":10,"action":"dropped"}', None),
+        (b'{"t":2,"from":"agent","withheld":10}', 'expected "action": "dropped" or "replaced" with "withheld"'),
+        (b'{"t":2,"from":"agent","withheld":10,"action":"injected"}', '"dropped" or "replaced" with "withheld"'),
+        (b'{"t":2,"from":"agent","withheld":-1,"action":"dropped"}', 'expected "withheld" to be a byte count'),
+        (b'{"t":2,"from":"agent","withheld":true,"action":"dropped"}', 'expected "withheld" to be a byte count'),
+        (b'{"t":2,"from":"agent","withheld":3,"frame":{},"action":"dropped"}', 'no payload with "withheld"'),
+        (b'{"t":2,"from":"agent","withheld":3,"too_large":3,"action":"dropped"}', '"too_large" and "withheld"'),
+    ],
+)
+def test_withheld_records_read_and_are_checked(record, error):
+    data = HEAD + record + b'\n{"t":3.0,"event":"exit","status":0}\n'
+    if error is None:
+        (row,) = [r for r in recording.read(data) if isinstance(r, recording.Record)]
+        assert row.withheld == 10 and row.data == b"" and not row.forwarded
+        assert recording.extract(data, "agent") == b""
+        assert arrow.frames(data).num_rows == 0  # no bytes, no row
+    else:
+        with pytest.raises(recording.RecordingError, match=re.escape(error)):
+            list(recording.read(data))
+
+
+def test_with_coalesce_nothing_of_the_secret_is_held_or_merged(tmp_path, env):
+    """``--coalesce`` holds and merges the redacted updates, never the agent's lines."""
+    frames = [
+        line(update({"sessionUpdate": "tool_call", "toolCallId": "c", "title": "Run", "status": "in_progress"})),
+        *(
+            line(
+                update(
+                    {
+                        "sessionUpdate": "tool_call_update",
+                        "toolCallId": "c",
+                        "content": [{"type": "content", "content": {"type": "text", "text": f"{i}: {SECRET}"}}],
+                    }
+                )
+            )
+            for i in range(5)
+        ),
+        line(update({"sessionUpdate": "tool_call_update", "toolCallId": "c", "status": "completed"})),
+    ]
+    agent = program(tmp_path, "agent", f"import sys\nsys.stdout.buffer.write(b''.join({frames!r}))\n")
+    rec, state = tmp_path / "rec.ndjson", tmp_path / "state.json"
+    proxy = program(
+        tmp_path,
+        "proxy",
+        f"""
+        import sys
+        from acp_fast.proxy import Proxy
+        from acp_fast.proxy.examples import RedactSecrets
+        sys.exit(Proxy(sys.argv[1:], middleware=[RedactSecrets({PATTERN!r})], record={str(rec)!r},
+                       state_json={str(state)!r}, coalesce=50).run())
+        """,
+    )
+    done = subprocess.run([*proxy, *agent], capture_output=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert len(done.stdout.splitlines()) < len(frames)  # merged
+    assert not leaks(done.stdout) and not leaks(rec.read_bytes()) and not leaks(state.read_bytes())
+    call = json.loads(state.read_bytes())["sessions"]["s"]["toolCalls"]["c"]
+    assert call["content"][0]["content"]["text"] == f"4: {R}" and call["status"] == "completed"

@@ -7,7 +7,9 @@
   sends the editor (base64 terminal output included) before it reaches the editor, and keeps the
   agent's line out of the recording.
 
-    proxy = Proxy(["my-agent"], middleware=[RedactSecrets(r"(?i)api[_-]?key=\\S+"), AutoApprove({"read"})])
+    proxy = Proxy(["my-agent"], middleware=[AutoApprove({"read"}), RedactSecrets(r"(?i)api[_-]?key=\\S+")])
+
+(``RedactSecrets`` last: next to the agent, it meets the agent's frames first.)
 """
 
 from __future__ import annotations
