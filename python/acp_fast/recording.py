@@ -22,8 +22,8 @@ A recording is NDJSON, one record per line (docs/CLI.md, "Recording format"):
 * a footer: ``{"t":<unix seconds>,"event":"exit","status":<int>}``.
 
 Because a valid frame is embedded byte for byte, :func:`extract` gives back exactly the bytes
-one side sent (``"too_large"`` and ``"withheld"`` lines excepted: they are not kept), and the embedded frame's byte
-offsets map to columns of the recording line (``ParsedRecord.offset``).
+one side sent (``"too_large"`` and ``"withheld"`` lines excepted: they are not kept), and the
+embedded frame's byte offsets map to columns of the recording line (``ParsedRecord.offset``).
 """
 
 from __future__ import annotations

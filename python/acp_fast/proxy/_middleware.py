@@ -13,9 +13,10 @@ the agent; ``"agent"``: it is going to the editor) and ``ctx`` is the middleware
 * ``None`` or :class:`Drop` (``Drop("reason")``): the message is dropped.
 
 ``ctx.inject(frame, to="editor" | "agent")`` sends a frame in either direction, at any time (also
-from another thread, e.g. a timer). A frame dropped or replaced is recorded (``--record``) as it
-came, with ``ctx.reason(text)``; after ``ctx.withhold()`` it is recorded by its length only. A frame a middleware returns or injects goes through the
+from another thread, e.g. a timer). A frame a middleware returns or injects goes through the
 middleware between that middleware and the side it goes to; the ones before it do not see it.
+A frame dropped or replaced is recorded (``--record``) as it came, with ``ctx.reason(text)``;
+after ``ctx.withhold()``, by its length only.
 
 The middleware list is ordered from the editor to the agent: a frame from the editor meets
 ``middleware[0]`` first, a frame from the agent meets the last one first. Calls are serialised
