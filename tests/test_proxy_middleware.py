@@ -247,7 +247,7 @@ def test_auto_approve_answers_reads_and_passes_edits_on(tmp_path, env):
     assert _inspect_state(rec) == live
 
 
-def test_redact_secrets_in_tool_output(tmp_path, env):
+def test_redact_secrets_in_tool_output_and_message_chunks(tmp_path, env):
     secret = "sk-" + "A1b2" * 6
     frames = [
         B.tool_call("s", "c1", "Run", kind="execute"),
@@ -267,14 +267,18 @@ def test_redact_secrets_in_tool_output(tmp_path, env):
     done = run(env, proxy, agent)
     assert done.returncode == 0, done.stderr
     out = done.stdout.splitlines(keepends=True)
-    assert out[0] == frames[0] and out[3] == frames[3]  # nothing to redact: byte-exact
+    assert out[0] == frames[0]  # nothing to redact: byte-exact
     assert json.loads(out[1])["params"]["update"]["content"][0]["content"]["text"] == "key=[REDACTED] ok"
     assert json.loads(out[2])["params"]["update"]["rawOutput"] == {"env": {"KEY": "[REDACTED]", "n": 1}}
-    assert secret.encode() not in b"".join(out[:3])
+    assert json.loads(out[3])["params"]["update"]["content"]["text"] == "not tool output: [REDACTED]"
+    assert secret.encode() not in done.stdout
     rs = records(rec)
-    assert [r.action for r in rs] == [None, "replaced", "injected", "replaced", "injected", None]
+    assert [r.action for r in rs] == [None, "replaced", "injected", "replaced", "injected", "replaced", "injected"]
     assert rs[1].reason == "redacted 1 match of 'sk-[A-Za-z0-9]{20,}'"
-    assert recording.extract(rec.read_bytes(), "agent") == b"".join(frames)  # what the agent sent
+    # the agent's lines that held the secret are recorded without their bytes (tests/test_redact.py)
+    assert [r.withheld for r in rs if r.action == "replaced"] == [len(f) - 1 for f in frames[1:]]
+    assert recording.extract(rec.read_bytes(), "agent") == frames[0]
+    assert secret.encode() not in rec.read_bytes()
 
 
 def test_recordings_with_and_without_the_new_records_read():

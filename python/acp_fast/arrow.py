@@ -259,7 +259,7 @@ def _recording_frames(pa: Any, chunks: Iterable[bytes], max_frame_bytes: int) ->
             times.append(None)
             sides.append(None)
             continue
-        if record.kind != "line":
+        if record.kind != "line" or "withheld" in record.value:  # a withheld line has no bytes: no row
             continue
         if record.payload is None:
             cols.too_large(number, record.value["too_large"])

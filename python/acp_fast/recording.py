@@ -15,13 +15,15 @@ A recording is NDJSON, one record per line (docs/CLI.md, "Recording format"):
   ``"injected"``: a frame the proxy's middleware wrote to the other side on behalf of this side,
   never read from it, or under ``--coalesce`` a merged update, reason ``coalesced``; or
   ``"coalesced"``: held by ``--coalesce``, its effect forwarded in a later ``injected`` line),
-  ``"reason"`` (why a middleware dropped or replaced it) and
-  ``"too_large":<bytes>`` (a line over the frame limit: no payload, never forwarded);
+  ``"reason"`` (why a middleware dropped or replaced it),
+  ``"too_large":<bytes>`` (a line over the frame limit: no payload, never forwarded) and
+  ``"withheld":<bytes>`` (a line a middleware dropped or replaced and asked to keep out of the
+  recording, ``Context.withhold``: no payload, only its length);
 * a footer: ``{"t":<unix seconds>,"event":"exit","status":<int>}``.
 
 Because a valid frame is embedded byte for byte, :func:`extract` gives back exactly the bytes
-one side sent (``"too_large"`` lines excepted: they are not kept), and the embedded frame's byte
-offsets map to columns of the recording line (``ParsedRecord.offset``).
+one side sent (``"too_large"`` and ``"withheld"`` lines excepted: they are not kept), and the
+embedded frame's byte offsets map to columns of the recording line (``ParsedRecord.offset``).
 """
 
 from __future__ import annotations
@@ -76,7 +78,7 @@ class RecordingError(ValueError):
 @dataclass(frozen=True)
 class Record:
     """One line seen by the proxy. ``data`` is the line's bytes without its line ending (empty
-    for a ``too_large`` record)."""
+    for a ``too_large`` or ``withheld`` record)."""
 
     t: float
     side: str  # "editor" or "agent"
@@ -88,6 +90,7 @@ class Record:
     too_large: Optional[int] = None
     line: int = 0  # the record's line number in the recording
     reason: Optional[str] = None  # why a middleware dropped or replaced the line
+    withheld: Optional[int] = None  # the length of a line recorded without its bytes
 
     @property
     def forwarded(self) -> bool:
@@ -102,7 +105,7 @@ class Record:
     @property
     def wire(self) -> bytes:
         """The bytes as they were on the wire (line ending included)."""
-        if self.too_large is not None:
+        if self.too_large is not None or self.withheld is not None:
             return b""
         end = (b"\r\n" if self.crlf else b"\n") if self.eol else b""
         return self.data + end
@@ -136,11 +139,15 @@ class RecordWriter:
         eol: bool = True,
         action: Optional[str] = None,
         reason: Optional[str] = None,
+        withheld: bool = False,
     ) -> None:
         """Record one line (``data`` without its line ending). ``is_json``: the line is one valid
-        JSON document, so it can be embedded verbatim."""
+        JSON document, so it can be embedded verbatim. ``withheld``: only the line's length is
+        recorded (``"withheld":<bytes>``), not the line."""
         parts = [b'{"t":', b"%.6f" % t, b',"from":"', side.encode(), b'",']
-        if is_json:
+        if withheld:
+            parts.append(b'"withheld":%d' % len(data))
+        elif is_json:
             parts += [b'"frame":', data]
         else:
             try:
@@ -226,7 +233,7 @@ class ParsedRecord(NamedTuple):
     kind: str  # "header", "line" (a line seen on one side) or "footer"
     value: Dict[str, Any]  # the parsed record
     direction: Optional[str] = None  # "editor" or "agent"
-    payload: Optional[str] = None  # "frame", "text", "base64", or None (too_large)
+    payload: Optional[str] = None  # "frame", "text", "base64", or None (too_large, withheld)
     data: Optional[bytes] = None  # the recorded line's bytes
     offset: int = 0  # byte offset of the payload value in the record line
     raw: bytes = b""  # the record line (payload token for text records)
@@ -399,12 +406,17 @@ def parse_record(line: bytes, number: int) -> ParsedRecord:
         found = _dumps(direction).decode() if "from" in value else "none"
         raise RecordingError(f'expected "from" to be "editor" or "agent", found {found}')
     payloads = [k for k in ("frame", "text", "base64") if k in value]
-    too_large = value.get("too_large")
-    if "too_large" in value:
+    bare = [k for k in ("too_large", "withheld") if k in value]  # records without a payload
+    if len(bare) > 1:
+        raise RecordingError('expected one of "too_large" and "withheld", found both')
+    if bare:
         if payloads:
-            raise RecordingError(f'expected no payload with "too_large", found "{payloads[0]}"')
-        if not isinstance(too_large, int) or isinstance(too_large, bool) or too_large < 0:
-            raise RecordingError('expected "too_large" to be a byte count')
+            raise RecordingError(f'expected no payload with "{bare[0]}", found "{payloads[0]}"')
+        length = value[bare[0]]
+        if not isinstance(length, int) or isinstance(length, bool) or length < 0:
+            raise RecordingError(f'expected "{bare[0]}" to be a byte count')
+        if bare[0] == "withheld" and value.get("action") not in ("dropped", "replaced"):
+            raise RecordingError('expected "action": "dropped" or "replaced" with "withheld"')
     elif len(payloads) != 1:
         found = "none" if not payloads else " and ".join(f'"{p}"' for p in payloads)
         raise RecordingError(f'expected one payload ("frame", "text" or "base64"), found {found}')
@@ -418,7 +430,7 @@ def parse_record(line: bytes, number: int) -> ParsedRecord:
         )
     if "reason" in value and not isinstance(value["reason"], str):
         raise RecordingError('expected "reason" to be a string when present')
-    if "too_large" in value:
+    if bare:
         return ParsedRecord(number, "line", value, direction, None, None, 0, line)
     payload = payloads[0]
     if payload == "frame":
@@ -466,7 +478,7 @@ def read(data: Union[bytes, IO[bytes]]) -> Iterator[Union[Record, Dict[str, Any]
             v.get("reason"),
         )
         if r.payload is None:
-            yield Record(t, side, b"", False, crlf, eol, action, v["too_large"], number, reason)
+            yield Record(t, side, b"", False, crlf, eol, action, v.get("too_large"), number, reason, v.get("withheld"))
         else:
             yield Record(t, side, r.data or b"", r.payload == "frame", crlf, eol, action, None, number, reason)
 
@@ -481,7 +493,8 @@ def _chunks(stream: IO[bytes]) -> Iterator[bytes]:
 
 def extract(data: Union[bytes, IO[bytes]], side: str) -> bytes:
     """The bytes ``side`` (``"editor"`` or ``"agent"``) sent, as they were on the wire (frames the
-    proxy injected on its behalf are not among them)."""
+    proxy injected on its behalf are not among them, nor the lines recorded without their bytes:
+    ``too_large`` and ``withheld``)."""
     if side not in SIDES:
         raise ValueError(f"side must be 'editor' or 'agent', found {side!r}")
     out: List[bytes] = []

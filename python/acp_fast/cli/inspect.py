@@ -155,6 +155,8 @@ class _Replayer:
                 continue
             if record.payload == "frame":
                 self.apply(record.data, record.line, record.offset, record.source)
+            elif "withheld" in record.value:  # dropped or replaced, kept out of the recording: never delivered
+                r.skipped += 1
             elif record.payload is None:
                 self.error(
                     record.line,

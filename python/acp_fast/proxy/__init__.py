@@ -3,7 +3,7 @@
     from acp_fast.proxy import Proxy
     from acp_fast.proxy.examples import AutoApprove, RedactSecrets
 
-    proxy = Proxy(["my-agent"], middleware=[RedactSecrets(r"sk-[A-Za-z0-9]{20,}"), AutoApprove({"read"})])
+    proxy = Proxy(["my-agent"], middleware=[AutoApprove({"read"}), RedactSecrets(r"sk-[A-Za-z0-9]{20,}")])
     sys.exit(proxy.run())
 
 :class:`Proxy` relays an editor (this process's stdin / stdout) and the agent it starts, byte-exact,

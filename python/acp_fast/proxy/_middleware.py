@@ -15,6 +15,8 @@ the agent; ``"agent"``: it is going to the editor) and ``ctx`` is the middleware
 ``ctx.inject(frame, to="editor" | "agent")`` sends a frame in either direction, at any time (also
 from another thread, e.g. a timer). A frame a middleware returns or injects goes through the
 middleware between that middleware and the side it goes to; the ones before it do not see it.
+A frame dropped or replaced is recorded (``--record``) as it came, with ``ctx.reason(text)``;
+after ``ctx.withhold()``, by its length only.
 
 The middleware list is ordered from the editor to the agent: a frame from the editor meets
 ``middleware[0]`` first, a frame from the agent meets the last one first. Calls are serialised
@@ -100,6 +102,7 @@ class Context:
         self.index = index  #: the middleware's place in the list (0: next to the editor)
         self.name = name  #: the middleware's name, in diagnostics and recorded reasons
         self._reason: Optional[str] = None
+        self._withhold = False
 
     @property
     def store(self) -> acp_fast.ToolCallStore:
@@ -131,6 +134,13 @@ class Context:
         """The reason recorded for the frame this call drops or replaces."""
         self._reason = text
 
+    def withhold(self) -> None:
+        """The frame this call drops or replaces is recorded without its bytes (``--record``
+        keeps ``"withheld":<its length>``, the action and the reason): for a frame whose content
+        must not reach the recording file (docs/PROXY.md, "Middleware"). No effect when the call
+        gives the message back."""
+        self._withhold = True
+
     def note(self, text: str) -> None:
         """A diagnostic on the proxy's stderr (``acp-fast proxy: NAME: text``; not with --quiet)."""
         self._proxy.note(f"{self.name}: {text}")
@@ -141,10 +151,12 @@ class Outcome:
     """What the chain made of one message read from a side: ``action`` for the message itself
     (None: forwarded, ``"dropped"``, ``"replaced"``), its ``reason``, the frames ``delivered``
     (``(wire, injected)``: bytes with their line ending, or None for the message's own line as
-    read) and the frames injected ``back`` to the side it came from."""
+    read) and the frames injected ``back`` to the side it came from; ``withheld``: the message
+    is recorded without its bytes (:meth:`Context.withhold`)."""
 
     action: Optional[str] = None
     reason: Optional[str] = None
+    withheld: bool = False
     delivered: List[Tuple[Optional[bytes], bool]] = field(default_factory=list)
     back: List[bytes] = field(default_factory=list)
 
@@ -229,8 +241,8 @@ class Chain:
                     break
                 if result is not message:
                     break
-                if ctx._reason is not None:
-                    ctx._reason = None
+                if ctx._reason is not None or ctx._withhold:
+                    ctx._reason, ctx._withhold = None, False
             else:
                 if not run.injected:
                     return None
@@ -279,7 +291,7 @@ class Chain:
         for i in range(start, len(steps)):
             middleware, ctx = steps[i]
             if result is Chain._NOT_CALLED:
-                ctx._reason = None
+                ctx._reason, ctx._withhold = None, False
                 try:
                     result = middleware(message, sender, ctx)
                 except (Exception, SystemExit, KeyboardInterrupt) as e:  # noqa: BLE001 - the frame dropped (fails closed)
@@ -292,14 +304,19 @@ class Chain:
             if result is message:
                 result = Chain._NOT_CALLED
                 continue
+            # What the call said of the frame it drops or replaces (consumed here: not seen again).
+            said, withhold = ctx._reason, ctx._withhold
+            ctx._reason, ctx._withhold = None, False
             if result is None or isinstance(result, Drop):
-                reason = result.reason if isinstance(result, Drop) and result.reason else ctx._reason
+                reason = result.reason if isinstance(result, Drop) and result.reason else said
                 if original:
                     outcome.action, outcome.reason = "dropped", reason or f"dropped by {ctx.name}"
+                    outcome.withheld = withhold
                 return
             frames = list(result) if isinstance(result, (list, tuple)) else [result]
             if original and not any(f is message for f in frames):
-                outcome.action, outcome.reason = "replaced", ctx._reason or f"replaced by {ctx.name}"
+                outcome.action, outcome.reason = "replaced", said or f"replaced by {ctx.name}"
+                outcome.withheld = withhold
             for f in frames:
                 if f is message:
                     self._through(message, sender, i + 1, original, outcome)

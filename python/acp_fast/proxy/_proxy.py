@@ -246,12 +246,14 @@ class Proxy:
         eol: bool,
         action: Optional[str],
         reason: Optional[str] = None,
+        withheld: bool = False,
     ) -> None:
-        """Record one line of ``side`` (with its action when it was not forwarded as it came)."""
+        """Record one line of ``side`` (with its action when it was not forwarded as it came;
+        ``withheld``: its length instead of its bytes, ``Context.withhold``)."""
         recorder = self.recorder
         assert recorder is not None  # called only while recording
         with self.record_lock:
-            recorder.line(side, data, is_json, t, crlf=crlf, eol=eol, action=action, reason=reason)
+            recorder.line(side, data, is_json, t, crlf=crlf, eol=eol, action=action, reason=reason, withheld=withheld)
 
     def record_too_large(self, side: str, length: int) -> None:
         """Record a line of ``side`` that was over the frame limit (``length`` bytes)."""

@@ -182,8 +182,9 @@ class Host(Protocol):
         eol: bool,
         action: Optional[str],
         reason: Optional[str] = None,
+        withheld: bool = False,
     ) -> None:
-        """Record one line of ``side``."""
+        """Record one line of ``side`` (``withheld``: its length instead of its bytes)."""
 
     def record_too_large(self, side: str, length: int) -> None:
         """Record a line of ``side`` over the frame limit."""
@@ -670,6 +671,7 @@ class Direction:
         outcome = Outcome()
         outcome.action = "replaced"
         outcome.reason = "; ".join(r.reason for r in runs if r is not None and r.reason) or "a batch entry changed"
+        outcome.withheld = any(r is not None and r.withheld for r in runs)
         for m, r in zip(entries, runs):
             if r is None:
                 outcome.delivered.append((m.raw + b"\n", True))
@@ -718,7 +720,9 @@ class Direction:
             if outcome.action is not None:
                 self.stats[outcome.action] += 1
                 if recording:
-                    host.record(self.side, data, True, now, crlf, line_eol, outcome.action, outcome.reason)
+                    host.record(
+                        self.side, data, True, now, crlf, line_eol, outcome.action, outcome.reason, outcome.withheld
+                    )
             tracked = index not in state
             for wire_out, injected in outcome.delivered:
                 if injected:
