@@ -958,6 +958,22 @@ def test_cli_md_examples(tmp_path):
         assert done.stdout.decode() == expected, command
 
 
+def test_cli_md_documents_every_command_and_the_export_options():
+    from acp_fast import cli
+
+    text = (DATA.parent.parent / "docs" / "CLI.md").read_text()
+    for name in cli.COMMANDS:
+        assert f"| `{name}` |" in text, name
+    section = text[text.index("## `acp-fast export`") : text.index("## Recording format")]
+    helped = subprocess.run(
+        [PY, "-m", "acp_fast.cli", "export", "--help"], capture_output=True, text=True, timeout=60
+    ).stdout
+    options = set(re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", helped)) - {"--help"}
+    assert options >= {"--to", "--table", "--compression", "--force", "--progress", "--no-progress"}
+    for option in options:
+        assert option in section, option
+
+
 # --------------------------------------------------------------------------------------------
 # property: no input makes validate or inspect raise
 # --------------------------------------------------------------------------------------------
