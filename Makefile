@@ -185,10 +185,16 @@ format:  ## apply rustfmt and ruff format
 # older), for each CPython of WHEEL_PYTHONS found on this machine (python3.X on PATH, or pyenv's
 # versions); `maturin sdist` adds the source distribution (with the tests). maturin checks the
 # wheels' symbols against the manylinux policy, and `auditwheel show` prints what each one is
-# consistent with. The tools live in their own virtual environment, $(BUILD_VENV).
+# consistent with: the most compatible tag, which must be MANYLINUX_TAG or an older glibc's. The
+# tools live in their own virtual environment, $(BUILD_VENV).
 BUILD_VENV ?= .venv-build
 WHEEL_PYTHONS ?= 3.10 3.11 3.12 3.13
 MANYLINUX ?= manylinux2014
+# MANYLINUX by its PEP 600 name (manylinux2014 is manylinux_2_17, manylinux2010 manylinux_2_12,
+# manylinux1 manylinux_2_5), and the glibc version it names, for the check of `make wheels`.
+MANYLINUX_TAG = $(patsubst manylinux1,manylinux_2_5,$(patsubst manylinux2010,manylinux_2_12,$(patsubst manylinux2014,manylinux_2_17,$(MANYLINUX))))
+MANYLINUX_GLIBC = $(word 2,$(subst _, ,$(MANYLINUX_TAG))) $(word 3,$(subst _, ,$(MANYLINUX_TAG)))
+WHEEL_ARCH ?= x86_64
 DIST ?= dist
 
 define FIND_PYTHONS
@@ -209,17 +215,19 @@ build-tools:  ## maturin (with zig) and auditwheel in $(BUILD_VENV)
 		python3 -m venv $(BUILD_VENV) && \
 		$(BUILD_VENV)/bin/python -m pip install --quiet 'maturin[zig]>=1.9.4,<2' 'auditwheel>=6'; }
 
-wheels: build-tools  ## manylinux2014 wheels for CPython 3.10-3.13 and the sdist, in $(DIST)/
+wheels: build-tools  ## manylinux wheels (MANYLINUX, default manylinux2014) for CPython 3.10-3.13 and the sdist, in $(DIST)/
 	rm -rf $(DIST)
 	@pythons="$$(sh -c "$$FIND_PYTHONS")"; [ -n "$$pythons" ] || { echo "make wheels: no CPython found"; exit 1; }; \
 		echo "$(BUILD_VENV)/bin/maturin build --release --zig --compatibility $(MANYLINUX) --out $(DIST) -i" $$pythons; \
 		PATH="$(CURDIR)/$(BUILD_VENV)/bin:$$PATH" $(BUILD_VENV)/bin/maturin build --release --zig --compatibility $(MANYLINUX) \
 			--out $(DIST) -i $$pythons
 	$(BUILD_VENV)/bin/maturin sdist --out $(DIST)
-	@for wheel in $(DIST)/*.whl; do \
-		$(BUILD_VENV)/bin/auditwheel show "$$wheel" | tr '\n' ' ' | grep -q '"manylinux_2_17_x86_64"' \
-			|| { $(BUILD_VENV)/bin/auditwheel show "$$wheel"; echo "make wheels: $$wheel is not manylinux_2_17"; exit 1; }; \
-		echo "auditwheel: $$wheel is consistent with manylinux_2_17_x86_64"; \
+	@set -- $(MANYLINUX_GLIBC); for wheel in $(DIST)/*.whl; do \
+		tag=$$($(BUILD_VENV)/bin/auditwheel show "$$wheel" | tr '\n' ' ' | grep -o '"manylinux_[0-9]*_[0-9]*_$(WHEEL_ARCH)"' | head -n 1 | tr -d '"'); \
+		major=$$(echo "$$tag" | cut -d _ -f 2); minor=$$(echo "$$tag" | cut -d _ -f 3); \
+		{ [ -n "$$tag" ] && { [ "$$major" -lt "$$1" ] || { [ "$$major" -eq "$$1" ] && [ "$$minor" -le "$$2" ]; }; }; } \
+			|| { $(BUILD_VENV)/bin/auditwheel show "$$wheel"; echo "make wheels: $$wheel is not $(MANYLINUX_TAG)_$(WHEEL_ARCH)"; exit 1; }; \
+		echo "auditwheel: $$wheel is consistent with $$tag (at most $(MANYLINUX_TAG)_$(WHEEL_ARCH))"; \
 	done
 	@ls -l $(DIST)
 

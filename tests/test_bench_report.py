@@ -129,6 +129,38 @@ def test_the_verdict_follows_the_cpu_share_and_the_spread_of_passes():
     assert noise.machine_load(spread)["load_average"] is None
 
 
+def test_the_load_average_is_judged_per_cpu():
+    # the share of a CPU and the spread of passes say nothing: the load decides
+    assert noise.judge(1.0, 0.0, 4.1, 2) == "busy"  # 2.05 per CPU: processes queue for a CPU
+    assert noise.judge(1.0, 0.0, 4.1, 8) == "quiet"  # 0.51 per CPU
+    assert noise.judge(1.0, 0.0, 4.1, 4) == "somewhat busy"  # 1.03 per CPU
+    assert noise.QUIET_LOAD_PER_CPU == 1.0 and noise.BUSY_LOAD_PER_CPU == 1.5
+    assert noise.judge(1.0, 0.0, 2.0, 2) == "quiet" and noise.judge(1.0, 0.0, 2.02, 2) == "somewhat busy"
+    assert noise.judge(1.0, 0.0, 3.0, 2) == "somewhat busy" and noise.judge(1.0, 0.0, 3.02, 2) == "busy"
+    assert noise.judge(1.0, 0.0, 0.9, 1) == "quiet" and noise.judge(1.0, 0.0, 1.6, 1) == "busy"
+    # without a load average or a CPU count, the load is not judged
+    assert (
+        noise.judge(1.0, 0.0, None, 2) == noise.judge(1.0, 0.0, 9.0, None) == noise.judge(1.0, 0.0, 9.0, 0) == "quiet"
+    )
+    assert noise.load_per_cpu(4.1, 2) == 2.05 and noise.load_per_cpu(4.1, None) is None
+    # the other signs as before: the worst of the three wins
+    assert noise.judge(0.7, 0.0, 0.5, 2) == "somewhat busy" and noise.judge(0.5, 0.0, 0.5, 2) == "busy"
+    assert noise.judge(None, 0.2, 0.5, 2) == "somewhat busy" and noise.judge(None, 0.3, 0.5, 2) == "busy"
+    assert noise.judge(0.7, 0.0, 4.1, 2) == "busy"
+
+
+def test_a_run_at_load_4_on_2_cpus_is_busy():
+    steady = [1.0, 1.01, 1.02, 1.03]
+    run = _run({"rust": steady, "json": steady}, cpu=59.0, elapsed=60.0, loads=[4.0, 4.2])
+    load = noise.machine_load(run)
+    assert load["verdict"] == "busy" and load["load_average"]["per_cpu"] == pytest.approx(2.05)
+    assert noise.load_sentences(run)[0].startswith(
+        "Machine busy: the run got 98 % of one CPU; load average 4.1 on 2 CPUs, 2.05 per CPU (at most 4.2)"
+    )
+    run.environment["cpus"] = 8
+    assert noise.machine_load(run)["verdict"] == "quiet"
+
+
 def test_the_speed_table_fits_even_when_every_contender_is_stopped():
     run = Run(args=argparse.Namespace(argv=[]), environment={"cpus": 2})
     stopped = "stopped: one pass over 13,333 frames projected at 5.2 s or more, over --pass-budget 1.5 s"

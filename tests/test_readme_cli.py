@@ -128,6 +128,60 @@ def _check_results(run_dir: Path, output: str) -> None:
     assert "session.ndjson: recording," in text and "no problems" in text  # validate (the schema included)
 
 
+def _check_bridge_cancel_export(run_dir: Path, output: str) -> None:
+    # what the bridge, cancel and export example promises
+    from acp_fast import recording
+
+    editor = (run_dir / "editor.ndjson").read_bytes()
+    assert editor.splitlines()[-1] == b'{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}'
+    assert b'"sessionUpdate":"tool_call",' in editor and b"tool_call_content_chunk" not in editor  # v1 only
+    text = " ".join(output.split())
+    assert "bridged.ndjson: recording," in text and "protocol v1 (negotiated): no problems" in text
+    # the agent's permission request was answered by the proxy, and the turn ended cancelled
+    answers = [
+        r
+        for r in recording.read((run_dir / "cancelled.ndjson").read_bytes())
+        if isinstance(r, recording.Record) and r.side == "editor" and r.action == "injected"
+    ]
+    assert len(answers) == 1 and b'"outcome":"cancelled"' in answers[0].data
+    assert (run_dir / "to-editor.ndjson").read_bytes().splitlines()[-1] == (
+        b'{"jsonrpc":"2.0","id":2,"result":{"stopReason":"cancelled"}}'
+    )
+    assert re.search(r"0 call_1_edit cancelled - no", text)
+    # the Parquet files hold every frame of both recordings, and their tool calls
+    import pyarrow.parquet as pq
+
+    frames = pq.read_table(run_dir / "frames.parquet")
+    recorded = sum(
+        isinstance(r, recording.Record)
+        for name in ("bridged.ndjson", "cancelled.ndjson")
+        for r in recording.read((run_dir / name).read_bytes())
+    )
+    assert frames.num_rows == recorded and set(frames.column("file").to_pylist()) == {
+        "bridged.ndjson",
+        "cancelled.ndjson",
+    }
+    calls = pq.read_table(run_dir / "tool_calls.parquet").to_pylist()
+    assert len(calls) == 5 and {"call_1_read", "call_1_edit", "call_1_run"} == {c["tool_call_id"] for c in calls}
+    assert "acp-fast export: 2 files" in text and "5 tool calls" in text
+
+
+def _check(example: str, run_dir: Path, output: str) -> None:
+    """The results each example promises."""
+    if "--record session.ndjson" in example:
+        _check_results(run_dir, output)
+    if "--bridge 1:2" in example:
+        _check_bridge_cancel_export(run_dir, output)
+
+
+def test_the_examples_show_the_bridge_the_cancel_answers_and_the_export():
+    together = "".join(EXAMPLES)
+    for command in ("acp-fast proxy --bridge 1:2", "--answer-cancelled-permissions", "acp-fast export"):
+        assert command in together, command
+    for doc in ("docs/BRIDGE.md", "docs/ANALYTICS.md", "acp_fast.dask", "acp_fast.ray", "acp_fast.arrow"):
+        assert doc in README, doc
+
+
 @pytest.mark.parametrize("index", range(len(EXAMPLES)))
 def test_examples_run_as_a_script(workdir, index):
     run_dir, env = workdir
@@ -143,8 +197,7 @@ def test_examples_run_as_a_script(workdir, index):
         timeout=TIMEOUT,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    if "acp-fast proxy" in EXAMPLES[index]:
-        _check_results(run_dir, done.stdout + done.stderr)
+    _check(EXAMPLES[index], run_dir, done.stdout + done.stderr)
 
 
 @pytest.mark.parametrize("index", range(len(EXAMPLES)))
@@ -184,5 +237,4 @@ def test_examples_run_at_a_terminal(workdir, index):
     finally:
         os.close(leader)
     assert proc.wait(timeout=30) == 0, output.decode(errors="replace")
-    if "acp-fast proxy" in EXAMPLES[index]:
-        _check_results(run_dir, output.decode("utf-8", "replace"))
+    _check(EXAMPLES[index], run_dir, output.decode("utf-8", "replace"))

@@ -609,6 +609,151 @@ def test_recording_problems_at_the_recording_lines_and_columns(tmp_path, backend
     assert f"{path}: recording, 10 lines, 5 frames, protocol v1 (negotiated): 5 problems" in text
 
 
+_REWRITE_PROMPT = """
+import sys
+from acp_fast.proxy import Proxy
+def rewrite(message, sender, ctx):
+    if message.method == "session/prompt":
+        ctx.reason("prompt rewritten")
+        params = {"sessionId": message.params["sessionId"], "prompt": [{"type": "text", "text": "be brief"}]}
+        return {"jsonrpc": "2.0", "id": message.id, "method": "session/prompt", "params": params}
+    return message
+sys.exit(Proxy(sys.argv[2:], middleware=[rewrite], record=sys.argv[1]).run())
+"""
+
+
+def test_a_request_a_middleware_replaced_is_pending_once(tmp_path, backend_id):
+    """The real proxy with a middleware that replaces the editor's session/prompt by another of
+    the same id: the agent got the replacement only, so the recording has no request id reused
+    while pending, and the prompt is answered once."""
+    runner = tmp_path / "runner.py"
+    runner.write_text(_REWRITE_PROMPT)
+    rec = tmp_path / "rec.ndjson"
+    client = (
+        B.request(0, "initialize", {"protocolVersion": 1})
+        + B.request(1, "session/new", {"cwd": "/repo", "mcpServers": []})
+        + B.request(2, "session/prompt", {"sessionId": "sess_1", "prompt": [{"type": "text", "text": "go"}]})
+    )
+    agent = [PY, "-m", "acp_fast.cli", "demo-agent", "--no-permission"]
+    env = dict(os.environ, ACP_FAST_BACKEND=backend_id)
+    done = subprocess.run([PY, str(runner), str(rec), *agent], input=client, capture_output=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    records = [r for r in recording.read(rec.read_bytes()) if isinstance(r, recording.Record)]
+    prompts = [(r.side, r.action) for r in records if b'"session/prompt"' in r.data]
+    assert prompts == [("editor", "replaced"), ("editor", "injected")]
+    checked = run(str(rec), "--format", "json", backend_id=backend_id)
+    report = json.loads(checked.stdout)
+    assert checked.returncode == 0, report["problems"]
+    assert report["problemCount"] == 0 and report["unanswered"] == []
+    assert report["recording"]["notForwarded"] == {"replaced": 1}
+
+
+_PERMISSION = B.request(
+    5,
+    "session/request_permission",
+    {
+        "sessionId": "s",
+        "toolCall": {"toolCallId": "c"},
+        "options": [{"optionId": "y", "name": "Y", "kind": "allow_once"}],
+    },
+).rstrip(b"\n")
+_ALLOW = B.response(5, {"outcome": {"outcome": "selected", "optionId": "y"}}).rstrip(b"\n")
+_CANCELLED = B.response(5, {"outcome": {"outcome": "cancelled"}}).rstrip(b"\n")
+_INIT = [
+    ("editor", B.request(0, "initialize", {"protocolVersion": 1}).rstrip(b"\n"), {}),
+    ("agent", B.response(0, {"protocolVersion": 1}).rstrip(b"\n"), {}),
+]
+_NEW = B.request(3, "session/new", {"cwd": "/r", "mcpServers": []}).rstrip(b"\n")
+_NEW_BAD = B.request(3, "session/new", {"cwd": "/r"}).rstrip(b"\n")
+
+
+@pytest.mark.parametrize(
+    "records, unanswered",
+    [
+        # a middleware replaced the editor's request by another of the same id: the agent got one
+        ([("editor", _NEW_BAD, {"action": "replaced"}), ("editor", _NEW, {"action": "injected"})], [5]),
+        # ... and the agent answered it
+        (
+            [
+                ("editor", _NEW, {"action": "replaced"}),
+                ("editor", _NEW, {"action": "injected"}),
+                ("agent", B.response(3, {"sessionId": "s"}).rstrip(b"\n"), {}),
+            ],
+            [],
+        ),
+        # a middleware replaced the editor's answer to a permission request
+        (
+            [
+                ("agent", _PERMISSION, {}),
+                ("editor", _ALLOW, {"action": "replaced"}),
+                ("editor", _CANCELLED, {"action": "injected"}),
+            ],
+            [],
+        ),
+        # the proxy answered a permission request (--answer-cancelled-permissions); the editor's
+        # late answer was dropped
+        (
+            [
+                ("agent", _PERMISSION, {}),
+                ("editor", _CANCELLED, {"action": "injected"}),
+                ("editor", _ALLOW, {"action": "dropped"}),
+            ],
+            [],
+        ),
+        # a middleware dropped the agent's request and answered it (AutoApprove): still pending
+        # until the answer
+        ([("agent", _PERMISSION, {"action": "dropped"}), ("editor", _ALLOW, {"action": "injected"})], []),
+        # the proxy answered the editor's request itself (--strict-schema): the id is free again
+        ([("editor", _NEW_BAD, {"action": "answered"}), ("editor", _NEW, {})], [5]),
+    ],
+    ids=[
+        "replaced-request",
+        "replaced-request-answered",
+        "replaced-response",
+        "late-answer",
+        "auto-approved",
+        "answered",
+    ],
+)
+def test_the_conversation_is_what_the_other_side_received(codec, records, unanswered):
+    v = V.Validator()
+    v.run([_recording(_INIT + records)])
+    # no protocol problem; a replaced or answered request keeps the problem of its own params
+    assert [(p.line, p.kind) for p in v.problems] == ([(4, "schema")] if records[0][1] == _NEW_BAD else [])
+    assert [u["line"] for u in v.unanswered()] == unanswered
+
+
+def test_a_request_id_reused_while_pending_is_still_reported(codec):
+    for first, second in (({}, {}), ({"action": "injected"}, {}), ({}, {"action": "injected"})):
+        v = V.Validator()
+        v.run([_recording(_INIT + [("editor", _NEW, first), ("editor", _NEW, second)])])
+        assert [(p.line, p.kind, p.message) for p in v.problems] == [
+            (
+                5,
+                "protocol",
+                'expected a request id not already pending, found id 3 (still pending: "session/new" from line 4)',
+            )
+        ], (first, second)
+
+
+def test_a_response_that_did_not_reach_the_other_side_is_still_checked(codec):
+    bogus = B.response(5, {"outcome": {"outcome": "bogus"}}).rstrip(b"\n")
+    v = V.Validator()
+    v.run(
+        [
+            _recording(
+                _INIT
+                + [("agent", _PERMISSION, {}), ("editor", bogus, {"action": "dropped"}), ("editor", _CANCELLED, {})]
+            )
+        ]
+    )
+    assert [(p.line, p.kind) for p in v.problems] == [(5, "schema")]
+    assert v.problems[0].message.startswith(
+        'result of session/request_permission (request on line 4): expected "result.outcome.outcome" to be one of'
+    )
+    assert v.unanswered() == []
+
+
 def test_text_payload_column_points_at_the_character(codec):
     rec = _recording([("agent", 'é "q" {x'.encode(), {})])
     v = V.Validator()
@@ -811,6 +956,22 @@ def test_cli_md_examples(tmp_path):
         done = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, timeout=60)
         assert done.stderr == b"", (command, done.stderr.decode())
         assert done.stdout.decode() == expected, command
+
+
+def test_cli_md_documents_every_command_and_the_export_options():
+    from acp_fast import cli
+
+    text = (DATA.parent.parent / "docs" / "CLI.md").read_text()
+    for name in cli.COMMANDS:
+        assert f"| `{name}` |" in text, name
+    section = text[text.index("## `acp-fast export`") : text.index("## Recording format")]
+    helped = subprocess.run(
+        [PY, "-m", "acp_fast.cli", "export", "--help"], capture_output=True, text=True, timeout=60
+    ).stdout
+    options = set(re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", helped)) - {"--help"}
+    assert options >= {"--to", "--table", "--compression", "--force", "--progress", "--no-progress"}
+    for option in options:
+        assert option in section, option
 
 
 # --------------------------------------------------------------------------------------------

@@ -277,8 +277,9 @@ class Change:
         target (docs/API.md "Change")."""
     @property
     def id(self) -> _Id:
-        """The id of what changed (tool call, terminal, plan or request id; the path for
-        ``"file"``; the protocol version for ``"protocol"``; None for ``"session"``)."""
+        """The id of what changed (tool call, terminal, plan, entity or request id; the path for
+        ``"file"``; the protocol version for ``"protocol"``; the kind for ``"update"``; None for
+        ``"session"`` and an entity target without ids)."""
     @property
     def action(self) -> str:
         """What happened to it (``"created"``, ``"updated"``, ``"appended"``, ... ``"closed"``,

@@ -17,7 +17,10 @@ message per line in v2 and no batch mixing calls and responses, no v1 session up
 base64 text (the schema names the encoding, ``contentEncoding``, without asserting it), request ids not reused while
 pending, the version an ``initialize`` request asks for and the one its response gives (the
 schema validator is renewed when it changes), and which request each response answers (for the
-context of its problems and the list of unanswered requests).
+context of its problems and the list of unanswered requests). In a recording the conversation is
+the one the other side received: a request a middleware replaced gives way to its ``injected``
+replacement, one the proxy ``answered`` is not pending, and a response that was not delivered
+answers nothing (it is checked on its own).
 
 Every problem is printed as ``FILE:LINE:COLUMN: [kind] message`` (``[kind] warning: message``
 for a warning), where LINE and COLUMN are those of the file read (for a recording: the
@@ -46,7 +49,7 @@ from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tu
 
 import acp_fast
 
-from ..recording import RecordingError, parse_lines, record_limit
+from ..recording import DELIVERED, RecordingError, parse_lines, record_limit
 from ._shapes import protocol
 from ._streams import Progress, open_input, read_chunks, sniff, string_offset
 from ._usage import Parser, integer
@@ -278,7 +281,7 @@ class Validator:
             except acp_fast.DecodeError as exc:
                 self._decode_error(exc, line, record.offset)
                 return
-            self._frame(frame, line, record.offset, sender)
+            self._frame(frame, line, record.offset, sender, record.action)
             return
         # a line that was not JSON: the codec says why
         try:
@@ -300,7 +303,7 @@ class Validator:
             "recording",
             f'expected "frame" for a line that is valid JSON, found "{record.payload}"',
         )
-        self._frame(frame, line, None, sender)
+        self._frame(frame, line, None, sender, record.action)
 
     # -- frames ------------------------------------------------------------------------------
 
@@ -308,20 +311,23 @@ class Validator:
         kind = "json" if exc.code == -32700 else "jsonrpc"
         self.report(line, base + (exc.position or 0) + 1, kind, exc.msg, exc.code)
 
-    def _frame(self, item: Any, line: int, base: Optional[int], sender: Optional[str]) -> None:
+    def _frame(
+        self, item: Any, line: int, base: Optional[int], sender: Optional[str], action: Optional[str] = None
+    ) -> None:
         """A decoder result: Message, Batch or DecodeError. ``base``: offset of the frame in the
-        file's line (None when columns cannot be mapped: they are then 1)."""
+        file's line (None when columns cannot be mapped: they are then 1); ``action``: the
+        recording's (None: forwarded as it came, or not a recording)."""
         if isinstance(item, acp_fast.DecodeError):
             self._decode_error(item, line, base or 0)
             return
         self.frames += 1
         if isinstance(item, list):
-            self._batch(item, line, base, sender)
+            self._batch(item, line, base, sender, action)
             return
         self.messages += 1
-        self._message(item, line, base, sender)
+        self._message(item, line, base, sender, action)
 
-    def _batch(self, batch: Any, line: int, base: Optional[int], sender: Optional[str]) -> None:
+    def _batch(self, batch: Any, line: int, base: Optional[int], sender: Optional[str], action: Optional[str]) -> None:
         self.batches += 1
         column = (base or 0) + 1
         if self.version >= 2:
@@ -346,13 +352,21 @@ class Validator:
                 calls += 1
             else:
                 responses += 1
-            self._message(entry, line, None if base is None or offset < 0 else base + offset, sender)
+            self._message(entry, line, None if base is None or offset < 0 else base + offset, sender, action)
         if calls and responses:
             self.report(line, column, "acp", "expected a batch of calls or a batch of responses, found both")
 
-    def _message(self, msg: Any, line: int, base: Optional[int], sender: Optional[str]) -> None:
+    def _message(
+        self, msg: Any, line: int, base: Optional[int], sender: Optional[str], action: Optional[str] = None
+    ) -> None:
         """One message (alone or in a batch): the schema validator's verdict, the direction of a
-        recording's calls, the pairing of responses with requests, the negotiated version."""
+        recording's calls, the pairing of responses with requests, the negotiated version.
+
+        The conversation follows what the other side received (a recording's ``action``): a
+        request a middleware replaced (its replacements follow as ``injected`` records) or that
+        the proxy answered itself is not pending; a response that did not reach the other side
+        (dropped, replaced, diverted) answers nothing and is checked on its own. A request that
+        was dropped stays pending: its sender still waits, and a middleware may answer it."""
 
         def column(path: Tuple[Any, ...]) -> int:
             if base is None:
@@ -372,10 +386,13 @@ class Validator:
                 self._report_all(problems, method, f"{method}", version, line, column)
             if method == "session/update" and version >= 2 and msg.update_kind in _UPDATE_RULE_KINDS:
                 self._update_rules(msg, line, column)
-            if kind == "request":
+            if kind == "request" and action not in _NOT_PENDING:
                 self._register(msg, method, line, column, sender)
             return
         found = self._find(msg.id, sender)
+        if action not in DELIVERED:
+            self._undelivered_response(msg, found, line, column, sender)
+            return
         method = request_line = None
         version = self.version
         if found is not None:
@@ -388,10 +405,24 @@ class Validator:
         problems = self._validator(version).validate(msg, sender=sender)
         if found is not None:
             del self._pending[found]
+            del self._pending_messages[found]
         if problems:
-            answer = "result of" if kind == "response" else "error response to"
-            what = f"{answer} {method} (request on line {request_line})" if method is not None else ""
-            self._report_all(problems, None, what, version, line, column)
+            self._report_all(problems, None, _answering(msg, method, request_line), version, line, column)
+
+    def _undelivered_response(self, msg: Any, found: Any, line: int, column: Any, sender: Optional[str]) -> None:
+        """A recording's response that did not reach the other side: checked by a schema
+        validator of its own (told the request it answers, when that is pending), so that the
+        conversation's pending requests stay as the other side knows them."""
+        version = self.version
+        checker = acp_fast.SchemaValidator(protocol_version=version, unstable=self.unstable, draft=self.draft)
+        method = request_line = None
+        if found is not None:
+            method, request_line, _ = self._pending[found]
+            request, request_sender = self._pending_messages[found]
+            checker.validate(request, sender=request_sender)
+        problems = [p for p in checker.validate(msg, sender=sender) if p.rule != "unexpected-response"]
+        if problems:
+            self._report_all(problems, None, _answering(msg, method, request_line), version, line, column)
 
     def _sender_version(self, sender: Optional[str]) -> int:
         """The version ``sender`` has in force: once it asked for one in ``initialize`` and until
@@ -537,6 +568,19 @@ class Validator:
             )
             return
         self.negotiated_version = learned
+
+
+#: Actions of a recording's requests that are not pending on the other side: a middleware put
+#: others in their place, or the proxy answered them itself.
+_NOT_PENDING = ("replaced", "answered")
+
+
+def _answering(msg: Any, method: Optional[str], request_line: Optional[int]) -> str:
+    """What a response's problems inside its result or error are about."""
+    if method is None:
+        return ""
+    answer = "result of" if msg.kind == "response" else "error response to"
+    return f"{answer} {method} (request on line {request_line})"
 
 
 #: The protocol v1 session updates that v2 replaced, and by what.

@@ -236,7 +236,9 @@ class Change:
 
     ``target`` is ``"tool_call"``, ``"terminal"``, ``"plan"``, ``"permission"``, ``"session"``,
     ``"protocol"``, ``"request"``, ``"update"``, ``"file"`` or an entity target; ``id`` the tool
-    call / terminal / plan / entity id, the request id, a file's path or the negotiated version. Immutable, hashable, equal when all five are equal; ``tuple(change)`` gives the five.
+    call / terminal / plan / entity id, the request id, a file's path, the negotiated version, an
+    unknown update's kind, or None. Immutable, hashable, equal when all five are equal;
+    ``tuple(change)`` gives the five.
     """
 
     # Private slots behind read-only properties (as Message): setting any attribute raises
@@ -244,8 +246,15 @@ class Change:
     __slots__ = ("_s", "_t", "_i", "_a", "_c")
 
     session_id = property(lambda self: self._s, doc="The session id (None for a protocol change).")
-    target = property(lambda self: self._t, doc='"tool_call", "terminal", "plan", "permission", "session", "protocol".')
-    id = property(lambda self: self._i, doc="Tool call / terminal / plan id, request id, version, or None.")
+    target = property(
+        lambda self: self._t,
+        doc='"tool_call", "terminal", "plan", "permission", "session", "protocol", "request", "update", '
+        '"file" or an entity target.',
+    )
+    id = property(
+        lambda self: self._i,
+        doc="Tool call / terminal / plan / entity id, request id, file path, version, update kind, or None.",
+    )
     action = property(lambda self: self._a, doc='What happened: "created", "updated", "appended", ...')
     tool_call_id = property(lambda self: self._c, doc="The tool call concerned, or None.")
 
