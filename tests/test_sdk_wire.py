@@ -190,6 +190,23 @@ def test_reply_errors_false_only_logs(backend: Any, caplog: Any) -> None:
     assert "bad frame on line 1: expected a string key, found 'o' at line 1 column 2" in caplog.text
 
 
+def test_logged_bad_frames_cannot_drive_the_terminal(backend: Any, caplog: Any) -> None:
+    """A bad frame's text reaches the log (often a terminal) with its control characters escaped."""
+
+    async def main() -> Any:
+        client = RecordingClient()
+        async with client_side(client, fast=True, backend=backend, reply_errors=False) as (conn, peer):
+            peer.send(b'{"jsonrpc":"2\\u001b]0;owned\\u0007","method":"x"}', update_frame(0))
+            await until(lambda: texts(client) == ["0"])
+            return await peer.silent()
+
+    with caplog.at_level(logging.WARNING, logger="acp_fast.integrations.acp_sdk"):
+        assert run(main())
+    assert "bad frame on line 1" in caplog.text
+    assert "\x1b" not in caplog.text and "\x07" not in caplog.text
+    assert 'found string "2\\u001b]0;owned\\u0007"' in caplog.text
+
+
 def test_oversized_frame_is_refused_and_the_next_one_delivered(backend: Any) -> None:
     async def main() -> Any:
         client = RecordingClient()

@@ -68,6 +68,7 @@ from acp.exceptions import RequestError  # noqa: E402
 from pydantic import ValidationError  # noqa: E402
 
 import acp_fast  # noqa: E402
+from acp_fast._terminal import printable  # noqa: E402
 from acp_fast.batch import Batch  # noqa: E402
 from acp_fast.errors import DecodeError  # noqa: E402
 
@@ -715,7 +716,7 @@ class FastConnection(SdkConnection):
                 # error of a batch under v2, as without ``strict``.
                 return self._bad_frame(self._batch_error(error.raw, error.line))
             return self._refused(error)
-        logger.warning("acp-fast: bad frame on line %s: %s", error.line, error)
+        logger.warning("acp-fast: bad frame on line %s: %s", error.line, printable(str(error)))
         if self._fail_pending(error):
             return None
         if not self._reply_errors:
@@ -728,7 +729,7 @@ class FastConnection(SdkConnection):
         (its ``ValidationError``): each request is answered with a -32602 error of its id, a
         notification is logged and dropped, a response fails the request it answers (else it is
         dropped, as the SDK drops a response to nothing). The reply (a list for a batch), or None."""
-        logger.warning("acp-fast: frame on line %s refused by the schema: %s", error.line, error)
+        logger.warning("acp-fast: frame on line %s refused by the schema: %s", error.line, printable(str(error)))
         problems = [{"path": p.path, "message": p.message, "rule": p.rule} for p in error.problems]  # type: ignore[attr-defined]
         data = {"details": str(error), "errors": problems}
         frame = self._backend.loads(error.raw)
