@@ -25,8 +25,8 @@ from typing import Any, Dict, List
 
 import pytest
 
-from acp_fast import builders as B
 from acp_fast import DecodeError, recording
+from acp_fast import builders as B
 from acp_fast.proxy.cancel import CancelledPermissions
 
 MAX_PROBLEMS = 100  # rust/schema/mod.rs MAX_PROBLEMS, _fallback/schema/__init__.py
@@ -138,7 +138,7 @@ def test_ten_thousand_cancels_use_one_timer_and_answer_every_request(backend):
             assert middleware(backend.decode(frame), "agent", ctx) is not None
     threads = threading.active_count()
     peak = threads
-    for round_ in range(PER_SESSION):  # 10,000 cancels, each naming every pending request of its session
+    for _ in range(PER_SESSION):  # 10,000 cancels, each naming every pending request of its session
         for s in range(SESSIONS):
             cancel = b'{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s%d"}}' % s
             with ctx.lock:

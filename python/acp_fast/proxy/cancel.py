@@ -51,7 +51,7 @@ class _Remembered:
     """A set of request keys holding at most ``MAX_REMEMBERED`` (the oldest forgotten first)."""
 
     def __init__(self) -> None:
-        self._keys: "OrderedDict[_Key, None]" = OrderedDict()
+        self._keys: OrderedDict[_Key, None] = OrderedDict()
 
     def __contains__(self, key: _Key) -> bool:
         return key in self._keys

@@ -26,7 +26,18 @@ from .check import Check
 from .compile import ANY_TYPE, OBJECT, STRING, Node, compile_schema
 from .explain import Explain, describe, problem, quote
 
-__all__ = ["DRAFTS", "MAX_PROBLEMS", "PROBLEM_LIMIT", "Found", "Schema", "draft_index", "schema", "validate_schema", "SchemaValidator", "engine_name"]
+__all__ = [
+    "DRAFTS",
+    "MAX_PROBLEMS",
+    "PROBLEM_LIMIT",
+    "Found",
+    "Schema",
+    "draft_index",
+    "schema",
+    "validate_schema",
+    "SchemaValidator",
+    "engine_name",
+]
 
 #: The v2 drafts whose schemas the package holds (``draft=``), newest first, each with the folder
 #: of ``acp_fast/schema/`` its files are in (``make schemas`` writes them; v1 has one, ``v1``).
@@ -96,6 +107,7 @@ class Found:
     def stopped(self) -> bool:
         """The message had more errors than the limit: nothing more is looked for."""
         return self._stopped
+
 
 _EXTRA = "pip install jsonschema-rs (or pip install 'acp-fast[schema]', or jsonschema)"
 
@@ -309,9 +321,7 @@ class Schema:
         if self.version >= 2 and not out.stopped():
             rules.custom_values(check, node, msg, path, out)
 
-    def _select(
-        self, msg: Dict[str, Any], hint: Optional[str], path: PathList, out: Found
-    ) -> Optional[int]:
+    def _select(self, msg: Dict[str, Any], hint: Optional[str], path: PathList, out: Found) -> Optional[int]:
         if "method" in msg:
             ext = self.ext_request if "id" in msg else self.ext_notification
             name = msg["method"]
