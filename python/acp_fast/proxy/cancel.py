@@ -10,8 +10,8 @@ Not answered: requests the editor answered meanwhile, and requests the agent wit
 editor's ``session/cancel`` passes are concerned.
 
 One timer thread serves every cancel: the requests owed are kept in a heap by deadline (one
-entry per request, the earliest deadline when several cancels name it, so at most one entry per
-pending permission request of the proxy's state), and the thread sleeps until the first is due.
+entry per request owed, the earliest deadline when several cancels name it, dropped when it is
+due), and the thread sleeps until the first is due.
 What the middleware remembers is bounded: the requests the proxy answered and the requests the
 agent withdrew, at most ``MAX_REMEMBERED`` each (the oldest forgotten first).
 """
@@ -154,7 +154,10 @@ class CancelledPermissions:
                 ctx = self._ctx
             assert ctx is not None  # set with the first entry
             for session_id, owed in due.items():
-                self._expire(ctx, session_id, owed)
+                try:
+                    self._expire(ctx, session_id, owed)
+                except Exception as e:  # noqa: BLE001 - the timer goes on for the other sessions
+                    ctx.note(f"could not answer the permission requests of session {session_id}: {e}")
 
     def _expire(self, ctx: Context, session_id: str, owed: List[Any]) -> None:
         """The grace period is over: answer what is still pending (decided under the proxy's lock,
