@@ -127,11 +127,10 @@ impl Strict {
 /// problems listed after the first, each marker standing for the one or more it did not list.
 pub fn message(errors: &[Problem]) -> String {
     let first = errors.first().map(|p| p.message.clone()).unwrap_or_default();
-    let stopped = errors.iter().filter(|p| p.rule == PROBLEM_LIMIT).count();
-    let more = errors.len().saturating_sub(1);
-    match stopped {
-        0 if more == 0 => first,
-        0 => format!("{first} (and {more} more)"),
-        _ => format!("{first} (and at least {more} more)"),
+    let stopped = errors.iter().any(|p| p.rule == PROBLEM_LIMIT);
+    match errors.len().saturating_sub(1) {
+        0 => first,
+        more if stopped => format!("{first} (and at least {more} more)"),
+        more => format!("{first} (and {more} more)"),
     }
 }
