@@ -12,7 +12,7 @@
 use super::check::{char_len, lit_eq, type_bit, Check};
 use super::compile::{Lit, NodeId, Union, INTEGER, NUMBER, TYPE_NAMES};
 use super::tape::Entry;
-use super::Problem;
+use super::{Found, Problem};
 use crate::encoder::PathItem;
 use crate::error::{describe_value, JsonType};
 use crate::scanner::string_text;
@@ -72,7 +72,7 @@ pub fn number_text(f: f64) -> String {
 
 pub struct Explain<'c, 'a> {
     pub check: &'c mut Check<'a>,
-    pub out: &'c mut Vec<Problem>,
+    pub out: &'c mut Found,
 }
 
 impl Explain<'_, '_> {
@@ -88,11 +88,15 @@ impl Explain<'_, '_> {
         describe(self.check.data, &self.entry(at))
     }
 
-    /// Report why the value at `at` is not valid against `id` (call only when it is not).
+    /// Report why the value at `at` is not valid against `id` (call only when it is not);
+    /// nothing once `out` stopped.
     pub fn node(&mut self, id: NodeId, at: u32, path: &mut Vec<PathItem>, ctx: &str) {
-        let before = self.out.len();
+        if self.out.stopped() {
+            return;
+        }
+        let before = self.out.list.len();
         self.keywords(id, at, path, ctx);
-        if self.out.len() == before {
+        if self.out.list.len() == before {
             let found = self.describe(at);
             self.push(path, format!("expected {} to match {ctx}, found {found}", quote(path)));
         }
@@ -140,6 +144,9 @@ impl Explain<'_, '_> {
                 if let Some(items) = n.items {
                     let children: Vec<u32> = self.check.tape.children(at).collect();
                     for (index, item) in children.into_iter().enumerate() {
+                        if self.out.stopped() {
+                            return;
+                        }
                         if !self.check.valid(items, item) {
                             path.push(PathItem::Index(index));
                             self.node(items, item, path, ctx);
@@ -197,20 +204,29 @@ impl Explain<'_, '_> {
             }
             _ => {}
         }
+        if self.out.stopped() {
+            return;
+        }
         if let Some(r) = n.reference {
             if !self.check.valid(r, at) {
                 self.node(r, at, path, ctx);
             }
         }
         for &a in &n.all_of {
-            if !self.check.valid(a, at) {
+            if !self.out.stopped() && !self.check.valid(a, at) {
                 self.node(a, at, path, ctx);
             }
+        }
+        if self.out.stopped() {
+            return;
         }
         if let Some(u) = &n.any_of {
             if self.check.count_valid(u, &e, at, 1) == 0 {
                 self.union(u, at, path, ctx);
             }
+        }
+        if self.out.stopped() {
+            return;
         }
         if let Some(u) = &n.one_of {
             match self.check.count_valid(u, &e, at, 2) {
@@ -228,7 +244,7 @@ impl Explain<'_, '_> {
                 }
             }
         }
-        if let Some(x) = n.not {
+        if let Some(x) = n.not.filter(|_| !self.out.stopped()) {
             if self.check.valid(x, at) {
                 let found = self.describe(at);
                 self.push(
@@ -259,6 +275,9 @@ impl Explain<'_, '_> {
         let end = tape.get(at).next;
         let children: Vec<u32> = tape.children(at).collect();
         for &child in &children {
+            if self.out.stopped() {
+                return;
+            }
             let e = *tape.get(child);
             if n.excluded_keys
                 .iter()
@@ -273,6 +292,9 @@ impl Explain<'_, '_> {
             }
         }
         for child in children {
+            if self.out.stopped() {
+                return;
+            }
             let e = *tape.get(child);
             let target = match n
                 .properties

@@ -77,6 +77,19 @@ impl Severity {
     }
 }
 
+/// The most errors the strict check of a stream (`stream.rs`, so `strict_schema` and `proxy
+/// --strict-schema`) collects in one message (one entry of a batch). An honest frame has a few;
+/// a frame with hundreds of thousands of bad items would otherwise cost seconds to describe
+/// (and a refusal that large to carry). At the next error the check of that message stops: the
+/// first `MAX_PROBLEMS` are exactly those a full check lists first, followed by a
+/// `PROBLEM_LIMIT` marker, so the work per frame is at most a walk of the frame.
+/// `validate_schema` and `SchemaValidator` list every problem.
+pub const MAX_PROBLEMS: usize = 100;
+
+/// The rule of the marker that ends the problems of a message whose check stopped at the limit
+/// (severity `error`; its message says where and after how many).
+pub const PROBLEM_LIMIT: &str = "problem-limit";
+
 /// One problem of a frame.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Problem {
@@ -97,6 +110,57 @@ impl Problem {
             severity: Severity::Error,
             rule: SCHEMA,
         }
+    }
+}
+
+/// The problems of one message as they are found, at most `limit` errors (warnings are not
+/// counted): the next error is not kept, a `PROBLEM_LIMIT` marker is, and the walks stop
+/// (`stopped`).
+pub struct Found {
+    pub list: Vec<Problem>,
+    /// Where the message is in its frame (the marker's path).
+    path: Vec<PathItem>,
+    errors: usize,
+    limit: usize,
+    stopped: bool,
+}
+
+impl Found {
+    /// At most `limit` errors (`usize::MAX`: all) of the message at `path`.
+    pub fn new(limit: usize, path: &[PathItem]) -> Self {
+        Self {
+            list: Vec::new(),
+            path: path.to_vec(),
+            errors: 0,
+            limit,
+            stopped: false,
+        }
+    }
+
+    /// Keep a problem, or stop at the error past the limit.
+    pub fn push(&mut self, problem: Problem) {
+        if self.stopped {
+            return;
+        }
+        if problem.severity == Severity::Error {
+            if self.errors >= self.limit {
+                self.stopped = true;
+                self.list.push(Problem {
+                    path: self.path.clone(),
+                    message: format!("stopped checking {} after {} problems", quote(&self.path), self.limit),
+                    severity: Severity::Error,
+                    rule: PROBLEM_LIMIT,
+                });
+                return;
+            }
+            self.errors += 1;
+        }
+        self.list.push(problem);
+    }
+
+    /// The message had more errors than the limit: nothing more is looked for.
+    pub fn stopped(&self) -> bool {
+        self.stopped
     }
 }
 
@@ -295,13 +359,13 @@ impl Schema {
     /// answers, when known). A frame that is not JSON is an error.
     pub fn validate(&self, data: &[u8], method: Option<&str>, tape: &mut Tape) -> Result<Vec<Problem>, DecodeError> {
         tape.read(data)?;
-        let mut out = Vec::new();
+        let mut out = Found::new(usize::MAX, &[]);
         self.frame(data, tape, method, &mut out);
-        Ok(out)
+        Ok(out.list)
     }
 
     /// The problems of the frame on `tape`.
-    pub(crate) fn frame(&self, data: &[u8], tape: &Tape, method: Option<&str>, out: &mut Vec<Problem>) {
+    pub(crate) fn frame(&self, data: &[u8], tape: &Tape, method: Option<&str>, out: &mut Found) {
         let root = tape.get(0);
         if root.ty == JsonType::Array && self.batches() {
             if root.next == 1 {
@@ -326,7 +390,7 @@ impl Schema {
         at: u32,
         method: Option<&str>,
         path: &mut Vec<PathItem>,
-        out: &mut Vec<Problem>,
+        out: &mut Found,
     ) {
         let e = tape.get(at);
         if e.ty != JsonType::Object {
@@ -358,6 +422,9 @@ impl Schema {
             .node(node, at, path, "the message");
         }
         // A failed verdict stopped early: it may not have met the values the rules look at.
+        if out.stopped() {
+            return;
+        }
         if check.rule_hit || (!valid && self.version >= 2) {
             rules::custom_values(&mut check, node, at, path, out);
         }
@@ -371,7 +438,7 @@ impl Schema {
         at: u32,
         hint: Option<&str>,
         path: &mut Vec<PathItem>,
-        out: &mut Vec<Problem>,
+        out: &mut Found,
     ) -> Option<NodeId> {
         if let Some(m) = tape.member(data, at, b"method") {
             let has_id = tape.member(data, at, b"id").is_some();

@@ -21,7 +21,7 @@ use super::check::{listed, needs_prefix, Check};
 use super::compile::{Compiled, Lit, NodeId};
 use super::explain::{describe, lit_text, quote};
 use super::tape::{Entry, Tape};
-use super::{Problem, Schema, Severity};
+use super::{Found, Problem, Schema, Severity};
 use crate::encoder::PathItem;
 use crate::error::JsonType;
 use crate::scanner::string_text;
@@ -62,8 +62,11 @@ pub fn mark(c: &mut Compiled, version: u8) {
 }
 
 /// Report the custom values without `_` in a value valid against `id`, following the branches
-/// that matched.
-pub fn custom_values(check: &mut Check<'_>, id: NodeId, at: u32, path: &mut Vec<PathItem>, out: &mut Vec<Problem>) {
+/// that matched (nothing once `out` stopped).
+pub fn custom_values(check: &mut Check<'_>, id: NodeId, at: u32, path: &mut Vec<PathItem>, out: &mut Found) {
+    if out.stopped() {
+        return;
+    }
     let c = check.schema;
     let n = &c.nodes[id as usize];
     let data = check.data;
@@ -99,6 +102,9 @@ pub fn custom_values(check: &mut Check<'_>, id: NodeId, at: u32, path: &mut Vec<
         JsonType::Object => {
             let children: Vec<u32> = check.tape.children(at).collect();
             for child in children {
+                if out.stopped() {
+                    return;
+                }
                 let m = *check.tape.get(child);
                 let target = match n
                     .properties
@@ -121,6 +127,9 @@ pub fn custom_values(check: &mut Check<'_>, id: NodeId, at: u32, path: &mut Vec<
             if let Some(items) = n.items {
                 let children: Vec<u32> = check.tape.children(at).collect();
                 for (index, child) in children.into_iter().enumerate() {
+                    if out.stopped() {
+                        return;
+                    }
                     path.push(PathItem::Index(index));
                     custom_values(check, items, child, path, out);
                     path.pop();
@@ -324,20 +333,39 @@ impl Conversation {
         sender: Option<&str>,
         tape: &mut Tape,
     ) -> Result<Vec<Problem>, crate::error::DecodeError> {
+        self.check_at_most(schema, data, sender, tape, usize::MAX)
+    }
+
+    /// `check`, stopping the check of a message (of each entry of a batch) at its `limit + 1`th
+    /// error ([`Found`]: the first `limit` errors, then a `problem-limit` marker).
+    pub fn check_at_most(
+        &mut self,
+        schema: &Schema,
+        data: &[u8],
+        sender: Option<&str>,
+        tape: &mut Tape,
+        limit: usize,
+    ) -> Result<Vec<Problem>, crate::error::DecodeError> {
         tape.read(data)?;
-        let mut out = Vec::new();
         let root = tape.get(0);
         if root.ty == JsonType::Array && schema.batches() && root.next > 1 {
+            let mut out = Vec::new();
             let entries: Vec<u32> = tape.children(0).collect();
             for (index, at) in entries.into_iter().enumerate() {
-                self.message(schema, data, tape, at, vec![PathItem::Index(index)], sender, &mut out);
+                let path = vec![PathItem::Index(index)];
+                let mut found = Found::new(limit, &path);
+                self.message(schema, data, tape, at, path, sender, &mut found);
+                out.append(&mut found.list);
             }
-        } else if root.ty == JsonType::Object {
-            self.message(schema, data, tape, 0, Vec::new(), sender, &mut out);
-        } else {
-            schema.frame(data, tape, None, &mut out);
+            return Ok(out);
         }
-        Ok(out)
+        let mut found = Found::new(limit, &[]);
+        if root.ty == JsonType::Object {
+            self.message(schema, data, tape, 0, Vec::new(), sender, &mut found);
+        } else {
+            schema.frame(data, tape, None, &mut found);
+        }
+        Ok(found.list)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -349,7 +377,7 @@ impl Conversation {
         at: u32,
         mut path: Vec<PathItem>,
         sender: Option<&str>,
-        out: &mut Vec<Problem>,
+        out: &mut Found,
     ) {
         if tape.get(at).ty != JsonType::Object {
             schema.message(data, tape, at, None, &mut path, out);
@@ -421,7 +449,7 @@ impl Conversation {
         }
     }
 
-    fn tool_call(&mut self, data: &[u8], tape: &Tape, at: u32, path: &[PathItem], out: &mut Vec<Problem>) {
+    fn tool_call(&mut self, data: &[u8], tape: &Tape, at: u32, path: &[PathItem], out: &mut Found) {
         let Some(params) = tape
             .member(data, at, b"params")
             .filter(|&p| tape.get(p).ty == JsonType::Object)

@@ -10,7 +10,7 @@
 //!
 //! Mirror: `_fallback/schema/stream.py`.
 
-use super::{Conversation, Problem, Schema, Severity, Tape};
+use super::{Conversation, Problem, Schema, Severity, Tape, MAX_PROBLEMS, PROBLEM_LIMIT};
 use crate::encoder::PathItem;
 
 /// The sender of the frames a decoder reads once it was told what was sent the other way
@@ -86,7 +86,10 @@ impl Strict {
     pub fn check(&mut self, data: &[u8], entries: Option<&[(usize, usize)]>, sender: Option<&str>) -> Verdict {
         let schema = self.schemas[usize::from(self.version() - 1)];
         let sender = sender.or(self.default_sender());
-        let Ok(found) = self.conversation.check(schema, data, sender, &mut self.tape) else {
+        let Ok(found) = self
+            .conversation
+            .check_at_most(schema, data, sender, &mut self.tape, MAX_PROBLEMS)
+        else {
             return Verdict::Valid;
         };
         let errors: Vec<Problem> = found.into_iter().filter(|p| p.severity == Severity::Error).collect();
@@ -119,10 +122,15 @@ impl Strict {
 }
 
 /// The message of the error that refuses a frame for `errors` (not empty): the first problem's,
-/// and how many more there are.
+/// and how many more there are: `(and N more)`, or when the check of a message stopped at
+/// [`MAX_PROBLEMS`] (a `problem-limit` marker), `(and at least N more)`: N is the number of
+/// problems listed after the first, each marker standing for the one or more it did not list.
 pub fn message(errors: &[Problem]) -> String {
-    match errors.len() {
-        0 | 1 => errors.first().map(|p| p.message.clone()).unwrap_or_default(),
-        n => format!("{} (and {} more)", errors[0].message, n - 1),
+    let first = errors.first().map(|p| p.message.clone()).unwrap_or_default();
+    let stopped = errors.iter().any(|p| p.rule == PROBLEM_LIMIT);
+    match errors.len().saturating_sub(1) {
+        0 => first,
+        more if stopped => format!("{first} (and at least {more} more)"),
+        more => format!("{first} (and {more} more)"),
     }
 }

@@ -385,3 +385,39 @@ fn the_stream_check_follows_the_initialize_answer() {
     fixed.check(answer.as_bytes(), None, Some("agent"));
     assert_eq!(fixed.version(), 1);
 }
+
+/// The stream check stops a message at its `MAX_PROBLEMS + 1`th error: the first problems are
+/// those of the full check, then the `problem-limit` marker; `validate` lists every problem.
+#[test]
+fn the_stream_check_stops_at_the_problem_limit() {
+    let schemas: [&'static Schema; 2] = [
+        Box::leak(Box::new(schema(1, false))),
+        Box::leak(Box::new(schema(2, false))),
+    ];
+    let frame = |n: usize| {
+        let items: Vec<String> = (0..n).map(|i| format!(r#"{{"type":"bogus{i}"}}"#)).collect();
+        format!(
+            r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s","update":{{"sessionUpdate":"tool_call","toolCallId":"t","title":"x","content":[{}]}}}}}}"#,
+            items.join(",")
+        )
+    };
+    let huge = frame(5 * MAX_PROBLEMS);
+    let full = schemas[0]
+        .validate(huge.as_bytes(), None, &mut Tape::default())
+        .unwrap();
+    assert_eq!(full.len(), 5 * MAX_PROBLEMS);
+    let Verdict::Frame(found) = Strict::new(Some(1), schemas).check(huge.as_bytes(), None, None) else {
+        panic!("expected a refusal")
+    };
+    assert_eq!(found[..MAX_PROBLEMS], full[..MAX_PROBLEMS]);
+    assert_eq!(found.len(), MAX_PROBLEMS + 1);
+    assert_eq!(found[MAX_PROBLEMS].rule, PROBLEM_LIMIT);
+    assert!(stream::message(&found).ends_with(&format!("(and at least {MAX_PROBLEMS} more)")));
+    // exactly the limit: every problem counted
+    let exact = frame(MAX_PROBLEMS);
+    let Verdict::Frame(found) = Strict::new(Some(1), schemas).check(exact.as_bytes(), None, None) else {
+        panic!("expected a refusal")
+    };
+    assert_eq!(found.len(), MAX_PROBLEMS);
+    assert!(stream::message(&found).ends_with(&format!("(and {} more)", MAX_PROBLEMS - 1)));
+}

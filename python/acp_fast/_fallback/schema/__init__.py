@@ -26,7 +26,18 @@ from .check import Check
 from .compile import ANY_TYPE, OBJECT, STRING, Node, compile_schema
 from .explain import Explain, describe, problem, quote
 
-__all__ = ["DRAFTS", "Schema", "draft_index", "schema", "validate_schema", "SchemaValidator", "engine_name"]
+__all__ = [
+    "DRAFTS",
+    "MAX_PROBLEMS",
+    "PROBLEM_LIMIT",
+    "Found",
+    "Schema",
+    "draft_index",
+    "schema",
+    "validate_schema",
+    "SchemaValidator",
+    "engine_name",
+]
 
 #: The v2 drafts whose schemas the package holds (``draft=``), newest first, each with the folder
 #: of ``acp_fast/schema/`` its files are in (``make schemas`` writes them; v1 has one, ``v1``).
@@ -55,6 +66,48 @@ def draft_index(draft: Any) -> int:
 _loads: Callable[[bytes], Any] = loads
 
 PathList = List[Union[str, int]]
+
+#: The most errors the strict check of a stream (``stream.py``) collects in one message (one
+#: entry of a batch); at the next error the check of that message stops (Rust: ``MAX_PROBLEMS``,
+#: the reasons there). ``validate_schema`` and ``SchemaValidator`` list every problem.
+MAX_PROBLEMS = 100
+
+#: The rule of the marker that ends the problems of a message whose check stopped at the limit.
+PROBLEM_LIMIT = "problem-limit"
+
+
+class Found:
+    """The problems of one message as they are found, at most ``limit`` errors (warnings are not
+    counted): the next error is not kept, a ``PROBLEM_LIMIT`` marker is, and the walks stop
+    (``stopped``)."""
+
+    def __init__(self, limit: Optional[int], path: PathList) -> None:
+        """At most ``limit`` errors (None: all) of the message at ``path``."""
+        self.list: List[SchemaProblem] = []
+        self._path = list(path)  # where the message is in its frame (the marker's path)
+        self._errors = 0
+        self._limit = limit
+        self._stopped = False
+
+    def push(self, p: SchemaProblem) -> None:
+        """Keep a problem, or stop at the error past the limit."""
+        if self._stopped:
+            return
+        if p.severity == "error":
+            if self._limit is not None and self._errors >= self._limit:
+                self._stopped = True
+                where = quote(self._path)
+                self.list.append(
+                    problem(self._path, f"stopped checking {where} after {self._limit} problems", rule=PROBLEM_LIMIT)
+                )
+                return
+            self._errors += 1
+        self.list.append(p)
+
+    def stopped(self) -> bool:
+        """The message had more errors than the limit: nothing more is looked for."""
+        return self._stopped
+
 
 _EXTRA = "pip install jsonschema-rs (or pip install 'acp-fast[schema]', or jsonschema)"
 
@@ -235,20 +288,20 @@ class Schema:
 
     def validate(self, frame: Any, method: Optional[str]) -> List[SchemaProblem]:
         """The problems of one parsed frame (``method``: for a response, the request's method)."""
-        out: List[SchemaProblem] = []
+        out = Found(None, [])
         self.frame(frame, method, out)
-        return out
+        return out.list
 
-    def frame(self, frame: Any, method: Optional[str], out: List[SchemaProblem]) -> None:
+    def frame(self, frame: Any, method: Optional[str], out: Found) -> None:
         if isinstance(frame, list) and self.batches():
             if not frame:
-                out.append(problem([], "expected the message to hold at least 1 item (a batch), found 0"))
+                out.push(problem([], "expected the message to hold at least 1 item (a batch), found 0"))
             for i, entry in enumerate(frame):
                 self.message(entry, method, [i], out)
             return
         self.message(frame, method, [], out)
 
-    def message(self, msg: Any, method: Optional[str], path: PathList, out: List[SchemaProblem]) -> None:
+    def message(self, msg: Any, method: Optional[str], path: PathList, out: Found) -> None:
         """The problems of one message (``path``: where it is in the frame)."""
         if not isinstance(msg, dict):
             batch = (
@@ -256,7 +309,7 @@ class Schema:
                 if not self.batches() and isinstance(msg, list) and not path
                 else ""
             )
-            out.append(problem(path, f"expected {quote(path)} to be an object{batch}, found {describe(msg)}"))
+            out.push(problem(path, f"expected {quote(path)} to be an object{batch}, found {describe(msg)}"))
             return
         node = self._select(msg, method, path, out)
         if node is None:
@@ -265,12 +318,10 @@ class Schema:
         valid = self.is_valid(node, msg)
         if not valid:
             Explain(check, out).node(node, msg, path, "the message")
-        if self.version >= 2:
+        if self.version >= 2 and not out.stopped():
             rules.custom_values(check, node, msg, path, out)
 
-    def _select(
-        self, msg: Dict[str, Any], hint: Optional[str], path: PathList, out: List[SchemaProblem]
-    ) -> Optional[int]:
+    def _select(self, msg: Dict[str, Any], hint: Optional[str], path: PathList, out: Found) -> Optional[int]:
         if "method" in msg:
             ext = self.ext_request if "id" in msg else self.ext_notification
             name = msg["method"]
@@ -280,7 +331,7 @@ class Schema:
             if known is not None:
                 return known[0]
             if not name.startswith("_"):
-                out.append(
+                out.push(
                     problem(
                         path + ["method"],
                         f"expected {quote(path + ['method'])} to be a protocol v{self.version} method or an extension "
@@ -295,7 +346,7 @@ class Schema:
             return known[1] if known is not None and known[1] is not None else self.any_response
         if "error" in msg:
             return self.error_response
-        out.append(
+        out.push(
             problem(
                 path,
                 f'expected {quote(path)} to be a request, a notification or a response ("method", "result" or '

@@ -7,7 +7,7 @@ frame's own text, the same for frames that ``dumps`` wrote).
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Union
+from typing import TYPE_CHECKING, Any, List, Optional, Union
 
 from ...problems import SchemaProblem
 from ..encoder import dumps, render_path
@@ -19,6 +19,9 @@ from ..error import STRING as T_STRING
 from ..error import describe_value
 from .check import Check, char_len, lit_eq, type_bit
 from .compile import INTEGER, NUMBER, TYPE_NAMES, Compiled, Lit, UnionNode
+
+if TYPE_CHECKING:  # (the package imports this module)
+    from . import Found
 
 __all__ = ["render", "problem", "quote", "describe", "type_names", "lit_text", "number_text", "Explain", "types_of"]
 
@@ -76,18 +79,21 @@ def number_text(f: float) -> str:
 class Explain:
     """Collects the problems of one message."""
 
-    def __init__(self, check: Check, out: List[SchemaProblem]) -> None:
+    def __init__(self, check: Check, out: Found) -> None:
         self.check = check
         self.out = out
 
     def push(self, path: PathList, message: str) -> None:
-        self.out.append(problem(path, message))
+        self.out.push(problem(path, message))
 
     def node(self, index: int, value: Any, path: PathList, ctx: str) -> None:
-        """Report why ``value`` is not valid against node ``index`` (call only when it is not)."""
-        before = len(self.out)
+        """Report why ``value`` is not valid against node ``index`` (call only when it is not);
+        nothing once ``out`` stopped."""
+        if self.out.stopped():
+            return
+        before = len(self.out.list)
         self._keywords(index, value, path, ctx)
-        if len(self.out) == before:
+        if len(self.out.list) == before:
             self.push(path, f"expected {quote(path)} to match {ctx}, found {describe(value)}")
 
     def _keywords(self, index: int, value: Any, path: PathList, ctx: str) -> None:
@@ -114,6 +120,8 @@ class Explain:
                 self.push(path, f"expected {quote(path)} to hold at least {n.min_items} {noun}, found {len(value)}")
             if n.items is not None:
                 for i, item in enumerate(value):
+                    if self.out.stopped():
+                        return
                     if not self.check.valid(n.items, item):
                         self.node(n.items, item, path + [i], ctx)
         elif isinstance(value, str):
@@ -136,13 +144,19 @@ class Explain:
                 self.push(path, f"expected {quote(path)} to be >= {number_text(n.minimum)}, found {describe(value)}")
             if n.maximum is not None and value > n.maximum:
                 self.push(path, f"expected {quote(path)} to be <= {number_text(n.maximum)}, found {describe(value)}")
+        if self.out.stopped():
+            return
         if n.reference is not None and not self.check.valid(n.reference, value):
             self.node(n.reference, value, path, ctx)
         for a in n.all_of:
-            if not self.check.valid(a, value):
+            if not self.out.stopped() and not self.check.valid(a, value):
                 self.node(a, value, path, ctx)
+        if self.out.stopped():
+            return
         if n.any_of is not None and self.check.count_valid(n.any_of, value, 1) == 0:
             self._union(n.any_of, value, path, ctx)
+        if self.out.stopped():
+            return
         if n.one_of is not None:
             count = self.check.count_valid(n.one_of, value, 2)
             if count == 0:
@@ -153,7 +167,7 @@ class Explain:
                     f"expected {quote(path)} to match exactly one alternative of {ctx}, "
                     f"found {describe(value)} matching several",
                 )
-        if n.not_ is not None and self.check.valid(n.not_, value):
+        if n.not_ is not None and not self.out.stopped() and self.check.valid(n.not_, value):
             self.push(path, f"expected {quote(path)} not to match {ctx}'s excluded values, found {describe(value)}")
 
     def _object(self, index: int, value: Any, path: PathList, ctx: str) -> None:
@@ -162,9 +176,13 @@ class Explain:
             if name not in value:
                 self.push(path + [name], f"expected {quote(path + [name])} (required by {ctx}), found none")
         for key, member in value.items():
+            if self.out.stopped():
+                return
             if key in n.excluded_keys:
                 self.push(path + [key], f"expected no {quote(path + [key])} in {ctx}, found {describe(member)}")
         for key, member in value.items():
+            if self.out.stopped():
+                return
             target = n.properties.get(key, n.additional)
             if target is not None and not self.check.valid(target, member):
                 self.node(target, member, path + [key], ctx)

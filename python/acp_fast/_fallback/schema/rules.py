@@ -8,13 +8,16 @@ Mirror of ``rust/schema/rules.rs`` (its top comment lists the rules): ``mark``,
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any, Dict, List, Optional, Protocol, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Protocol, Tuple, Union
 
 from ...problems import SchemaProblem
 from ..encoder import dumps
 from . import explain
 from .check import Check, listed, needs_prefix
 from .compile import Compiled
+
+if TYPE_CHECKING:  # (the package imports this module)
+    from . import Found
 
 __all__ = [
     "PREFIXED_ENUMS",
@@ -53,9 +56,9 @@ class _Schema(Protocol):
 
     def batches(self) -> bool: ...
 
-    def frame(self, frame: Any, method: Optional[str], out: List[SchemaProblem]) -> None: ...
+    def frame(self, frame: Any, method: Optional[str], out: Found) -> None: ...
 
-    def message(self, msg: Any, method: Optional[str], path: PathList, out: List[SchemaProblem]) -> None: ...
+    def message(self, msg: Any, method: Optional[str], path: PathList, out: Found) -> None: ...
 
 
 def mark(c: Compiled, version: int) -> None:
@@ -68,13 +71,16 @@ def mark(c: Compiled, version: int) -> None:
             c.nodes[index].open_prefix = True
 
 
-def custom_values(check: Check, index: int, value: Any, path: PathList, out: List[SchemaProblem]) -> None:
-    """Report the custom values without ``_`` in a value, following the branches that matched."""
+def custom_values(check: Check, index: int, value: Any, path: PathList, out: Found) -> None:
+    """Report the custom values without ``_`` in a value, following the branches that matched
+    (nothing once ``out`` stopped)."""
+    if out.stopped():
+        return
     c = check.schema
     n = c.nodes[index]
     if n.open_prefix and isinstance(value, str) and needs_prefix(c, n, value):
         names = ", ".join(explain.lit_text(lit) for lit in listed(c, n))
-        out.append(
+        out.push(
             explain.problem(
                 path,
                 f'expected {explain.quote(path)} to be one of {names} or a custom value beginning with "_", '
@@ -95,11 +101,15 @@ def custom_values(check: Check, index: int, value: Any, path: PathList, out: Lis
                     break
     if isinstance(value, dict):
         for key, member in value.items():
+            if out.stopped():
+                return
             target = n.properties.get(key, n.additional)
             if target is not None:
                 custom_values(check, target, member, path + [key], out)
     elif isinstance(value, list) and n.items is not None:
         for i, item in enumerate(value):
+            if out.stopped():
+                return
             custom_values(check, n.items, item, path + [i], out)
 
 
@@ -182,19 +192,31 @@ class Conversation:
 
     def check(self, schema: _Schema, frame: Any, sender: Optional[str]) -> List[SchemaProblem]:
         """The problems of one parsed frame, ``sender`` being the side it comes from."""
-        out: List[SchemaProblem] = []
-        if isinstance(frame, list) and schema.batches() and frame:
-            for i, entry in enumerate(frame):
-                self._message(schema, entry, [i], sender, out)
-        elif isinstance(frame, dict):
-            self._message(schema, frame, [], sender, out)
-        else:
-            schema.frame(frame, None, out)
-        return out
+        return self.check_at_most(schema, frame, sender, None)
 
-    def _message(
-        self, schema: _Schema, msg: Any, path: PathList, sender: Optional[str], out: List[SchemaProblem]
-    ) -> None:
+    def check_at_most(
+        self, schema: _Schema, frame: Any, sender: Optional[str], limit: Optional[int]
+    ) -> List[SchemaProblem]:
+        """``check``, stopping the check of a message (of each entry of a batch) at its
+        ``limit + 1``th error (``Found``: the first ``limit`` errors, then a ``problem-limit``
+        marker; None: no limit)."""
+        from . import Found  # (the package imports this module)
+
+        if isinstance(frame, list) and schema.batches() and frame:
+            out: List[SchemaProblem] = []
+            for i, entry in enumerate(frame):
+                found = Found(limit, [i])
+                self._message(schema, entry, [i], sender, found)
+                out.extend(found.list)
+            return out
+        found = Found(limit, [])
+        if isinstance(frame, dict):
+            self._message(schema, frame, [], sender, found)
+        else:
+            schema.frame(frame, None, found)
+        return found.list
+
+    def _message(self, schema: _Schema, msg: Any, path: PathList, sender: Optional[str], out: Found) -> None:
         if not isinstance(msg, dict):
             schema.message(msg, None, path, out)
             return
@@ -216,7 +238,7 @@ class Conversation:
                     if n == 1
                     else f"; {n} older requests were forgotten, it may answer one of them"
                 )
-                out.append(
+                out.push(
                     explain.problem(
                         path + ["id"],
                         "expected a response to a request that was made, found one for id "
@@ -235,7 +257,7 @@ class Conversation:
         if isinstance(version, int) and not isinstance(version, bool):
             self.negotiated = 1 if version <= 1 else 2
 
-    def _tool_call(self, msg: Dict[str, Any], path: PathList, out: List[SchemaProblem]) -> None:
+    def _tool_call(self, msg: Dict[str, Any], path: PathList, out: Found) -> None:
         params = msg.get("params")
         update = params.get("update") if isinstance(params, dict) else None
         if not isinstance(update, dict) or update.get("sessionUpdate") not in ("tool_call", "tool_call_update"):
@@ -249,7 +271,7 @@ class Conversation:
             return
         if not isinstance(update.get("title"), str):
             where = path + ["params", "update", "title"]
-            out.append(
+            out.push(
                 explain.problem(
                     where,
                     f"expected {explain.quote(where)} the first time tool call {explain.lit_text(tool_call)} is "

@@ -20,7 +20,7 @@ from typing import Any, Callable, List, Optional, Tuple, Union, cast
 from ...errors import DecodeError
 from ...problems import SchemaProblem
 from ..scanner import array_items, loads, skip_ws
-from . import Schema, _parse, draft_index, engine_name, rules, schema
+from . import MAX_PROBLEMS, PROBLEM_LIMIT, Schema, _parse, draft_index, engine_name, rules, schema
 
 #: ``loads`` of the fallback (its signature is a comment, for the native one): typed here.
 _loads: Callable[[bytes], Any] = loads
@@ -77,7 +77,7 @@ class Strict:
             value = _loads(raw)
         except DecodeError:  # a frame the scanner refuses is the caller's to report
             return None
-        found = self.conversation.check(self.schemas[version - 1], value, sender)
+        found = self.conversation.check_at_most(self.schemas[version - 1], value, sender, MAX_PROBLEMS)
         errors = [p for p in found if p.severity == "error"]
         if not errors:
             return None
@@ -137,8 +137,11 @@ def check_results(strict: Strict, results: List[Any]) -> None:
 
 def schema_error(errors: List[SchemaProblem], line: Optional[int], raw: bytes) -> DecodeError:
     """The ``DecodeError`` of kind ``schema`` for ``errors`` (not empty), of the frame or entry
-    ``raw``."""
-    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    ``raw``: the first problem's message and ``(and N more)``, or ``(and at least N more)`` when
+    the check of a message stopped at ``MAX_PROBLEMS`` (a ``problem-limit`` marker, standing for
+    the one or more it did not list). Rust: ``stream::message``."""
+    stopped = any(p.rule == PROBLEM_LIMIT for p in errors)
+    more = f" (and {'at least ' if stopped else ''}{len(errors) - 1} more)" if len(errors) > 1 else ""
     error = DecodeError(errors[0].message + more, code=-32602, kind="schema", line=line, raw=raw)
     error.problems = errors  # type: ignore[attr-defined]  # the list, for whoever wants it
     return error
