@@ -186,6 +186,7 @@ def _loop(tmp_path: Path) -> Path:
 def test_expand_does_not_follow_links_in_double_star(tmp_path: Path) -> None:
     top = _loop(tmp_path)
     assert arrow.expand(str(top / "**" / "*.ndjson")) == [str(top / "a.ndjson"), str(top / "sub" / "b.ndjson")]
+    assert arrow.expand(str(top / "**")) == [str(top / "a.ndjson"), str(top / "sub" / "b.ndjson")]
     assert arrow.expand(str(top)) == [str(top / "a.ndjson"), str(top / "sub" / "b.ndjson")]
     # a link named in the pattern is followed, once
     assert arrow.expand(str(top / "sub" / "loop" / "*.ndjson")) == [str(top / "sub" / "loop" / "a.ndjson")]

@@ -109,7 +109,14 @@ def _select(folder: str, parts: Sequence[str]) -> Iterator[str]:
         yield folder
         return
     head, rest = parts[0], parts[1:]
-    if head == "**":
+    if head == "**" and not rest:  # everything below: the folder, its entries, its folders' entries
+        yield folder
+        for name in _names(folder):
+            if not name.startswith("."):
+                yield os.path.join(folder, name)
+        for sub in _real_subfolders(folder):
+            yield from _select(sub, parts)
+    elif head == "**":
         yield from _select(folder, rest)  # no folder
         for sub in _real_subfolders(folder):  # one or more
             yield from _select(sub, parts)
