@@ -47,11 +47,18 @@ class Contract:
 #: The contract of acp_fast.
 ACP_FAST = Contract(
     layers=(
-        # What every layer shares: errors, schema problems, Batch, and the output files and
-        # argument types of the command line, the proxy and the benchmark.
+        # What every layer shares: errors, schema problems, Batch, and the input and output files
+        # and argument types of the command line, the proxy, the analytics and the benchmark.
         (
             "shared types",
-            ("acp_fast.errors", "acp_fast.problems", "acp_fast.batch", "acp_fast._outputs", "acp_fast._terminal"),
+            (
+                "acp_fast.errors",
+                "acp_fast.problems",
+                "acp_fast.batch",
+                "acp_fast._inputs",
+                "acp_fast._outputs",
+                "acp_fast._terminal",
+            ),
         ),
         ("backends", ("acp_fast._native", "acp_fast._fallback")),
         ("facade", ("acp_fast",)),

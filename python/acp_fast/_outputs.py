@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import errno
 import os
+import tempfile
 from typing import BinaryIO, Optional
 
-__all__ = ["check_output", "check_target", "create_output", "output_error"]
+__all__ = ["PendingOutput", "check_output", "check_target", "create_output", "output_error"]
 
 
 def _describe(path: str, error: OSError) -> str:
@@ -65,6 +66,61 @@ def create_output(path: str, force: bool) -> BinaryIO:
     except BaseException:
         os.close(fd)
         raise
+
+
+# What os.link raises on a file system without hard links.
+_NO_LINKS = {errno.EPERM, errno.EOPNOTSUPP, getattr(errno, "ENOTSUP", errno.EOPNOTSUPP), errno.EMLINK}
+
+
+class PendingOutput:
+    """An output file written whole or not at all: ``file`` is a temporary file in the folder of
+    ``path`` (created owner-only, never through a symbolic link, named ``.NAME.*.partial``);
+    :meth:`commit` renames it to ``path`` (an existing file there is replaced only with
+    ``force``), :meth:`discard` removes it. A run that fails, or is interrupted, leaves no
+    partial file at ``path`` (nor the temporary one, unless killed)."""
+
+    def __init__(self, path: str, force: bool) -> None:
+        self.path = path
+        self.force = force
+        folder, name = os.path.split(os.path.abspath(path))
+        fd, self.temp = tempfile.mkstemp(prefix=f".{name}.", suffix=".partial", dir=folder)
+        try:
+            self.file: BinaryIO = os.fdopen(fd, "wb")
+        except BaseException:  # pragma: no cover - fdopen of a fresh descriptor
+            os.close(fd)
+            os.unlink(self.temp)
+            raise
+
+    def commit(self) -> None:
+        """Close the file and give it its name. Raises OSError (the temporary file is then
+        removed) when ``path`` exists without ``force``, or the rename fails."""
+        try:
+            self.file.close()
+            if self.force:
+                os.replace(self.temp, self.path)
+            else:
+                try:
+                    os.link(self.temp, self.path)  # EEXIST when a file appeared at path meanwhile
+                except OSError as exc:
+                    if exc.errno not in _NO_LINKS or os.path.lexists(self.path):
+                        raise
+                    os.replace(self.temp, self.path)  # a file system without hard links
+                else:
+                    os.unlink(self.temp)
+        except BaseException:
+            self.discard()
+            raise
+
+    def discard(self) -> None:
+        """Close and remove the temporary file (nothing is written at ``path``)."""
+        try:
+            self.file.close()
+        except OSError:
+            pass
+        try:
+            os.unlink(self.temp)
+        except FileNotFoundError:
+            pass
 
 
 def output_error(path: str, error: OSError) -> str:

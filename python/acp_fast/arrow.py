@@ -14,13 +14,14 @@ pyarrow is imported only when one of these runs; without it they raise ImportErr
 
 from __future__ import annotations
 
-import glob
 import os
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 import acp_fast
 
+from . import _inputs
+from ._inputs import open_file
 from .recording import SOURCES, RecordingError, is_recording, parse_lines, record_limit
 
 if TYPE_CHECKING:
@@ -136,41 +137,34 @@ def _open(data: Data, wrap: Optional[Wrap] = None) -> _Input:
         chunks: Iterator[bytes] = iter([data])
         return _Input(is_recording(data[:64]), wrap(chunks) if wrap else chunks)
     if isinstance(data, (str, os.PathLike)):
-        stream = open(os.fspath(data), "rb")  # noqa: SIM115 - closed by _Input.close
+        stream = open_file(os.fspath(data))  # closed by _Input.close
         head = stream.read(64)
         chunks = _read(stream)
         return _Input(is_recording(head), wrap(chunks) if wrap else chunks, stream)
     raise TypeError(f"expected bytes or a path, found {type(data).__name__}")
 
 
-def expand(paths: Paths) -> List[str]:
+def expand(paths: Paths, *, on_duplicate: Optional[Callable[[str, str], None]] = None) -> List[str]:
     """Files named by ``paths``: each a file, a directory (its files, recursively, sorted; hidden
-    ones skipped) or a glob pattern (``**`` included). FileNotFoundError for a name or pattern
-    that gives no file."""
+    ones skipped) or a glob pattern (``**`` included; it does not descend through symbolic links
+    to directories, so a link loop gives nothing twice). FileNotFoundError for a name or pattern
+    that gives no file; an OSError (``NotRegularFileError``) for one that is not a regular file (a
+    FIFO, a device, a socket: reading it could block or never end). A file named twice (a
+    second path, a hard or symbolic link to it) is read once, where it first came;
+    ``on_duplicate(skipped, first)`` is told of each one skipped."""
     items: List[PathArg] = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
-    out: List[str] = []
+    names: List[str] = []
     for item in items:
         name = os.fspath(item)
         if not isinstance(name, str):
             raise TypeError(f"expected a path, found {type(item).__name__}")
-        if os.path.isdir(name):
-            found = []
-            for root, dirs, files in os.walk(name):
-                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                found += [os.path.join(root, f) for f in sorted(files) if not f.startswith(".")]
-        elif glob.has_magic(name):
-            found = sorted(p for p in glob.glob(name, recursive=True) if os.path.isfile(p))
-        else:
-            found = [name] if os.path.exists(name) else []
-        if not found:
-            raise FileNotFoundError(f"{name}: no such file")
-        out += found
-    return out
+        names.append(name)
+    return _inputs.expand(names, on_duplicate)
 
 
 def is_recording_file(path: str) -> bool:
     """Whether the file ``path`` holds a recording (it starts with the recording header)."""
-    with open(path, "rb") as f:
+    with open_file(path) as f:
         return is_recording(f.read(64))
 
 
@@ -284,7 +278,7 @@ def range_frames(
     just after a newline, or the ends of the file), ``first_line`` lines coming before them."""
     pa = require_pyarrow()
     cols = _FrameColumns(first_line=first_line, max_frame_bytes=max_frame_bytes)
-    with open(path, "rb") as stream:
+    with open_file(path) as stream:
         for chunk in _read(stream, start, end):
             cols.feed(chunk)
     return _table(pa, cols.finish())
@@ -299,7 +293,7 @@ def byte_ranges(path: str, blocksize: Optional[int]) -> List[Tuple[int, Optional
         raise ValueError(f"blocksize must be a positive number of bytes, found {blocksize}")
     size = os.path.getsize(path)
     cuts = [0]
-    with open(path, "rb") as stream:
+    with open_file(path) as stream:
         at = blocksize
         while at < size:
             stream.seek(at - 1)
@@ -320,7 +314,7 @@ def byte_ranges(path: str, blocksize: Optional[int]) -> List[Tuple[int, Optional
 
 def count_lines(path: str, start: int, end: Optional[int]) -> int:
     """Newlines in ``[start, end)`` of the file: the lines a range holds, blank ones included."""
-    with open(path, "rb") as stream:
+    with open_file(path) as stream:
         return sum(chunk.count(b"\n") for chunk in _read(stream, start, end))
 
 

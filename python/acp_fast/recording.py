@@ -30,7 +30,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+import math
 import re
+import threading
 import time
 from dataclasses import dataclass
 from typing import IO, Any, Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
@@ -39,13 +41,25 @@ import orjson
 
 import acp_fast
 
-__all__ = ["FORMAT_VERSION", "Record", "RecordingError", "RecordWriter", "read", "extract", "is_recording"]
+__all__ = [
+    "FLUSH_SECONDS",
+    "FORMAT_VERSION",
+    "Record",
+    "RecordingError",
+    "RecordWriter",
+    "read",
+    "extract",
+    "is_recording",
+]
 
 #: The recording format this module writes and reads (the header's ``acp-fast-recording``).
 FORMAT_VERSION = 1
 #: How a recording starts (its header's first member).
 MAGIC = b'{"acp-fast-recording"'
 SIDES = ("editor", "agent")  # who sent a line
+#: The largest ``"too_large"`` byte count a record may give (what a signed 64-bit count holds:
+#: the ``bytes`` column of ``acp_fast.arrow.frames``).
+MAX_BYTE_COUNT = 2**63 - 1
 #: What the proxy did instead of forwarding a line as it came. Recordings written before the
 #: middleware (format 1 all the same) have only the first three; readers take both.
 ACTIONS = ("diverted", "dropped", "answered", "replaced", "injected", "coalesced")
@@ -115,11 +129,30 @@ class Record:
 # Writing
 
 
-class RecordWriter:
-    """Writes a recording. Not thread-safe by itself: the proxy serialises calls."""
+#: ``acp-fast proxy --record``: a record is in the file (written to the operating system, so
+#: that it outlives the proxy, even killed) at most this many seconds after it was recorded.
+FLUSH_SECONDS = 0.1
 
-    def __init__(self, out: IO[bytes], argv: Sequence[str], version: str) -> None:
+
+class RecordWriter:
+    """Writes a recording. Calls are serialised by the caller (the proxy does); the flushes of
+    ``flush_every`` take the writer's own lock.
+
+    ``flush_every`` (seconds; None: only on :meth:`flush` and when ``out`` flushes itself): a
+    background thread writes what is buffered at most that long after the first record since
+    the last flush (the proxy passes :data:`FLUSH_SECONDS`, 0.1 s). A record therefore reaches the
+    file within that time whether the traffic goes on or stops (a killed proxy loses at most
+    the last 0.1 s), and under load there is at most one write per interval, not one per
+    record. :meth:`close` (after :meth:`exit`) stops the thread and flushes."""
+
+    def __init__(
+        self, out: IO[bytes], argv: Sequence[str], version: str, *, flush_every: Optional[float] = None
+    ) -> None:
         self._out = out
+        self._lock = threading.Lock()
+        self._dirty = threading.Event()
+        self._closed = threading.Event()
+        self._flusher: Optional[threading.Thread] = None
         header = {
             "acp-fast-recording": FORMAT_VERSION,
             "t": round(time.time(), 6),
@@ -127,6 +160,34 @@ class RecordWriter:
             "version": version,
         }
         out.write(orjson.dumps(header) + b"\n")
+        if flush_every is not None:
+            self._flusher = threading.Thread(
+                target=self._flush_loop, args=(flush_every,), name="acp-fast record flush", daemon=True
+            )
+            self._flusher.start()
+            self._dirty.set()  # the header
+
+    def _write(self, data: bytes) -> None:
+        with self._lock:
+            self._out.write(data)
+        if self._flusher is not None and not self._dirty.is_set():
+            self._dirty.set()
+
+    def _flush_loop(self, every: float) -> None:
+        """The background flush: wait for a record, let ``every`` seconds of records gather, write
+        them out; again until :meth:`close`."""
+        while True:
+            self._dirty.wait()
+            if self._closed.wait(every):
+                return
+            self._dirty.clear()  # before the flush: a record written during it sets it again
+            with self._lock:
+                if self._closed.is_set():
+                    return
+                try:
+                    self._out.flush()
+                except (OSError, ValueError):  # a full disk, a closed file: seen again at close
+                    pass
 
     def line(
         self,
@@ -165,19 +226,30 @@ class RecordWriter:
         if reason is not None:
             parts += [b',"reason":', orjson.dumps(reason)]
         parts.append(b"}\n")
-        self._out.write(b"".join(parts))
+        self._write(b"".join(parts))
 
     def too_large(self, side: str, length: int, t: float) -> None:
         """Record a line of ``length`` bytes from ``side`` that was over the frame limit (no payload)."""
-        self._out.write(b'{"t":%.6f,"from":"%s","too_large":%d}\n' % (t, side.encode(), length))
+        self._write(b'{"t":%.6f,"from":"%s","too_large":%d}\n' % (t, side.encode(), length))
 
     def exit(self, status: int) -> None:
         """Write the footer: the agent's exit ``status``."""
-        self._out.write(orjson.dumps({"t": round(time.time(), 6), "event": "exit", "status": status}) + b"\n")
+        self._write(orjson.dumps({"t": round(time.time(), 6), "event": "exit", "status": status}) + b"\n")
 
     def flush(self) -> None:
         """Flush the underlying file."""
-        self._out.flush()
+        with self._lock:
+            self._out.flush()
+
+    def close(self) -> None:
+        """Stop the background flush (``flush_every``) and flush; the file stays open (its
+        owner closes it)."""
+        with self._lock:
+            self._closed.set()
+        self._dirty.set()
+        if self._flusher is not None and self._flusher is not threading.current_thread():
+            self._flusher.join()
+        self.flush()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -331,8 +403,14 @@ def _frame_span(line: bytes, value: Dict[str, Any]) -> Tuple[int, int]:
     return span
 
 
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+def _seconds(value: Any) -> bool:
+    """Whether ``value`` is a time in unix seconds: a JSON number that is a finite float."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:  # an integer beyond any float
+        return False
 
 
 def parse_header(line: bytes, number: int = 1) -> ParsedRecord:
@@ -343,7 +421,7 @@ def parse_header(line: bytes, number: int = 1) -> ParsedRecord:
     problems = []
     if value["acp-fast-recording"] != 1:
         problems.append(f'expected "acp-fast-recording": 1, found {_dumps(value["acp-fast-recording"]).decode()}')
-    if not _number(value.get("t")):
+    if not _seconds(value.get("t")):
         problems.append('expected "t" to be a number (unix seconds)')
     argv = value.get("argv")
     if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
@@ -399,7 +477,7 @@ def parse_record(line: bytes, number: int) -> ParsedRecord:
         if status is not None and (not isinstance(status, int) or isinstance(status, bool)):
             raise RecordingError('expected "status" to be an integer or null')
         return ParsedRecord(number, "footer", value, raw=line)
-    if not _number(value.get("t")):
+    if not _seconds(value.get("t")):
         raise RecordingError('expected "t" to be a number (unix seconds)')
     direction = value.get("from")
     if direction not in SIDES:
@@ -413,8 +491,8 @@ def parse_record(line: bytes, number: int) -> ParsedRecord:
         if payloads:
             raise RecordingError(f'expected no payload with "{bare[0]}", found "{payloads[0]}"')
         length = value[bare[0]]
-        if not isinstance(length, int) or isinstance(length, bool) or length < 0:
-            raise RecordingError(f'expected "{bare[0]}" to be a byte count')
+        if not isinstance(length, int) or isinstance(length, bool) or not 0 <= length <= MAX_BYTE_COUNT:
+            raise RecordingError(f'expected "{bare[0]}" to be a byte count (an integer from 0 to 2**63-1)')
         if bare[0] == "withheld" and value.get("action") not in ("dropped", "replaced"):
             raise RecordingError('expected "action": "dropped" or "replaced" with "withheld"')
     elif len(payloads) != 1:

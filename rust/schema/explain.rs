@@ -12,7 +12,7 @@
 use super::check::{char_len, lit_eq, type_bit, Check};
 use super::compile::{Lit, NodeId, Union, INTEGER, NUMBER, TYPE_NAMES};
 use super::tape::Entry;
-use super::{Found, Problem};
+use super::{Problem, Severity};
 use crate::encoder::PathItem;
 use crate::error::{describe_value, JsonType};
 use crate::scanner::string_text;
@@ -432,4 +432,59 @@ pub fn types_of(schema: &super::compile::Compiled, id: NodeId, depth: usize) -> 
             .fold(0, |acc, &b| acc | types_of(schema, b, depth + 1));
     }
     t
+}
+
+/// The rule of the marker that ends the problems of a message whose check stopped at the limit
+/// (severity `error`; its message says where and after how many).
+pub const PROBLEM_LIMIT: &str = "problem-limit";
+
+/// The problems of one message as they are found, at most `limit` errors (warnings are not
+/// counted): the next error is not kept, a `PROBLEM_LIMIT` marker is, and the walks stop
+/// (`stopped`).
+pub struct Found {
+    pub list: Vec<Problem>,
+    /// Where the message is in its frame (the marker's path).
+    path: Vec<PathItem>,
+    errors: usize,
+    limit: usize,
+    stopped: bool,
+}
+
+impl Found {
+    /// At most `limit` errors (`usize::MAX`: all) of the message at `path`.
+    pub fn new(limit: usize, path: &[PathItem]) -> Self {
+        Self {
+            list: Vec::new(),
+            path: path.to_vec(),
+            errors: 0,
+            limit,
+            stopped: false,
+        }
+    }
+
+    /// Keep a problem, or stop at the error past the limit.
+    pub fn push(&mut self, problem: Problem) {
+        if self.stopped {
+            return;
+        }
+        if problem.severity == Severity::Error {
+            if self.errors >= self.limit {
+                self.stopped = true;
+                self.list.push(Problem {
+                    path: self.path.clone(),
+                    message: format!("stopped checking {} after {} problems", quote(&self.path), self.limit),
+                    severity: Severity::Error,
+                    rule: PROBLEM_LIMIT,
+                });
+                return;
+            }
+            self.errors += 1;
+        }
+        self.list.push(problem);
+    }
+
+    /// The message had more errors than the limit: nothing more is looked for.
+    pub fn stopped(&self) -> bool {
+        self.stopped
+    }
 }

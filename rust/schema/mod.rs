@@ -43,6 +43,7 @@ pub use tape::Tape;
 use check::Check;
 use compile::{Lit, Node, ANY_TYPE, OBJECT, STRING};
 use explain::{describe, quote, Explain};
+pub use explain::{Found, PROBLEM_LIMIT};
 
 use crate::encoder::{render_path, PathItem};
 use crate::error::{DecodeError, JsonType};
@@ -86,10 +87,6 @@ impl Severity {
 /// `validate_schema` and `SchemaValidator` list every problem.
 pub const MAX_PROBLEMS: usize = 100;
 
-/// The rule of the marker that ends the problems of a message whose check stopped at the limit
-/// (severity `error`; its message says where and after how many).
-pub const PROBLEM_LIMIT: &str = "problem-limit";
-
 /// One problem of a frame.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Problem {
@@ -110,57 +107,6 @@ impl Problem {
             severity: Severity::Error,
             rule: SCHEMA,
         }
-    }
-}
-
-/// The problems of one message as they are found, at most `limit` errors (warnings are not
-/// counted): the next error is not kept, a `PROBLEM_LIMIT` marker is, and the walks stop
-/// (`stopped`).
-pub struct Found {
-    pub list: Vec<Problem>,
-    /// Where the message is in its frame (the marker's path).
-    path: Vec<PathItem>,
-    errors: usize,
-    limit: usize,
-    stopped: bool,
-}
-
-impl Found {
-    /// At most `limit` errors (`usize::MAX`: all) of the message at `path`.
-    pub fn new(limit: usize, path: &[PathItem]) -> Self {
-        Self {
-            list: Vec::new(),
-            path: path.to_vec(),
-            errors: 0,
-            limit,
-            stopped: false,
-        }
-    }
-
-    /// Keep a problem, or stop at the error past the limit.
-    pub fn push(&mut self, problem: Problem) {
-        if self.stopped {
-            return;
-        }
-        if problem.severity == Severity::Error {
-            if self.errors >= self.limit {
-                self.stopped = true;
-                self.list.push(Problem {
-                    path: self.path.clone(),
-                    message: format!("stopped checking {} after {} problems", quote(&self.path), self.limit),
-                    severity: Severity::Error,
-                    rule: PROBLEM_LIMIT,
-                });
-                return;
-            }
-            self.errors += 1;
-        }
-        self.list.push(problem);
-    }
-
-    /// The message had more errors than the limit: nothing more is looked for.
-    pub fn stopped(&self) -> bool {
-        self.stopped
     }
 }
 

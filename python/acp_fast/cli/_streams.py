@@ -1,9 +1,9 @@
 """Reading NDJSON streams and ``acp-fast proxy`` recordings (private; used by ``validate`` and
 ``inspect``).
 
-* :func:`open_input` / :func:`read_chunks` / :func:`sniff` — a file or stdin as byte chunks, and
-  whether it holds a recording (it starts with the header ``{"acp-fast-recording":1,...}``) or a
-  plain stream.
+* :func:`open_input` / :func:`read_chunks` / :func:`sniff` — a regular file or stdin as byte
+  chunks, and whether it holds a recording (it starts with the header
+  ``{"acp-fast-recording":1,...}``) or a plain stream.
 * :func:`string_offset` — where a byte of a recorded text line is in its JSON string token.
 * :class:`Progress` — a progress line on stderr.
 
@@ -18,6 +18,7 @@ import sys
 import time
 from typing import Any, BinaryIO, Iterable, Iterator, List, Optional, TextIO, Tuple
 
+from .._inputs import open_file
 from ..recording import MAGIC
 
 __all__ = ["CHUNK_BYTES", "Progress", "chunks_of", "open_input", "read_chunks", "sniff", "string_offset"]
@@ -29,18 +30,14 @@ CHUNK_BYTES = 1 << 20
 
 
 def open_input(path: str) -> Tuple[BinaryIO, Optional[int], str]:
-    """(binary stream, size in bytes when known, display name). ``-`` is stdin. Raises OSError."""
+    """(binary stream, size in bytes when known, display name). ``-`` is stdin (whatever it is);
+    a path must name a regular file (``acp_fast._inputs.open_file``: a FIFO, a device, a socket
+    or a directory is refused with an OSError saying what it is, without blocking). Raises
+    OSError."""
     if path == "-":
         return sys.stdin.buffer, None, "<stdin>"
-    stream = open(path, "rb")  # noqa: SIM115 - closed by the caller
-    size: Optional[int] = None
-    try:
-        st = os.fstat(stream.fileno())
-        if os.path.isfile(path):
-            size = st.st_size
-    except OSError:  # pragma: no cover
-        pass
-    return stream, size, path
+    stream = open_file(path)
+    return stream, os.fstat(stream.fileno()).st_size, path
 
 
 def read_chunks(stream: Any, size: int = CHUNK_BYTES) -> Iterator[bytes]:

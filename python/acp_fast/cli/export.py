@@ -15,7 +15,8 @@ import sys
 import time
 from typing import Any, List, Optional
 
-from .._outputs import check_output, create_output, output_error
+from .._outputs import PendingOutput, check_output, output_error
+from .._terminal import printable
 from ._streams import Progress
 from ._usage import Parser
 
@@ -52,13 +53,23 @@ def main(argv: Optional[List[str]] = None) -> int:
         import pyarrow.parquet as pq
     except ImportError:
         parser.error(f"needs pyarrow, which is not installed: {arrow.INSTALL}")
+
+    def skipped(path: str, first: str) -> None:
+        print(
+            f"acp-fast export: note: {printable(path)} is the same file as {printable(first)}; read once",
+            file=sys.stderr,
+        )
+
     try:
-        files = arrow.expand(args.files)
-    except FileNotFoundError as exc:
-        parser.error(f"cannot read {exc}")
+        files = arrow.expand(args.files, on_duplicate=skipped)
+    except OSError as exc:
+        parser.error(f"cannot read {printable(str(exc.filename or ''))}: {exc.strerror or exc}")
     problem = check_output(args.to, args.force)
     if problem is not None:
         parser.error(f"{args.to} {problem}")
+    same = _input_at(args.to, files)
+    if same is not None:
+        parser.error(f"{args.to} is the input {printable(same)} (refused: writing it would destroy the input)")
     try:
         sizes = [os.path.getsize(p) for p in files]
         schema = arrow.schema_of(args.table, any(arrow.is_recording_file(p) for p in files))
@@ -70,22 +81,30 @@ def main(argv: Optional[List[str]] = None) -> int:
     start = time.monotonic()
     rows = invalid = 0
     try:
-        out = create_output(args.to, args.force)
+        out = PendingOutput(args.to, args.force)
     except OSError as exc:
         print(f"acp-fast export: {output_error(args.to, exc)}", file=sys.stderr)
         return 1
     try:
-        with out, pq.ParquetWriter(out, schema, compression=args.compression) as writer:
+        with pq.ParquetWriter(out.file, schema, compression=args.compression) as writer:
             for path in files:
                 table = arrow.file_table(path, args.table, schema, wrap=progress.wrap)
                 writer.write_table(table)
                 rows += len(table)
                 if args.table == "frames":
                     invalid += _invalid(table)
+        out.commit()
     except OSError as exc:
+        out.discard()
         progress.close()
-        print(f"acp-fast export: {exc.filename or args.to}: {exc.strerror or exc}", file=sys.stderr)
+        if exc.filename is None or exc.filename == out.temp:
+            print(f"acp-fast export: {output_error(args.to, exc)}", file=sys.stderr)
+        else:
+            print(f"acp-fast export: {exc.filename}: {exc.strerror or exc}", file=sys.stderr)
         return 1
+    except BaseException:
+        out.discard()
+        raise
     progress.close()
     seconds = time.monotonic() - start
     mib = sum(sizes) / (1 << 20)
@@ -98,6 +117,22 @@ def main(argv: Optional[List[str]] = None) -> int:
         file=sys.stderr,
     )
     return 0
+
+
+def _input_at(path: str, files: List[str]) -> Optional[str]:
+    """The input that is the file at ``path`` (the same device and inode: the same name, a hard
+    link, a symbolic link to it), if any."""
+    try:
+        target = os.stat(path)
+    except OSError:
+        return None  # nothing there yet (check_output has refused what cannot be written)
+    for name in files:
+        try:
+            if os.path.samestat(os.stat(name), target):
+                return name
+        except OSError:
+            continue
+    return None
 
 
 def _invalid(table: Any) -> int:

@@ -665,23 +665,15 @@ def main(argv: Optional[List[str]] = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
-    if args.file != "-" and not os.path.exists(args.file):
-        print(f"acp-fast inspect: cannot read {args.file}: no such file", file=sys.stderr)
+    try:
+        stream, size, name = open_input(args.file)
+    except OSError as exc:
+        print(f"acp-fast inspect: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
         return 2
-    if os.path.isdir(args.file):
-        print(f"acp-fast inspect: cannot read {args.file}: is a directory", file=sys.stderr)
-        return 2
-    name = "<stdin>" if args.file == "-" else args.file
-    size = None
-    if args.file != "-":
-        try:
-            size = os.path.getsize(args.file)
-        except OSError:  # pragma: no cover
-            size = None
     progress = Progress(f"inspect {name}", size, enabled=Progress.wanted(args.progress))
     try:
         result = replay_file(
-            args.file,
+            stream,
             protocol_version=args.protocol,
             max_tool_calls=args.max_tool_calls,
             max_updates=args.max_updates,
@@ -695,6 +687,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     except OSError as exc:
         print(f"acp-fast inspect: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
         return 2
+    finally:
+        if stream is not sys.stdin.buffer:
+            stream.close()
     out = sys.stdout
     if hasattr(out, "reconfigure"):
         try:

@@ -19,7 +19,7 @@ import acp_fast
 from .._outputs import create_output, output_error
 from .._terminal import printable
 from ..bridge import Bridge
-from ..recording import RecordWriter
+from ..recording import FLUSH_SECONDS, RecordWriter
 from ._middleware import Chain, Context, Middleware, other_side
 from ._relay import (
     INVALID_LINES_STATUS,
@@ -166,7 +166,9 @@ class Proxy:
         self._record_file: Optional[IO[bytes]] = None
         if record:
             self._record_file = create_output(record, force)  # closed in _finish
-            self.recorder = RecordWriter(self._record_file, self.command, acp_fast.__version__)
+            self.recorder = RecordWriter(
+                self._record_file, self.command, acp_fast.__version__, flush_every=FLUSH_SECONDS
+            )
         self.agent: Optional[subprocess.Popen[bytes]] = None
         self.agent_stdin: Optional[Output] = None
         self.started = time.time()
@@ -433,6 +435,8 @@ class Proxy:
             )
         except OSError as e:
             print(f"acp-fast proxy: cannot start the agent {self.command[0]!r}: {e}", file=sys.stderr)
+            if self.recorder is not None:
+                self.recorder.close()
             if self._record_file is not None:
                 self._record_file.close()
             return 127 if isinstance(e, FileNotFoundError) else 126
@@ -544,7 +548,10 @@ class Proxy:
         try:
             self.recorder.exit(status)
         finally:
-            self._record_file.close()
+            try:
+                self.recorder.close()
+            finally:
+                self._record_file.close()
 
     def _state(self) -> bytes:
         with self.lock:

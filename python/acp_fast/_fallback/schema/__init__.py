@@ -24,7 +24,7 @@ from ..scanner import loads
 from . import rules
 from .check import Check
 from .compile import ANY_TYPE, OBJECT, STRING, Node, compile_schema
-from .explain import Explain, describe, problem, quote
+from .explain import PROBLEM_LIMIT, Explain, Found, describe, problem, quote
 
 __all__ = [
     "DRAFTS",
@@ -73,40 +73,6 @@ PathList = List[Union[str, int]]
 MAX_PROBLEMS = 100
 
 #: The rule of the marker that ends the problems of a message whose check stopped at the limit.
-PROBLEM_LIMIT = "problem-limit"
-
-
-class Found:
-    """The problems of one message as they are found, at most ``limit`` errors (warnings are not
-    counted): the next error is not kept, a ``PROBLEM_LIMIT`` marker is, and the walks stop
-    (``stopped``)."""
-
-    def __init__(self, limit: Optional[int], path: PathList) -> None:
-        """At most ``limit`` errors (None: all) of the message at ``path``."""
-        self.list: List[SchemaProblem] = []
-        self._path = list(path)  # where the message is in its frame (the marker's path)
-        self._errors = 0
-        self._limit = limit
-        self._stopped = False
-
-    def push(self, p: SchemaProblem) -> None:
-        """Keep a problem, or stop at the error past the limit."""
-        if self._stopped:
-            return
-        if p.severity == "error":
-            if self._limit is not None and self._errors >= self._limit:
-                self._stopped = True
-                where = quote(self._path)
-                self.list.append(
-                    problem(self._path, f"stopped checking {where} after {self._limit} problems", rule=PROBLEM_LIMIT)
-                )
-                return
-            self._errors += 1
-        self.list.append(p)
-
-    def stopped(self) -> bool:
-        """The message had more errors than the limit: nothing more is looked for."""
-        return self._stopped
 
 
 _EXTRA = "pip install jsonschema-rs (or pip install 'acp-fast[schema]', or jsonschema)"

@@ -7,7 +7,7 @@ frame's own text, the same for frames that ``dumps`` wrote).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, List, Optional, Union
+from typing import Any, List, Optional, Union
 
 from ...problems import SchemaProblem
 from ..encoder import dumps, render_path
@@ -20,12 +20,24 @@ from ..error import describe_value
 from .check import Check, char_len, lit_eq, type_bit
 from .compile import INTEGER, NUMBER, TYPE_NAMES, Compiled, Lit, UnionNode
 
-if TYPE_CHECKING:  # (the package imports this module)
-    from . import Found
-
-__all__ = ["render", "problem", "quote", "describe", "type_names", "lit_text", "number_text", "Explain", "types_of"]
+__all__ = [
+    "PROBLEM_LIMIT",
+    "Found",
+    "render",
+    "problem",
+    "quote",
+    "describe",
+    "type_names",
+    "lit_text",
+    "number_text",
+    "Explain",
+    "types_of",
+]
 
 PathList = List[Union[str, int]]
+
+#: The rule of the marker that ends a message's problems when the check stopped at the limit.
+PROBLEM_LIMIT = "problem-limit"
 
 
 def render(path: PathList) -> str:
@@ -260,3 +272,36 @@ def types_of(schema: Compiled, index: int, depth: int) -> int:
                 every |= types_of(schema, b, depth + 1)
             t &= every
     return t
+
+
+class Found:
+    """The problems of one message as they are found, at most ``limit`` errors (warnings are not
+    counted): the next error is not kept, a ``PROBLEM_LIMIT`` marker is, and the walks stop
+    (``stopped``)."""
+
+    def __init__(self, limit: Optional[int], path: PathList) -> None:
+        """At most ``limit`` errors (None: all) of the message at ``path``."""
+        self.list: List[SchemaProblem] = []
+        self._path = list(path)  # where the message is in its frame (the marker's path)
+        self._errors = 0
+        self._limit = limit
+        self._stopped = False
+
+    def push(self, p: SchemaProblem) -> None:
+        """Keep a problem, or stop at the error past the limit."""
+        if self._stopped:
+            return
+        if p.severity == "error":
+            if self._limit is not None and self._errors >= self._limit:
+                self._stopped = True
+                where = quote(self._path)
+                self.list.append(
+                    problem(self._path, f"stopped checking {where} after {self._limit} problems", rule=PROBLEM_LIMIT)
+                )
+                return
+            self._errors += 1
+        self.list.append(p)
+
+    def stopped(self) -> bool:
+        """The message had more errors than the limit: nothing more is looked for."""
+        return self._stopped

@@ -8,16 +8,14 @@ Mirror of ``rust/schema/rules.rs`` (its top comment lists the rules): ``mark``,
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Protocol, Tuple, Union
+from typing import Any, Dict, List, Optional, Protocol, Tuple, Union
 
 from ...problems import SchemaProblem
 from ..encoder import dumps
 from . import explain
 from .check import Check, listed, needs_prefix
 from .compile import Compiled
-
-if TYPE_CHECKING:  # (the package imports this module)
-    from . import Found
+from .explain import Found
 
 __all__ = [
     "PREFIXED_ENUMS",
@@ -200,8 +198,6 @@ class Conversation:
         """``check``, stopping the check of a message (of each entry of a batch) at its
         ``limit + 1``th error (``Found``: the first ``limit`` errors, then a ``problem-limit``
         marker; None: no limit)."""
-        from . import Found  # (the package imports this module)
-
         if isinstance(frame, list) and schema.batches() and frame:
             out: List[SchemaProblem] = []
             for i, entry in enumerate(frame):
