@@ -9,11 +9,13 @@ backends.
 **The corpus** (:func:`corpus`): valid traffic of :func:`acp_fast.traffic.frames` (profiles ``v2``
 and ``mixed``, each frame with its sender), interleaved with
 
-* *bad lines*, which every consumer must refuse (:data:`BAD`): not JSON, invalid UTF-8, terminal
+* *bad lines*, which every consumer must refuse (:func:`bad_lines`): not JSON, invalid UTF-8, terminal
   escape sequences (``ESC[2J``, an OSC title), JSON that is not JSON-RPC, a v2 batch (v2 profile
   only: v1 has batches), a frame nested past the codec's 1,024 levels, numbers out of range, and
   one line longer than the small ``--max-frame-bytes`` of one proxy run (a valid frame otherwise:
-  refused only there);
+  refused only there). The two that are JSON arrays (``[1,2,3]``, the v2 batch) the decoder
+  gives as a ``Batch`` and the ``Bridge`` class passes as they are (docs/BRIDGE.md): the proxy
+  must refuse them (docs/PROXY.md), the library need not;
 * *the bridge's triggers* (issue 28, item 1): an option ``kind`` that is an array or an object, a
   permission with both ``toolCall`` and ``subject.toolCall``, a ``rawInput`` nested 1,010 levels
   followed by another update of the same tool call, a frame nested 1,020 levels (within the
@@ -27,7 +29,8 @@ and ``mixed``, each frame with its sender), interleaved with
 * ``library``: ``FrameDecoder.feed`` over the corpus in random pieces (one result per line, every
   good line decoded to itself, every bad line a ``DecodeError``; again with a small
   ``max_frame_bytes``); ``dumps(frame.to_dict())`` of every decoded frame; ``ToolCallStore.feed``,
-  then ``to_json`` / ``from_json`` / ``to_json`` (the same bytes); ``Bridge`` both ways
+  then ``to_json`` / ``from_json`` / ``to_json`` (the same bytes), and the checkpoint of the good
+  frames plus the bad lines equal to that of the good frames alone; ``Bridge`` both ways
   (editor 1 / agent 2 and editor 2 / agent 1) frame by frame, where only ``DecodeError`` and
   ``BridgeError`` may escape, and a bad line must be refused.
 * ``proxy``: ``python -m acp_fast.cli proxy`` with each option set of :data:`OPTION_SETS` (the
@@ -38,9 +41,10 @@ and ``mixed``, each frame with its sender), interleaved with
   byte and in order (a subsequence of the editor's lines; under ``--max-frame-bytes 4096`` those
   not longer), and no bad line does; text the proxy prints itself carries no terminal control
   character (diverted lines are the agent's own bytes, by design); the proxy's peak RSS
-  (``wait4``) under ``--rss-limit`` MiB (default 400). With ``--bridge`` also: the editor's output
-  for the good frames plus the bad lines and the refused trigger equals its output for the good
-  frames alone (a refused line leaves no trace).
+  (``wait4``) under ``--rss-limit`` MiB (default 400). With ``--state-json``: the checkpoint of
+  the good frames plus the bad lines equals that of the good frames alone (two more runs). With
+  ``--bridge`` also: the editor's output for the good frames plus the bad lines and the refused
+  trigger equals its output for the good frames alone (a refused line leaves no trace).
 * ``validate``, ``inspect``, ``export`` (both tables) on the corpus file and on the ``--record``
   recording: exit status 0, or 1 for ``validate`` (problems found: docs/CLI.md); no terminal
   control character in ``validate`` / ``inspect`` output. ``export`` is skipped, with a message,
@@ -55,6 +59,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -86,6 +91,7 @@ SMALL_FRAME = 4096
 RSS_LIMIT_MIB = 400
 #: Seconds one subprocess may run; seconds the library run of one corpus may take.
 TIMEOUT = 120.0
+TRACEBACK = re.compile(rb"^Traceback \(most recent call last\):\r?$", re.M)
 CONTROL = (b"\x1b", b"\x07", b"\x9b", "\x9b".encode(), "\u202e".encode())
 
 #: The proxy's option sets: a name and the options. ``{record}``, ``{summary}`` and ``{state}``
@@ -418,6 +424,16 @@ def run_library(c: Corpus, backend: str, result: Result) -> None:
         except Exception as exc:  # noqa: BLE001
             result.fail(f"ToolCallStore checkpoint round trip raised {_exc(exc)}")
 
+    # the store's state as if the bad lines had not arrived
+    states = []
+    for kinds in (("good",), ("good", "bad")):
+        other = mod.ToolCallStore(c.version)
+        other.feed(b"".join(line.data for line in c.lines if line.kind in kinds))
+        other.finish()
+        states.append(bytes(other.to_json()))
+    if states[0] != states[1]:
+        result.fail("ToolCallStore: the checkpoint with the bad lines differs from the good frames' alone")
+
     # Bridge, both ways: the agent speaks the corpus's version, the editor the other
     for editor, agent in ((1, 2), (2, 1)):
         where = f"Bridge(editor={editor}, agent={agent})"
@@ -530,8 +546,11 @@ def _common_checks(done: Done, result: Result, allowed: Tuple[int, ...] = (0,)) 
     elif done.status not in allowed:
         tail = done.stderr[-2000:].decode(errors="replace")
         result.fail(f"exit status {done.status}, expected {' or '.join(map(str, allowed))}; stderr ends:\n{tail}")
-    if b"Traceback" in done.stderr:
-        at = done.stderr.index(b"Traceback")
+    # a Python traceback begins a line of its own (the agent's lines diverted to stderr may hold the
+    # words: the traffic's tool output does)
+    found = TRACEBACK.search(done.stderr)
+    if found:
+        at = found.start()
         result.fail("Traceback on stderr:\n" + done.stderr[at : at + 3000].decode(errors="replace"))
 
 
@@ -569,6 +588,7 @@ class Workdir:
             "hostile": self._write("agent-hostile.ndjson", agent_lines),
             "refused": self._write("agent-refused.ndjson", [ln for ln in agent_lines if _refused_line(ln)]),
             "good": self._write("agent-good.ndjson", [ln for ln in agent_lines if ln.kind == "good"]),
+            "bad": self._write("agent-bad.ndjson", [ln for ln in agent_lines if ln.kind in ("good", "bad")]),
         }
         # the editor's requests of the corpus, initialize first, in each editor version
         requests = [(line.side, line.data) for line in c.lines if line.kind == "good" and line.side == "editor"]
@@ -639,6 +659,18 @@ def run_proxy(
                 orjson.loads(path.read_bytes())
             except (OSError, orjson.JSONDecodeError) as exc:
                 result.fail(f"{what} {path}: not a JSON document ({exc})")
+    if "--state-json" in opts:  # the state as if the bad lines had not arrived
+        states = {}
+        for which in ("bad", "good"):
+            path = w.fresh(".json")
+            again_opts = [path if o == str(state) else o for o in opts]
+            again_opts = [str(o) for o in again_opts]
+            again_opts[again_opts.index("--summary-json") + 1] = str(w.fresh(".json"))
+            again = run_process(proxy_cmd(again_opts, w.agent, w.agent_files[which]), backend, stdin)
+            _common_checks(again, result)
+            states[which] = path.read_bytes() if path.exists() else b""
+        if states["bad"] != states["good"]:
+            result.fail("--state-json with the bad lines differs from --state-json of the good frames alone")
     if bridge:
         runs = {}
         for which in ("refused", "good"):
