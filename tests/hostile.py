@@ -34,9 +34,15 @@ and ``mixed``, each frame with its sender), interleaved with
   (editor 1 / agent 2 and editor 2 / agent 1) frame by frame, where only ``DecodeError`` and
   ``BridgeError`` may escape, and a bad line must be refused.
 * ``proxy``: ``python -m acp_fast.cli proxy`` with each option set of :data:`OPTION_SETS` (the
-  ``--bridge`` ones on the profile whose version is the agent's). The agent (:data:`AGENT`) reads
-  its stdin to the end (the editor's requests of the corpus, ``initialize`` first, in the
-  editor's version), then writes the agent's side of the corpus and exits. Checks: exit status 0;
+  ``--bridge`` ones on the profile whose version is the agent's). We are the editor: we send the
+  editor's requests of the corpus (``initialize`` first, in the editor's version) with the bad
+  lines of :func:`editor_bad_lines` and :data:`LONG_REQUEST` among them, and close. The agent
+  (:data:`AGENT`) reads its stdin to the end, keeping it, then writes the agent's side of the
+  corpus and exits (so every run sees the same order). Checks: exit status 0; without
+  ``--bridge``, every request of the editor reaches the agent byte for byte and in order, and
+  its bad lines are forwarded too, or with ``--strict`` answered with an error and not
+  forwarded; under ``--max-frame-bytes 4096``, the long request and the agent's long answer to
+  :data:`ASK` are answered to the editor with an error of their id (docs/PROXY.md);
   without ``--bridge`` / ``--coalesce``, every good frame of the agent reaches the editor byte for
   byte and in order (a subsequence of the editor's lines; under ``--max-frame-bytes 4096`` those
   not longer), and no bad line does; text the proxy prints itself carries no terminal control
@@ -111,17 +117,20 @@ OPTION_SETS: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
     ("summary-json state-json", ("--summary-json", "{summary}", "--state-json", "{state}")),
 )
 
-#: The agent: reads its stdin to the end (or for 20 s), then writes the lines of the file
-#: ``sys.argv[1]`` and exits.
+#: The agent: reads its stdin to the end (or for 20 s) into the file ``sys.argv[2]``, then writes
+#: the lines of the file ``sys.argv[1]`` and exits.
 AGENT = """\
-import select, sys, time
+import os, select, sys, time
 end = time.monotonic() + 20
 fd = sys.stdin.fileno()
-import os
-while time.monotonic() < end:
-    ready, _, _ = select.select([fd], [], [], 0.5)
-    if ready and not os.read(fd, 65536):
-        break
+with open(sys.argv[2], "wb") as seen:
+    while time.monotonic() < end:
+        ready, _, _ = select.select([fd], [], [], 0.5)
+        if ready:
+            data = os.read(fd, 65536)
+            if not data:
+                break
+            seen.write(data)
 out = sys.stdout.buffer
 for line in open(sys.argv[1], "rb"):
     out.write(line)
@@ -187,10 +196,36 @@ def bad_lines(profile: str) -> List[Tuple[str, bytes]]:
     return lines
 
 
+def editor_bad_lines() -> List[bytes]:
+    """The bad lines an editor sends (among its requests): each one of :func:`bad_lines` that is
+    not a batch."""
+    return [data for label, data in bad_lines("mixed") if label not in BATCH_LINES]
+
+
+#: An editor request longer than :data:`SMALL_FRAME`: under that bound the proxy answers it with
+#: an error of its id (docs/PROXY.md), elsewhere it is forwarded.
+LONG_REQUEST = (
+    acp_fast.dumps(
+        {"jsonrpc": "2.0", "id": "hostile-long", "method": "_hostile/long", "params": {"text": "long " * SMALL_FRAME}}
+    )
+    + b"\n"
+)
+
+
+#: An editor request the agent answers with :func:`long_response`.
+ASK = b'{"jsonrpc":"2.0","id":"hostile-ask","method":"_hostile/ask"}\n'
+
+
+def long_response() -> bytes:
+    """The agent's answer to :data:`ASK`, longer than :data:`SMALL_FRAME`: under that bound the
+    proxy answers the editor with an error of its id instead (docs/PROXY.md)."""
+    return acp_fast.dumps({"jsonrpc": "2.0", "id": "hostile-ask", "result": {"text": "long " * SMALL_FRAME}}) + b"\n"
+
+
 def long_line() -> bytes:
     """A valid frame longer than :data:`SMALL_FRAME`: refused only under that bound."""
     text = "long " * (SMALL_FRAME // 4)
-    return _update({"sessionUpdate": "_hostile_long", "text": text})
+    return _frame({"jsonrpc": "2.0", "method": "_hostile/long", "params": {"text": text}})
 
 
 def triggers(version: int) -> List[Tuple[str, bytes, bool]]:
@@ -299,6 +334,8 @@ def corpus(profile: str, n_frames: int, seed: int, bad_rate: float = 0.05, mutan
     bad = bad_lines(profile)
     extra: List[Line] = [_bad(label, data) for label, data in bad]
     extra.append(Line(long_line(), "agent", "long", "longer than --max-frame-bytes"))
+    extra.append(Line(ASK, "editor", "ask", "a request answered by a long response"))
+    extra.append(Line(long_response(), "agent", "long", "a response longer than --max-frame-bytes"))
     extra.extend(Line(d, "agent", "trigger", label, refused) for label, d, refused in triggers(version))
     # the fixed lines go after the initialize exchange, spread over the rest, in their order
     first = next((i for i, (s, f) in enumerate(good) if s == "agent"), 0) + 1
@@ -591,9 +628,20 @@ class Workdir:
             "bad": self._write("agent-bad.ndjson", [ln for ln in agent_lines if ln.kind in ("good", "bad")]),
         }
         # the editor's requests of the corpus, initialize first, in each editor version
-        requests = [(line.side, line.data) for line in c.lines if line.kind == "good" and line.side == "editor"]
+        requests = [(ln.side, ln.data) for ln in c.lines if ln.kind in ("good", "ask") and ln.side == "editor"]
         requests = [(s, f) for s, f in requests if acp_fast.decode(f).kind == "request"]
         self.editor = {v: b"".join(f for _, f in as_editor(requests, v)) for v in (1, 2)}
+        #: The hostile editor: its requests with :func:`editor_bad_lines` after the first
+        #: (initialize) and spread over the rest, and a request longer than :data:`SMALL_FRAME`.
+        self.editor_bad = editor_bad_lines()
+        self.requests = {v: [f for _, f in as_editor(requests, v)] for v in (1, 2)}
+        self.hostile_editor: Dict[int, List[bytes]] = {}
+        for v in (1, 2):
+            rng = random.Random(c.seed)
+            mixed = list(self.requests[v])
+            for line in [*self.editor_bad, LONG_REQUEST]:
+                mixed.insert(rng.randrange(1, len(mixed) + 1), line)
+            self.hostile_editor[v] = mixed
         self.counter = 0
 
     def _write(self, name: str, lines: List[Line]) -> Path:
@@ -611,8 +659,11 @@ def _refused_line(line: Line) -> bool:
     return line.kind == "good" or line.kind == "bad" or line.refused_by_bridge
 
 
-def proxy_cmd(options: Sequence[str], agent: Path, agent_file: Path) -> List[str]:
-    return [sys.executable, "-m", "acp_fast.cli", "proxy", *options, "--", sys.executable, str(agent), str(agent_file)]
+def proxy_cmd(options: Sequence[str], agent: Path, agent_file: Path, seen: Path) -> List[str]:
+    """The proxy between us and :data:`AGENT`, which writes ``agent_file`` and keeps what it
+    read in ``seen``."""
+    agent_cmd = [sys.executable, str(agent), str(agent_file), str(seen)]
+    return [sys.executable, "-m", "acp_fast.cli", "proxy", *options, "--", *agent_cmd]
 
 
 def run_proxy(
@@ -625,7 +676,9 @@ def run_proxy(
     bridge = "--bridge" in opts
     editor_version = int(opts[opts.index("--bridge") + 1].split(":")[0]) if bridge else c.version
     stdin = w.editor[editor_version]
-    done = run_process(proxy_cmd(opts, w.agent, w.agent_files["hostile"]), backend, stdin)
+    seen = w.fresh(".seen")
+    hostile_stdin = b"".join(w.hostile_editor[editor_version])
+    done = run_process(proxy_cmd(opts, w.agent, w.agent_files["hostile"], seen), backend, hostile_stdin)
     _common_checks(done, result)
     result.rss_mib = max(result.rss_mib, done.maxrss_mib)
     if done.maxrss_mib > rss_limit:
@@ -634,13 +687,18 @@ def run_proxy(
     got = _lines(done.stdout)
     if not bridge and "--coalesce" not in opts:
         small = "--max-frame-bytes" in opts
-        wanted = [ln.data for ln in agent_lines if ln.kind == "good" and not (small and len(ln.data) - 1 > SMALL_FRAME)]
+        wanted = [
+            ln.data
+            for ln in agent_lines
+            if ln.kind in ("good", "long") and not (small and len(ln.data) - 1 > SMALL_FRAME)
+        ]
         missing = _is_subsequence(wanted, got)
         if missing is not None:
             result.fail(
                 f"good frame {missing + 1} of {len(wanted)} from the agent did not reach the editor in order: "
                 f"{wanted[missing][:200]!r}"
             )
+    _editor_checks(w, opts, editor_version, got, seen, agent_lines, result)
     refused = {ln.data for ln in agent_lines if ln.kind == "bad"}
     if small_and(opts):
         refused.add(long_line())
@@ -666,7 +724,7 @@ def run_proxy(
             again_opts = [path if o == str(state) else o for o in opts]
             again_opts = [str(o) for o in again_opts]
             again_opts[again_opts.index("--summary-json") + 1] = str(w.fresh(".json"))
-            again = run_process(proxy_cmd(again_opts, w.agent, w.agent_files[which]), backend, stdin)
+            again = run_process(proxy_cmd(again_opts, w.agent, w.agent_files[which], w.fresh(".seen")), backend, stdin)
             _common_checks(again, result)
             states[which] = path.read_bytes() if path.exists() else b""
         if states["bad"] != states["good"]:
@@ -674,7 +732,7 @@ def run_proxy(
     if bridge:
         runs = {}
         for which in ("refused", "good"):
-            again = run_process(proxy_cmd(opts, w.agent, w.agent_files[which]), backend, stdin)
+            again = run_process(proxy_cmd(opts, w.agent, w.agent_files[which], w.fresh(".seen")), backend, stdin)
             _common_checks(again, result)
             runs[which] = _lines(again.stdout)
         if runs["refused"] != runs["good"]:
@@ -689,6 +747,52 @@ def run_proxy(
                 f"({len(runs['refused'])} lines against {len(runs['good'])}): {a!r} against {b!r}"
             )
     return record if "--record" in options else None
+
+
+def _editor_checks(
+    w: Workdir, opts: Sequence[str], version: int, got: List[bytes], seen: Path, agent_lines: List[Line], result: Result
+) -> None:
+    """What became of the editor's lines: its requests reach the agent byte for byte and in order
+    (without ``--bridge``; under the small ``--max-frame-bytes`` those not longer); its bad lines
+    are forwarded, or with ``--strict`` answered and not forwarded (docs/PROXY.md); under the small
+    bound the long request and the agent's long response are answered with an error of their id."""
+    small = "--max-frame-bytes" in opts
+    seen_lines = _lines(seen.read_bytes()) if seen.exists() else []
+    if "--bridge" not in opts:
+        wanted = [f for f in w.requests[version] if not (small and len(f) - 1 > SMALL_FRAME)]
+        if not small:
+            wanted = [f for f in w.hostile_editor[version] if f in wanted or f == LONG_REQUEST]
+        missing = _is_subsequence(wanted, seen_lines)
+        if missing is not None:
+            result.fail(
+                f"the editor's request {missing + 1} did not reach the agent in order: {wanted[missing][:200]!r}"
+            )
+        # the bad lines within the bound (the others are refused for their length)
+        editor_bad = [line for line in w.editor_bad if not (small and len(line) - 1 > SMALL_FRAME)]
+        bad_seen = [line for line in editor_bad if line in seen_lines]
+        if "--strict" in opts:
+            if bad_seen:
+                result.fail(f"--strict forwarded the editor's bad line {bad_seen[0][:200]!r} to the agent")
+            own = {ln.data for ln in agent_lines}
+            answers = [line for line in got if line not in own and b'"error"' in line]
+            if len(answers) < len(editor_bad):
+                result.fail(f"--strict answered {len(answers)} of the editor's {len(editor_bad)} bad lines")
+        elif "--strict-schema" not in opts and len(bad_seen) != len(editor_bad):
+            result.fail(f"{len(bad_seen)} of the editor's {len(editor_bad)} bad lines were forwarded to the agent")
+    if small:
+        if LONG_REQUEST in seen_lines:
+            result.fail("the editor's request longer than --max-frame-bytes reached the agent")
+        for id_ in ("hostile-long", "hostile-ask"):
+            if not any(_is_error_for(line, id_) for line in got):
+                result.fail(f"no error response with id {id_!r} reached the editor (a frame over --max-frame-bytes)")
+
+
+def _is_error_for(line: bytes, id_: str) -> bool:
+    try:
+        doc = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(doc, dict) and doc.get("id") == id_ and isinstance(doc.get("error"), dict)
 
 
 def small_and(opts: Sequence[str]) -> bool:
