@@ -26,9 +26,9 @@ and ``mixed``, each frame with its sender), interleaved with
 
 **The runs**, each under a timeout, each failing on a ``Traceback`` on stderr:
 
-* ``library``: ``FrameDecoder.feed`` over the corpus in random pieces (one result per line, every
-  good line decoded to itself, every bad line a ``DecodeError``; again with a small
-  ``max_frame_bytes``); ``dumps(frame.to_dict())`` of every decoded frame; ``ToolCallStore.feed``,
+* ``library`` (in a child process, for the timeout): ``FrameDecoder.feed`` over the corpus in
+  random pieces (one result per line, every good line decoded to itself, every bad line a
+  ``DecodeError``; again with a small ``max_frame_bytes``); ``dumps(frame.to_dict())`` of every decoded frame; ``ToolCallStore.feed``,
   then ``to_json`` / ``from_json`` / ``to_json`` (the same bytes), and the checkpoint of the good
   frames plus the bad lines equal to that of the good frames alone; ``Bridge`` both ways
   (editor 1 / agent 2 and editor 2 / agent 1) frame by frame, where only ``DecodeError`` and
@@ -496,6 +496,19 @@ def run_library(c: Corpus, backend: str, result: Result) -> None:
             result.fail(f"{where}.release() raised {_exc(exc)}")
 
 
+def run_library_process(c: Corpus, frames: int, backend: str, result: Result) -> None:
+    """:func:`run_library` in a child process (``--library-run``), under the timeout: a hang, a
+    crash or a traceback of the library is a failure of the run, not of the harness."""
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--library-run", c.profile, str(c.seed), str(frames), backend]
+    done = run_process(cmd, backend)
+    _common_checks(done, result)
+    if done.status == 0:
+        try:
+            result.failures.extend(orjson.loads(done.stdout))
+        except orjson.JSONDecodeError:
+            result.fail(f"the library run printed no report: {done.stdout[-500:]!r}")
+
+
 def _exc(exc: BaseException) -> str:
     tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
     return f"{type(exc).__name__}: {exc}\n" + "".join(tb[-3:])
@@ -903,7 +916,7 @@ def _tasks(plan: Plan, c: Corpus, w: Workdir, backend: str, timed: Any, pool: An
         return Result(run_name, options, backend, c.profile, c.seed)
 
     lib = result("library", "-")
-    tasks = [pool.submit(timed, lib, lambda: run_library(c, backend, lib))]
+    tasks = [pool.submit(timed, lib, lambda: run_library_process(c, plan.frames, backend, lib))]
     recording: List[Path] = []
     recorded = threading.Event()
     for name, opts in option_sets_for(c.version):
@@ -976,7 +989,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         "--rss-limit", type=float, default=RSS_LIMIT_MIB, help=f"the proxy's peak RSS allowed, MiB ({RSS_LIMIT_MIB})"
     )
     parser.add_argument("--no-progress", action="store_true", help="report failures only on stderr")
+    parser.add_argument(
+        "--library-run", nargs=4, metavar=("PROFILE", "SEED", "FRAMES", "BACKEND"), help=argparse.SUPPRESS
+    )
     args = parser.parse_args(argv)
+    if args.library_run:  # one library run, in the child process of run_library_process
+        profile, seed, frames, backend = args.library_run
+        c = corpus(profile, int(frames), int(seed))
+        result = Result("library", "-", backend, profile, int(seed))
+        run_library(c, backend, result)
+        sys.stdout.buffer.write(orjson.dumps(result.failures))
+        return 0
     if args.rounds < 1 or args.frames < 10 or args.jobs < 1:
         parser.error("--rounds and --jobs must be >= 1, --frames >= 10")
     rounds, frames = (1, 300) if args.short else (args.rounds, args.frames)
