@@ -22,7 +22,8 @@ and ``mixed``, each frame with its sender), interleaved with
   codec's limit, past the bridge's ``BRIDGE_MAX_DEPTH``). The last one the bridge must refuse;
   the others it converts (docs/BRIDGE.md "Frames the bridge refuses");
 * *mutants*: valid frames with one value somewhere replaced by ``[]``, ``{}``, ``null``, ``-1``,
-  ``2**70``, ``1.5``, ``true``, ``""`` or a deep list; accepted or refused, never a crash.
+  ``2**70``, ``1.5``, ``true``, ``""`` or a deep list, and the fixed ones of :func:`deep_values`;
+  accepted or refused, never a crash.
 
 **The runs**, each under a timeout, each failing on a ``Traceback`` on stderr:
 
@@ -264,6 +265,27 @@ def triggers(version: int) -> List[Tuple[str, bytes, bool]]:
     return out
 
 
+def deep_values(version: int) -> List[Tuple[str, bytes]]:
+    """(label, line) of fixed mutants: a tool call with a list nested :data:`BRIDGE_MAX_DEPTH`
+    levels where the faces print a string (title, kind, status, a content item's type, a
+    location's path), one place per line, so that the random mutants need not find them."""
+    upsert = "tool_call_update" if version == 2 else "tool_call"
+    deep = _deep(BRIDGE_MAX_DEPTH - 8)  # the update sits 6 levels down; the content item 2 more
+    out = []
+    for i, (key, value) in enumerate(
+        (
+            ("title", deep),
+            ("kind", deep),
+            ("status", deep),
+            ("content", [{"type": deep}]),
+            ("locations", [{"path": deep}]),
+        )
+    ):
+        update = {"sessionUpdate": upsert, "toolCallId": f"hd{i}", "title": "t", key: value}
+        out.append((f"deep {key}", _update(update)))
+    return out
+
+
 #: What a mutation puts in place of a value.
 HOSTILE_VALUES: Tuple[Any, ...] = ([], {}, None, -1, 2**70, 1.5, True, "")
 
@@ -337,6 +359,7 @@ def corpus(profile: str, n_frames: int, seed: int, bad_rate: float = 0.05, mutan
     extra.append(Line(ASK, "editor", "ask", "a request answered by a long response"))
     extra.append(Line(long_response(), "agent", "long", "a response longer than --max-frame-bytes"))
     extra.extend(Line(d, "agent", "trigger", label, refused) for label, d, refused in triggers(version))
+    extra.extend(Line(d, "agent", "mutant", label) for label, d in deep_values(version))
     # the fixed lines go after the initialize exchange, spread over the rest, in their order
     first = next((i for i, (s, f) in enumerate(good) if s == "agent"), 0) + 1
     spots = sorted(rng.randrange(first, len(good) + 1) for _ in extra)
@@ -590,18 +613,21 @@ def run_process(cmd: Sequence[str], backend: str, stdin: bytes = b"", timeout: f
     return Done(status, b"".join(out), b"".join(err), rss)
 
 
-def _common_checks(done: Done, result: Result, allowed: Tuple[int, ...] = (0,)) -> None:
+def _common_checks(done: Done, result: Result, allowed: Tuple[int, ...] = (0,), what: str = "") -> None:
+    """Exit status in ``allowed``, no timeout, no traceback; ``what`` names the command in the
+    failure messages when a run has more than one."""
+    fail = (lambda text: result.fail(f"{what}: {text}")) if what else result.fail
     if done.status is None:
-        result.fail(f"timed out after {TIMEOUT:.0f} s (killed)")
+        fail(f"timed out after {TIMEOUT:.0f} s (killed)")
     elif done.status not in allowed:
         tail = done.stderr[-2000:].decode(errors="replace")
-        result.fail(f"exit status {done.status}, expected {' or '.join(map(str, allowed))}; stderr ends:\n{tail}")
+        fail(f"exit status {done.status}, expected {' or '.join(map(str, allowed))}; stderr ends:\n{tail}")
     # a Python traceback begins a line of its own (the agent's lines diverted to stderr may hold the
     # words: the traffic's tool output does)
     found = TRACEBACK.search(done.stderr)
     if found:
         at = found.start()
-        result.fail("Traceback on stderr:\n" + done.stderr[at : at + 3000].decode(errors="replace"))
+        fail("Traceback on stderr:\n" + done.stderr[at : at + 3000].decode(errors="replace"))
 
 
 def _lines(data: bytes) -> List[bytes]:
@@ -738,7 +764,7 @@ def run_proxy(
             again_opts = [str(o) for o in again_opts]
             again_opts[again_opts.index("--summary-json") + 1] = str(w.fresh(".json"))
             again = run_process(proxy_cmd(again_opts, w.agent, w.agent_files[which], w.fresh(".seen")), backend, stdin)
-            _common_checks(again, result)
+            _common_checks(again, result, what=f"the run with the {which} lines for --state-json")
             states[which] = path.read_bytes() if path.exists() else b""
         if states["bad"] != states["good"]:
             result.fail("--state-json with the bad lines differs from --state-json of the good frames alone")
@@ -746,7 +772,7 @@ def run_proxy(
         runs = {}
         for which in ("refused", "good"):
             again = run_process(proxy_cmd(opts, w.agent, w.agent_files[which], w.fresh(".seen")), backend, stdin)
-            _common_checks(again, result)
+            _common_checks(again, result, what=f"the run with the {which} lines for the comparison")
             runs[which] = _lines(again.stdout)
         if runs["refused"] != runs["good"]:
             diff = next(
@@ -823,14 +849,14 @@ def run_face(command: str, path: Path, backend: str, w: Workdir, result: Result)
     elif command == "inspect":
         for extra in ((), ("--json",)):
             done = run_process([*cli, "inspect", str(path), *extra], backend)
-            _common_checks(done, result)
+            _common_checks(done, result, what=" ".join(["inspect", path.name, *extra]))
             if not extra and any(ch in done.stdout + done.stderr for ch in CONTROL):
                 result.fail("inspect printed a terminal control character")
     else:
         for table in ("frames", "tool_calls"):
             out = w.fresh(".parquet")
             done = run_process([*cli, "export", str(path), "--to", str(out), "--table", table], backend)
-            _common_checks(done, result)
+            _common_checks(done, result, what=f"export {path.name} --table {table}")
             if done.status == 0 and not out.exists():
                 result.fail(f"export --table {table}: exit status 0 and no {out.name}")
 
