@@ -259,7 +259,7 @@ def triggers(version: int) -> List[Tuple[str, bytes, bool]]:
             False,
         )
     )
-    deep = {"sessionUpdate": upsert, "toolCallId": "hc2", "title": "t", "rawInput": _deep(1015)}
+    deep = {"sessionUpdate": upsert, "toolCallId": "hc2", "title": "t", "rawInput": _deep(1017)}  # 1,020 levels in all
     line = _update(deep)
     out.append(("nested 1020", line, True))
     return out
