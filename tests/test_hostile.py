@@ -6,7 +6,6 @@ notice a good frame that does not reach the editor."""
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -52,4 +51,12 @@ def test_the_harness_notices_a_lost_good_frame(backend_id: str, tmp_path: Path) 
     result = hostile.Result("proxy", "none", backend_id, c.profile, c.seed)
     hostile.run_proxy(c, w, backend_id, "none", (), result, hostile.RSS_LIMIT_MIB)
     assert any("did not reach the editor in order" in f for f in result.failures), result.failures
-    assert os.path.exists(agent_file)
+
+
+def test_the_harness_notices_a_bad_line_let_through(backend_id: str, tmp_path: Path) -> None:
+    """``--agent-invalid pass`` forwards the agent's bad lines: the refusal check fails the run."""
+    c = hostile.corpus("v2", 60, seed=7)
+    w = hostile.Workdir(tmp_path, c)
+    result = hostile.Result("proxy", "agent-invalid pass", backend_id, c.profile, c.seed)
+    hostile.run_proxy(c, w, backend_id, "", ("--agent-invalid", "pass"), result, hostile.RSS_LIMIT_MIB)
+    assert any("bad lines reached the editor" in f for f in result.failures), result.failures
