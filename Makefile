@@ -18,7 +18,7 @@ PYTHON ?= $(shell if [ -x $(VENV)/bin/python ]; then echo $(VENV)/bin/python; el
 # The extras `make env` installs into $(VENV).
 ENV_EXTRAS ?= test,bench,lint
 
-.PHONY: install build env test test-rust test-python test-aarch64 miri fuzz soak bench bench-suite bench-rust ab \
+.PHONY: install build env test test-rust test-python test-aarch64 miri fuzz soak hostile bench bench-suite bench-rust ab \
 	lint format lint-format lint-ruff lint-mypy lint-stubtest lint-imports lint-mirror lint-rust schemas env-setup build-tools wheels wheel-test docs docs-tools docs-serve clean-venv
 
 install:  ## build the Rust core (release) and install the package with its test and lint extras
@@ -126,6 +126,17 @@ fuzz:  ## run every fuzz target for FUZZ_SECONDS each (not part of CI)
 SOAK_MB ?= 1024
 soak:  ## relay SOAK_MB (1024) megabytes through acp-fast proxy and check every byte and the RSS (not part of CI)
 	$(PYTHON) benches/soak.py --mb $(SOAK_MB)
+
+# The hostile run (tests/hostile.py): ROUNDS corpora per profile (v2, mixed) of FRAMES valid frames
+# with bad lines, the bridge's triggers and mutants interleaved, through the library, the bridge,
+# `acp-fast proxy` with each option set, validate, inspect and export, on both backends; every run
+# under a timeout, no traceback, no good frame lost, the proxy's RSS bounded. HOSTILE_ARGS adds
+# options (--seed N, --backends python, --rss-limit MIB, ...). tests/test_hostile.py runs --short in CI.
+ROUNDS ?= 3
+FRAMES ?= 2000
+HOSTILE_ARGS ?=
+hostile:  ## the hostile corpus through everything on both backends, ROUNDS (3) corpora of FRAMES (2000) frames (not part of CI)
+	$(PYTHON) tests/hostile.py --rounds $(ROUNDS) --frames $(FRAMES) $(HOSTILE_ARGS)
 
 BENCH_ARGS ?=
 bench: env  ## the main job: acp-fast bench (about 40 s on a quiet 2-core machine; BENCH_ARGS="--detail" etc.)
