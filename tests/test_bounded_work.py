@@ -25,6 +25,7 @@ from typing import Any, Dict, List
 
 import pytest
 
+import acp_fast
 from acp_fast import DecodeError, recording
 from acp_fast import builders as B
 from acp_fast.proxy.cancel import CancelledPermissions
@@ -254,3 +255,17 @@ def test_every_late_answer_after_the_proxys_is_dropped(tmp_path: Path, env: Dict
     dropped = [r for r in records if r.action == "dropped"]
     assert [json.loads(r.data)["id"] for r in dropped] == [7] * 5
     assert {r.reason for r in dropped} == {"the proxy already answered this permission request with 'cancelled'"}
+
+
+def test_a_request_right_behind_initialize_is_checked_by_the_version_asked(backend: Any) -> None:
+    """An editor that sends ``session/new`` (v2: no ``mcpServers``) before the ``initialize``
+    answer arrives is checked by the version its ``initialize`` asked for, as ``validate`` does;
+    the other side, and the same editor once the answer says v1, by the version in force."""
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 2, "clientCapabilities": {}}}
+    new = {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": "/tmp"}}
+    data = b"".join(acp_fast.dumps(m) + b"\n" for m in (init, new))
+    assert [type(x).__name__ for x in backend.FrameDecoder(strict_schema=True).feed(data)] == ["Message", "Message"]
+    v1 = {**init, "params": {"protocolVersion": 1, "clientCapabilities": {}}}
+    data = b"".join(acp_fast.dumps(m) + b"\n" for m in (v1, new))
+    out = backend.FrameDecoder(strict_schema=True).feed(data)
+    assert isinstance(out[1], acp_fast.DecodeError) and "mcpServers" in str(out[1])

@@ -308,3 +308,14 @@ def test_bridge_bounds_are_checked(backend: Any) -> None:
             Bridge(editor=1, agent=2, backend=backend, max_sessions=bad)  # type: ignore[arg-type]
         with pytest.raises(ValueError, match="to be an int >= 1"):
             Bridge(editor=1, agent=2, backend=backend, max_pending=bad)  # type: ignore[arg-type]
+
+
+def test_a_batch_from_a_v2_side_is_refused_and_a_v1_sides_is_split(backend: Any) -> None:
+    batch = b'[{"jsonrpc":"2.0","method":"_x/a"},{"jsonrpc":"2.0","method":"_x/b"}]\n'
+    v2_agent = Bridge(editor=1, agent=2, backend=backend)
+    before = _state(v2_agent)
+    with pytest.raises(acp_fast.DecodeError) as e:
+        v2_agent.from_agent(batch)
+    assert e.value.kind == "batch_in_v2" and _state(v2_agent) == before
+    v1_agent = Bridge(editor=2, agent=1, backend=backend)
+    assert v1_agent.from_agent(batch) == [batch]  # entries that pass unchanged: the batch as it is

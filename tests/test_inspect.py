@@ -452,3 +452,31 @@ def test_main_in_process(capsys, codec, tmp_path):
 
     assert main(["inspect", str(path), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["summary"]["toolCallsByStatus"] == {"failed": 1}
+
+
+@pytest.mark.parametrize("backend_id", ["rust", "python"])
+def test_values_nested_where_a_string_belongs_are_shown_in_short(backend_id: str, tmp_path: Path) -> None:
+    """A tool call's status or a content item's type that is a list nested ~1,000 levels (which the
+    state keeps as sent) is shown in short, in text and JSON, never a RecursionError."""
+    deep: Any = "x"
+    for _ in range(1000):
+        deep = [deep]
+    updates = [
+        {"sessionUpdate": "tool_call", "toolCallId": "a", "title": "t", "status": deep},
+        {"sessionUpdate": "tool_call", "toolCallId": "b", "title": "t", "content": [{"type": deep}]},
+    ]
+    path = tmp_path / "deep.ndjson"
+    path.write_bytes(
+        b"".join(
+            acp_fast.dumps({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s", "update": u}})
+            + b"\n"
+            for u in updates
+        )
+    )
+    env = dict(os.environ, ACP_FAST_BACKEND=backend_id)
+    for extra in ([], ["--json"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "acp_fast.cli", "inspect", *extra, str(path)], capture_output=True, env=env, timeout=60
+        )
+        assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr
+        assert b"[[[[" in done.stdout and len(done.stdout) < 20_000

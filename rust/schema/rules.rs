@@ -169,6 +169,9 @@ pub struct Conversation {
     /// The protocol version of the answer to `initialize` (1 for an answer of 1 or less, else 2),
     /// once there was one: for callers that follow the negotiation.
     pub negotiated: Option<u8>,
+    /// The version an `initialize` request asked for (1 or 2) and its sender, until the answer:
+    /// that sender speaks it meanwhile (a client may send `session/new` right behind it).
+    pub asked: Option<(u8, Option<Box<str>>)>,
 }
 
 /// The pending requests of one id.
@@ -212,6 +215,27 @@ fn json_text(data: &[u8], e: &Entry) -> String {
     }
 }
 
+/// The version an `initialize` request asks for: 2 for a `protocolVersion` of 2 or more, else 1.
+fn asked_version(data: &[u8], tape: &Tape, at: u32) -> u8 {
+    let version = tape
+        .member(data, at, b"params")
+        .filter(|&p| tape.get(p).ty == JsonType::Object)
+        .and_then(|p| tape.member(data, p, b"protocolVersion"))
+        .map(|v| *tape.get(v));
+    match version {
+        Some(v) if v.ty == JsonType::Number && v.flag => {
+            let lexeme = &data[v.start as usize..v.end as usize];
+            let low = lexeme.first() == Some(&b'-') || lexeme == b"0" || lexeme == b"1";
+            if low {
+                1
+            } else {
+                2
+            }
+        }
+        _ => 1,
+    }
+}
+
 fn text(data: &[u8], tape: &Tape, at: Option<u32>) -> Option<Vec<u8>> {
     let e = tape.get(at?);
     (e.ty == JsonType::String).then(|| {
@@ -239,6 +263,7 @@ impl Conversation {
             pending_limit: pending.max(1),
             tool_call_limit: tool_calls.max(1),
             negotiated: None,
+            asked: None,
         }
     }
 
@@ -389,6 +414,9 @@ impl Conversation {
         if tape.member(data, at, b"method").is_some() {
             if let (Some(method), Some(id)) = (&method, id) {
                 self.add_pending(id, sender.map(Box::from), String::from_utf8_lossy(method).into());
+                if method == b"initialize" {
+                    self.asked = Some((asked_version(data, tape, at), sender.map(Box::from)));
+                }
             }
             if method.as_deref() == Some(b"session/update") {
                 self.tool_call(data, tape, at, &path, out);
@@ -430,6 +458,15 @@ impl Conversation {
             self.learn_version(data, tape, at);
         }
         schema.message(data, tape, at, hint.as_deref(), &mut path, out);
+    }
+
+    /// The version `sender` speaks: the negotiated one, else the one it asked for in an
+    /// `initialize` not answered yet, else None (the caller's default).
+    pub fn version_of(&self, sender: Option<&str>) -> Option<u8> {
+        self.negotiated.or_else(|| match &self.asked {
+            Some((version, asker)) if asker.is_none() || asker.as_deref() == sender => Some(*version),
+            _ => None,
+        })
     }
 
     fn learn_version(&mut self, data: &[u8], tape: &Tape, at: u32) {

@@ -4,7 +4,9 @@
 //! `error` is refused, as a whole or, for a batch, entry by entry.
 //!
 //! The schema a frame is checked against is the one of the protocol version in force when it was
-//! sent: the fixed version, else the version the `initialize` answer negotiated, else 1. The
+//! sent: the fixed version, else the version the `initialize` answer negotiated, else the one its
+//! sender asked for in an `initialize` not answered yet (`session/new` may follow it at once),
+//! else 1. The
 //! answer itself is checked against the version of its request (the conversation learns the new
 //! version while checking it, after the schema was chosen).
 //!
@@ -12,6 +14,7 @@
 
 use super::{Conversation, Problem, Schema, Severity, Tape, MAX_PROBLEMS, PROBLEM_LIMIT};
 use crate::encoder::PathItem;
+use crate::message::{parse_frame, Frame, Kind};
 
 /// The sender of the frames a decoder reads once it was told what was sent the other way
 /// (`FrameDecoder.sent`), and of what it was told.
@@ -64,6 +67,25 @@ impl Strict {
         self.fixed.or(self.conversation.negotiated).unwrap_or(1)
     }
 
+    /// The version the frame `data` of `sender` is checked by: the fixed one, else the
+    /// negotiated one, else for a request or notification the one `sender` asked for in an
+    /// `initialize` not answered yet, else 1 (so the answer is checked by the version in force).
+    fn version_for(&self, data: &[u8], sender: Option<&str>) -> u8 {
+        if let Some(version) = self.fixed.or(self.conversation.negotiated) {
+            return version;
+        }
+        if self.conversation.asked.is_none() {
+            return 1;
+        }
+        let call =
+            matches!(parse_frame(data), Ok(Frame::Single(e)) if matches!(e.kind, Kind::Request | Kind::Notification));
+        if call {
+            self.conversation.version_of(sender).unwrap_or(1)
+        } else {
+            1
+        }
+    }
+
     /// The sender of the frames checked when the caller names none.
     pub fn default_sender(&self) -> Option<&'static str> {
         self.directed.then_some(RECEIVED)
@@ -73,7 +95,7 @@ impl Strict {
     /// pending, a response answers one received); its problems are not reported.
     pub fn sent(&mut self, data: &[u8]) {
         self.directed = true;
-        let schema = self.schemas[usize::from(self.version() - 1)];
+        let schema = self.schemas[usize::from(self.version_for(data, Some(SENT)) - 1)];
         // Not JSON: nothing to learn from it.
         let _ = self.conversation.check(schema, data, Some(SENT), &mut self.tape);
     }
@@ -84,8 +106,8 @@ impl Strict {
     /// frame as one. A frame the scanner refuses is `Valid` here: its decode error is the
     /// caller's to report.
     pub fn check(&mut self, data: &[u8], entries: Option<&[(usize, usize)]>, sender: Option<&str>) -> Verdict {
-        let schema = self.schemas[usize::from(self.version() - 1)];
         let sender = sender.or(self.default_sender());
+        let schema = self.schemas[usize::from(self.version_for(data, sender) - 1)];
         let Ok(found) = self
             .conversation
             .check_at_most(schema, data, sender, &mut self.tape, MAX_PROBLEMS)

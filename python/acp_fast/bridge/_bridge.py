@@ -310,7 +310,10 @@ class Bridge:
             self._views_sweep = max(self.max_pending, 2 * len(self._views))
 
     def _frame_of(self, msg: Any, side: str, whole: bytes) -> List[bytes]:
-        if isinstance(msg, list):  # a batch: its entries one by one
+        if isinstance(msg, list) and (self.agent if side == "agent" else self.editor) == 2:
+            # v2 has no batches: the error a v2 ToolCallStore gives one (kind batch_in_v2)
+            self._acp.ToolCallStore(2).apply(whole)
+        if isinstance(msg, list):  # a batch (of a v1 side): its entries one by one
             if any(isinstance(entry, DecodeError) for entry in msg):
                 return [whole]
             out: List[bytes] = []

@@ -270,7 +270,7 @@ def _item_summary(item: Any) -> str:
                 return f"text {len(block['text'])} chars"
             if block.get("type") == "resource_link":
                 return f"link {block.get('uri', '?')}"
-            return str(block.get("type", "?"))
+            return _label(block.get("type", "?"))
         return "content"
     if kind == "diff":
         if isinstance(item.get("path"), str):
@@ -284,7 +284,7 @@ def _item_summary(item: Any) -> str:
         return "diff"
     if kind == "terminal":
         return f"terminal {item.get('terminalId', '?')}"
-    return str(kind) if kind is not None else "?"
+    return _label(kind) if kind is not None else "?"
 
 
 def entity_row(target: str, value: Any) -> List[str]:
@@ -311,6 +311,14 @@ def _text(value: Any, width: int = 48) -> str:
     )
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _label(value: Any) -> str:
+    """A value as a label: a scalar as ``str`` gives it, anything else (a list or an object a
+    peer put where a string belongs, however deep) in short as JSON."""
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return str(value)
+    return _text(value)
 
 
 def last_line(data: bytes) -> str:
@@ -393,12 +401,12 @@ def summary(result: Replay, state: Optional[Dict[str, Any]] = None) -> Dict[str,
             keyed = acp_fast.ENTITY_TARGETS.get(target) is not None
             entities[target] += len(value) if keyed and isinstance(value, dict) else 1
         tool_calls += len(session["toolCalls"])
-        statuses.update(str(tc.get("status")) for tc in session["toolCalls"].values())
+        statuses.update(_label(tc.get("status")) for tc in session["toolCalls"].values())
         plans += len(session["plans"])
         terminals += len(session["terminals"])
         permissions += len(session["permissions"])
         files += len(session.get("files", ()))
-        outcomes.update(str(p.get("outcome")) for p in session["permissions"])
+        outcomes.update(_label(p.get("outcome")) for p in session["permissions"])
     kinds: Counter[str] = Counter()
     for counts in result.updates_by_kind.values():
         kinds.update(counts)
@@ -433,7 +441,7 @@ def render(name: str, result: Replay, *, session_filter: Optional[str] = None) -
     if result.header is not None:
         argv = result.header.get("argv")
         if isinstance(argv, list) and argv:
-            head += " of `" + " ".join(str(a) for a in argv) + "`"
+            head += " of `" + " ".join(_label(a) for a in argv) + "`"
     head += f", {_count(result.lines, 'line')}, {_count(result.frames, 'frame')}"
     version = store.protocol_version
     source = (

@@ -122,6 +122,14 @@ def _json_text(value: Any) -> str:
     return dumps(value).decode("utf-8")
 
 
+def _asked_version(msg: Dict[str, Any]) -> int:
+    """The version an ``initialize`` request asks for: 2 for a ``protocolVersion`` of 2 or more,
+    else 1."""
+    params = msg.get("params")
+    version = params.get("protocolVersion") if isinstance(params, dict) else None
+    return 2 if isinstance(version, int) and not isinstance(version, bool) and version >= 2 else 1
+
+
 class Conversation:
     """The conversation so far: the requests still pending (by sender and id) and the tool calls
     already reported (by session and id).
@@ -145,6 +153,9 @@ class Conversation:
         #: The protocol version of the answer to ``initialize`` (1 for an answer of 1 or less,
         #: else 2), once there was one: for callers that follow the negotiation.
         self.negotiated: Optional[int] = None
+        #: The version an ``initialize`` request asked for (1 or 2) and its sender, until the
+        #: answer: that sender speaks it meanwhile (a client may send ``session/new`` right behind it).
+        self.asked: Optional[Tuple[int, Optional[str]]] = None
 
     def sizes(self) -> Tuple[int, int, int]:
         """(pending request ids, tool call ids remembered, pending requests forgotten so far)."""
@@ -221,6 +232,8 @@ class Conversation:
         if "method" in msg:
             if isinstance(method, str) and "id" in msg:
                 self._add_pending(_id_key(msg["id"]), sender, method)
+                if method == "initialize":
+                    self.asked = (_asked_version(msg), sender)
             if method == "session/update":
                 self._tool_call(msg, path, out)
         elif "id" in msg:
@@ -246,6 +259,16 @@ class Conversation:
         if hint == "initialize":
             self._learn_version(msg)
         schema.message(msg, hint, path, out)
+
+    def version_of(self, sender: Optional[str]) -> Optional[int]:
+        """The version ``sender`` speaks: the negotiated one, else the one it asked for in an
+        ``initialize`` not answered yet, else None (the caller's default)."""
+        if self.negotiated is not None:
+            return self.negotiated
+        asked = self.asked
+        if asked is not None and (asked[1] is None or asked[1] == sender):
+            return asked[0]
+        return None
 
     def _learn_version(self, msg: Dict[str, Any]) -> None:
         result = msg.get("result")

@@ -4,7 +4,9 @@
 frame with problems of severity ``error`` is refused, as a whole or, for a batch, entry by entry.
 
 The schema a frame is checked against is the one of the protocol version in force when it was
-sent: the fixed version, else the version the ``initialize`` answer negotiated, else 1. The
+sent: the fixed version, else the version the ``initialize`` answer negotiated, else the one its
+sender asked for in an ``initialize`` not answered yet (``session/new`` may follow it at once),
+else 1. The
 answer itself is checked against the version of its request (the conversation learns the new
 version while checking it, after the schema was chosen).
 
@@ -50,6 +52,17 @@ class Strict:
         """The version in force: the fixed one, else the negotiated one, else 1."""
         return self.fixed or self.conversation.negotiated or 1
 
+    def version_for(self, value: Any, sender: Optional[str]) -> int:
+        """The version the frame ``value`` of ``sender`` is checked by: the fixed one, else the
+        negotiated one, else for a request or notification the one ``sender`` asked for in an
+        ``initialize`` not answered yet, else 1 (so the answer is checked by the version in force)."""
+        version = self.fixed or self.conversation.negotiated
+        if version:
+            return version
+        if self.conversation.asked is None or not (isinstance(value, dict) and "method" in value):
+            return 1
+        return self.conversation.version_of(sender) or 1
+
     def default_sender(self) -> Optional[str]:
         """The sender of the frames checked when the caller names none."""
         return RECEIVED if self.directed else None
@@ -62,7 +75,7 @@ class Strict:
             value = _parse(message)
         except DecodeError:  # not JSON: nothing to learn from it
             return
-        self.conversation.check(self.schemas[self.version() - 1], value, SENT)
+        self.conversation.check(self.schemas[self.version_for(value, SENT) - 1], value, SENT)
 
     def check(self, raw: bytes, entries: bool, sender: Optional[str], line: Optional[int]) -> Any:
         """Check the frame ``raw`` (no line ending), sent by ``sender`` (None: not said).
@@ -70,13 +83,13 @@ class Strict:
         such as a batch in protocol v1, still fail the whole frame). Returns None (no problem of
         severity ``error``), the frame's ``DecodeError``, or for a batch judged by entry a list
         with each entry's ``DecodeError`` (None: valid)."""
-        version = self.version()
         if sender is None:
             sender = self.default_sender()
         try:
             value = _loads(raw)
         except DecodeError:  # a frame the scanner refuses is the caller's to report
             return None
+        version = self.version_for(value, sender)
         found = self.conversation.check_at_most(self.schemas[version - 1], value, sender, MAX_PROBLEMS)
         errors = [p for p in found if p.severity == "error"]
         if not errors:
