@@ -263,7 +263,7 @@ def soak(args: argparse.Namespace) -> Dict[str, Any]:
             env["ACP_FAST_BACKEND"] = args.backend
         cmd = [sys.executable, "-m", "acp_fast.cli", "proxy", "--quiet", *args.proxy_args, "--", *agent_cmd]
         size = f"{sessions:,} sessions" if args.sessions else f"about {args.mb:g} MB"
-        say(f"relaying {blocks:,} copies ({size}) through `acp-fast proxy {' '.join(args.proxy_args)}`")
+        say(f"relaying {blocks:,} copies ({size}) through `{' '.join(['acp-fast proxy', *args.proxy_args])}`")
         proxy = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         assert proxy.stdout is not None and proxy.stderr is not None  # both PIPE
         stderr: List[bytes] = []
@@ -370,7 +370,8 @@ def soak(args: argparse.Namespace) -> Dict[str, Any]:
         "frames": received,
         "garbage_lines": want.count(b"\n"),
         "copies": blocks,
-        "sessions": relayed[1],
+        "sessions": relayed[1],  # of the copies that arrived whole
+        "sessions_planned": sessions,
         "proxy_args": list(args.proxy_args),
         "seconds": seconds,
         "mb_per_s": relayed[0] / 1e6 / seconds if seconds else None,
@@ -397,7 +398,10 @@ def soak(args: argparse.Namespace) -> Dict[str, Any]:
 
 
 def render(r: Dict[str, Any]) -> str:
-    sessions = f"{r['sessions']:,} sessions, " if r["sessions"] else ""
+    sessions = ""
+    if r["sessions_planned"]:
+        whole = "" if r["sessions"] == r["sessions_planned"] else f" of {r['sessions_planned']:,}"
+        sessions = f"{r['sessions']:,}{whole} sessions, "
     proxy = " ".join(["acp-fast proxy", *r["proxy_args"]])
     lines = [
         (
@@ -439,9 +443,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--interval", type=number(0.001), default=0.25, help="seconds between RSS samples (default 0.25)")
     p.add_argument("--warmup", type=number(0), default=0.25, help="share of the bytes before RSS is judged (0.25)")
     p.add_argument("--rss-slack", type=number(0), default=8, help="MiB the RSS peak may grow after warm-up (8)")
-    p.add_argument(
-        "--proxy-args", nargs=argparse.REMAINDER, default=[], help="more options for the proxy, e.g. --bridge 1:2 (last)"
-    )
+    more = "more options for the proxy, e.g. --bridge 1:2 (last)"
+    p.add_argument("--proxy-args", nargs=argparse.REMAINDER, default=[], help=more)
     p.add_argument("--json", metavar="FILE", help="write the report as JSON")
     p.add_argument("--no-progress", action="store_true", help="no progress on stderr")
     p.add_argument("--agent", action="store_true", help=argparse.SUPPRESS)
