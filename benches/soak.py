@@ -42,7 +42,10 @@ to the bridge: what it keeps of older sessions (within its bounds, docs/BRIDGE.m
 change how a new session is converted, and a difference is reported like a lost frame. The
 frames the bridge documents as not shown to a v1 editor (the v2 acknowledgement of a prompt,
 ``state_update`` ``running``, the agent's echo of the prompt, ...) are exactly those missing from
-the reference conversion. The garbage lines must still all reach stderr, in order.
+the reference conversion. The garbage lines must still all reach stderr, in order. As in the
+rest of the soak the agent writes both directions of the generated traffic (the editor's
+requests too), so the bridge converts those as frames from the agent: the check compares the
+proxy with the library's bridge on the same frames, it is not a protocol check of the output.
 
 Progress goes to stderr; the report (throughput, RSS min / max, counts) to stdout; ``--json FILE``
 writes it. Exit status 0 when every check passed, 1 when one failed, 2 for a usage error.
