@@ -18,7 +18,7 @@ PYTHON ?= $(shell if [ -x $(VENV)/bin/python ]; then echo $(VENV)/bin/python; el
 # The extras `make env` installs into $(VENV).
 ENV_EXTRAS ?= test,bench,lint
 
-.PHONY: install build env test test-rust test-python test-aarch64 miri fuzz soak hostile bench bench-suite bench-rust ab \
+.PHONY: install build env test test-rust test-python test-aarch64 miri fuzz soak soak-sessions hostile bench bench-suite bench-rust ab \
 	lint format lint-format lint-ruff lint-mypy lint-stubtest lint-imports lint-mirror lint-rust schemas env-setup build-tools wheels wheel-test docs docs-tools docs-serve clean-venv
 
 install:  ## build the Rust core (release) and install the package with its test and lint extras
@@ -126,6 +126,15 @@ fuzz:  ## run every fuzz target for FUZZ_SECONDS each (not part of CI)
 SOAK_MB ?= 1024
 soak:  ## relay SOAK_MB (1024) megabytes through acp-fast proxy and check every byte and the RSS (not part of CI)
 	$(PYTHON) benches/soak.py --mb $(SOAK_MB)
+
+# Sessions mode of the same soak: SESSIONS distinct sessions (each copy of a corpus renamed to fresh
+# session ids), through the plain proxy, then through --bridge 1:2 (a v2 agent, the editor side
+# checked against the bridge's own conversion); both run even when the first fails. tests/test_soak.py
+# runs a short one in CI.
+SESSIONS ?= 1000000
+soak-sessions:  ## relay SESSIONS (1000000) sessions through acp-fast proxy, then proxy --bridge 1:2; check bytes and RSS (not part of CI)
+	status=0; $(PYTHON) benches/soak.py --sessions $(SESSIONS) || status=1; \
+	$(PYTHON) benches/soak.py --sessions $(SESSIONS) --proxy-args --bridge 1:2 || status=1; exit $$status
 
 # The hostile run (tests/hostile.py): ROUNDS corpora per profile (v2, mixed) of FRAMES valid frames
 # with bad lines, the bridge's triggers and mutants interleaved, through the library, the bridge,
