@@ -174,7 +174,7 @@ def test_checkpoint_round_trip_keeps_numbers(backend):
     assert_record(restored.updates("s1"), [{"sessionUpdate": "_acme", "n": 2.5, "big": -98765432109876543210}])
     # a document written by hand: numbers anywhere in the stored values, spaces and escapes
     text = (
-        b'{"format":"acp-fast-state/1","protocolVersion":null,"negotiatedVersion":null,"maxToolCalls":null,'
+        b'{"format":"acp-fast-state/2","protocolVersion":null,"negotiatedVersion":null,"maxToolCalls":null,'
         b'"evicted":0,"sessions":{"s1":{"toolCalls":{"c1":{"toolCallId":"c1","kind":"other","status":"pending",'
         b'"content":[ {"n": 1E2} ],"locations":[],"rawInput": [2.50, -0, 1e-400]}},"terminals":{},'
         b'"plans":{"p":{"planId":"p","n":0.10}},"permissions":[{"id":-0,"sessionId":"s1","options":[{"w":1.0e+2}],'

@@ -376,11 +376,13 @@ class ToolCallStore:
     def state(self) -> Dict[str, Any]:
         """The whole store as a JSON-compatible dict (the checkpoint, DESIGN §7.8); terminal output as base64."""
     def to_json(self) -> bytes:
-        """``dumps(state())``: a checkpoint for :meth:`from_json`."""
+        """``dumps(state())`` but for numbers and string values, written as received: a checkpoint
+        (format ``acp-fast-state/2``) for :meth:`from_json`."""
     @classmethod
     def from_json(cls, data: Union[bytes, str]) -> ToolCallStore:
-        """Rebuild a store from :meth:`to_json` output (bytes or str). A document of another shape
-        raises ValueError naming the path."""
+        """Rebuild a store from :meth:`to_json` output (bytes or str; format ``acp-fast-state/2``
+        or ``/1``), with its options and its eviction order, so that it behaves as the original. A
+        document of another shape raises ValueError naming the path."""
     @property
     def protocol_version(self) -> int:
         """The version in force: the fixed one, else the negotiated one, else 1."""

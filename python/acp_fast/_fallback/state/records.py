@@ -21,7 +21,7 @@ from typing import Any, Deque, Dict, Iterator, List, Optional, Protocol, Tuple
 
 import orjson
 
-from .read import number
+from .read import Exact, number, text
 
 __all__ = [
     "MISSING",
@@ -56,7 +56,7 @@ _FINISHED = frozenset(("completed", "failed", "cancelled"))
 
 def finished(fields: Dict[str, Any]) -> bool:
     """Is the tool call's status "completed", "failed" or "cancelled" (evicted first)?"""
-    status = fields.get("status")
+    status = text(fields.get("status"))
     return type(status) is str and status in _FINISHED
 
 
@@ -206,6 +206,7 @@ class Store(Protocol):
     _max_entities: Optional[int]
     _max_files: Optional[int]
     _wrap_bare_content: bool
+    _options: Tuple[int, Any, bool, int]
     _sessions: Dict[str, Session]
     _permissions: List[Optional[List[Any]]]
     _permission_holes: int
@@ -300,6 +301,8 @@ def fresh(v: Any) -> Any:
         root = v[:]
     elif t is _Fragment:
         return number(v)
+    elif t is Exact:
+        return str.__str__(v)
     else:
         return v
     stack = [root]
@@ -319,6 +322,8 @@ def fresh(v: Any) -> Any:
                 push(x)
             elif tx is _Fragment:
                 c[k] = number(x)
+            elif tx is Exact:
+                c[k] = str.__str__(x)
     return root
 
 
