@@ -306,10 +306,13 @@ pub struct Session {
     pub plans: OrderedMap<Raw>,
     /// Unknown updates (DESIGN §7.3) as received, in arrival order.
     pub updates: VecDeque<Raw>,
-    /// Permission records of this session held by the store (for its bound), and a min-heap of
-    /// the indices (in the store's list) of its resolved ones: the bound drops the oldest first.
+    /// Permission records of this session held by the store (for its bound), and min-heaps of
+    /// the indices (in the store's list) of its resolved ones and of its pending ones (entries of
+    /// records resolved or dropped since are stale): the bound drops the oldest resolved first,
+    /// then the oldest pending.
     pub permission_count: usize,
     pub resolved: BinaryHeap<Reverse<usize>>,
+    pub waiting: BinaryHeap<Reverse<usize>>,
     /// With a bound on terminals (`evict.rs`): the creation number of the next terminal, and a
     /// min-heap of (creation number, id) of the terminals found exited.
     pub terminal_seq: u64,

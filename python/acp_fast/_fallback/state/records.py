@@ -120,6 +120,7 @@ class Session:
         "updates",
         "permission_count",
         "resolved",
+        "waiting",
         "terminal_seq",
         "exited",
         "dropped_terminals",
@@ -138,10 +139,13 @@ class Session:
         self.terminals: Dict[str, Terminal] = OrderedDict()
         self.plans: Dict[str, Any] = OrderedDict()
         self.updates: Deque[Any] = deque()
-        # permission records of this session held by the store (for its bound), and a min-heap of
-        # the indices (in the store's list) of its resolved ones: the bound drops the oldest first
+        # permission records of this session held by the store (for its bound), and min-heaps of
+        # the indices (in the store's list) of its resolved ones and of its pending ones (entries of
+        # records resolved or dropped since are stale): the bound drops the oldest resolved first,
+        # then the oldest pending
         self.permission_count = 0
         self.resolved: List[int] = []
+        self.waiting: List[int] = []
         # with a bound on terminals (evict.py): the creation number of the next terminal, and a
         # min-heap of (creation number, id) of the terminals found exited
         self.terminal_seq = 0
