@@ -119,7 +119,7 @@ FULL = rec(
 )
 
 
-def empty_state(protocol_version=None, negotiated=None, max_tool_calls=None, evicted=0, sessions=None):
+def empty_state(protocol_version=None, negotiated=None, max_tool_calls=1000, evicted=0, sessions=None):
     sessions = {} if sessions is None else sessions
     return {
         "format": "acp-fast-state/2",
@@ -204,7 +204,7 @@ def _rich_state():
         "format": "acp-fast-state/2",
         "protocolVersion": None,
         "negotiatedVersion": 2,
-        "maxToolCalls": None,
+        "maxToolCalls": 1000,
         "evicted": 0,
         "sessions": {
             "s1": {

@@ -98,7 +98,7 @@ def test_tool_call_order_is_left_out_when_it_is_the_document_order(backend):
     s.apply(tool_call_update("a", "4"))
     assert s.state()["toolCallOrder"] == ["a", "a", "b", "a"]
     # without a bound the order changes nothing, and is not written
-    u = backend.ToolCallStore()
+    u = backend.ToolCallStore(max_tool_calls=None)
     for sid, tcid in (("a", "1"), ("b", "2"), ("a", "3")):
         u.apply(tool_call_update(sid, tcid))
     assert "toolCallOrder" not in u.state()

@@ -512,8 +512,8 @@ def test_from_json_checks_the_bound(backend, limits, message):
 
 def test_bound_written_only_when_not_the_default(backend):
     assert b"maxUpdates" not in backend.ToolCallStore().to_json()
-    assert b',"maxToolCalls":null,"maxUpdates":null,"evicted":0,' in backend.ToolCallStore(max_updates=None).to_json()
-    assert b',"maxToolCalls":null,"maxUpdates":0,"evicted":0,' in backend.ToolCallStore(max_updates=0).to_json()
+    assert b',"maxToolCalls":1000,"maxUpdates":null,"evicted":0,' in backend.ToolCallStore(max_updates=None).to_json()
+    assert b',"maxToolCalls":1000,"maxUpdates":0,"evicted":0,' in backend.ToolCallStore(max_updates=0).to_json()
     restored = backend.ToolCallStore.from_json(backend.ToolCallStore(max_updates=7).to_json())
     assert restored.max_updates == 7
     assert backend.ToolCallStore.from_json(backend.ToolCallStore(max_updates=0).to_json()).max_updates == 0

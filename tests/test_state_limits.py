@@ -326,7 +326,7 @@ def test_markers_in_the_checkpoint(backend):
     s = _bounded_store(backend)
     doc = s.to_json()
     assert doc.startswith(
-        b'{"format":"acp-fast-state/2","protocolVersion":2,"negotiatedVersion":null,"maxToolCalls":null,'
+        b'{"format":"acp-fast-state/2","protocolVersion":2,"negotiatedVersion":null,"maxToolCalls":1000,'
         b'"maxTerminalBytes":2,"maxContentItems":1,"maxPlans":1,"maxPermissions":1,"maxUpdates":1,"evicted":0,'
     )
     assert b'"locations":[],"_truncated":{"droppedItems":1}}' in doc

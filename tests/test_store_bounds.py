@@ -93,3 +93,14 @@ def test_close_and_delete_free_the_session(backend, method):
         s.apply(frame(request(i + 100, method, {"sessionId": sid})), source="client")
         s.apply(response(i + 100, {}), source="agent")
     assert list(s.state()["sessions"]) == ["s2"] and s.closed_sessions == 2001
+
+
+def test_the_default_store_is_bounded(backend):
+    from acp_fast.proxy._proxy import DEFAULT_MAX_TOOL_CALLS
+
+    s = backend.ToolCallStore()
+    assert s.max_tool_calls == 1000 == DEFAULT_MAX_TOOL_CALLS  # the library's default is the proxy's
+    for i in range(3000):
+        s.apply(tool_call_update(f"s{i % 7}", f"c{i}"))
+    assert len(s) == 1000 and s.evicted == 2000
+    assert backend.ToolCallStore(max_tool_calls=None).max_tool_calls is None  # no bound, when asked

@@ -299,7 +299,7 @@ class ToolCallStore:
         cls,
         protocol_version: Optional[int] = None,
         *,
-        max_tool_calls: Optional[int] = None,
+        max_tool_calls: Optional[int] = 1000,
         max_frame_bytes: Optional[int] = 67108864,
         max_terminal_bytes: Optional[int] = 1048576,
         max_content_items: Optional[int] = 1000,
@@ -315,7 +315,8 @@ class ToolCallStore:
         wrap_bare_content: bool = False,
     ) -> ToolCallStore:
         """An empty store: ``protocol_version`` 1 or 2 (None: the negotiated one, else 1);
-        ``max_tool_calls`` bounds the finished tool calls kept; ``max_frame_bytes`` as for
+        ``max_tool_calls`` bounds the tool calls kept across sessions (1000 by default, as
+        ``acp-fast proxy``; None: every one), the finished ones dropped first; ``max_frame_bytes`` as for
         :class:`FrameDecoder`; the bounds inside sessions (None: no bound): output bytes kept per
         terminal, content items per tool call, plans and permission records per session, unknown
         updates per session (the last ones; 0: none), terminals per session (the oldest exited

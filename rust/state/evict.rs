@@ -56,6 +56,10 @@ use std::collections::{BinaryHeap, VecDeque};
 use super::records::{Outcome, Permission, Session, Terminal, Text, ToolCall};
 use super::Store;
 
+/// The default of `max_tool_calls` in `ToolCallStore` (and `acp-fast proxy`'s): the tool calls
+/// kept across sessions (DESIGN §7.8). `Store::new` takes the bound it is given.
+pub const DEFAULT_MAX_TOOL_CALLS: usize = 1000;
+
 /// The bounds inside a session (DESIGN §7.8; `None`: no bound). The defaults are `Default`'s.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {

@@ -52,6 +52,7 @@ from .evict import (
     DEFAULT_MAX_PLANS,
     DEFAULT_MAX_TERMINAL_BYTES,
     DEFAULT_MAX_TERMINALS,
+    DEFAULT_MAX_TOOL_CALLS,
     DEFAULT_MAX_UPDATES,
     trim_front,
 )
@@ -218,7 +219,7 @@ class ToolCallStore:
         self,
         protocol_version: Optional[int] = None,
         *,
-        max_tool_calls: Optional[int] = None,
+        max_tool_calls: Optional[int] = DEFAULT_MAX_TOOL_CALLS,
         max_frame_bytes: Optional[int] = DEFAULT_MAX_FRAME_BYTES,
         max_terminal_bytes: Optional[int] = DEFAULT_MAX_TERMINAL_BYTES,
         max_content_items: Optional[int] = DEFAULT_MAX_CONTENT_ITEMS,

@@ -69,6 +69,7 @@ __all__ = [
     "DEFAULT_MAX_UPDATES",
     "DEFAULT_MAX_ENTITIES",
     "DEFAULT_MAX_FILES",
+    "DEFAULT_MAX_TOOL_CALLS",
     "LIMITS",
     "close_permission_holes",
     "compact",
@@ -93,6 +94,9 @@ DEFAULT_MAX_UPDATES = 1000
 DEFAULT_MAX_TERMINALS = 1000
 DEFAULT_MAX_ENTITIES = 1000
 DEFAULT_MAX_FILES = 1000
+#: The default of ``max_tool_calls`` (and ``acp-fast proxy``'s): the tool calls kept across
+#: sessions. Rust: ``DEFAULT_MAX_TOOL_CALLS``.
+DEFAULT_MAX_TOOL_CALLS = 1000
 
 #: The bounds inside sessions (Rust: ``Limits``), in checkpoint order (DESIGN 7.8): (checkpoint
 #: member, store attribute, smallest value: 1 for a count of records, 0 of items; default). A
