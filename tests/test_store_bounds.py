@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pytest
 
+from acp_fast import DecodeError
 from acp_fast import builders as B
 from state_model import frame, request, response, tool_call_update
 
@@ -104,3 +105,23 @@ def test_the_default_store_is_bounded(backend):
         s.apply(tool_call_update(f"s{i % 7}", f"c{i}"))
     assert len(s) == 1000 and s.evicted == 2000
     assert backend.ToolCallStore(max_tool_calls=None).max_tool_calls is None  # no bound, when asked
+
+
+def test_a_null_answer_to_terminal_output_is_an_error_on_both_backends(both_backends):
+    # found by the mixed-stream property test: the fallback raised AttributeError locating the
+    # missing member under a null result
+    errors = []
+    for backend in both_backends:
+        s = backend.ToolCallStore(2)
+        s.apply(frame(request(3, "terminal/output", {"terminalId": "t1", "sessionId": "s1"})))
+        with pytest.raises(DecodeError) as info:
+            s.apply(response(3, None))
+        errors.append((info.value.kind, str(info.value)))
+    assert (
+        errors[0]
+        == errors[1]
+        == (
+            "invalid_output",
+            'expected "result.output" to be a string, found none at line 1 column 34',
+        )
+    )

@@ -205,7 +205,8 @@ def state_error(bad: Bad, doc: bytes, obj_start: int) -> DecodeError:
     keys = bad.keys
     last = len(keys) - 1
     for i, key in enumerate(keys):
-        found = find_member(doc, container, key)
+        # a member on the way that is not an object (`"result": null`) lacks the next one
+        found = find_member(doc, container, key) if doc[container] == 0x7B else None
         if found is None or i == last:
             break
         container = found[1]
