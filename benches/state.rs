@@ -50,9 +50,10 @@ fn main() {
         .unwrap_or(15);
     let only = std::env::var("STATE_BENCH_ONLY").ok();
     let (store, _) = load(&lines);
-    let doc = checkpoint::to_json(&store).expect("a checkpoint");
-    let to_json = || checkpoint::to_json(&store).map_or(0, |d| d.len());
-    let from_json = || checkpoint::from_json(&doc).map_or(0, |s| s.tool_call_count());
+    let options = checkpoint::Options::default();
+    let doc = checkpoint::to_json(&store, &options).expect("a checkpoint");
+    let to_json = || checkpoint::to_json(&store, &options).map_or(0, |d| d.len());
+    let from_json = || checkpoint::from_json(&doc).map_or(0, |(s, _)| s.tool_call_count());
     let parts: [(&str, &dyn Fn() -> usize); 4] = [
         ("parse_line", &|| parse_all(&lines)),
         ("parse+apply", &|| apply_all(&lines)),

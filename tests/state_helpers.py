@@ -29,14 +29,15 @@ _TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+
 
 
 def canonical_numbers(doc: bytes) -> bytes:
-    """The compact JSON ``doc`` with each number written as ``dumps(loads(number))`` would write it
-    (``2.50`` -> ``2.5``, ``-0`` -> ``0``): what ``to_json()`` is once its numbers, which keep their
-    text as received (DESIGN 7.8), are set aside."""
+    """The compact JSON ``doc`` with each number and string written as ``dumps(loads(token))``
+    would write it (``2.50`` -> ``2.5``, ``-0`` -> ``0``, ``"\\u00e9"`` -> ``"é"``): what
+    ``to_json()`` is once its numbers and strings, which keep their text as received (DESIGN 7.8),
+    are set aside."""
 
     def number(m):
         text = m.group()
         if text.startswith(b'"'):
-            return text
+            return orjson.dumps(json.loads(text))
         value = json.loads(text)
         return str(value).encode() if type(value) is int else orjson.dumps(value)
 
@@ -118,10 +119,10 @@ FULL = rec(
 )
 
 
-def empty_state(protocol_version=None, negotiated=None, max_tool_calls=None, evicted=0, sessions=None):
+def empty_state(protocol_version=None, negotiated=None, max_tool_calls=1000, evicted=0, sessions=None):
     sessions = {} if sessions is None else sessions
     return {
-        "format": "acp-fast-state/1",
+        "format": "acp-fast-state/2",
         "protocolVersion": protocol_version,
         "negotiatedVersion": negotiated,
         "maxToolCalls": max_tool_calls,
@@ -200,10 +201,10 @@ def _rich_stream():
 
 def _rich_state():
     return {
-        "format": "acp-fast-state/1",
+        "format": "acp-fast-state/2",
         "protocolVersion": None,
         "negotiatedVersion": 2,
-        "maxToolCalls": None,
+        "maxToolCalls": 1000,
         "evicted": 0,
         "sessions": {
             "s1": {

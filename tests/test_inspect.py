@@ -180,7 +180,7 @@ def test_replay_result_counts(sessions):
 @pytest.mark.parametrize("profile", ["mixed", "v2"])
 def test_replay_of_a_stream_equals_feeding_the_store(codec, profile):
     data = traffic.generate(profile, 1500, seed=4)
-    direct = acp_fast.ToolCallStore()
+    direct = acp_fast.ToolCallStore(max_tool_calls=None)  # inspect keeps every tool call
     direct.feed(data)
     direct.finish()
     result = inspector.replay_file(data)

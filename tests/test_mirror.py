@@ -50,7 +50,7 @@ FRAMES = "rust/python/frames.rs"
 CONVERT = "rust/python/convert.rs"
 MESSAGE_BINDING = "PyMessage,line_bytes,concat_bytes,Source,text,id_value,new_message,frame_object,object_in,source_of,surrogate_error,decode,encode"
 SCHEMA_BINDING = "schema_index,schema,frame_bytes,problems,validate_schema,PySchemaValidator,register"
-STRICT_BINDING = "strict_arg,strict_setting,check_results,sent,schema_error"
+STRICT_BINDING = "strict_arg,strict_of,strict_setting,check_results,sent,schema_error"
 WRITER = "type_name,surrogate_failure,surrogate_error,write_str_object,str_utf8,Writer,dumps_bytes"
 
 MAP: list[tuple[list[str], str | None, str]] = [
@@ -220,6 +220,7 @@ ALLOWED: list[tuple[str, str | list[str], str]] = [
     (
         "state/__init__.py",
         ["check_source", "key", "limit", "unknown_update", "version", "set_negotiated", "session", "dispatch"]
+        + ["draft_index"]
         + ["permission_list", "function", "ignored", "table"],
         (
             "argument checks (rust/python/args.rs) and the store's own helpers (rust: the core Store's"
@@ -242,6 +243,13 @@ ALLOWED: list[tuple[str, str | list[str], str]] = [
     ("state/records.py", ["new", "kept", "dropped", "fresh"], "Python objects' constructors and copies"),
     ("state/records.py", ORDER, "Change (the binding's PyChange, after the core's records in Rust) comes first here"),
     ("rust/state/checkpoint.rs", ["message", "repr_approx", "count_error"], "CheckpointError's text: ValueError here"),
+    ("state/checkpoint.py", ["order_error"], "CheckpointError::Order's text: a ValueError here"),
+    (
+        "state/checkpoint.py",
+        ["exact_text", "flag"],
+        "strings kept as received are `read.Exact` here (orjson's `default`); `flag`: Rust's `Reader::flag`",
+    ),
+    ("rust/state/restore.rs", ["flag"], "a boolean member: checkpoint.py's `flag` (dict lookups there)"),
     ("state/checkpoint.py", ["load"], "reading the document: orjson and the scanner here"),
     (
         "rust/state/request.rs",
@@ -397,8 +405,12 @@ ALLOWED: list[tuple[str, str | list[str], str]] = [
     ),
     (
         "state/read.py",
-        ["exactly", "recheck", "float", "int", "exact", "number", "plain", "Bad.new", "state_error"],
-        "numbers that keep their text, the Bad exception; `state_error` (rust: `bad`) is used by the engine rewrite",
+        ["exactly", "recheck", "float", "int", "exact", "number", "plain", "Bad.new", "state_error"]
+        + ["text", "string", "scan_string", "new"],
+        (
+            "numbers and strings that keep their text (`Exact`, `text` its plain str: rust's `text_of`), the Bad"
+            " exception; `state_error` (rust: `bad`) is used by the engine rewrite"
+        ),
     ),
     (
         "rust/state/tool_call.rs",

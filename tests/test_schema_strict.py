@@ -721,9 +721,9 @@ def test_tool_call_store_strict_schema_options(backend):
     for arg in (3, 0, "yes", 1.0):
         with pytest.raises(ValueError, match=r"^expected strict_schema to be a bool, 1 or 2, found "):
             backend.ToolCallStore(strict_schema=arg)
-    # a checkpoint keeps the state, not the decoding options (as max_frame_bytes)
+    # a checkpoint keeps the option (as max_frame_bytes): the restored store checks alike
     strict = backend.ToolCallStore(strict_schema=2)
-    assert backend.ToolCallStore.from_json(strict.to_json()).strict_schema is False
+    assert backend.ToolCallStore.from_json(strict.to_json()).strict_schema == 2
     # the default store applies what strict ones refuse
     custom = _update(_tool_call("x", kind="mine"))
     assert backend.ToolCallStore(2).apply(custom).action == "created"
@@ -824,7 +824,8 @@ def test_tool_call_store_strict_schema_on_mutated_traffic(backend, profile):
     kept = b"".join(line for n, line in enumerate(lines, 1) if n not in refused)
     plain = backend.ToolCallStore()
     plain.feed(kept)
-    assert store.state() == plain.state()
+    # the same state; the strict store's checkpoint also names its option
+    assert store.state() == {**plain.state(), "strictSchema": version}
 
 
 @pytest.mark.parametrize("profile", ["mixed", "v2"])

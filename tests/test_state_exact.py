@@ -174,7 +174,7 @@ def test_checkpoint_round_trip_keeps_numbers(backend):
     assert_record(restored.updates("s1"), [{"sessionUpdate": "_acme", "n": 2.5, "big": -98765432109876543210}])
     # a document written by hand: numbers anywhere in the stored values, spaces and escapes
     text = (
-        b'{"format":"acp-fast-state/1","protocolVersion":null,"negotiatedVersion":null,"maxToolCalls":null,'
+        b'{"format":"acp-fast-state/2","protocolVersion":null,"negotiatedVersion":null,"maxToolCalls":null,'
         b'"evicted":0,"sessions":{"s1":{"toolCalls":{"c1":{"toolCallId":"c1","kind":"other","status":"pending",'
         b'"content":[ {"n": 1E2} ],"locations":[],"rawInput": [2.50, -0, 1e-400]}},"terminals":{},'
         b'"plans":{"p":{"planId":"p","n":0.10}},"permissions":[{"id":-0,"sessionId":"s1","options":[{"w":1.0e+2}],'
@@ -512,8 +512,8 @@ def test_from_json_checks_the_bound(backend, limits, message):
 
 def test_bound_written_only_when_not_the_default(backend):
     assert b"maxUpdates" not in backend.ToolCallStore().to_json()
-    assert b',"maxToolCalls":null,"maxUpdates":null,"evicted":0,' in backend.ToolCallStore(max_updates=None).to_json()
-    assert b',"maxToolCalls":null,"maxUpdates":0,"evicted":0,' in backend.ToolCallStore(max_updates=0).to_json()
+    assert b',"maxToolCalls":1000,"maxUpdates":null,"evicted":0,' in backend.ToolCallStore(max_updates=None).to_json()
+    assert b',"maxToolCalls":1000,"maxUpdates":0,"evicted":0,' in backend.ToolCallStore(max_updates=0).to_json()
     restored = backend.ToolCallStore.from_json(backend.ToolCallStore(max_updates=7).to_json())
     assert restored.max_updates == 7
     assert backend.ToolCallStore.from_json(backend.ToolCallStore(max_updates=0).to_json()).max_updates == 0

@@ -227,17 +227,18 @@ def _answer(rid):
     return B.permission_response(rid, "allow")
 
 
-def test_permission_records_keep_the_pending_and_the_newest(backend):
+def test_permission_records_keep_the_newest(backend):
     s = backend.ToolCallStore(max_permissions=2)
     for rid in (1, 2, 3):
         s.apply(_ask("s1", rid))
-    assert [p["id"] for p in s.permissions("s1")] == [1, 2, 3]  # pending: all kept
-    s.apply(_answer(1))
+    # no resolved record to drop: the oldest pending one goes (issue 28: pending ones were kept)
+    assert [p["id"] for p in s.permissions("s1")] == [2, 3]
+    assert s.apply(_answer(1)) is None  # dropped: nothing to resolve
     s.apply(_answer(2))
     s.apply(_ask("s2", 9))
-    assert [p["id"] for p in s.permissions("s1")] == [1, 2, 3]  # another session's request
+    assert [p["id"] for p in s.permissions("s1")] == [2, 3]  # another session's request
     s.apply(_ask("s1", 4))
-    assert [p["id"] for p in s.permissions("s1")] == [3, 4]
+    assert [p["id"] for p in s.permissions("s1")] == [3, 4]  # the resolved one first
     assert s.permission(1) is None and s.permission(3)["outcome"] == "pending"
     assert s.state()["sessions"]["s1"]["_truncated"] == {"droppedPermissions": 2}
     assert s.state()["permissionOrder"] == ["s1", "s2", "s1"]
@@ -246,9 +247,10 @@ def test_permission_records_keep_the_pending_and_the_newest(backend):
     for rid in range(100, 400):
         s.apply(_ask("s1", rid))
         assert change_of(backend, s.apply(_answer(rid)))[3] == "resolved"
-    assert [p["id"] for p in s.permissions("s1")] == [3, 4, 399][-3:]
+    assert [p["id"] for p in s.permissions("s1")] == [4, 399]
     assert s.pending_permissions("s1") == [p for p in s.permissions("s1") if p["outcome"] == "pending"]
-    assert change_of(backend, s.apply(_answer(3)))[2:4] == (3, "resolved")
+    assert s.apply(_answer(3)) is None
+    assert change_of(backend, s.apply(_answer(4)))[2:4] == (4, "resolved")
 
 
 _PERMISSION_OPS = st.lists(
@@ -263,9 +265,10 @@ _PERMISSION_OPS = st.lists(
 
 @given(ops=_PERMISSION_OPS, limit=st.integers(1, 4))
 def test_permission_bound_matches_a_linear_scan_model(backend, ops, limit):
-    """The bound drops, per session, the resolved record first in request order (resolutions in
-    any order, ids reused, checkpoints in between): the same records as a scan of the list from
-    the start (the algorithm before issue 16's review made it a heap), the same counts."""
+    """The bound drops, per session, the resolved record first in request order, else the pending
+    one first in request order (resolutions in any order, ids reused, checkpoints in between): the
+    same records as a scan of the list from the start (the algorithm before issue 16's review made
+    it a heap), the same counts."""
     s = backend.ToolCallStore(max_permissions=limit)
     records: list = []  # [sid, id, resolved], request order
     dropped: dict = {}
@@ -285,7 +288,7 @@ def test_permission_bound_matches_a_linear_scan_model(backend, ops, limit):
         while sum(r[0] == sid for r in records) > limit:
             oldest = next((r for r in records if r[0] == sid and r[2]), None)
             if oldest is None:
-                break
+                oldest = next(r for r in records if r[0] == sid)
             records.remove(oldest)
             dropped[sid] = dropped.get(sid, 0) + 1
         state = s.state()
@@ -323,7 +326,7 @@ def test_markers_in_the_checkpoint(backend):
     s = _bounded_store(backend)
     doc = s.to_json()
     assert doc.startswith(
-        b'{"format":"acp-fast-state/1","protocolVersion":2,"negotiatedVersion":null,"maxToolCalls":null,'
+        b'{"format":"acp-fast-state/2","protocolVersion":2,"negotiatedVersion":null,"maxToolCalls":1000,'
         b'"maxTerminalBytes":2,"maxContentItems":1,"maxPlans":1,"maxPermissions":1,"maxUpdates":1,"evicted":0,'
     )
     assert b'"locations":[],"_truncated":{"droppedItems":1}}' in doc

@@ -139,7 +139,7 @@ def test_checkpoint_keeps_the_bound_and_the_marker(backend):
         s.apply(out_chunk("s1", tid))
     doc = s.to_json()
     assert doc.startswith(
-        b'{"format":"acp-fast-state/1","protocolVersion":null,"negotiatedVersion":null,"maxToolCalls":null,'
+        b'{"format":"acp-fast-state/2","protocolVersion":null,"negotiatedVersion":null,"maxToolCalls":1000,'
         b'"maxTerminals":2,"evicted":0,'
     )
     assert doc.endswith(b'"permissions":[],"_truncated":{"droppedTerminals":1}}},"permissionOrder":[]}')

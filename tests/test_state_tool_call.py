@@ -719,8 +719,8 @@ def test_bare_content_blocks_are_kept_unless_wrapped(backend):
         # a v1 tool_call and a permission request's tool call too
         s.apply(tool_call("s1", "c2", {"title": "t", "content": [bare]}))
         assert s.get("s1", "c2")["content"] == [wrapped if wrap else bare]
-        # the option is not part of a checkpoint
-        assert backend.ToolCallStore.from_json(s.to_json()).wrap_bare_content is False
+        # a checkpoint keeps the option
+        assert backend.ToolCallStore.from_json(s.to_json()).wrap_bare_content is wrap
 
 
 def test_wrapped_content_keeps_number_text(both_backends):

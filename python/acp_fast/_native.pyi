@@ -308,7 +308,7 @@ class ToolCallStore:
         cls,
         protocol_version: Optional[int] = None,
         *,
-        max_tool_calls: Optional[int] = None,
+        max_tool_calls: Optional[int] = 1000,
         max_frame_bytes: Optional[int] = 67108864,
         max_terminal_bytes: Optional[int] = 1048576,
         max_content_items: Optional[int] = 1000,
@@ -324,7 +324,8 @@ class ToolCallStore:
         wrap_bare_content: bool = False,
     ) -> ToolCallStore:
         """An empty store: ``protocol_version`` 1 or 2 (None: the negotiated one, else 1);
-        ``max_tool_calls`` bounds the finished tool calls kept; ``max_frame_bytes`` as for
+        ``max_tool_calls`` bounds the tool calls kept across sessions (1000 by default, as
+        ``acp-fast proxy``; None: every one), the finished ones dropped first; ``max_frame_bytes`` as for
         :class:`FrameDecoder`; the bounds inside sessions (None: no bound): output bytes kept per
         terminal, content items per tool call, plans and permission records per session, unknown
         updates per session (the last ones; 0: none), terminals per session (the oldest exited
@@ -385,11 +386,13 @@ class ToolCallStore:
     def state(self) -> Dict[str, Any]:
         """The whole store as a JSON-compatible dict (the checkpoint, DESIGN §7.8); terminal output as base64."""
     def to_json(self) -> bytes:
-        """``dumps(state())``: a checkpoint for :meth:`from_json`."""
+        """``dumps(state())`` but for numbers and string values, written as received: a checkpoint
+        (format ``acp-fast-state/2``) for :meth:`from_json`."""
     @classmethod
     def from_json(cls, data: Union[bytes, str]) -> ToolCallStore:
-        """Rebuild a store from :meth:`to_json` output (bytes or str). A document of another shape
-        raises ValueError naming the path."""
+        """Rebuild a store from :meth:`to_json` output (bytes or str; format ``acp-fast-state/2``
+        or ``/1``), with its options and its eviction order, so that it behaves as the original. A
+        document of another shape raises ValueError naming the path."""
     @property
     def protocol_version(self) -> int:
         """The version in force: the fixed one, else the negotiated one, else 1."""

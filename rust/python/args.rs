@@ -120,21 +120,6 @@ impl Check for StrictSchema {
     }
 }
 
-/// `max_tool_calls`: a positive `int` (None: no bound).
-pub struct MaxToolCalls(pub usize);
-
-impl Check for MaxToolCalls {
-    fn check(obj: Borrowed<'_, '_>) -> PyResult<Self> {
-        match exact_int(&obj) {
-            Some(n) if n >= 1 => Ok(Self(n as usize)),
-            _ => Err(PyValueError::new_err(format!(
-                "expected max_tool_calls to be a positive integer or None, found {}",
-                obj.repr()?
-            ))),
-        }
-    }
-}
-
 /// `max_frame_bytes` (`framing::check_max_frame_bytes`): an `int` (not a `bool`) from 1 to
 /// `MAX_FRAME_BYTES` (None: the default); else the TypeError / ValueError saying why not.
 pub struct MaxFrameBytes(pub usize);

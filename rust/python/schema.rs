@@ -216,7 +216,13 @@ pub fn strict_arg(
     draft: Option<Arg<Draft>>,
 ) -> PyResult<Option<Strict>> {
     let draft = Draft::or_newest(draft)?;
-    match Arg::get(arg)?.and_then(|a| a.0) {
+    strict_of(py, Arg::get(arg)?.and_then(|a| a.0), unstable, draft)
+}
+
+/// The strict check of the settings `strict` (None: off; `Some(None)`: follow the negotiation;
+/// else the fixed version), `unstable` and `draft` (an index in `DRAFTS`).
+pub fn strict_of(py: Python<'_>, strict: Option<Option<u8>>, unstable: bool, draft: usize) -> PyResult<Option<Strict>> {
+    match strict {
         Some(fixed) => {
             let schemas = [
                 schema(py, schema_index(1, draft, unstable))?,

@@ -21,6 +21,7 @@ use super::schema::schema_error;
 use super::strcache::{token_str, CacheGuard, VALUES};
 use crate::engine::{Engine, Framed, Item};
 use crate::message::{strip_line_ending, Envelope};
+use crate::state::checkpoint::Options;
 use crate::state::document;
 use crate::state::{Action, Change, IdKey, Ident, Source, Store, Target};
 
@@ -63,6 +64,8 @@ fn id_arg(obj: &Bound<'_, PyAny>) -> PyResult<IdKey> {
 /// framer, strict check).
 struct StoreState {
     engine: Engine,
+    /// The options as given (the framer's limit, the strict check's settings), for checkpoints.
+    options: Options,
 }
 
 fn target_str<'py>(py: Python<'py>, t: Target) -> &'py Bound<'py, PyString> {

@@ -1,7 +1,8 @@
-//! Checkpoints (DESIGN §7.8): `to_json` writes the whole store as an `acp-fast-state/1` document,
-//! byte for byte what `dumps(state())` gives but for numbers, which keep their text as received;
-//! `from_json` checks a document and rebuilds the store (its eviction order is the document's
-//! order).
+//! Checkpoints (DESIGN §7.8): `to_json` writes the whole store and its `Options` as an
+//! `acp-fast-state/2` document, byte for byte what `dumps(state())` gives but for numbers and
+//! string values, which keep their text as received; `from_json` checks a document (`/2`, or the
+//! older `/1`) and rebuilds the store and its options, so that the restored store behaves as the
+//! original (its eviction order is the creation order, `toolCallOrder`).
 //!
 //! Moved to `restore.rs` (and `restore.py` in the fallback): the `Reader` of a document and the
 //! readers of a session's records (`restore_tool_calls`, `restore_terminals`, `restore_plans`,
@@ -31,12 +32,44 @@ use super::evict::Limits;
 use super::records::{permission_record, truncated, CancelRequest, Outcome, Permission, Raw, Session, Source, Text};
 use super::restore::{
     find, find_opt, lossy, read_entities, read_permissions, restore_entities, restore_files, restore_plans,
-    restore_terminals, restore_tool_calls, restore_updates, Reader,
+    restore_terminals, restore_tool_calls, restore_updates, Members, Reader,
 };
 use super::Store;
 
-/// The `format` of a checkpoint.
-pub const FORMAT: &str = "acp-fast-state/1";
+/// The `format` of a checkpoint (`/2`: the options, `toolCallOrder`, strings as received).
+pub const FORMAT: &str = "acp-fast-state/2";
+
+/// The format of the checkpoints of version 0.x before `FORMAT`, still read: it lacks what `/2`
+/// added, which a restore then takes as the defaults (options), session order (`toolCallOrder`)
+/// or what the document holds (strings written in `dumps`' form).
+pub const FORMAT_V1: &str = "acp-fast-state/1";
+
+/// The options of a store that are not its bounds and that a checkpoint keeps (DESIGN §7.8), as
+/// the binding holds them: the framer's frame limit and the strict schema check's settings. The
+/// store's own `wrap_bare_content` is kept from the store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// `max_frame_bytes`.
+    pub max_frame_bytes: usize,
+    /// `strict_schema`: None (off), `Some(None)` (follow the negotiation) or the fixed version.
+    pub strict_schema: Option<Option<u8>>,
+    /// `unstable` (written only with a strict check).
+    pub unstable: bool,
+    /// `draft`, as its index in `schema::DRAFTS` (0: the newest; written only with a strict
+    /// check).
+    pub draft: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            max_frame_bytes: crate::framing::DEFAULT_MAX_FRAME_BYTES,
+            strict_schema: None,
+            unstable: false,
+            draft: 0,
+        }
+    }
+}
 
 /// Deepest nesting of a checkpoint: the library's one limit (`scanner::MAX_DEPTH`, what a frame may
 /// nest) and the levels a checkpoint adds around what a frame held. A record's members sit 5
@@ -65,7 +98,8 @@ pub enum CheckpointError {
         path: String,
         member: &'static str,
     },
-    /// `expected "state.format" to be 'acp-fast-state/1', found {repr(found)}`.
+    /// `expected "state.format" to be 'acp-fast-state/2' or 'acp-fast-state/1', found
+    /// {repr(found)}`.
     Format {
         found: Raw,
     },
@@ -80,9 +114,11 @@ pub enum CheckpointError {
     Base64 {
         path: String,
     },
-    /// `expected "state.permissionOrder" to name {repr(session)} {expected} times (its permission
-    /// records), found {found, or "more"}`.
-    PermissionOrder {
+    /// `expected "state.{member}" to name {repr(session)} {expected} times (its {what}), found
+    /// {found, or "more"}`: `permissionOrder` (permission records) or `toolCallOrder` (tool calls).
+    Order {
+        member: &'static str,
+        what: &'static str,
         session: Text,
         expected: usize,
         found: Option<usize>,
@@ -103,20 +139,23 @@ impl CheckpointError {
             Self::Type { path, what, found } => format!("expected \"{path}\" to be {what}, found {}", found.name()),
             Self::Missing { path, member } => format!("expected \"{path}.{member}\" to be present, found none"),
             Self::Format { found } => format!(
-                "expected \"state.format\" to be {}, found {}",
+                "expected \"state.format\" to be {} or {}, found {}",
                 quoted(FORMAT.as_bytes()),
+                quoted(FORMAT_V1.as_bytes()),
                 repr(found)
             ),
             Self::Mismatch { path, expected, found } => {
                 format!("expected \"{path}\" to be {}, found {}", quoted(expected), found.name())
             }
             Self::Base64 { path } => format!("expected \"{path}\" to be base64 text, found string"),
-            Self::PermissionOrder {
+            Self::Order {
+                member,
+                what,
                 session,
                 expected,
                 found,
             } => format!(
-                "expected \"state.permissionOrder\" to name {} {expected} times (its permission records), found {}",
+                "expected \"state.{member}\" to name {} {expected} times (its {what}), found {}",
                 quoted(session),
                 found.map_or_else(|| "more".to_owned(), |n| n.to_string())
             ),
@@ -184,16 +223,16 @@ pub struct TooDeep {
 // ---------------------------------------------------------------------------------------------
 // Writing
 
-/// The checkpoint document of `store`: `dumps(state())`.
-pub fn to_json(store: &Store) -> Result<Vec<u8>, TooDeep> {
+/// The checkpoint document of `store` (its `options`): `dumps(state())`.
+pub fn to_json(store: &Store, options: &Options) -> Result<Vec<u8>, TooDeep> {
     let mut w = JsonWriter::with_capacity(256);
-    state(&mut w, store)?;
+    state(&mut w, store, options)?;
     Ok(w.finish())
 }
 
-/// The state document (DESIGN §7.8), written to `s`: `state()` and, through `JsonWriter`,
-/// `to_json()`.
-pub fn state<S: Sink>(s: &mut S, store: &Store) -> Result<(), S::Error> {
+/// The state document (DESIGN §7.8) of `store` and its `options`, written to `s`: `state()` and,
+/// through `JsonWriter`, `to_json()`.
+pub fn state<S: Sink>(s: &mut S, store: &Store, options: &Options) -> Result<(), S::Error> {
     s.begin_object()?;
     s.name(Name::FORMAT)?;
     s.text(FORMAT.as_bytes())?;
@@ -211,6 +250,7 @@ pub fn state<S: Sink>(s: &mut S, store: &Store) -> Result<(), S::Error> {
             s.opt_uint(value.map(|n| n as u64))?;
         }
     }
+    write_options(s, store, options)?;
     s.name(Name::EVICTED)?;
     s.uint(store.evicted)?;
     // Present only when a session was closed (older checkpoints lack it).
@@ -267,12 +307,66 @@ pub fn state<S: Sink>(s: &mut S, store: &Store) -> Result<(), S::Error> {
         s.text(store.session_id(p.session))?;
     }
     s.end_array()?;
+    // With a bound on tool calls, the session of each tool call in creation order across
+    // sessions (the order the bound evicts in: `evict.rs`), when it is not the document's order.
+    if store.max_tool_calls.is_some() && !creation_is_document_order(store) {
+        s.name(Name::TOOL_CALL_ORDER)?;
+        s.begin_array()?;
+        for entry in store.order[store.order_head..].iter().flatten() {
+            s.text(store.session_id(entry.slot))?;
+        }
+        s.end_array()?;
+    }
     // Present only when the store has seen a `$/cancel_request` (older checkpoints lack it).
     if !store.cancel_requests.is_empty() {
         s.name(Name::CANCEL_REQUESTS)?;
         cancel_request_list(s, store)?;
     }
     s.end_object()
+}
+
+/// Are the tool calls created in the document's order: session by session (slots ascend as the
+/// sessions do), each session's in its map's order (its creation order)?
+fn creation_is_document_order(store: &Store) -> bool {
+    let mut slots = store.order[store.order_head..].iter().flatten().map(|e| e.slot);
+    let Some(mut last) = slots.next() else {
+        return true;
+    };
+    slots.all(|slot| {
+        let ordered = slot >= last;
+        last = slot;
+        ordered
+    })
+}
+
+/// The options that are not their default, in document order: `maxFrameBytes`, `strictSchema`
+/// (`true`: follow the negotiation, or the fixed version) and with it `unstable` and `draft`,
+/// `wrapBareContent`.
+fn write_options<S: Sink>(s: &mut S, store: &Store, options: &Options) -> Result<(), S::Error> {
+    if options.max_frame_bytes != crate::framing::DEFAULT_MAX_FRAME_BYTES {
+        s.name(Name::MAX_FRAME_BYTES)?;
+        s.uint(options.max_frame_bytes as u64)?;
+    }
+    if let Some(strict) = options.strict_schema {
+        s.name(Name::STRICT_SCHEMA)?;
+        match strict {
+            Some(v) => s.uint(u64::from(v))?,
+            None => s.boolean(true)?,
+        }
+        if options.unstable {
+            s.name(Name::UNSTABLE)?;
+            s.boolean(true)?;
+        }
+        if options.draft != 0 {
+            s.name(Name::DRAFT)?;
+            s.text(crate::schema::DRAFTS[options.draft].0.as_bytes())?;
+        }
+    }
+    if store.wrap_bare_content {
+        s.name(Name::WRAP_BARE_CONTENT)?;
+        s.boolean(true)?;
+    }
+    Ok(())
 }
 
 /// `state.cancelRequests`: `[{"requestId": id, "source": "agent" | "client" | null}]`, oldest
@@ -302,9 +396,10 @@ impl From<DecodeError> for CheckpointError {
     }
 }
 
-/// Check the document `data` and rebuild the store it describes. Checks and messages: DESIGN §7.8
-/// (the checks run in the fallback's order, so both report the same first problem).
-pub fn from_json(data: &[u8]) -> Result<Store, CheckpointError> {
+/// Check the document `data` and rebuild the store it describes, and its options. Checks and
+/// messages: DESIGN §7.8 (the checks run in the fallback's order, so both report the same first
+/// problem).
+pub fn from_json(data: &[u8]) -> Result<(Store, Options), CheckpointError> {
     // `validate`, with a checkpoint's limit.
     check_utf8(data)?;
     let scanner = || {
@@ -317,9 +412,13 @@ pub fn from_json(data: &[u8]) -> Result<Store, CheckpointError> {
     r.sc.skip_ws();
     let root = r.sc.pos;
     let state = r.object(root, "state")?;
-    let format = find(&state, "format", "state")?;
-    if r.text(format).as_deref() != Some(FORMAT.as_bytes()) {
-        return Err(CheckpointError::Format { found: r.raw(format)? });
+    let format_at = find(&state, "format", "state")?;
+    let format = format_at;
+    let format = r.text(format);
+    if format.as_deref() != Some(FORMAT.as_bytes()) && format.as_deref() != Some(FORMAT_V1.as_bytes()) {
+        return Err(CheckpointError::Format {
+            found: r.raw(format_at)?,
+        });
     }
     let fixed = r.version(find(&state, "protocolVersion", "state")?, "state.protocolVersion")?;
     let negotiated = r.version(find(&state, "negotiatedVersion", "state")?, "state.negotiatedVersion")?;
@@ -340,6 +439,7 @@ pub fn from_json(data: &[u8]) -> Result<Store, CheckpointError> {
             _ => return Err(r.fail(at, &format!("state.{name}"), Limits::what(min))),
         };
     }
+    let (options, wrap) = read_options(&mut r, &state)?;
     let at = find(&state, "evicted", "state")?;
     let Some(evicted) = r.count(at, 0) else {
         return Err(r.fail(at, "state.evicted", "a non-negative integer"));
@@ -356,6 +456,7 @@ pub fn from_json(data: &[u8]) -> Result<Store, CheckpointError> {
     };
     let sessions = r.object(find(&state, "sessions", "state")?, "state.sessions")?;
     let mut store = Store::with_limits(fixed, max, limits);
+    store.wrap_bare_content = wrap;
     store.negotiated = negotiated;
     store.evicted = evicted;
     store.closed_sessions = closed;
@@ -395,12 +496,18 @@ pub fn from_json(data: &[u8]) -> Result<Store, CheckpointError> {
                 };
                 seen[slot] += 1;
                 if seen[slot] > counts[slot] {
-                    return Err(count_error(&store, slot, counts[slot], None));
+                    return Err(count_error(&store, PERMISSION_ORDER, slot, counts[slot], None));
                 }
                 order.push(slot);
             }
             if let Some(slot) = (0..counts.len()).find(|&slot| seen[slot] != counts[slot]) {
-                return Err(count_error(&store, slot, counts[slot], Some(seen[slot])));
+                return Err(count_error(
+                    &store,
+                    PERMISSION_ORDER,
+                    slot,
+                    counts[slot],
+                    Some(seen[slot]),
+                ));
             }
         }
     }
@@ -418,10 +525,96 @@ pub fn from_json(data: &[u8]) -> Result<Store, CheckpointError> {
     if let Some(at) = find_opt(&state, "cancelRequests") {
         read_cancel_requests(&mut r, &mut store, at)?;
     }
+    if let Some(at) = find_opt(&state, "toolCallOrder") {
+        read_tool_call_order(&mut r, &mut store, at)?;
+    }
     if store.max_tool_calls.is_some() {
         store.compact();
     }
-    Ok(store)
+    Ok((store, options))
+}
+
+/// The options (`write_options`), checked in document order; absent ones are the defaults.
+fn read_options(r: &mut Reader<'_>, state: &Members) -> Result<(Options, bool), CheckpointError> {
+    let mut options = Options::default();
+    if let Some(at) = find_opt(state, "maxFrameBytes") {
+        options.max_frame_bytes = r
+            .count(at, 1)
+            .and_then(|n| usize::try_from(n).ok())
+            .filter(|&n| n <= crate::framing::MAX_FRAME_BYTES)
+            .ok_or_else(|| r.fail(at, "state.maxFrameBytes", MAX_FRAME_BYTES_WHAT))?;
+    }
+    if let Some(at) = find_opt(state, "strictSchema") {
+        options.strict_schema = match (r.ty(at), r.count(at, 1)) {
+            (JsonType::Boolean, _) if r.raw(at)?.as_ref() == b"true" => Some(None),
+            (_, Some(v @ (1 | 2))) => Some(Some(v as u8)),
+            _ => return Err(r.fail(at, "state.strictSchema", "true, 1 or 2")),
+        };
+    }
+    if let Some(at) = find_opt(state, "unstable") {
+        options.unstable = r.flag(at, "state.unstable")?;
+    }
+    if let Some(at) = find_opt(state, "draft") {
+        let name = r.text(at);
+        options.draft = crate::schema::DRAFTS
+            .iter()
+            .position(|(d, _)| Some(d.as_bytes()) == name.as_deref())
+            .ok_or_else(|| r.fail(at, "state.draft", DRAFT_WHAT))?;
+    }
+    let wrap = match find_opt(state, "wrapBareContent") {
+        Some(at) => r.flag(at, "state.wrapBareContent")?,
+        None => false,
+    };
+    Ok((options, wrap))
+}
+
+/// `expected "state.maxFrameBytes" to be {what}`: the range of `max_frame_bytes`.
+const MAX_FRAME_BYTES_WHAT: &str = "an integer from 1 to 4294967294";
+
+/// `expected "state.draft" to be {what}`: the names of `schema::DRAFTS`.
+const DRAFT_WHAT: &str = "'latest' or 'alpha.5'";
+
+const PERMISSION_ORDER: (&str, &str) = ("permissionOrder", "permission records");
+const TOOL_CALL_ORDER: (&str, &str) = ("toolCallOrder", "tool calls");
+
+/// `state.toolCallOrder` (optional; without it, session order): the session of each tool call in
+/// creation order across sessions, naming each session as many times as it has tool calls. With
+/// a bound on tool calls, it orders `store.order` (filled in session order by
+/// `restore_tool_calls`); without one it is checked only.
+fn read_tool_call_order(r: &mut Reader<'_>, store: &mut Store, at: usize) -> Result<(), CheckpointError> {
+    r.require(at, JsonType::Array, "state.toolCallOrder", "an array")?;
+    let counts: Vec<usize> = store.sessions.iter().map(|(_, s)| s.tool_calls.len()).collect();
+    let mut seen = vec![0; counts.len()];
+    let mut slots = Vec::new();
+    for (i, item) in r.items(at)?.into_iter().enumerate() {
+        let Some(slot) = r.text(item).and_then(|sid| store.sessions.slot(&sid)) else {
+            let path = format!("state.toolCallOrder.{i}");
+            return Err(r.fail(item, &path, "the id of a session in state.sessions"));
+        };
+        seen[slot] += 1;
+        if seen[slot] > counts[slot] {
+            return Err(count_error(store, TOOL_CALL_ORDER, slot, counts[slot], None));
+        }
+        slots.push(slot);
+    }
+    if let Some(slot) = (0..counts.len()).find(|&slot| seen[slot] != counts[slot]) {
+        return Err(count_error(
+            store,
+            TOOL_CALL_ORDER,
+            slot,
+            counts[slot],
+            Some(seen[slot]),
+        ));
+    }
+    if store.max_tool_calls.is_some() {
+        // `order` holds each session's tool calls in turn: take them in the document's order.
+        let mut per_session: Vec<std::collections::VecDeque<_>> = counts.iter().map(|_| Default::default()).collect();
+        for entry in std::mem::take(&mut store.order).into_iter().flatten() {
+            per_session[entry.slot].push_back(entry);
+        }
+        store.order = slots.into_iter().map(|slot| per_session[slot].pop_front()).collect();
+    }
+    Ok(())
 }
 
 /// `state.cancelRequests` (optional): `[{"requestId": id, "source": "agent" | "client" | null}]`.
@@ -448,8 +641,16 @@ fn read_cancel_requests(r: &mut Reader<'_>, store: &mut Store, at: usize) -> Res
 }
 
 #[cold]
-fn count_error(store: &Store, slot: usize, expected: usize, found: Option<usize>) -> CheckpointError {
-    CheckpointError::PermissionOrder {
+fn count_error(
+    store: &Store,
+    (member, what): (&'static str, &'static str),
+    slot: usize,
+    expected: usize,
+    found: Option<usize>,
+) -> CheckpointError {
+    CheckpointError::Order {
+        member,
+        what,
         session: store.session_id(slot).into(),
         expected,
         found,

@@ -104,6 +104,11 @@ names! {
     MAX_TERMINALS: "maxTerminals",
     MAX_ENTITIES: "maxEntities",
     MAX_FILES: "maxFiles",
+    MAX_FRAME_BYTES: "maxFrameBytes",
+    STRICT_SCHEMA: "strictSchema",
+    UNSTABLE: "unstable",
+    DRAFT: "draft",
+    WRAP_BARE_CONTENT: "wrapBareContent",
     EVICTED: "evicted",
     CLOSED_SESSIONS: "closedSessions",
     AGENT: "agent",
@@ -116,6 +121,7 @@ names! {
     ENTITIES: "entities",
     FILES: "files",
     PERMISSION_ORDER: "permissionOrder",
+    TOOL_CALL_ORDER: "toolCallOrder",
     CANCEL_REQUESTS: "cancelRequests",
     REQUEST_ID: "requestId",
     SOURCE: "source",
@@ -594,9 +600,10 @@ mod tests {
             assert!(!NAMES[..i].contains(name), "{name} twice");
         }
         // A checkpoint that has every member: every name passes through `state`.
-        let doc = br#"{"format":"acp-fast-state/1","protocolVersion":null,"negotiatedVersion":2,
+        let doc = br#"{"format":"acp-fast-state/2","protocolVersion":null,"negotiatedVersion":2,
             "maxToolCalls":5,"maxTerminalBytes":1,"maxContentItems":1,"maxPlans":1,
-            "maxPermissions":1,"maxUpdates":1,"maxTerminals":1,"maxEntities":1,"maxFiles":1,"evicted":0,
+            "maxPermissions":1,"maxUpdates":1,"maxTerminals":1,"maxEntities":1,"maxFiles":1,
+            "maxFrameBytes":9,"strictSchema":2,"unstable":true,"draft":"alpha.5","wrapBareContent":true,"evicted":0,
             "closedSessions":1,"agent":{"authStatus":{"state":"x"}},"sessions":{"s":{"toolCalls":{"c":{"toolCallId":"c","title":"t","kind":"read",
             "status":"pending","content":[1],"locations":[],"rawInput":1,"rawOutput":2,"name":"n",
             "_meta":{},"x":1,"_truncated":{"droppedItems":1}}},
@@ -608,11 +615,14 @@ mod tests {
             "updates":[{"sessionUpdate":"u"}],"entities":{"usage":{"used":1}},
             "files":[{"op":"read","path":"/a","bytes":1}],
             "_truncated":{"droppedTerminals":1,"droppedPlans":1,"droppedPermissions":1,"droppedUpdates":1,
-            "droppedEntities":1,"droppedFiles":1}}},
-            "permissionOrder":["s"],"cancelRequests":[{"requestId":1,"source":null}]}"#;
+            "droppedEntities":1,"droppedFiles":1}},
+            "s2":{"toolCalls":{"d":{"toolCallId":"d","kind":"other","status":"pending","content":[],"locations":[]}},
+            "terminals":{},"plans":{},"permissions":[]}},
+            "permissionOrder":["s"],"toolCallOrder":["s2","s"],"cancelRequests":[{"requestId":1,"source":null}]}"#;
         let store = super::super::from_json(doc).expect("a valid checkpoint");
         let mut sink = Names(Vec::new());
-        super::super::checkpoint::state(&mut sink, &store).unwrap();
+        let (store, options) = store;
+        super::super::checkpoint::state(&mut sink, &store, &options).unwrap();
         let mut used = sink.0;
         used.sort_unstable();
         used.dedup();

@@ -56,6 +56,10 @@ use std::collections::{BinaryHeap, VecDeque};
 use super::records::{Outcome, Permission, Session, Terminal, Text, ToolCall};
 use super::Store;
 
+/// The default of `max_tool_calls` in `ToolCallStore` (and `acp-fast proxy`'s): the tool calls
+/// kept across sessions (DESIGN §7.8). `Store::new` takes the bound it is given.
+pub const DEFAULT_MAX_TOOL_CALLS: usize = 1000;
+
 /// The bounds inside a session (DESIGN §7.8; `None`: no bound). The defaults are `Default`'s.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
@@ -326,7 +330,9 @@ impl Store {
     pub(super) fn push_permission(&mut self, p: Permission) {
         let session = self.sessions.at_mut(p.session);
         session.permission_count += 1;
-        if p.outcome != Outcome::Pending {
+        if p.outcome == Outcome::Pending {
+            session.waiting.push(Reverse(self.permissions.len()));
+        } else {
             session.resolved.push(Reverse(self.permissions.len()));
         }
         self.permissions.push(Some(p));
@@ -342,21 +348,40 @@ impl Store {
     }
 
     /// After a request of the session in `slot` was recorded: while the session holds more records
-    /// than `Limits::permissions`, drop its oldest resolved one (pending ones are never dropped),
-    /// counted in its `_truncated` marker; then close the holes once they outnumber the records
-    /// (the pending ones renumbered, the resolved ones queued again). Cost: O(log n) per record
-    /// dropped (the session's heap of resolved records, `Session::resolved`), O(1) amortised for
-    /// closing the holes.
+    /// than `Limits::permissions`, drop its oldest resolved one, else its oldest pending one (never
+    /// the one just recorded: it is the newest), counted in its `_truncated` marker; then close the
+    /// holes once they outnumber the records (the pending ones renumbered, the resolved ones queued
+    /// again). Cost: O(log n) per record dropped (the session's heaps, `Session::resolved` and
+    /// `Session::waiting`), O(1) amortised for closing the holes.
     pub(super) fn trim_permissions(&mut self, slot: usize) {
         if let Some(max) = self.limits.permissions {
             let session = self.sessions.at_mut(slot);
             while session.permission_count > max {
-                let Some(Reverse(i)) = session.resolved.pop() else {
-                    break;
+                let i = match session.resolved.pop() {
+                    Some(Reverse(i)) => i,
+                    None => {
+                        // The oldest pending record (stale entries: resolved or dropped since).
+                        let permissions = &self.permissions;
+                        let live = |i: &usize| permissions[*i].as_ref().is_some_and(|p| p.outcome == Outcome::Pending);
+                        let mut found = None;
+                        while let Some(Reverse(i)) = session.waiting.pop() {
+                            if live(&i) {
+                                found = Some(i);
+                                break;
+                            }
+                        }
+                        let Some(i) = found else {
+                            break;
+                        };
+                        i
+                    }
                 };
                 session.dropped.permissions += 1;
-                let p = self.permissions[i].take().expect("a resolved record");
-                debug_assert!(p.session == slot && p.outcome != Outcome::Pending);
+                let p = self.permissions[i].take().expect("a record");
+                debug_assert!(p.session == slot);
+                if p.outcome == Outcome::Pending && self.pending.get(&p.id) == Some(&i) {
+                    self.pending.remove(&p.id);
+                }
                 session.permission_count -= 1;
                 self.permission_holes += 1;
             }
@@ -370,7 +395,9 @@ impl Store {
         let live = self.permissions.len() - self.permission_holes;
         if self.permission_holes >= 32 && self.permission_holes > live {
             for p in self.permissions.iter().flatten() {
-                self.sessions.at_mut(p.session).resolved.clear();
+                let session = self.sessions.at_mut(p.session);
+                session.resolved.clear();
+                session.waiting.clear();
             }
             self.permissions.retain(Option::is_some);
             self.permission_holes = 0;
@@ -379,6 +406,7 @@ impl Store {
             for (i, p) in self.permissions.iter().flatten().enumerate() {
                 if p.outcome == Outcome::Pending {
                     self.pending.insert(p.id.clone(), i);
+                    self.sessions.at_mut(p.session).waiting.push(Reverse(i));
                 } else {
                     self.sessions.at_mut(p.session).resolved.push(Reverse(i));
                 }
@@ -581,8 +609,11 @@ mod tests {
         for id in 1000..1003 {
             apply(&mut s, &request(id)).unwrap();
         }
-        // pending records are never dropped
-        assert_eq!(s.permissions().count(), 3);
+        // the oldest pending record goes when no resolved one is left
+        let ids: Vec<_> = s.permissions().map(|p| p.id.clone()).collect();
+        assert_eq!(ids, [IdKey::Int(1001), IdKey::Int(1002)]);
+        assert_eq!(s.session(b"s1").unwrap().dropped.permissions, 1);
+        assert!(!s.pending.contains_key(&IdKey::Int(1000)));
         for id in 1000..1003 {
             apply(&mut s, &resolve(id)).unwrap();
         }

@@ -42,7 +42,7 @@ mod terminal;
 mod tool_call;
 
 pub use checkpoint::{from_json, to_json, CheckpointError, TooDeep, FORMAT};
-pub use evict::Limits;
+pub use evict::{Limits, DEFAULT_MAX_TOOL_CALLS};
 pub use read::{base64_decode, base64_encode};
 pub use records::{
     permission_record, terminal_record, tool_call_record, Action, CancelRequest, Change, Entities, Held, IdKey, Ident,

@@ -306,10 +306,13 @@ pub struct Session {
     pub plans: OrderedMap<Raw>,
     /// Unknown updates (DESIGN §7.3) as received, in arrival order.
     pub updates: VecDeque<Raw>,
-    /// Permission records of this session held by the store (for its bound), and a min-heap of
-    /// the indices (in the store's list) of its resolved ones: the bound drops the oldest first.
+    /// Permission records of this session held by the store (for its bound), and min-heaps of
+    /// the indices (in the store's list) of its resolved ones and of its pending ones (entries of
+    /// records resolved or dropped since are stale): the bound drops the oldest resolved first,
+    /// then the oldest pending.
     pub permission_count: usize,
     pub resolved: BinaryHeap<Reverse<usize>>,
+    pub waiting: BinaryHeap<Reverse<usize>>,
     /// With a bound on terminals (`evict.rs`): the creation number of the next terminal, and a
     /// min-heap of (creation number, id) of the terminals found exited.
     pub terminal_seq: u64,
@@ -630,8 +633,9 @@ fn extra<S: Sink>(s: &mut S, fields: &[(Text, Raw)]) -> Result<(), S::Error> {
 }
 
 /// Write the (valid) JSON text `raw`, found at nesting depth `depth` of the document, as
-/// `dumps(loads(raw))` writes it (compact, strings in `dumps`' form, the last of duplicate keys in
-/// the first one's place) but for numbers, written as received (`2.50`, `1E2`, `-0`: DESIGN §7.8).
+/// `dumps(loads(raw))` writes it (compact, member names in `dumps`' form, the last of duplicate
+/// keys in the first one's place) but for numbers and strings, written as received (`2.50`,
+/// `1E2`, `-0`, `"\u00e9"`: DESIGN §7.8).
 /// Errors: the path inside `raw` (innermost step first) of a container deeper than a checkpoint
 /// carries (`checkpoint::MAX_DEPTH`).
 pub fn write_value(out: &mut Vec<u8>, raw: &[u8], depth: usize) -> Result<(), Vec<PathItem>> {
@@ -695,9 +699,9 @@ fn write_at(out: &mut Vec<u8>, sc: &mut Scanner<'_>, depth: usize) -> Result<(),
             out.push(b']');
         }
         Some(b'"') => {
+            // As received: its escapes are the sender's (`\u00e9` stays `\u00e9`).
             let s = sc.scan_string().expect(VALID);
-            let mut scratch = Vec::new();
-            write_str(out, crate::scanner::string_text(data, s, &mut scratch));
+            out.extend_from_slice(&data[s.start - 1..s.end + 1]);
         }
         Some(b'-' | b'0'..=b'9') => {
             let n = sc.scan_number().expect(VALID);

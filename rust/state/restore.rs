@@ -159,6 +159,12 @@ impl Reader<'_> {
         }
     }
 
+    /// `true` or `false` (else the error naming `path`).
+    pub(super) fn flag(&mut self, at: usize, path: &str) -> Result<bool, CheckpointError> {
+        self.require(at, JsonType::Boolean, path, "a boolean")?;
+        Ok(self.raw(at)?.as_ref() == b"true")
+    }
+
     #[cold]
     pub(super) fn fail(&mut self, at: usize, path: &str, what: &'static str) -> CheckpointError {
         CheckpointError::Type {

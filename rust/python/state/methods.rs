@@ -9,21 +9,20 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyType};
 
-use super::super::args::{
-    limit_arg, Arg, Draft, LimitArg, MaxFrameBytes, MaxToolCalls, ProtocolVersion, SourceArg, StrictSchema,
-};
+use super::super::args::{limit_arg, Arg, Draft, LimitArg, MaxFrameBytes, ProtocolVersion, SourceArg, StrictSchema};
 use super::super::convert::Writer;
 use super::super::errors::{decode_error, Origin};
 use super::super::frames::source_of;
 use super::super::records::{value, PyBuilder};
-use super::super::schema::{strict_arg, strict_setting};
+use super::super::schema::{strict_of, strict_setting};
 use super::super::{Exclusive, Locked};
 use super::{id_arg, key_arg, StoreState};
 use crate::engine::Engine;
-use crate::framing::DEFAULT_MAX_FRAME_BYTES;
-use crate::state::checkpoint;
+use crate::state::checkpoint::{self, Options};
 use crate::state::document::{self, Output};
-use crate::state::{permission_record, terminal_record, tool_call_record, CheckpointError, Limits, Store};
+use crate::state::{
+    permission_record, terminal_record, tool_call_record, CheckpointError, Limits, Store, DEFAULT_MAX_TOOL_CALLS,
+};
 
 /// The state of every tool call, terminal, plan and permission request, per session.
 #[pyclass(module = "acp_fast", name = "ToolCallStore", frozen)]
@@ -57,13 +56,13 @@ impl PyToolCallStore {
 #[pymethods]
 impl PyToolCallStore {
     #[new]
-    #[pyo3(signature = (protocol_version = None, *, max_tool_calls = None, max_frame_bytes = None,
+    #[pyo3(signature = (protocol_version = None, *, max_tool_calls = LimitArg::Default, max_frame_bytes = None,
                         max_terminal_bytes = LimitArg::Default, max_content_items = LimitArg::Default,
                         max_plans = LimitArg::Default, max_permissions = LimitArg::Default,
                         max_updates = LimitArg::Default, max_terminals = LimitArg::Default,
                         max_entities = LimitArg::Default, max_files = LimitArg::Default, strict_schema = None, unstable = false, draft = None,
                         wrap_bare_content = false),
-           text_signature = "(protocol_version=None, *, max_tool_calls=None, max_frame_bytes=67108864, \
+           text_signature = "(protocol_version=None, *, max_tool_calls=1000, max_frame_bytes=67108864, \
                              max_terminal_bytes=1048576, max_content_items=1000, max_plans=100, \
                              max_permissions=1000, max_updates=1000, max_terminals=1000, max_entities=1000, \
                              max_files=1000, strict_schema=False, unstable=False, draft=None, wrap_bare_content=False)")]
@@ -71,7 +70,7 @@ impl PyToolCallStore {
     fn new(
         py: Python<'_>,
         protocol_version: Option<Arg<ProtocolVersion>>,
-        max_tool_calls: Option<Arg<MaxToolCalls>>,
+        max_tool_calls: LimitArg<'_>,
         max_frame_bytes: Option<Arg<MaxFrameBytes>>,
         max_terminal_bytes: LimitArg<'_>,
         max_content_items: LimitArg<'_>,
@@ -87,7 +86,7 @@ impl PyToolCallStore {
         wrap_bare_content: bool,
     ) -> PyResult<Self> {
         let version = Arg::get(protocol_version)?.map(|v| v.0);
-        let max = Arg::get(max_tool_calls)?.map(|m| m.0);
+        let max = limit_arg(max_tool_calls, "max_tool_calls", 1, Some(DEFAULT_MAX_TOOL_CALLS))?;
         let max_frame_bytes = MaxFrameBytes::or_default(max_frame_bytes)?;
         let d = Limits::default();
         let limits = Limits {
@@ -102,9 +101,18 @@ impl PyToolCallStore {
         };
         let mut store = Store::with_limits(version, max, limits);
         store.set_wrap_bare_content(wrap_bare_content);
-        let strict = strict_arg(py, strict_schema, unstable, draft)?;
+        // As `strict_arg` checks them: the draft, then the option.
+        let draft = Draft::or_newest(draft)?;
+        let options = Options {
+            max_frame_bytes,
+            strict_schema: Arg::get(strict_schema)?.and_then(|a| a.0),
+            unstable,
+            draft,
+        };
+        let strict = strict_of(py, options.strict_schema, unstable, draft)?;
         Ok(Self::from(StoreState {
             engine: Engine::new(store, max_frame_bytes, strict),
+            options,
         }))
     }
 
@@ -278,13 +286,13 @@ impl PyToolCallStore {
     /// The whole state as a JSON-compatible dict (DESIGN §7.8).
     fn state<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let state = self.locked(py)?;
-        PyBuilder::dict(py, |b| checkpoint::state(b, state.store()))
+        PyBuilder::dict(py, |b| checkpoint::state(b, state.store(), &state.options))
     }
 
     /// `dumps(state())`.
     fn to_json<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
         let state = self.locked(py)?;
-        match checkpoint::to_json(state.store()) {
+        match checkpoint::to_json(state.store(), &state.options) {
             Ok(doc) => Ok(PyBytes::new(py, &doc)),
             // `dumps`' error for a value nested too deep (the path collected innermost first).
             Err(e) => Err(e
@@ -308,7 +316,7 @@ impl PyToolCallStore {
                 owned.as_bytes()
             }
         };
-        let store = checkpoint::from_json(bytes).map_err(|e| match e {
+        let (store, options) = checkpoint::from_json(bytes).map_err(|e| match e {
             CheckpointError::Json(e) => decode_error(py, &e, Origin::Document(bytes), None),
             e => {
                 // The messages that quote a value use Python's repr() of it.
@@ -323,7 +331,12 @@ impl PyToolCallStore {
         let obj = Bound::new(
             py,
             Self::from(StoreState {
-                engine: Engine::new(store, DEFAULT_MAX_FRAME_BYTES, None),
+                engine: Engine::new(
+                    store,
+                    options.max_frame_bytes,
+                    strict_of(py, options.strict_schema, options.unstable, options.draft)?,
+                ),
+                options,
             }),
         )?;
         Ok(obj.into_any())

@@ -30,11 +30,16 @@ _DIGITS_TO_ZERO = bytes.maketrans(b"0123456789", b"0000000000")
 _LONG_DIGIT_RUN = b"0" * 19
 
 
-def build(data: bytes, numbers: Optional[Tuple[Callable[[str], Any], Callable[[str], Any]]] = None) -> Any:
+def build(
+    data: bytes,
+    numbers: Optional[Tuple[Callable[[str], Any], Callable[[str], Any]]] = None,
+    strings: Optional[Callable[[bytes], Any]] = None,
+) -> Any:
     """Build the Python value of a (valid) document without recursion: exact ints of any size,
     correctly rounded floats, last duplicate key wins (first position kept). ``numbers``: the
     functions that make a number of its text instead (a fraction or exponent, an integer), as
-    ``json.loads``' ``parse_float`` / ``parse_int``."""
+    ``json.loads``' ``parse_float`` / ``parse_int``; ``strings``: the one that makes a string
+    value that has an escape of its JSON text (member names stay ``str``)."""
     token = _TOKEN.match
     pos = 0
     # Stack entries: [container, pending_key]; pending_key is used for objects only.
@@ -67,6 +72,8 @@ def build(data: bytes, numbers: Optional[Tuple[Callable[[str], Any], Callable[[s
         elif s is not None:
             if b"\\" not in s:
                 value = s[1:-1].decode("utf-8")
+            elif strings is not None and not expect_key:
+                value = strings(s)
             else:
                 value = orjson.loads(s)
         elif num is not None:

@@ -125,7 +125,14 @@ def strict_arg(arg: Any, unstable: bool = False, draft: Optional[str] = None) ->
         fixed = int(arg)
     else:
         raise ValueError(f"expected strict_schema to be a bool, 1 or 2, found {arg!r}")
-    unstable = bool(unstable)
+    return strict_of(True, fixed, bool(unstable), index)
+
+
+def strict_of(on: bool, fixed: Optional[int], unstable: bool, index: int) -> Optional[Strict]:
+    """The strict check of checked settings (``on``: the check is on; ``fixed``: None to follow
+    the negotiation, else the version; ``index``: the draft's in ``DRAFTS``)."""
+    if not on:
+        return None
     return Strict(fixed, (schema(1, unstable, index), schema(2, unstable, index)))
 
 

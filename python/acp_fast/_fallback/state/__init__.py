@@ -37,6 +37,7 @@ from ..framing import (
     MAX_FRAME_BYTES,
     Framer,
     check_bool,
+    check_max_frame_bytes,
     exclusive,
 )
 from ..message import Message
@@ -51,12 +52,13 @@ from .evict import (
     DEFAULT_MAX_PLANS,
     DEFAULT_MAX_TERMINAL_BYTES,
     DEFAULT_MAX_TERMINALS,
+    DEFAULT_MAX_TOOL_CALLS,
     DEFAULT_MAX_UPDATES,
     trim_front,
 )
 from .permission import cancel_request, cancel_responses, permission_request, response
 from .plan import plan, plan_removed, plan_update
-from .read import BAD_SID, exactly
+from .read import BAD_SID, exactly, text
 from .records import Change, Entities, Session, terminal_record, tool_call_record
 from .records import fresh as _fresh
 from .request import new_requests, request
@@ -143,6 +145,15 @@ def _key(value: Any, name: str) -> str:
     return value
 
 
+def _draft_index(draft: Any) -> int:
+    """The index in ``DRAFTS`` of a ``draft`` (checked by ``strict_arg`` before; None: 0)."""
+    if draft is None:
+        return 0
+    from ..schema import draft_index
+
+    return draft_index(draft)
+
+
 def _limit(value: Any, name: str, least: int) -> Optional[int]:
     """A bound argument (``max_updates``, ...): None (no bound) or an int from ``least`` to
     2**63-1; the binding's ``limit_arg``, word for word."""
@@ -158,7 +169,7 @@ def unknown_update(store: ToolCallStore, sid: str, update: Dict[str, Any]) -> Ch
     s = store._session(sid)
     s.updates.append(update)
     s.dropped_updates += trim_front(s.updates, store._max_updates)
-    return Change(sid, "update", update["sessionUpdate"], "appended", None)
+    return Change(sid, "update", text(update["sessionUpdate"]), "appended", None)
 
 
 class ToolCallStore:
@@ -201,13 +212,14 @@ class ToolCallStore:
         "_wrap_bare_content",
         "_permission_holes",
         "_strict",
+        "_options",
     )
 
     def __init__(
         self,
         protocol_version: Optional[int] = None,
         *,
-        max_tool_calls: Optional[int] = None,
+        max_tool_calls: Optional[int] = DEFAULT_MAX_TOOL_CALLS,
         max_frame_bytes: Optional[int] = DEFAULT_MAX_FRAME_BYTES,
         max_terminal_bytes: Optional[int] = DEFAULT_MAX_TERMINAL_BYTES,
         max_content_items: Optional[int] = DEFAULT_MAX_CONTENT_ITEMS,
@@ -242,6 +254,14 @@ class ToolCallStore:
             from ..schema.stream import strict_arg
 
             self._strict = strict_arg(strict_schema, unstable, draft)
+        # The options a checkpoint keeps (checkpoint.py, Rust's `checkpoint::Options`): the frame
+        # limit, the strict check's setting (False, True, 1 or 2), unstable and the draft's index.
+        self._options: Tuple[int, Any, bool, int] = (
+            check_max_frame_bytes(max_frame_bytes),
+            False if self._strict is None else True if self._strict.fixed is None else self._strict.fixed,
+            bool(unstable),
+            _draft_index(draft),
+        )
         self._fixed: Optional[int] = protocol_version
         self._negotiated: Optional[int] = None
         # The version in force is 2 (cached: tool_call_update's null rule reads it per frame).

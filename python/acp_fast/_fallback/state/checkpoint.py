@@ -1,6 +1,8 @@
-"""Checkpoints (DESIGN 7.8): ``to_json`` writes the whole store as an ``acp-fast-state/1``
-document, ``dumps(state())`` but for numbers, which keep their text as received; ``from_json``
-checks a document and rebuilds the store (its eviction order is the document's order).
+"""Checkpoints (DESIGN 7.8): ``to_json`` writes the whole store and its options as an
+``acp-fast-state/2`` document, ``dumps(state())`` but for numbers and string values, which keep
+their text as received (``read.Exact``); ``from_json`` checks a document (``/2``, or the older
+``/1``) and rebuilds the store with its options, so that it behaves as the original (its
+eviction order is the creation order, ``toolCallOrder``).
 
 Moved to ``restore.py`` (``rust/state/restore.rs`` in Rust): the helpers that check the document's
 values (``_object``, ``_find``, ``_fail``, ...: Rust's ``Reader``) and the readers of a session's
@@ -17,19 +19,22 @@ bad document gets the same error text.
 from __future__ import annotations
 
 import binascii
-from typing import Any, Callable, Dict, Iterator, List, Optional, TypeVar, cast
+from itertools import pairwise
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, TypeVar, cast
 
 import orjson
 
 from ...errors import DecodeError as PyDecodeError
 from ..encoder import write
 from ..error import DecodeError, to_python
+from ..framing import DEFAULT_MAX_FRAME_BYTES, MAX_FRAME_BYTES
 from ..scanner import MAX_DEPTH as _FRAME_DEPTH
 from ..scanner import loads, parse_document, to_bytes
+from ..schema import DRAFTS
 from . import rules
 from .evict import LIMITS, compact, drop_permission, push_permission
 from .permission import MAX_CANCEL_REQUESTS
-from .read import exactly, plain
+from .read import Exact, exactly, plain, text
 from .records import (
     MISSING,
     Entities,
@@ -59,10 +64,15 @@ from .restore import (
 #: The store class ``from_json`` builds (``ToolCallStore``).
 S = TypeVar("S", bound=Store)
 
-__all__ = ["FORMAT", "MAX_DEPTH", "from_json", "state", "to_json"]
+__all__ = ["FORMAT", "FORMAT_V1", "MAX_DEPTH", "from_json", "state", "to_json"]
 
-#: The ``format`` of a checkpoint.
-FORMAT = "acp-fast-state/1"
+#: The ``format`` of a checkpoint (``/2``: the options, ``toolCallOrder``, strings as received).
+FORMAT = "acp-fast-state/2"
+
+#: The format of the checkpoints before ``FORMAT``, still read: it lacks what ``/2`` added, which
+#: a restore then takes as the defaults (options), session order (``toolCallOrder``) or what the
+#: document holds (strings written in ``dumps``' form).
+FORMAT_V1 = "acp-fast-state/1"
 
 #: Deepest nesting of a checkpoint: the one limit (``scanner.MAX_DEPTH``, what a frame may nest)
 #: and the levels a checkpoint adds around what a frame held: a record's members sit 5 levels
@@ -74,6 +84,8 @@ MAX_DEPTH = _FRAME_DEPTH + 4
 _loads: Callable[[Any], Any] = loads
 _orjson_dumps = orjson.dumps
 _Fragment = orjson.Fragment
+# `read.Exact` strings go to `_exact_text` (other subclasses never reach a document).
+_PASSTHROUGH = orjson.OPT_PASSTHROUGH_SUBCLASS
 _I64_MAX = 2**63 - 1
 
 
@@ -89,9 +101,16 @@ def to_json(store: Store) -> bytes:
     checkpoint's nesting limit."""
     doc = state(store)
     try:
-        return _orjson_dumps(doc)
+        return _orjson_dumps(doc, default=_exact_text, option=_PASSTHROUGH)
     except TypeError:  # nested deeper than orjson writes: the encoder, with a checkpoint's limit
         return write(doc, MAX_DEPTH)
+
+
+def _exact_text(value: Any) -> Any:
+    """A string value kept as received (``read.Exact``): its JSON text."""
+    if type(value) is Exact:
+        return _Fragment(value.raw)
+    raise TypeError
 
 
 # ---------------------------------------------------------------------------------------------
@@ -132,6 +151,7 @@ def state(store: Store) -> Dict[str, Any]:
         value = getattr(store, attr)
         if value != default:
             doc[name] = value
+    write_options(doc, store)
     doc["evicted"] = store._evicted
     if store._closed_sessions:  # present only when a session was closed
         doc["closedSessions"] = store._closed_sessions
@@ -139,9 +159,40 @@ def state(store: Store) -> Dict[str, Any]:
         doc["agent"] = entity_map(store._agent)
     doc["sessions"] = sessions
     doc["permissionOrder"] = [e[0] for e in store._permissions if e is not None]
+    # With a bound on tool calls, the session of each tool call in creation order across
+    # sessions (the order the bound evicts in: evict.py), when it is not the document's order.
+    if store._max_tool_calls is not None:
+        order = [key[0] for key in store._order[store._order_head :] if key is not None]
+        if not _creation_is_document_order(store, order):
+            doc["toolCallOrder"] = order
     if store._cancel_requests:  # present only when the store has seen a $/cancel_request
         doc["cancelRequests"] = cancel_request_list(store)
     return doc
+
+
+def _creation_is_document_order(store: Store, order: List[str]) -> bool:
+    """Are the tool calls created in the document's order: session by session, each session's in
+    its dict's order (its creation order)?"""
+    place = {sid: i for i, sid in enumerate(store._sessions)}
+    places = [place[sid] for sid in order]
+    return all(a <= b for a, b in pairwise(places))
+
+
+def write_options(doc: Dict[str, Any], store: Store) -> None:
+    """The options that are not their default, in document order: ``maxFrameBytes``,
+    ``strictSchema`` (``true``: follow the negotiation, or the fixed version) and with it
+    ``unstable`` and ``draft``, ``wrapBareContent``."""
+    max_frame_bytes, strict, unstable, draft = store._options
+    if max_frame_bytes != DEFAULT_MAX_FRAME_BYTES:
+        doc["maxFrameBytes"] = max_frame_bytes
+    if strict is not False:
+        doc["strictSchema"] = strict
+        if unstable:
+            doc["unstable"] = True
+        if draft != 0:
+            doc["draft"] = DRAFTS[draft][0]
+    if store._wrap_bare_content:
+        doc["wrapBareContent"] = True
 
 
 def entities(s: Optional[Session]) -> Dict[str, Any]:
@@ -185,9 +236,9 @@ def from_json(cls: Callable[..., S], data: Any) -> S:
     messages: DESIGN 7.8 (in Rust's order, so both report the same first problem)."""
     value = _load(data)  # its errors for what is not JSON, with a checkpoint's nesting limit
     doc = _object(exactly(cast(bytes, to_bytes(data, "from_json")), value), "state")
-    fmt = _find(doc, "format", "state")
-    if fmt != FORMAT:
-        raise ValueError(f'expected "state.format" to be {FORMAT!r}, found {fresh(fmt)!r}')
+    fmt = text(_find(doc, "format", "state"))
+    if fmt not in (FORMAT, FORMAT_V1) or type(fmt) is not str:
+        raise ValueError(f'expected "state.format" to be {FORMAT!r} or {FORMAT_V1!r}, found {fresh(fmt)!r}')
     fixed = _version(_find(doc, "protocolVersion", "state"), "state.protocolVersion")
     negotiated = _version(_find(doc, "negotiatedVersion", "state"), "state.negotiatedVersion")
     limit = _find(doc, "maxToolCalls", "state")
@@ -203,6 +254,7 @@ def from_json(cls: Callable[..., S], data: Any) -> S:
                 what = "a non-negative integer or null" if least == 0 else "a positive integer or null"
                 raise _fail(f"state.{name}", what, bound)
             bounds[attr[1:]] = plain(bound)
+    options = read_options(doc)
     evicted = _count(_find(doc, "evicted", "state"), 0)
     if evicted is None:
         raise _fail("state.evicted", "a non-negative integer", doc["evicted"])
@@ -213,7 +265,17 @@ def from_json(cls: Callable[..., S], data: Any) -> S:
             raise _fail("state.closedSessions", "a non-negative integer", doc["closedSessions"])
     agent = read_entities(doc["agent"], "state.agent") if "agent" in doc else []
     sessions = _object(_find(doc, "sessions", "state"), "state.sessions")
-    store = cls(fixed, max_tool_calls=limit, **bounds)
+    max_frame_bytes, strict, unstable, draft, wrap = options
+    store = cls(
+        fixed,
+        max_tool_calls=limit,
+        max_frame_bytes=max_frame_bytes,
+        strict_schema=strict,
+        unstable=unstable,
+        draft=draft,
+        wrap_bare_content=wrap,
+        **bounds,
+    )
     store._set_negotiated(negotiated)
     store._evicted = evicted
     store._closed_sessions = closed or 0
@@ -239,22 +301,17 @@ def from_json(cls: Callable[..., S], data: Any) -> S:
         order = doc["permissionOrder"]
         if type(order) is not list:
             raise _fail("state.permissionOrder", "an array", order)
+        order = [text(sid) for sid in order]
         seen: Dict[str, int] = {}
         for i, sid in enumerate(order):
             if type(sid) is not str or sid not in sessions:
                 raise _fail(f"state.permissionOrder.{i}", "the id of a session in state.sessions", sid)
             seen[sid] = seen.get(sid, 0) + 1
             if seen[sid] > counts[sid]:
-                raise ValueError(
-                    f'expected "state.permissionOrder" to name {sid!r} {counts[sid]} times '
-                    "(its permission records), found more"
-                )
+                raise _order_error(_PERMISSION_ORDER, sid, counts[sid], None)
         for sid, n in counts.items():
             if seen.get(sid, 0) != n:
-                raise ValueError(
-                    f'expected "state.permissionOrder" to name {sid!r} {n} times '
-                    f"(its permission records), found {seen.get(sid, 0)}"
-                )
+                raise _order_error(_PERMISSION_ORDER, sid, n, seen.get(sid, 0))
     pending = store._pending
     perms = store._permissions
     queues: Dict[str, Iterator[List[Any]]] = {sid: iter(entries) for sid, entries in records.items()}
@@ -269,9 +326,77 @@ def from_json(cls: Callable[..., S], data: Any) -> S:
         push_permission(store, entry)
     if "cancelRequests" in doc:
         _read_cancel_requests(store, doc["cancelRequests"])
+    if "toolCallOrder" in doc:
+        _read_tool_call_order(store, doc["toolCallOrder"])
     if store._max_tool_calls is not None:
         compact(store)
     return store
+
+
+def read_options(doc: Dict[str, Any]) -> Tuple[int, Any, bool, Optional[str], bool]:
+    """The options (``write_options``), checked in document order; absent ones are the defaults:
+    (max_frame_bytes, strict_schema, unstable, draft, wrap_bare_content)."""
+    max_frame_bytes = DEFAULT_MAX_FRAME_BYTES
+    if "maxFrameBytes" in doc:
+        n = _count(doc["maxFrameBytes"], 1)
+        if n is None or n > MAX_FRAME_BYTES:
+            raise _fail("state.maxFrameBytes", f"an integer from 1 to {MAX_FRAME_BYTES}", doc["maxFrameBytes"])
+        max_frame_bytes = n
+    strict: Any = False
+    if "strictSchema" in doc:
+        strict = plain(doc["strictSchema"])
+        if strict is not True and not (type(strict) is int and strict in (1, 2)):
+            raise _fail("state.strictSchema", "true, 1 or 2", doc["strictSchema"])
+    unstable = _flag(doc, "unstable")
+    draft: Optional[str] = None
+    if "draft" in doc:
+        draft = text(doc["draft"])
+        if type(draft) is not str or draft not in [name for name, _ in DRAFTS]:
+            raise _fail("state.draft", " or ".join(f"'{name}'" for name, _ in DRAFTS), draft)
+    return max_frame_bytes, strict, unstable, draft, _flag(doc, "wrapBareContent")
+
+
+def _flag(doc: Dict[str, Any], name: str) -> bool:
+    """The boolean member ``name`` (absent: False)."""
+    value = doc.get(name, False)
+    if type(value) is not bool:
+        raise _fail(f"state.{name}", "a boolean", value)
+    return value
+
+
+_PERMISSION_ORDER = ("permissionOrder", "permission records")
+_TOOL_CALL_ORDER = ("toolCallOrder", "tool calls")
+
+
+def _order_error(order: Tuple[str, str], sid: str, expected: int, found: Optional[int]) -> ValueError:
+    member, what = order
+    shown = "more" if found is None else str(found)
+    return ValueError(f'expected "state.{member}" to name {sid!r} {expected} times (its {what}), found {shown}')
+
+
+def _read_tool_call_order(store: Store, order: Any) -> None:
+    """``state.toolCallOrder`` (optional; without it, session order): the session of each tool
+    call in creation order across sessions, naming each session as many times as it has tool
+    calls. With a bound on tool calls it orders ``store._order`` (filled in session order by
+    ``restore_tool_calls``); without one it is checked only."""
+    if type(order) is not list:
+        raise _fail("state.toolCallOrder", "an array", order)
+    order = [text(sid) for sid in order]
+    sessions = store._sessions
+    seen: Dict[str, int] = {}
+    for i, sid in enumerate(order):
+        if type(sid) is not str or sid not in sessions:
+            raise _fail(f"state.toolCallOrder.{i}", "the id of a session in state.sessions", sid)
+        seen[sid] = n = seen.get(sid, 0) + 1
+        if n > len(sessions[sid].tool_calls):
+            raise _order_error(_TOOL_CALL_ORDER, sid, len(sessions[sid].tool_calls), None)
+    for sid, s in sessions.items():
+        if seen.get(sid, 0) != len(s.tool_calls):
+            raise _order_error(_TOOL_CALL_ORDER, sid, len(s.tool_calls), seen.get(sid, 0))
+    if store._max_tool_calls is not None:
+        # `_order` holds each session's tool calls in turn: take them in the document's order.
+        queues: Dict[str, Iterator[str]] = {sid: iter(s.tool_calls) for sid, s in sessions.items()}
+        store._order = [(sid, next(queues[sid])) for sid in order]
 
 
 def _read_cancel_requests(store: Store, items: Any) -> None:
@@ -284,7 +409,7 @@ def _read_cancel_requests(store: Store, items: Any) -> None:
         rid = plain(_find(item, "requestId", rp))
         if rid is not None and type(rid) is not str and not (type(rid) is int and -(2**63) <= rid < 2**63):
             raise _fail(f"{rp}.requestId", "a string, an integer or null", rid)
-        source = _find(item, "source", rp)
+        source = text(_find(item, "source", rp))
         if source not in (None, "agent", "client"):
             raise _fail(f"{rp}.source", '"agent", "client" or null', source)
         if len(store._cancel_requests) == MAX_CANCEL_REQUESTS:

@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, cast
 
 from . import rules
-from .read import Bad, U
+from .read import Bad, U, text
 from .records import Change, Entities, Store
 
 if TYPE_CHECKING:
@@ -37,18 +37,20 @@ if TYPE_CHECKING:
 __all__ = ["entity_update", "merge_meta", "message_entities"]
 
 #: An id: (its member's name, its value).
-Id = Optional[Tuple[str, str]]
+Id = Optional[Tuple[str, Any]]
 
 
 def entity_update(store: Store, sid: str, update: Dict[str, Any], index: int) -> Optional[Change]:
     """An update whose rule is applied as written (``rules.rule(index)``), under v2."""
     rule = rules.rule(index)
     ident: Id = None
+    key: Optional[str] = None
     if rule.id is not None:
-        value = update.get(rule.id)
-        if type(value) is not str:
+        given = update.get(rule.id)
+        key = text(given)
+        if type(key) is not str:
             raise Bad("invalid_id", (*U, rule.id), "a string")
-        ident = (rule.id, value)
+        ident = (rule.id, given)  # the record keeps the id as received
     if rule.value is not None and rule.action in ("append", "replace") and update.get(rule.value) is None:
         raise Bad("invalid_value", (*U, rule.value), "a value other than null")
     target = rules.targets()[rule.target]
@@ -56,7 +58,6 @@ def entity_update(store: Store, sid: str, update: Dict[str, Any], index: int) ->
     while len(s.entities) <= rule.target:
         s.entities.append(Entities())
     entities = s.entities[rule.target]
-    key = None if ident is None else ident[1]
     action: Optional[str]
     if rule.action == "upsert":
         action = upsert_entity(entities, key, update, ident)

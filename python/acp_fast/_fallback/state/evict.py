@@ -69,6 +69,7 @@ __all__ = [
     "DEFAULT_MAX_UPDATES",
     "DEFAULT_MAX_ENTITIES",
     "DEFAULT_MAX_FILES",
+    "DEFAULT_MAX_TOOL_CALLS",
     "LIMITS",
     "close_permission_holes",
     "compact",
@@ -93,6 +94,9 @@ DEFAULT_MAX_UPDATES = 1000
 DEFAULT_MAX_TERMINALS = 1000
 DEFAULT_MAX_ENTITIES = 1000
 DEFAULT_MAX_FILES = 1000
+#: The default of ``max_tool_calls`` (and ``acp-fast proxy``'s): the tool calls kept across
+#: sessions. Rust: ``DEFAULT_MAX_TOOL_CALLS``.
+DEFAULT_MAX_TOOL_CALLS = 1000
 
 #: The bounds inside sessions (Rust: ``Limits``), in checkpoint order (DESIGN 7.8): (checkpoint
 #: member, store attribute, smallest value: 1 for a count of records, 0 of items; default). A
@@ -227,7 +231,9 @@ def push_permission(store: Store, entry: List[Any]) -> None:
     perms = store._permissions
     s = store._sessions[entry[0]]
     s.permission_count += 1
-    if entry[1]["outcome"] != "pending":
+    if entry[1]["outcome"] == "pending":
+        heappush(s.waiting, len(perms))
+    else:
         heappush(s.resolved, len(perms))
     perms.append(entry)
 
@@ -244,18 +250,34 @@ def drop_permission(store: Store, index: int) -> None:
 
 def trim_permissions(store: Store, sid: str) -> None:
     """After a request of session ``sid`` was recorded: while the session holds more records than
-    ``max_permissions``, drop its oldest resolved one (pending ones are never dropped), counted in
-    its ``_truncated`` marker; then close the holes once they outnumber the records (the pending
-    ones renumbered, the resolved ones queued again). Cost: O(log n) per record dropped (the
-    session's heap of resolved records, ``Session.resolved``), O(1) amortised for closing the
-    holes."""
+    ``max_permissions``, drop its oldest resolved one, else its oldest pending one (never the one
+    just recorded: it is the newest), counted in its ``_truncated`` marker; then close the holes
+    once they outnumber the records (the pending ones renumbered, the resolved ones queued again).
+    Cost: O(log n) per record dropped (the session's heaps, ``Session.resolved`` and
+    ``Session.waiting``), O(1) amortised for closing the holes."""
     limit = store._max_permissions
     perms = store._permissions
     if limit is not None:
         s = store._sessions[sid]
         resolved = s.resolved
-        while s.permission_count > limit and resolved:
-            perms[heappop(resolved)] = None
+        waiting = s.waiting
+        while s.permission_count > limit:
+            if resolved:
+                i = heappop(resolved)
+            else:
+                # the oldest pending record (stale entries: resolved or dropped since)
+                while waiting:
+                    i = heappop(waiting)
+                    e = perms[i]
+                    if e is not None and e[1]["outcome"] == "pending":
+                        break
+                else:
+                    break
+            e = perms[i]
+            assert e is not None
+            if e[1]["outcome"] == "pending" and store._pending.get(e[1]["id"], -1) == i:
+                del store._pending[e[1]["id"]]
+            perms[i] = None
             s.permission_count -= 1
             s.dropped_permissions += 1
             store._permission_holes += 1
@@ -274,11 +296,13 @@ def close_permission_holes(store: Store) -> None:
         sessions = store._sessions
         for e in live:
             sessions[e[0]].resolved.clear()
+            sessions[e[0]].waiting.clear()
         pending = store._pending = {}
         # In ascending order: a sorted list is a min-heap.
         for i, e in enumerate(live):
             if e[1]["outcome"] == "pending":
                 pending[e[1]["id"]] = i
+                sessions[e[0]].waiting.append(i)
             else:
                 sessions[e[0]].resolved.append(i)
 

@@ -16,7 +16,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, cast
 
 from ..encoder import dumps
 from .evict import drop_permission, push_permission, trim_permissions
-from .read import BAD_SID, Bad, exactly, plain
+from .read import BAD_SID, Bad, exactly, plain, text
 from .records import MISSING, Change, Store, permission_record
 from .request import answered
 from .tool_call import check_tool_call, commit_tool_call
@@ -38,7 +38,7 @@ def permission_request(store: Store, params: Dict[str, Any], ident: Any) -> Chan
     (``params.toolCall``, else the ``toolCall`` of a ``tool_call`` subject) is applied as a
     ``tool_call_update`` of the version in force; the request is recorded as pending (replacing a
     pending one with its id)."""
-    sid = params.get("sessionId")
+    sid = text(params.get("sessionId"))
     if type(sid) is not str:
         raise BAD_SID
     # The tool-call update: params.toolCall (present and not null), else the toolCall of a
@@ -127,7 +127,7 @@ def cancel_request(store: Store, params: Dict[str, Any], source: Any) -> Change:
     """A ``$/cancel_request`` notification: ``params.requestId`` (a string, an integer or null) and
     its sender are kept (the last ``MAX_CANCEL_REQUESTS``); the change names the request, and its
     session and tool call when it is a pending permission request."""
-    rid = params.get("requestId", MISSING)
+    rid = text(params.get("requestId", MISSING))
     if not (rid is None or type(rid) is str or (type(rid) is int and -(2**63) <= rid < 2**63)):
         raise Bad("invalid_request_id", ("params", "requestId"), "a string, an integer or null")
     requests = store._cancel_requests
@@ -156,22 +156,22 @@ def resolve(store: Store, index: int, kind: str, value: Dict[str, Any]) -> Chang
         outcome = "invalid"
         chosen = answer.get("outcome") if type(answer) is dict else None
         if type(chosen) is dict:
-            tag = chosen.get("outcome")
+            tag = text(chosen.get("outcome"))
             if type(tag) is not str:
                 outcome = "unknown"
             elif tag == "cancelled":
                 outcome = "cancelled"
             elif tag == "selected":
-                oid = chosen.get("optionId")
+                oid = text(chosen.get("optionId"))
                 if type(oid) is str:
                     for option in record["options"]:
                         if type(option) is not dict:
                             continue
-                        offered = option.get("optionId")
+                        offered = text(option.get("optionId"))
                         if offered == oid and type(offered) is str:
                             outcome = "selected"
                             option_id = oid
-                            kind_ = option.get("kind")
+                            kind_ = text(option.get("kind"))
                             approved = type(kind_) is str and kind_ in _ALLOW
                             break
             else:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Dict, Optional, cast
 
-from .read import Bad, U
+from .read import Bad, U, text
 from .records import Change, Store
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ def plan_update(store: Store, sid: str, update: Dict[str, Any]) -> Change:
     record = update.get("plan")
     if type(record) is not dict:
         raise Bad("invalid_plan", U + ("plan",), "an object")
-    pid = record.get("planId")
+    pid = text(record.get("planId"))
     if type(pid) is not str:
         raise Bad("invalid_plan", U + ("plan", "planId"), "a string")
     return _set_plan(store, sid, pid, record)
@@ -44,7 +44,7 @@ def plan_update(store: Store, sid: str, update: Dict[str, Any]) -> Change:
 
 def plan_removed(store: Store, sid: str, update: Dict[str, Any]) -> Optional[Change]:
     """``plan_removed``: the plan ``update.planId`` is removed (a Change only when it existed)."""
-    pid = update.get("planId")
+    pid = text(update.get("planId"))
     if type(pid) is not str:
         raise Bad("invalid_plan", U + ("planId",), "a string")
     s = store._sessions.get(sid)

@@ -9,14 +9,20 @@ Stored values keep each number's text (DESIGN 7.8), as Rust's JSON text does: ``
 a frame when orjson's values would not give back the text of one of its numbers (``2.50``, ``1E2``,
 ``-0``, an integer beyond 64 bits), and ``exact`` keeps such a number as an ``orjson.Fragment`` of
 its text, which ``dumps`` writes as it is; ``number`` gives its Python value (for the queries).
+Strings alike: a frame with an escape ``dumps`` does not write (``\\u00e9``, ``\\/``) is re-parsed
+by ``exact``, which keeps such a string value as an ``Exact`` (a ``str`` with its JSON text,
+written by checkpoints as received); a rule that reads a string as an id or a tag takes ``text``
+of it, the plain ``str`` (Rust: ``text_of``).
 """
 
 from __future__ import annotations
 
 import binascii
 import json
+import json.decoder
+import json.scanner
 import re
-from typing import Any, Optional, Tuple
+from typing import Any, Callable, Optional, Tuple
 
 import orjson
 
@@ -32,16 +38,20 @@ __all__ = [
     "U",
     "Bad",
     "base64_decode",
+    "Exact",
     "exact",
     "exactly",
     "number",
     "plain",
     "recheck",
     "state_error",
+    "text",
 ]
 
 _Fragment = orjson.Fragment
 _orjson_dumps = orjson.dumps
+_orjson_loads = orjson.loads
+_scanstring: Callable[..., Tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
 _I64_MIN = -(2**63)
 _U64_MAX = 2**64 - 1
 # `recheck`'s view of `dumps(value)`: digits deleted, ',' and '[' made ':' (so that a number's
@@ -71,7 +81,7 @@ def recheck(frame: bytes, value: Any, dumped: Optional[bytes]) -> Any:
     re-parsed when ``value`` holds a float (a fraction or an exponent, or an integer orjson took
     beyond 64 bits: ``dumps`` writes each with a '.' or an 'e') or the frame may hold ``-0``; any
     other number is an integer whose text ``dumps`` gives back."""
-    if dumped is None:
+    if dumped is None or (b"\\" in frame and _ODD_ESCAPE(frame) is not None):
         return exact(frame)
     t = dumped.translate(_FLOATS, _DIGITS)
     if b":." in t or b":e." in t or (b"-0" in frame and _MINUS_ZERO(frame) is not None):
@@ -96,13 +106,67 @@ def _int(text: str) -> Any:
     return value
 
 
+class Exact(str):
+    """A string value whose JSON text as received is not the one ``dumps`` writes (an escape
+    such as ``\\u00e9`` or ``\\/``): equal to its text and hashed as it, with ``raw`` its JSON
+    text (quotes included), which ``to_json`` writes (``checkpoint.py``). Rust keeps every value's
+    text anyway. A rule that reads a string as an id or a tag takes its plain text (``text``)."""
+
+    raw: bytes
+
+
+def text(value: Any) -> Any:
+    """``value``, an ``Exact`` string as a plain ``str`` (ids, tags: what Rust reads with
+    ``text_of``)."""
+    return str.__str__(value) if type(value) is Exact else value
+
+
+def _string(token: bytes) -> Any:
+    """A string value of a frame, from its JSON text: its ``str``, or an ``Exact`` when ``dumps``
+    would write it otherwise."""
+    value = _orjson_loads(token)
+    if _orjson_dumps(value) == token:
+        return value
+    kept = Exact(value)
+    kept.raw = token
+    return kept
+
+
+def _scan_string(doc: str, end: int, strict: bool = True) -> Tuple[Any, int]:
+    """``json``'s ``parse_string`` for string values (member names are scanned apart, kept plain)."""
+    value, after = _scanstring(doc, end, strict)
+    if "\\" not in doc[end:after]:
+        return value, after
+    return _string(doc[end - 1 : after].encode("utf-8")), after
+
+
+class _ExactDecoder(json.JSONDecoder):
+    """``json.loads`` with numbers as ``_float`` / ``_int`` and string values as ``_string``
+    (the pure-Python scanner: the C one takes no string hook)."""
+
+    def __init__(self) -> None:
+        super().__init__(parse_float=_float, parse_int=_int)
+        self.parse_string = _scan_string
+        self.scan_once = json.scanner.py_make_scanner(self)  # type: ignore[attr-defined]
+
+
+_exact_decoder = _ExactDecoder()
+# An escape `dumps` does not write (`\/`, `\u` but for a control character without a short form,
+# in lower case): a frame may then hold a string whose text differs from dumps' (a false hit costs a slower parse).
+_ODD_ESCAPE = re.compile(rb"\\(?:/|u(?!00(?:0[0-7bef]|1[0-9a-f])))").search
+
+
 def exact(frame: bytes) -> Any:
     """The value of the (valid) document ``frame`` with each number whose text its Python value
-    would not give back kept as a Fragment of that text."""
+    would not give back kept as a Fragment of that text, and each string value whose text
+    ``dumps`` would not give back as an ``Exact``."""
+    odd = _ODD_ESCAPE(frame) is not None
     try:
+        if odd:
+            return _exact_decoder.decode(frame.decode("utf-8"))
         return json.loads(frame, parse_float=_float, parse_int=_int)
     except (RecursionError, ValueError):
-        return build(frame, (_float, _int))
+        return build(frame, (_float, _int), _string if odd else None)
 
 
 def number(fragment: Any) -> Any:
@@ -114,8 +178,12 @@ def number(fragment: Any) -> Any:
 
 
 def plain(value: Any) -> Any:
-    """``value``, or the Python value of a number kept as a Fragment."""
-    return number(value) if type(value) is _Fragment else value
+    """``value``, or the Python value of a number kept as a Fragment, or the plain text of an
+    ``Exact`` string."""
+    t = type(value)
+    if t is _Fragment:
+        return number(value)
+    return str.__str__(value) if t is Exact else value
 
 
 class Bad(Exception):
@@ -137,7 +205,8 @@ def state_error(bad: Bad, doc: bytes, obj_start: int) -> DecodeError:
     keys = bad.keys
     last = len(keys) - 1
     for i, key in enumerate(keys):
-        found = find_member(doc, container, key)
+        # a member on the way that is not an object (`"result": null`) lacks the next one
+        found = find_member(doc, container, key) if doc[container] == 0x7B else None
         if found is None or i == last:
             break
         container = found[1]

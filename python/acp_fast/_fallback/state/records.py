@@ -21,7 +21,7 @@ from typing import Any, Deque, Dict, Iterator, List, Optional, Protocol, Tuple
 
 import orjson
 
-from .read import number
+from .read import Exact, number, text
 
 __all__ = [
     "MISSING",
@@ -56,7 +56,7 @@ _FINISHED = frozenset(("completed", "failed", "cancelled"))
 
 def finished(fields: Dict[str, Any]) -> bool:
     """Is the tool call's status "completed", "failed" or "cancelled" (evicted first)?"""
-    status = fields.get("status")
+    status = text(fields.get("status"))
     return type(status) is str and status in _FINISHED
 
 
@@ -120,6 +120,7 @@ class Session:
         "updates",
         "permission_count",
         "resolved",
+        "waiting",
         "terminal_seq",
         "exited",
         "dropped_terminals",
@@ -138,10 +139,13 @@ class Session:
         self.terminals: Dict[str, Terminal] = OrderedDict()
         self.plans: Dict[str, Any] = OrderedDict()
         self.updates: Deque[Any] = deque()
-        # permission records of this session held by the store (for its bound), and a min-heap of
-        # the indices (in the store's list) of its resolved ones: the bound drops the oldest first
+        # permission records of this session held by the store (for its bound), and min-heaps of
+        # the indices (in the store's list) of its resolved ones and of its pending ones (entries of
+        # records resolved or dropped since are stale): the bound drops the oldest resolved first,
+        # then the oldest pending
         self.permission_count = 0
         self.resolved: List[int] = []
+        self.waiting: List[int] = []
         # with a bound on terminals (evict.py): the creation number of the next terminal, and a
         # min-heap of (creation number, id) of the terminals found exited
         self.terminal_seq = 0
@@ -206,6 +210,7 @@ class Store(Protocol):
     _max_entities: Optional[int]
     _max_files: Optional[int]
     _wrap_bare_content: bool
+    _options: Tuple[int, Any, bool, int]
     _sessions: Dict[str, Session]
     _permissions: List[Optional[List[Any]]]
     _permission_holes: int
@@ -309,6 +314,8 @@ def fresh(v: Any) -> Any:
         root = v[:]
     elif t is _Fragment:
         return number(v)
+    elif t is Exact:
+        return str.__str__(v)
     else:
         return v
     stack = [root]
@@ -328,6 +335,8 @@ def fresh(v: Any) -> Any:
                 push(x)
             elif tx is _Fragment:
                 c[k] = number(x)
+            elif tx is Exact:
+                c[k] = str.__str__(x)
     return root
 
 

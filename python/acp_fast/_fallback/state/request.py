@@ -24,7 +24,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from . import rules
 from .entity import message_entities
 from .evict import close_permission_holes, touch_terminal, trim_front, trim_order, trim_output
-from .read import BAD_SID, Bad, exactly
+from .read import BAD_SID, Bad, exactly, text
 from .records import Change, Session, Store, Terminal
 
 __all__ = ["MAX_PENDING_REQUESTS", "answered", "drop_session", "request"]
@@ -115,14 +115,14 @@ def request(
         else:
             return None
     # The answer's rules name the session the answer gives, else the request's (if any).
-    sid = params.get("sessionId")
+    sid = text(params.get("sessionId"))
     if m == RULES:
         sid = sid if type(sid) is str else None
     elif type(sid) is not str:
         raise BAD_SID
     pending = Pending(m, sid, answer)
     if m in _TERMINAL_IDS:
-        tid = params.get("terminalId")
+        tid = text(params.get("terminalId"))
         if type(tid) is not str:
             raise Bad("invalid_terminal_id", ("params", "terminalId"), "a string")
         pending.id = tid
@@ -149,7 +149,7 @@ def request(
 
 def file_request(params: Dict[str, Any], pending: Pending) -> None:
     """``fs/*``: ``params.path`` must be a string; the record's start, and a write's byte count."""
-    path = params.get("path")
+    path = text(params.get("path"))
     if type(path) is not str:
         raise Bad("invalid_path", ("params", "path"), "a string")
     pending.id = path
@@ -160,7 +160,7 @@ def file_request(params: Dict[str, Any], pending: Pending) -> None:
             record[name] = value
     pending.record = record
     if pending.method == "fs/write_text_file":
-        content = params.get("content")
+        content = text(params.get("content"))
         if type(content) is str:
             pending.bytes = utf8_len(content)
 
@@ -201,7 +201,7 @@ def apply_answer(store: Store, value: Dict[str, Any], kind: str, pending: Pendin
     rules_change = None
     if type(result) is dict and pending.rules:
         # The answer's session: its `sessionId` (session/new, session/fork), else the request's.
-        answer_sid = result.get("sessionId")
+        answer_sid = text(result.get("sessionId"))
         if type(answer_sid) is str:
             sid = answer_sid
         rules_change = message_entities(store, pending.rules, result, sid)
@@ -210,7 +210,7 @@ def apply_answer(store: Store, value: Dict[str, Any], kind: str, pending: Pendin
         record = dict(pending.record)
         nbytes = pending.bytes
         if method == "fs/read_text_file":
-            content = result.get("content") if type(result) is dict else None
+            content = text(result.get("content")) if type(result) is dict else None
             nbytes = utf8_len(content) if type(content) is str else None
         record["bytes"] = None if kind == "error" else nbytes
         if kind == "error":
@@ -223,7 +223,7 @@ def apply_answer(store: Store, value: Dict[str, Any], kind: str, pending: Pendin
         return None
     if method == "terminal/create":
         assert sid is not None and pending.terminal is not None
-        tid = result.get("terminalId") if type(result) is dict else None
+        tid = text(result.get("terminalId")) if type(result) is dict else None
         if type(tid) is not str:
             raise Bad("invalid_terminal_id", ("result", "terminalId"), "a string")
         s, old, existed = held_terminal(store, sid, tid)
@@ -237,7 +237,7 @@ def apply_answer(store: Store, value: Dict[str, Any], kind: str, pending: Pendin
         assert sid is not None and pending.id is not None
         output = None
         if method == "terminal/output":
-            output = result.get("output") if type(result) is dict else None
+            output = text(result.get("output")) if type(result) is dict else None
             if type(output) is not str:
                 raise Bad("invalid_output", ("result", "output"), "a string")
         tid = pending.id

@@ -21,7 +21,7 @@ import orjson
 
 from . import rules
 from .evict import LIMITS, number_terminals
-from .read import base64_decode, plain
+from .read import base64_decode, plain, text
 from .records import MISSING, OUTCOMES, Entities, Session, Store, Terminal, finished, permission_record
 
 __all__ = [
@@ -102,7 +102,7 @@ def _fail(path: str, what: str, value: Any) -> ValueError:
 
 def _record_id(record: Dict[str, Any], key: str, member: str, path: str) -> None:
     """The record's ``member`` must be the key it is filed under."""
-    value = _find(record, member, path)
+    value = text(_find(record, member, path))
     if value != key or type(value) is not str:
         raise ValueError(f'expected "{path}.{member}" to be {key!r}, found {_name(value)}')
 
@@ -147,7 +147,7 @@ def restore_terminals(store: Store, s: Session, session: Dict[str, Any], sp: str
         rp = f"{path}.{tid}"
         _object(record, rp)
         _record_id(record, tid, "terminalId", rp)
-        output = _find(record, "output", rp)
+        output = text(_find(record, "output", rp))
         if type(output) is not str:
             raise _fail(f"{rp}.output", "a string", output)
         data = base64_decode(output)
@@ -184,7 +184,7 @@ def restore_updates(store: Store, s: Session, session: Dict[str, Any], sp: str) 
         for i, update in enumerate(updates):
             up = f"{path}.{i}"
             _object(update, up)
-            if type(_find(update, "sessionUpdate", up)) is not str:
+            if type(text(_find(update, "sessionUpdate", up))) is not str:
                 raise _fail(f"{up}.sessionUpdate", "a string", update["sessionUpdate"])
             s.updates.append(update)
     counts = read_marker(store, session, sp, SESSION_COUNTS)
@@ -247,10 +247,10 @@ def restore_files(s: Session, session: Dict[str, Any], sp: str) -> None:
     for i, record in enumerate(files):
         fp = f"{path}.{i}"
         _object(record, fp)
-        op = _find(record, "op", fp)
+        op = text(_find(record, "op", fp))
         if op not in ("read", "write") or type(op) is not str:
             raise _fail(f"{fp}.op", '"read" or "write"', op)
-        if type(_find(record, "path", fp)) is not str:
+        if type(text(_find(record, "path", fp))) is not str:
             raise _fail(f"{fp}.path", "a string", record["path"])
         s.files.append(record)
 
@@ -324,22 +324,22 @@ def read_permissions(sid: str, session: Dict[str, Any], sp: str) -> List[List[An
         options = _find(record, "options", rp)
         if type(options) is not list:
             raise _fail(f"{rp}.options", "an array", options)
-        outcome = _find(record, "outcome", rp)
+        outcome = text(_find(record, "outcome", rp))
         if type(outcome) is not str or outcome not in OUTCOMES:
             raise _fail(f"{rp}.outcome", "one of " + ", ".join(OUTCOMES), outcome)
         approved = _find(record, "approved", rp)
         if type(approved) is not bool:
             raise _fail(f"{rp}.approved", "a boolean", approved)
         for name in ("toolCallId", "optionId"):
-            if name in record and type(record[name]) is not str:
+            if name in record and type(text(record[name])) is not str:
                 raise _fail(f"{rp}.{name}", "a string", record[name])
         entry = permission_record(
             rid,
             sid,
-            record.get("toolCallId"),
+            text(record.get("toolCallId")),
             options,
             outcome,
-            record.get("optionId"),
+            text(record.get("optionId")),
             approved,
             record.get("response", MISSING),
         )

@@ -13,7 +13,7 @@ from typing import Any, Dict
 
 from .entity import merge_meta
 from .evict import touch_terminal, trim_output
-from .read import Bad, U, base64_decode
+from .read import Bad, U, base64_decode, text
 from .records import Change, Store, Terminal
 
 __all__ = ["terminal_chunk", "terminal_update"]
@@ -27,7 +27,7 @@ def terminal_update(store: Store, sid: str, update: Dict[str, Any]) -> Change:
     """``terminal_update``: omitted = unchanged, null = unset (``output: null`` empties the bytes
     and unsets ``outputMeta``), a value replaces; ``output.data`` (base64) replaces all bytes and
     ``output._meta`` becomes ``outputMeta``."""
-    tid = update.get("terminalId")
+    tid = text(update.get("terminalId"))
     if type(tid) is not str:
         raise Bad("invalid_terminal_id", U + ("terminalId",), "a string")
     output = update.get("output")
@@ -35,7 +35,7 @@ def terminal_update(store: Store, sid: str, update: Dict[str, Any]) -> Change:
     if output is not None:
         if type(output) is not dict:
             raise Bad("invalid_output", U + ("output",), "an object or null")
-        data = base64_decode(output.get("data"))
+        data = base64_decode(text(output.get("data")))
         if data is None:
             raise Bad("invalid_base64", U + ("output", "data"), "base64 text")
     es = update.get("exitStatus")
@@ -80,10 +80,10 @@ def terminal_update(store: Store, sid: str, update: Dict[str, Any]) -> Change:
 def terminal_chunk(store: Store, sid: str, update: Dict[str, Any]) -> Change:
     """``terminal_output_chunk``: the base64 ``data`` decoded and appended (the chunk's other
     members are not stored); the output then keeps its last ``max_terminal_bytes`` bytes."""
-    tid = update.get("terminalId")
+    tid = text(update.get("terminalId"))
     if type(tid) is not str:
         raise Bad("invalid_terminal_id", U + ("terminalId",), "a string")
-    data = base64_decode(update.get("data"))
+    data = base64_decode(text(update.get("data")))
     if data is None:
         raise Bad("invalid_base64", U + ("data",), "base64 text")
     s = store._session(sid)

@@ -20,7 +20,7 @@ from typing import Any, Dict, Tuple
 
 from .entity import merge_meta
 from .evict import set_content, touch
-from .read import P_UPDATE_CONTENT, P_UPDATE_LOCATIONS, P_UPDATE_TCID, Bad
+from .read import P_UPDATE_CONTENT, P_UPDATE_LOCATIONS, P_UPDATE_TCID, Bad, text
 from .records import Change, Session, Store
 
 __all__ = ["check_tool_call", "commit_tool_call", "content_chunk", "tool_call", "tool_call_update"]
@@ -29,7 +29,7 @@ __all__ = ["check_tool_call", "commit_tool_call", "content_chunk", "tool_call", 
 def tool_call(store: Store, sid: str, update: Dict[str, Any]) -> Change:
     """v1 ``tool_call``: create the record from the update's fields, or replace an existing one
     whole (it keeps its place and its creation number). Any version."""
-    tcid = update.get("toolCallId")
+    tcid = text(update.get("toolCallId"))
     if type(tcid) is not str:
         raise Bad("invalid_tool_call_id", P_UPDATE_TCID, "a string")
     c = update.get("content")
@@ -63,7 +63,7 @@ def tool_call(store: Store, sid: str, update: Dict[str, Any]) -> Change:
 def tool_call_update(store: Store, sid: str, update: Dict[str, Any]) -> Change:
     """``tool_call_update``: patch an existing record (null leaves a field in v1, unsets it in
     v2), or create one from the non-null fields."""
-    tcid = update.get("toolCallId")
+    tcid = text(update.get("toolCallId"))
     if type(tcid) is not str:
         raise Bad("invalid_tool_call_id", P_UPDATE_TCID, "a string")
     content = update.get("content")
@@ -98,7 +98,7 @@ def tool_call_update(store: Store, sid: str, update: Dict[str, Any]) -> Change:
 def content_chunk(store: Store, sid: str, update: Dict[str, Any]) -> Change:
     """``tool_call_content_chunk``: append ``update.content`` to the record's content (created if
     needed). Any version."""
-    tcid = update.get("toolCallId")
+    tcid = text(update.get("toolCallId"))
     if type(tcid) is not str:
         raise Bad("invalid_tool_call_id", P_UPDATE_TCID, "a string")
     item = update.get("content")
@@ -136,7 +136,7 @@ def content_chunk(store: Store, sid: str, update: Dict[str, Any]) -> Change:
 
 def check_tool_call(obj: Dict[str, Any], path: Tuple[str, ...]) -> str:
     """Check the tool-call object at ``path`` (its id, then content and locations); its id."""
-    tcid = obj.get("toolCallId")
+    tcid = text(obj.get("toolCallId"))
     if type(tcid) is not str:
         raise Bad("invalid_tool_call_id", path + ("toolCallId",), "a string")
     c = obj.get("content")
