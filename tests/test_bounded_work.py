@@ -261,7 +261,12 @@ def test_a_request_right_behind_initialize_is_checked_by_the_version_asked(backe
     """An editor that sends ``session/new`` (v2: no ``mcpServers``) before the ``initialize``
     answer arrives is checked by the version its ``initialize`` asked for, as ``validate`` does;
     the other side, and the same editor once the answer says v1, by the version in force."""
-    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 2, "clientCapabilities": {}}}
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": 2, "clientCapabilities": {}},
+    }
     new = {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": "/tmp"}}
     data = b"".join(acp_fast.dumps(m) + b"\n" for m in (init, new))
     assert [type(x).__name__ for x in backend.FrameDecoder(strict_schema=True).feed(data)] == ["Message", "Message"]

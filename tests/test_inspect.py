@@ -476,7 +476,10 @@ def test_values_nested_where_a_string_belongs_are_shown_in_short(backend_id: str
     env = dict(os.environ, ACP_FAST_BACKEND=backend_id)
     for extra in ([], ["--json"]):
         done = subprocess.run(
-            [sys.executable, "-m", "acp_fast.cli", "inspect", *extra, str(path)], capture_output=True, env=env, timeout=60
+            [sys.executable, "-m", "acp_fast.cli", "inspect", *extra, str(path)],
+            capture_output=True,
+            env=env,
+            timeout=60,
         )
         assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr
         assert b"[[[[" in done.stdout and len(done.stdout) < 20_000
