@@ -48,7 +48,7 @@ and ``mixed``, each frame with its sender), interleaved with
   byte and in order (a subsequence of the editor's lines; under ``--max-frame-bytes 4096`` those
   not longer), and no bad line does; text the proxy prints itself carries no terminal control
   character (diverted lines are the agent's own bytes, by design); the proxy's peak RSS
-  (``wait4``) under ``--rss-limit`` MiB (default 400). With ``--state-json``: the checkpoint of
+  (``VmHWM``) under ``--rss-limit`` MiB (default 400). With ``--state-json``: the checkpoint of
   the good frames plus the bad lines equals that of the good frames alone (two more runs). With
   ``--bridge`` also: the editor's output for the good frames plus the bad lines and the refused
   trigger equals its output for the good frames alone (a refused line leaves no trace).
@@ -555,9 +555,23 @@ def _env(backend: str) -> Dict[str, str]:
     return {**os.environ, "ACP_FAST_BACKEND": backend, "PYTHONPATH": package + (os.pathsep + path if path else "")}
 
 
+def _peak_mib(pid: int) -> float:
+    """The peak resident memory of process ``pid`` so far (``VmHWM``), in MiB; 0 once it is gone."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except (OSError, ValueError):
+        pass
+    return 0.0
+
+
 def run_process(cmd: Sequence[str], backend: str, stdin: bytes = b"", timeout: float = TIMEOUT) -> Done:
     """Run ``cmd`` in a session of its own; kill the session at ``timeout``; the peak RSS of the
-    process (``wait4``: its own and its waited-for children's)."""
+    process: its ``VmHWM`` (``/proc/PID/status``), read every 20 ms while it runs. (Not
+    ``wait4``'s ``ru_maxrss``: that counts the memory the child had before ``exec``, a copy of
+    this process, which inside a long pytest run is hundreds of MiB.)"""
     proc = subprocess.Popen(
         list(cmd),
         stdin=subprocess.PIPE,
@@ -592,15 +606,15 @@ def run_process(cmd: Sequence[str], backend: str, stdin: bytes = b"", timeout: f
     status: Optional[int] = None
     rss = 0.0
     while True:
-        pid, raw, usage = os.wait4(proc.pid, os.WNOHANG)
+        rss = max(rss, _peak_mib(proc.pid))
+        pid, raw, _ = os.wait4(proc.pid, os.WNOHANG)
         if pid:
             status = os.waitstatus_to_exitcode(raw)
             proc.returncode = status
-            rss = usage.ru_maxrss / 1024
             break
         if time.monotonic() > deadline:
             os.killpg(proc.pid, signal.SIGKILL)
-            _, raw, usage = os.wait4(proc.pid, 0)
+            os.wait4(proc.pid, 0)
             proc.returncode = -9
             break
         time.sleep(0.02)

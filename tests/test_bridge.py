@@ -77,15 +77,22 @@ def test_bad_state_update_raises_the_stores_decode_error(v1_editor: Bridge) -> N
     assert info.value.code == -32602 and info.value.kind == "invalid_content"
 
 
-def test_batches_are_split(v1_editor: Bridge) -> None:
+def test_batches_of_a_v1_side_are_split_and_a_v2_sides_refused(v1_editor: Bridge, backend: Any) -> None:
     a = acp_fast.loads(tcu("c1", title="A"))
     b = acp_fast.loads(upd(sessionUpdate="usage_update", used=1, size=2))
-    out = v1_editor.from_agent(acp_fast.dumps([a, b]) + b"\n")
-    assert [u["sessionUpdate"] for u in updates(out)] == ["tool_call", "usage_update"]
-    unchanged = acp_fast.dumps([b, b]) + b"\n"
-    assert v1_editor.from_agent(unchanged) == [unchanged]
+    with pytest.raises(acp_fast.DecodeError, match="protocol v2 has no batches"):  # v2 has none
+        v1_editor.from_agent(acp_fast.dumps([a, b]) + b"\n")
+    # a v1 editor's batch, for a v2 agent: entry by entry
+    info = {"name": "e", "version": "1"}
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1, "clientInfo": info}}
+    cancel = {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "s1"}}
+    out = v1_editor.from_editor(acp_fast.dumps([init, cancel]) + b"\n")
+    assert [acp_fast.loads(f)["method"] for f in out] == ["initialize", "session/cancel"]
+    assert acp_fast.loads(out[0])["params"]["protocolVersion"] == 2
+    unchanged = acp_fast.dumps([cancel, cancel]) + b"\n"
+    assert v1_editor.from_editor(unchanged) == [unchanged]
     broken = b'[{"jsonrpc":"2.0","method":"x"},5]\n'
-    assert v1_editor.from_agent(broken) == [broken]
+    assert v1_editor.from_editor(broken) == [broken]
 
 
 def test_bridge_error(strict_v1: Bridge) -> None:
