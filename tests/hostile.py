@@ -290,9 +290,9 @@ def deep_values(version: int) -> List[Tuple[str, bytes]]:
 HOSTILE_VALUES: Tuple[Any, ...] = ([], {}, None, -1, 2**70, 1.5, True, "")
 
 
-def mutate(frame: bytes, rng: random.Random) -> bytes:
-    """``frame`` with one value somewhere replaced by a hostile one (:data:`HOSTILE_VALUES` or a
-    list nested :data:`BRIDGE_MAX_DEPTH` levels)."""
+def mutate(frame: bytes, rng: random.Random, values: Sequence[Any] = HOSTILE_VALUES) -> bytes:
+    """``frame`` with one value somewhere replaced by a hostile one (one of ``values`` or a list
+    nested :data:`BRIDGE_MAX_DEPTH` levels)."""
     obj = orjson.loads(frame)
     paths: List[Tuple[Any, Any]] = []
     stack: List[Any] = [obj]
@@ -304,7 +304,7 @@ def mutate(frame: bytes, rng: random.Random) -> bytes:
                 stack.append(node[key])
     if paths:
         node, key = rng.choice(paths)
-        node[key] = rng.choice(HOSTILE_VALUES) if rng.random() < 0.9 else _deep(BRIDGE_MAX_DEPTH)
+        node[key] = rng.choice(values) if rng.random() < 0.9 else _deep(BRIDGE_MAX_DEPTH)
     # orjson refuses 2**70 and deep lists: acp_fast.dumps writes both
     return acp_fast.dumps(obj) + b"\n"
 

@@ -33,6 +33,7 @@ import acp_fast
 from acp_fast import traffic
 from acp_fast.bridge import BRIDGE_MAX_DEPTH, Bridge, BridgeError
 from bridge_checks import as_editor, senders
+from hostile import mutate
 
 CLI = [sys.executable, "-m", "acp_fast.cli"]
 HOSTILE: List[Any] = [
@@ -74,23 +75,6 @@ def _state(bridge: Bridge) -> Tuple[bytes, List[str]]:
     return bytes(bridge.store.to_json()), mine
 
 
-def _mutated(frame: bytes, rng: random.Random) -> bytes:
-    """``frame`` with one value somewhere replaced by a hostile one."""
-    obj = orjson.loads(frame)
-    paths: List[Tuple[Any, Any]] = []
-    stack: List[Any] = [obj]
-    while stack:
-        node = stack.pop()
-        for key in list(node) if isinstance(node, dict) else range(len(node)):
-            paths.append((node, key))
-            if isinstance(node[key], (dict, list)):
-                stack.append(node[key])
-    if paths:
-        node, key = rng.choice(paths)
-        node[key] = rng.choice(HOSTILE) if rng.random() < 0.9 else _deep(BRIDGE_MAX_DEPTH)
-    return acp_fast.dumps(obj) + b"\n"
-
-
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), strict=st.booleans(), held=st.booleans())
 def test_a_refused_frame_leaves_the_state_as_it_was(backend: Any, seed: int, strict: bool, held: bool) -> None:
@@ -101,7 +85,7 @@ def test_a_refused_frame_leaves_the_state_as_it_was(backend: Any, seed: int, str
     refused = 0
     for sender, frame in as_editor(senders(traffic.frames(profile, 60, seed), agent), 3 - agent):
         if rng.random() < 0.3:
-            frame = _mutated(frame, rng)
+            frame = mutate(frame, rng, HOSTILE)
         before = _state(bridge)
         try:
             out = (bridge.from_agent if sender == "agent" else bridge.from_editor)(frame)
