@@ -767,7 +767,6 @@ class Bridge:
 
     def _permission_v2(self, msg: Any, params: Dict[str, Any], sid: str) -> List[bytes]:
         """A v1 permission request for a v2 editor."""
-        self._message_ids.pop(sid, None)  # as a tool call: the next chunk starts a new message
         call = params.get("toolCall")
         options = params.get("options")
         if self.strict:
@@ -778,6 +777,7 @@ class Bridge:
                 problems.append("no tool call (v2 subjects of this kind need one)")
             self._check(problems)
         self.store.apply(msg, source="agent")
+        self._message_ids.pop(sid, None)  # as a tool call: the next chunk starts a new message
         tcid = call.get("toolCallId") if isinstance(call, dict) else None
         tool_call: Dict[str, Any] = {"toolCallId": tcid if isinstance(tcid, str) else f"acp-fast-permission-{msg.id}"}
         title = None

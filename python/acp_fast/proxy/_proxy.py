@@ -342,14 +342,8 @@ class Proxy:
         frame = acp_fast.decode(line)
         rid = None if isinstance(frame, list) or frame.kind != "request" else frame.id
         asks = rid is not None or (not isinstance(frame, list) and frame.kind == "request")
-        if side == "agent" and self.settings.agent_invalid != "pass":
-            action = direction.invalid(line, error, error.line)
-        elif side == "agent":  # never passed on in the agent's version: diverted
-            direction.stats["invalid"] += 1
-            direction.stats["diverted"] += 1
-            self.note(f"agent line {error.line}: {error} (diverted)")
-            self.divert(line)
-            action = "diverted"
+        if side == "agent":  # never passed on in the agent's version
+            action = direction.invalid(line, error, error.line, passable=False)
         else:
             action = "answered" if asks else "dropped"
             direction.stats["invalid"] += 1

@@ -762,15 +762,17 @@ class Direction:
 
     # -- lines that are not JSON-RPC ---------------------------------------------------------------
 
-    def invalid(self, data: bytes, error: Any, line: int) -> Optional[str]:
-        """What to do with a line that is not JSON-RPC: None (forward it) or the action taken."""
+    def invalid(self, data: bytes, error: Any, line: int, passable: bool = True) -> Optional[str]:
+        """What to do with a line that is not JSON-RPC: None (forward it) or the action taken.
+        ``passable=False``: a line of the agent that cannot be passed on as it is (the bridge
+        refused it) is diverted under ``--agent-invalid pass``."""
         host = self.host
         settings = self.settings
         self.stats["invalid"] += 1
         where = f"{self.side} line {line}"
         if self.side == "agent":
             policy = settings.agent_invalid
-            if policy == "pass":
+            if policy == "pass" and passable:
                 host.note(f"{where}: {error} (passed on)")
                 return None
             if policy == "drop":
