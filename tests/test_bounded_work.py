@@ -21,7 +21,7 @@ import textwrap
 import threading
 import time
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 import pytest
 
@@ -163,17 +163,25 @@ def test_ten_thousand_cancels_use_one_timer_and_answer_every_request(backend):
     middleware.cancel()
 
 
-def test_a_request_owed_by_several_cancels_is_answered_at_the_first_deadline_only(backend):
+CANCEL = b'{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}'
+
+
+def one_permission_asked(backend: Any, seconds: float) -> Tuple[Any, CancelledPermissions]:
+    """A store and a ``CancelledPermissions(seconds)`` that saw the agent ask permission 1 in session s."""
     store = backend.ToolCallStore()
     ctx = FakeContext(store)
-    middleware = CancelledPermissions(0.2)
+    middleware = CancelledPermissions(seconds)
     frame = B.request_permission(1, "s", "c1", OPTIONS)
     store.apply(frame, source="agent")
     middleware(backend.decode(frame), "agent", ctx)
-    cancel = b'{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}'
+    return ctx, middleware
+
+
+def test_a_request_owed_by_several_cancels_is_answered_at_the_first_deadline_only(backend):
+    ctx, middleware = one_permission_asked(backend, 0.2)
     started = time.monotonic()
     for _ in range(3):
-        middleware(backend.decode(cancel), "editor", ctx)
+        middleware(backend.decode(CANCEL), "editor", ctx)
         time.sleep(0.05)
     while not ctx.injected and time.monotonic() - started < 10:
         time.sleep(0.01)
@@ -182,13 +190,8 @@ def test_a_request_owed_by_several_cancels_is_answered_at_the_first_deadline_onl
 
 
 def test_cancel_stops_the_timer(backend):
-    store = backend.ToolCallStore()
-    ctx = FakeContext(store)
-    middleware = CancelledPermissions(0.1)
-    frame = B.request_permission(1, "s", "c1", OPTIONS)
-    store.apply(frame, source="agent")
-    middleware(backend.decode(frame), "agent", ctx)
-    middleware(backend.decode(b'{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}'), "editor", ctx)
+    ctx, middleware = one_permission_asked(backend, 0.1)
+    middleware(backend.decode(CANCEL), "editor", ctx)
     middleware.cancel()
     time.sleep(0.3)
     assert ctx.injected == []

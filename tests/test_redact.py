@@ -41,156 +41,78 @@ def update(update: Dict[str, Any]) -> Dict[str, Any]:
     return {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s", "update": update}}
 
 
-# Raw bytes around the secret that are not UTF-8 (kept as they are by the redaction).
-TERMINAL = b"\xff\xfe$ env\nKEY=" + SECRET.encode() + b"\n\x80done\n"
+def terminal(key: str) -> bytes:
+    """Raw bytes around ``key`` that are not UTF-8 (kept as they are by the redaction)."""
+    return b"\xff\xfe$ env\nKEY=" + key.encode() + b"\n\x80done\n"
+
+
+def shapes(k: str) -> List[Dict[str, Any]]:
+    """The agent's frames holding ``k`` (the secret, or what the editor must get instead)."""
+    return [
+        update(  # title, rawInput, locations, _meta, content text
+            {
+                "sessionUpdate": "tool_call",
+                "toolCallId": "c1",
+                "title": f"curl -H 'Authorization: {k}'",
+                "kind": "execute",
+                "rawInput": {"command": ["curl", "-H", f"key={k}"], "n": 1},
+                "locations": [{"path": f"/tmp/{k}.txt", "line": 3}],
+                "content": [{"type": "content", "content": {"type": "text", "text": f"key={k} ok"}}],
+                "_meta": {"x": {"token": k}},
+            }
+        ),
+        update(  # rawOutput, a diff, v1 terminal output in _meta (as some agents stream it)
+            {
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": "c1",
+                "status": "completed",
+                "rawOutput": {"env": {"KEY": k}},
+                "content": [{"type": "diff", "path": "/p/.env", "oldText": "KEY=\n", "newText": f"KEY={k}\n"}],
+                "_meta": {"terminal_output": {"terminal_id": "t1", "data": f"KEY={k}\n"}},
+            }
+        ),
+        # message chunks and thoughts
+        update({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": f"use {k}, {k}"}}),
+        update({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": k}}),
+        # plan entries
+        update(
+            {"sessionUpdate": "plan", "entries": [{"content": f"rotate {k}", "priority": "high", "status": "pending"}]}
+        ),
+        # v2 terminal output: base64, decoded, redacted, encoded again (its length changes)
+        update({"sessionUpdate": "terminal_output_chunk", "terminalId": "t2", "data": b64(terminal(k))}),
+        update(
+            {
+                "sessionUpdate": "terminal_update",
+                "terminalId": "t2",
+                "command": "env",
+                "output": {"data": b64(terminal(k))},
+            }
+        ),
+        update(  # an embedded resource's blob
+            {
+                "sessionUpdate": "agent_message_chunk",
+                "content": {"type": "resource", "resource": {"uri": "file:///p/.env", "blob": b64(f"K={k}".encode())}},
+            }
+        ),
+        {  # a permission request's tool call and options
+            "jsonrpc": "2.0",
+            "id": 7,
+            "method": "session/request_permission",
+            "params": {
+                "sessionId": "s",
+                "toolCall": {"toolCallId": "c1", "title": f"send {k}"},
+                "options": [{"optionId": "y", "name": f"allow {k}", "kind": "allow_once"}],
+            },
+        },
+        # an answer and an error to the editor's requests
+        {"jsonrpc": "2.0", "id": 1, "result": {"sessionId": "s", "_meta": {"banner": f"logged in as {k}"}}},
+        {"jsonrpc": "2.0", "id": 2, "error": {"code": -32000, "message": f"bad key {k}", "data": [k]}},
+    ]
+
 
 #: (the agent's frame holding the secret, the frame the editor must get instead).
-SECRETS = [
-    (  # title, rawInput, locations, _meta, content text
-        update(
-            {
-                "sessionUpdate": "tool_call",
-                "toolCallId": "c1",
-                "title": f"curl -H 'Authorization: {SECRET}'",
-                "kind": "execute",
-                "rawInput": {"command": ["curl", "-H", f"key={SECRET}"], "n": 1},
-                "locations": [{"path": f"/tmp/{SECRET}.txt", "line": 3}],
-                "content": [{"type": "content", "content": {"type": "text", "text": f"key={SECRET} ok"}}],
-                "_meta": {"x": {"token": SECRET}},
-            }
-        ),
-        update(
-            {
-                "sessionUpdate": "tool_call",
-                "toolCallId": "c1",
-                "title": f"curl -H 'Authorization: {R}'",
-                "kind": "execute",
-                "rawInput": {"command": ["curl", "-H", f"key={R}"], "n": 1},
-                "locations": [{"path": f"/tmp/{R}.txt", "line": 3}],
-                "content": [{"type": "content", "content": {"type": "text", "text": f"key={R} ok"}}],
-                "_meta": {"x": {"token": R}},
-            }
-        ),
-    ),
-    (  # rawOutput, a diff, v1 terminal output in _meta (as some agents stream it)
-        update(
-            {
-                "sessionUpdate": "tool_call_update",
-                "toolCallId": "c1",
-                "status": "completed",
-                "rawOutput": {"env": {"KEY": SECRET}},
-                "content": [{"type": "diff", "path": "/p/.env", "oldText": "KEY=\n", "newText": f"KEY={SECRET}\n"}],
-                "_meta": {"terminal_output": {"terminal_id": "t1", "data": f"KEY={SECRET}\n"}},
-            }
-        ),
-        update(
-            {
-                "sessionUpdate": "tool_call_update",
-                "toolCallId": "c1",
-                "status": "completed",
-                "rawOutput": {"env": {"KEY": R}},
-                "content": [{"type": "diff", "path": "/p/.env", "oldText": "KEY=\n", "newText": f"KEY={R}\n"}],
-                "_meta": {"terminal_output": {"terminal_id": "t1", "data": f"KEY={R}\n"}},
-            }
-        ),
-    ),
-    (  # message chunks and thoughts
-        update(
-            {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": f"use {SECRET}, {SECRET}"}}
-        ),
-        update({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": f"use {R}, {R}"}}),
-    ),
-    (
-        update({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": SECRET}}),
-        update({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": R}}),
-    ),
-    (  # plan entries
-        update(
-            {
-                "sessionUpdate": "plan",
-                "entries": [{"content": f"rotate {SECRET}", "priority": "high", "status": "pending"}],
-            }
-        ),
-        update(
-            {"sessionUpdate": "plan", "entries": [{"content": f"rotate {R}", "priority": "high", "status": "pending"}]}
-        ),
-    ),
-    (  # v2 terminal output: base64, decoded, redacted, encoded again (its length changes)
-        update({"sessionUpdate": "terminal_output_chunk", "terminalId": "t2", "data": b64(TERMINAL)}),
-        update(
-            {
-                "sessionUpdate": "terminal_output_chunk",
-                "terminalId": "t2",
-                "data": b64(TERMINAL.replace(SECRET.encode(), R.encode())),
-            }
-        ),
-    ),
-    (
-        update(
-            {
-                "sessionUpdate": "terminal_update",
-                "terminalId": "t2",
-                "command": "env",
-                "output": {"data": b64(TERMINAL)},
-            }
-        ),
-        update(
-            {
-                "sessionUpdate": "terminal_update",
-                "terminalId": "t2",
-                "command": "env",
-                "output": {"data": b64(TERMINAL.replace(SECRET.encode(), R.encode()))},
-            }
-        ),
-    ),
-    (  # an embedded resource's blob
-        update(
-            {
-                "sessionUpdate": "agent_message_chunk",
-                "content": {
-                    "type": "resource",
-                    "resource": {"uri": "file:///p/.env", "blob": b64(f"K={SECRET}".encode())},
-                },
-            }
-        ),
-        update(
-            {
-                "sessionUpdate": "agent_message_chunk",
-                "content": {"type": "resource", "resource": {"uri": "file:///p/.env", "blob": b64(f"K={R}".encode())}},
-            }
-        ),
-    ),
-    (  # a permission request's tool call and options
-        {
-            "jsonrpc": "2.0",
-            "id": 7,
-            "method": "session/request_permission",
-            "params": {
-                "sessionId": "s",
-                "toolCall": {"toolCallId": "c1", "title": f"send {SECRET}"},
-                "options": [{"optionId": "y", "name": f"allow {SECRET}", "kind": "allow_once"}],
-            },
-        },
-        {
-            "jsonrpc": "2.0",
-            "id": 7,
-            "method": "session/request_permission",
-            "params": {
-                "sessionId": "s",
-                "toolCall": {"toolCallId": "c1", "title": f"send {R}"},
-                "options": [{"optionId": "y", "name": f"allow {R}", "kind": "allow_once"}],
-            },
-        },
-    ),
-    (  # an answer and an error to the editor's requests
-        {"jsonrpc": "2.0", "id": 1, "result": {"sessionId": "s", "_meta": {"banner": f"logged in as {SECRET}"}}},
-        {"jsonrpc": "2.0", "id": 1, "result": {"sessionId": "s", "_meta": {"banner": f"logged in as {R}"}}},
-    ),
-    (
-        {"jsonrpc": "2.0", "id": 2, "error": {"code": -32000, "message": f"bad key {SECRET}", "data": [SECRET]}},
-        {"jsonrpc": "2.0", "id": 2, "error": {"code": -32000, "message": f"bad key {R}", "data": [R]}},
-    ),
-]
+SECRETS = list(zip(shapes(SECRET), shapes(R)))
+
 
 #: Frames without a secret, byte-exact through the proxy (odd spacing and member order on purpose).
 CLEAN = [
