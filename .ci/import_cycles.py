@@ -66,7 +66,17 @@ ACP_FAST = Contract(
             "libraries",
             tuple(
                 f"acp_fast.{name}"
-                for name in ("arrow", "dask", "ray", "recording", "traffic", "bridge", "builders", "integrations")
+                for name in (
+                    "arrow",
+                    "dask",
+                    "ray",
+                    "recording",
+                    "trace",
+                    "traffic",
+                    "bridge",
+                    "builders",
+                    "integrations",
+                )
             ),
         ),
         ("proxy", ("acp_fast.proxy",)),

@@ -252,6 +252,24 @@ class RecordWriter:
         self.flush()
 
 
+class Writers:
+    """Several writers given the same calls (`acp-fast proxy --record` and `--trace`: a
+    `RecordWriter` and an `acp_fast.trace.TraceWriter`)."""
+
+    def __init__(self, writers: Sequence[Any]) -> None:
+        self.writers = list(writers)
+
+    def line(self, *args: Any, **kwargs: Any) -> None:
+        """`RecordWriter.line` of each."""
+        for w in self.writers:
+            w.line(*args, **kwargs)
+
+    def too_large(self, side: str, length: int, t: float) -> None:
+        """`RecordWriter.too_large` of each."""
+        for w in self.writers:
+            w.too_large(side, length, t)
+
+
 # ---------------------------------------------------------------------------------------------
 # Reading
 
@@ -535,7 +553,11 @@ def read(data: Union[bytes, IO[bytes]]) -> Iterator[Union[Record, Dict[str, Any]
     """The records of a recording, in order: a ``Record`` per line seen, and the header and
     footer as dicts. Raises :class:`RecordingError` naming the line and column of a malformed
     record (the checks are those of ``acp-fast validate``, which reports every such line)."""
-    chunks = [bytes(data)] if isinstance(data, (bytes, bytearray)) else _chunks(data)
+    return read_chunks([bytes(data)] if isinstance(data, (bytes, bytearray)) else _chunks(data))
+
+
+def read_chunks(chunks: Iterable[bytes]) -> Iterator[Union[Record, Dict[str, Any]]]:
+    """:func:`read` of a recording given as its bytes in pieces (``chunks``)."""
     for number, r in parse_lines(chunks, acp_fast.MAX_FRAME_BYTES):
         if r is None:
             if number == 1:

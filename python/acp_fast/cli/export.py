@@ -21,6 +21,8 @@ from ._streams import Progress
 from ._usage import Parser
 
 COMPRESSIONS = ("zstd", "snappy", "gzip", "lz4", "none")
+#: ``--to`` names ending so are traces (``acp_fast.trace``), not Parquet files.
+TRACE_SUFFIX = ".jsons"
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -33,7 +35,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         ),
     )
     parser.add_argument("files", nargs="+", metavar="FILE", help="a stream or recording, a directory, or a glob")
-    parser.add_argument("--to", required=True, metavar="OUT.parquet", help="the Parquet file to write")
+    parser.add_argument(
+        "--to",
+        required=True,
+        metavar="OUT.parquet|OUT.jsons",
+        help="the Parquet file to write, or (a name ending in .jsons) a trace of recordings for the ACP trace viewer",
+    )
     parser.add_argument(
         "--table", choices=("frames", "tool_calls"), default="frames", help="what a row is (default frames)"
     )
@@ -45,14 +52,17 @@ def main(argv: Optional[List[str]] = None) -> int:
     group.add_argument("--progress", dest="progress", action="store_true", default=None, help="show progress on stderr")
     group.add_argument("--no-progress", dest="progress", action="store_false", help="never show progress")
     args = parser.parse_args(argv)
+    to_trace = args.to.endswith(TRACE_SUFFIX)
+    if to_trace and args.table != "frames":
+        parser.error(f"--table {args.table}: a trace ({TRACE_SUFFIX}) holds the frames")
 
     from .. import arrow
 
-    try:
-        arrow.require_pyarrow()
-        import pyarrow.parquet as pq
-    except ImportError:
-        parser.error(f"needs pyarrow, which is not installed: {arrow.INSTALL}")
+    if not to_trace:
+        try:
+            arrow.require_pyarrow()
+        except ImportError:
+            parser.error(f"needs pyarrow, which is not installed: {arrow.INSTALL}")
 
     def skipped(path: str, first: str) -> None:
         print(
@@ -70,6 +80,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     same = _input_at(args.to, files)
     if same is not None:
         parser.error(f"{args.to} is the input {printable(same)} (refused: writing it would destroy the input)")
+    if to_trace:
+        return _trace(parser, args, files)
+    import pyarrow.parquet as pq
+
     try:
         sizes = [os.path.getsize(p) for p in files]
         schema = arrow.schema_of(args.table, any(arrow.is_recording_file(p) for p in files))
@@ -114,6 +128,71 @@ def main(argv: Optional[List[str]] = None) -> int:
     print(
         f"acp-fast export: {len(files)} {noun}, {mib:.1f} MiB -> {args.to} ({written:.1f} MiB): "
         f"{what} in {seconds:.2f} s ({mib / max(seconds, 1e-9):.0f} MiB/s)",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _trace(parser: Parser, args: Any, files: List[str]) -> int:
+    """``--to OUT.jsons``: the recordings in ``files`` as one trace (docs/CLI.md, "Traces"),
+    ``ts`` counting from the first one's start."""
+    from ..recording import RecordingError, is_recording
+    from ..trace import from_recording
+
+    for path in files:
+        try:
+            with open(path, "rb") as f:
+                head = f.read(64)
+        except OSError as exc:
+            print(f"acp-fast export: cannot read {printable(path)}: {exc.strerror or exc}", file=sys.stderr)
+            return 2
+        if not is_recording(head):
+            parser.error(
+                f"{printable(path)} is not a recording (`acp-fast proxy --record`): a trace needs "
+                "the side each line came from"
+            )
+    sizes = [os.path.getsize(p) for p in files]
+    progress = Progress("export", sum(sizes), enabled=Progress.wanted(args.progress))
+    started = time.monotonic()
+    totals = {"records": 0, "events": 0, "skipped": 0}
+    try:
+        out = PendingOutput(args.to, args.force)
+    except OSError as exc:
+        print(f"acp-fast export: {output_error(args.to, exc)}", file=sys.stderr)
+        return 1
+    current = files[0]
+    try:
+        start: Optional[float] = None
+        for current in files:
+            with open(current, "rb") as f:
+                counts = from_recording(progress.wrap(iter(lambda: f.read(1 << 20), b"")), out.file, start)
+            start = float(counts["start"])
+            for key in totals:
+                totals[key] += int(counts[key])
+        out.commit()
+    except RecordingError as exc:
+        out.discard()
+        progress.close()
+        print(f"acp-fast export: {printable(current)}: {printable(str(exc))}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        out.discard()
+        progress.close()
+        if exc.filename is None or exc.filename == out.temp:
+            print(f"acp-fast export: {output_error(args.to, exc)}", file=sys.stderr)
+        else:
+            print(f"acp-fast export: {exc.filename}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    except BaseException:
+        out.discard()
+        raise
+    progress.close()
+    seconds = time.monotonic() - started
+    noun = "file" if len(files) == 1 else "files"
+    print(
+        f"acp-fast export: {len(files)} {noun}, {totals['records']} records -> {args.to}: "
+        f"{totals['events']} events ({totals['skipped']} lines with no event: not JSON-RPC, "
+        f"oversized or withheld) in {seconds:.2f} s",
         file=sys.stderr,
     )
     return 0

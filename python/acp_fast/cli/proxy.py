@@ -10,12 +10,14 @@ write, then ``Proxy(...).run()``. What each option does is in docs/CLI.md ("prox
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Callable, List, Optional, Sequence, Tuple
 
 import acp_fast
 
 from .._outputs import check_output, output_error
+from .._terminal import printable
 from ..proxy import (
     DEFAULT_COALESCE_MS,
     DEFAULT_MAX_TOOL_CALLS,
@@ -87,6 +89,11 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--record", metavar="FILE", help="write an NDJSON recording of both directions (docs/CLI.md)")
     p.add_argument(
+        "--trace",
+        metavar="FILE.jsons",
+        help="write a trace in the ACP conductor's format, for its trace viewer (docs/CLI.md, Traces)",
+    )
+    p.add_argument(
         "--max-frame-bytes",
         type=_positive,
         default=acp_fast.DEFAULT_MAX_FRAME_BYTES,
@@ -144,7 +151,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--force",
         action="store_true",
-        help="overwrite existing --record / --state-json / --summary-json files (default: refuse)",
+        help="overwrite existing --record / --trace / --state-json / --summary-json files (default: refuse)",
     )
     p.add_argument(
         "--watch", action="store_true", help="print each tool call, permission, terminal and plan change to stderr"
@@ -211,7 +218,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         p.error("expected the agent command after --, e.g. acp-fast proxy -- acp-fast demo-agent")
     # Files that will hold the session's traffic: a mistake is a usage error now, not a lost report
     # at exit (they are created owner-only, never through a symbolic link; see create_output).
-    outputs = (("--record", ns.record), ("--state-json", ns.state_json), ("--summary-json", ns.summary_json))
+    outputs = (
+        ("--record", ns.record),
+        ("--trace", ns.trace),
+        ("--state-json", ns.state_json),
+        ("--summary-json", ns.summary_json),
+    )
+    named = [(option, os.path.abspath(path)) for option, path in outputs if path]
+    for i, (option, path) in enumerate(named):
+        for other, same in named[:i]:
+            if same == path:
+                p.error(f"{other} and {option} name the same file {printable(path)}")
     for option, path in outputs:
         if path:
             problem = check_output(path, ns.force)
@@ -245,13 +262,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             max_terminals=ns.max_terminals,
             max_entities=ns.max_entities,
             record=ns.record,
+            trace=ns.trace,
             state_json=ns.state_json,
             summary=ns.summary,
             summary_json=ns.summary_json,
             force=ns.force,
         )
     except OSError as e:
-        p.error(f"--record {output_error(ns.record, e)}")
+        failed = ns.trace if ns.trace and e.filename == ns.trace else ns.record
+        p.error(f"{'--trace' if failed == ns.trace else '--record'} {output_error(failed, e)}")
     return proxy.run()
 
 

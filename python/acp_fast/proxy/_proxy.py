@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import resource
 import signal
@@ -19,7 +20,8 @@ import acp_fast
 from .._outputs import create_output, output_error
 from .._terminal import printable
 from ..bridge import Bridge
-from ..recording import FLUSH_SECONDS, RecordWriter
+from ..recording import FLUSH_SECONDS, RecordWriter, Writers
+from ..trace import TraceWriter
 from ._middleware import Chain, Context, Middleware, other_side
 from ._relay import (
     INVALID_LINES_STATUS,
@@ -114,6 +116,7 @@ class Proxy:
         max_terminals: Optional[int] = _STORE_DEFAULTS.max_terminals,
         max_entities: Optional[int] = _STORE_DEFAULTS.max_entities,
         record: Optional[str] = None,
+        trace: Optional[str] = None,
         state_json: Optional[str] = None,
         summary: bool = False,
         summary_json: Optional[str] = None,
@@ -162,13 +165,22 @@ class Proxy:
         self.stderr = Output(2)
         self.stdout = Output(1)
         self.record_lock = threading.Lock()
-        self.recorder: Optional[RecordWriter] = None
-        self._record_file: Optional[IO[bytes]] = None
+        self.trace_path = trace
+        #: ``--record`` and ``--trace``: (option, path, writer, file); the files are closed in _finish.
+        self._outputs: List[Tuple[str, str, Any, IO[bytes]]] = []
         if record:
-            self._record_file = create_output(record, force)  # closed in _finish
-            self.recorder = RecordWriter(
-                self._record_file, self.command, acp_fast.__version__, flush_every=FLUSH_SECONDS
-            )
+            out = create_output(record, force)
+            writer = RecordWriter(out, self.command, acp_fast.__version__, flush_every=FLUSH_SECONDS)
+            self._outputs.append(("--record", record, writer, out))
+        if trace:
+            try:
+                out = create_output(trace, force)
+            except BaseException:
+                self._close_outputs()
+                raise
+            self._outputs.append(("--trace", trace, TraceWriter(out, time.time(), flush_every=FLUSH_SECONDS), out))
+        #: What every line seen is given to (``--record``, ``--trace``).
+        self.recorder: Optional[Writers] = Writers([w for _, _, w, _ in self._outputs]) if self._outputs else None
         self.agent: Optional[subprocess.Popen[bytes]] = None
         self.agent_stdin: Optional[Output] = None
         self.started = time.time()
@@ -429,10 +441,7 @@ class Proxy:
             )
         except OSError as e:
             print(f"acp-fast proxy: cannot start the agent {self.command[0]!r}: {e}", file=sys.stderr)
-            if self.recorder is not None:
-                self.recorder.close()
-            if self._record_file is not None:
-                self._record_file.close()
+            self._close_outputs()
             return 127 if isinstance(e, FileNotFoundError) else 126
         assert self.agent.stdin is not None and self.agent.stdout is not None
         agent_in = os.dup(self.agent.stdin.fileno())
@@ -512,9 +521,9 @@ class Proxy:
     def _finish(self, status: int) -> None:
         """The exit reports. Each is written on its own: one that fails is reported in one line on
         stderr and neither skips the others nor changes the proxy's exit status (the agent's)."""
-        if self.recorder is not None:
-            with self.record_lock:
-                self._report("--record", self.record_path or "", lambda: self._close_recording(status))
+        with self.record_lock:
+            for option, path, writer, out in self._outputs:
+                self._report(option, path, functools.partial(self._close_output, writer, out, status))
         if self.state_json:
             path = self.state_json
             self._report("--state-json", path, lambda: self._write_file(path, self._state()))
@@ -537,15 +546,25 @@ class Proxy:
         except Exception as e:  # noqa: BLE001 - any failure of one report must leave the others
             self.stderr.write(f"acp-fast proxy: {option} {path}: not written: {e}\n".encode("utf-8", "replace"))
 
-    def _close_recording(self, status: int) -> None:
-        assert self.recorder is not None and self._record_file is not None
+    @staticmethod
+    def _close_output(writer: Any, out: IO[bytes], status: Optional[int]) -> None:
+        """End one ``--record`` / ``--trace`` output (``status``: the agent's exit, None: never started)."""
         try:
-            self.recorder.exit(status)
+            if status is not None:
+                writer.exit(status)
         finally:
             try:
-                self.recorder.close()
+                writer.close()
             finally:
-                self._record_file.close()
+                out.close()
+
+    def _close_outputs(self) -> None:
+        """Close the outputs of an agent that never started."""
+        for _, _, writer, out in self._outputs:
+            try:
+                self._close_output(writer, out, None)
+            except OSError:
+                pass
 
     def _state(self) -> bytes:
         with self.lock:

@@ -1,0 +1,218 @@
+"""Traces in the format of the official ACP conductor (`agent-client-protocol-conductor
+--trace FILE.jsons`), which its trace viewer (`agent-client-protocol-trace-viewer FILE.jsons`)
+draws as a sequence diagram: the one place for that format here. `acp-fast proxy --trace FILE`
+writes one while it relays; `acp-fast export RECORDING --to FILE.jsons` turns a recording
+into one (docs/CLI.md, "Traces").
+
+A trace is NDJSON, one event per line, each one of three objects (members in this order):
+
+* `{"type":"request","ts":T,"protocol":"acp","from":F,"to":D,"id":ID,"method":M,"session":S,"params":P}`
+* `{"type":"response","ts":T,"from":F,"to":D,"id":ID,"is_error":B,"payload":P}`
+* `{"type":"notification","ts":T,"protocol":"acp","from":F,"to":D,"method":M,"session":S,"params":P}`
+
+`ts` is seconds since the trace began; `from` / `to` name the conductor's components:
+`Client` (the editor), `Agent`, and `Proxy(0)` for acp-fast itself; `session` (the
+`sessionId` of the params) is left out when the frame names none; `params` is `null` for a
+frame without params; the `payload` of a response is its `result`, or its `error` object
+when `is_error`. The id, params, result and error are the frame's own JSON text, byte for byte.
+
+What the proxy did with a line shows in who it goes to: a line forwarded as it came goes from
+its side to the other; a line the proxy kept from the other side (diverted, dropped, answered,
+replaced, held by `--coalesce`) goes from its side to `Proxy(0)`; a frame the proxy wrote
+itself (a middleware's, a merged `--coalesce` update) goes from `Proxy(0)` to the side it
+was written to. A batch gives one event per message. The format has no place for lines that
+are not JSON-RPC, oversized lines, a middleware's reasons or the agent's exit status: they are
+left out (`TraceWriter.skipped` counts the lines); a recording keeps them all.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import IO, Any, Dict, Iterable, List, Optional, Tuple, Union
+
+import acp_fast
+
+from .recording import Record, read_chunks
+
+__all__ = ["CLIENT", "AGENT", "PROXY", "TraceWriter", "events", "from_recording"]
+
+#: The conductor's names of the two ends and of acp-fast in between.
+CLIENT = "Client"
+AGENT = "Agent"
+PROXY = "Proxy(0)"
+#: The component of each side of a recording.
+COMPONENTS = {"editor": CLIENT, "agent": AGENT}
+
+
+def _event(message: Any, ts: bytes, sender: str, receiver: str) -> Optional[bytes]:
+    """The event of one decoded message (None: not a request, notification or response)."""
+    raw: bytes = message.raw
+    start = raw.index(b"{")
+
+    def _member(raw: bytes, key: str) -> Optional[bytes]:  # the JSON text of a member, or None
+        found = acp_fast._find_member(raw, start, key)
+        return None if found is None else raw[found[1] : found[2]]
+
+    kind = message.kind
+    if kind == "response" or kind == "error":
+        error = kind == "error"
+        payload = _member(raw, "error" if error else "result")
+        ident = _member(raw, "id") or b"null"
+        return (
+            b'{"type":"response","ts":' + ts + b',"from":"' + sender.encode() + b'","to":"'
+            + receiver.encode() + b'","id":' + ident + b',"is_error":'
+            + (b"true" if error else b"false") + b',"payload":' + (payload or b"null") + b"}\n"
+        )  # fmt: skip
+    if kind not in ("request", "notification"):
+        return None
+    parts = [b'{"type":"', kind.encode(), b'","ts":', ts, b',"protocol":"acp","from":"', sender.encode()]
+    parts += [b'","to":"', receiver.encode(), b'"']
+    if kind == "request":
+        parts += [b',"id":', _member(raw, "id") or b"null"]
+    parts += [b',"method":', _member(raw, "method") or b'""']
+    session = message.session_id
+    if isinstance(session, str):
+        parts += [b',"session":', acp_fast.dumps(session)]
+    parts += [b',"params":', _member(raw, "params") or b"null", b"}\n"]
+    return b"".join(parts)
+
+
+def events(frame: bytes, ts: float, sender: str, receiver: str, backend: Any = None) -> List[bytes]:
+    """The trace events (lines) of one frame (a JSON-RPC message or batch, valid JSON) sent by
+    component `sender` to `receiver` at `ts` seconds; none for a line that is not JSON-RPC.
+    `backend`: the module that reads the frame (None: `acp_fast`'s)."""
+    backend = acp_fast if backend is None else backend
+    try:
+        decoded = backend.decode(frame)
+    except acp_fast.DecodeError:
+        return []
+    stamp = b"%.6f" % ts
+    out = []
+    for message in decoded if isinstance(decoded, (list, acp_fast.Batch)) else (decoded,):
+        event = None if isinstance(message, acp_fast.DecodeError) else _event(message, stamp, sender, receiver)
+        if event is not None:
+            out.append(event)
+    return out
+
+
+def route(side: str, action: Optional[str]) -> Tuple[str, str]:
+    """(from, to) of a line of `side` that the proxy handled as `action` (a recording's)."""
+    other = COMPONENTS["agent" if side == "editor" else "editor"]
+    if action is None:
+        return COMPONENTS[side], other
+    if action == "injected":
+        return PROXY, other
+    return COMPONENTS[side], PROXY
+
+
+class TraceWriter:
+    """Writes a trace, with the calls of `acp_fast.recording.RecordWriter` (the proxy
+    gives every line to both). `start`: the time (`time.time()`) `ts` counts from.
+    `flush_every` as for a recording (events reach the file within that many seconds)."""
+
+    def __init__(self, out: IO[bytes], start: float, *, flush_every: Optional[float] = None) -> None:
+        self._out = out
+        self.start = start
+        #: Lines that give no event (not JSON-RPC, withheld, oversized).
+        self.skipped = 0
+        self._lock = threading.Lock()
+        self._dirty = threading.Event()
+        self._closed = threading.Event()
+        self._flusher: Optional[threading.Thread] = None
+        if flush_every is not None:
+            self._flusher = threading.Thread(
+                target=self._flush_loop, args=(flush_every,), name="acp-fast trace flush", daemon=True
+            )
+            self._flusher.start()
+
+    def _flush_loop(self, every: float) -> None:
+        while True:
+            self._dirty.wait()
+            if self._closed.wait(every):
+                return
+            self._dirty.clear()
+            with self._lock:
+                if self._closed.is_set():
+                    return
+                try:
+                    self._out.flush()
+                except (OSError, ValueError):  # seen again at close
+                    pass
+
+    def line(
+        self,
+        side: str,
+        data: bytes,
+        is_json: bool,
+        t: float,
+        *,
+        crlf: bool = False,
+        eol: bool = True,
+        action: Optional[str] = None,
+        reason: Optional[str] = None,
+        withheld: bool = False,
+    ) -> None:
+        """One line of `side` (without its line ending), as `RecordWriter.line`."""
+        del crlf, eol, reason  # the format has no place for them
+        found = events(data, max(t - self.start, 0.0), *route(side, action)) if is_json and not withheld else []
+        if not found:
+            self.skipped += 1
+            return
+        with self._lock:
+            self._out.write(b"".join(found))
+        if self._flusher is not None and not self._dirty.is_set():
+            self._dirty.set()
+
+    def too_large(self, side: str, length: int, t: float) -> None:
+        """An oversized line: no event."""
+        self.skipped += 1
+
+    def exit(self, status: int) -> None:
+        """The agent's exit: no event."""
+
+    def flush(self) -> None:
+        """Flush the underlying file."""
+        with self._lock:
+            self._out.flush()
+
+    def close(self) -> None:
+        """Stop the background flush and flush; the file stays open (its owner closes it)."""
+        with self._lock:
+            self._closed.set()
+        self._dirty.set()
+        if self._flusher is not None and self._flusher is not threading.current_thread():
+            self._flusher.join()
+        self.flush()
+
+
+def from_recording(
+    chunks: Iterable[bytes], out: IO[bytes], start: Optional[float] = None
+) -> Dict[str, Union[int, float]]:
+    """Write the trace of a recording (its bytes, in pieces) to `out`: `ts` counts from
+    `start` (None: the recording's own start, its header's `t`). Returns the counts of
+    `records` read, `events` written and `skipped` lines (no event), and the `start`
+    used. Raises RecordingError, with its line, on a recording that does not follow the format."""
+    writer: Optional[TraceWriter] = None
+    records = 0
+    written = 0
+    for item in read_chunks(chunks):
+        if not isinstance(item, Record):
+            if writer is None and "acp-fast-recording" in item:
+                writer = TraceWriter(out, float(item["t"]) if start is None else start)
+            continue
+        assert writer is not None  # read_chunks checks the header first
+        records += 1
+        found = (
+            events(item.data, max(item.t - writer.start, 0.0), *route(item.side, item.action)) if item.is_json else []
+        )
+        if not found:
+            writer.skipped += 1
+            continue
+        out.write(b"".join(found))
+        written += len(found)
+    return {
+        "records": records,
+        "events": written,
+        "skipped": 0 if writer is None else writer.skipped,
+        "start": 0.0 if writer is None else writer.start,
+    }
