@@ -146,7 +146,7 @@ def _run_proxy(tmp_path: Path, backend_id: str, extra: List[str]) -> subprocess.
     )
     env = dict(os.environ, ACP_FAST_BACKEND=backend_id)
     return subprocess.run(
-        [PY, "-m", "acp_fast.cli", "proxy", *extra, "--", PY, "-m", "acp_fast.cli", "demo-agent"],
+        [PY, "-m", "acp_fast.cli", "proxy", *extra, "--", PY, "-m", "acp_fast.cli", "demo-agent", "--no-permission"],
         input=editor.encode() + b"\n",
         capture_output=True,
         env=env,
@@ -178,14 +178,16 @@ def test_proxy_trace_is_the_recording_as_a_trace(tmp_path: Path, backend_id: str
     methods = [e.get("method") for e in events if e["from"] == "Client"]
     assert methods == ["initialize", "session/new", "session/prompt"]
     assert {e["session"] for e in events if e["type"] == "notification"} == {"sess_1"}
-    asked = [e for e in events if e["type"] == "request" and e["from"] == "Agent"]
-    assert [e["method"] for e in asked] == ["session/request_permission"] and asked[0]["session"] == "sess_1"
     answers = [e for e in events if e["type"] == "response"]
     assert [(e["from"], e["id"], e["is_error"]) for e in answers] == [
         ("Agent", 0, False),
         ("Agent", 1, False),
         ("Agent", None, True),  # the agent's answer to the editor's line that is not JSON
+        ("Agent", 2, False),
     ]
+    assert answers[-1]["payload"] == {"stopReason": "end_turn"}
+    updates = [e for e in events if e["type"] == "notification"]
+    assert updates and all(e["method"] == "session/update" and e["from"] == "Agent" for e in updates)
 
 
 def test_proxy_trace_refuses_an_existing_file_and_the_recording_path(tmp_path: Path, backend_id: str) -> None:
@@ -241,3 +243,135 @@ def test_export_to_jsons_refusals(tmp_path: Path) -> None:
     run = _export(str(bad), "--to", str(out))
     assert run.returncode == 1 and b"line 2" in run.stderr and not out.exists()
     assert list(tmp_path.glob(".out.jsons*")) == []  # no partial file left
+
+
+# -- reading a trace as a recording (validate, inspect) ---------------------------------------
+
+
+def _inspect_json(path: Path, backend_id: str, *extra: str) -> Dict[str, Any]:
+    env = dict(os.environ, ACP_FAST_BACKEND=backend_id)
+    run = subprocess.run(
+        [PY, "-m", "acp_fast.cli", "inspect", "--json", *extra, str(path)], capture_output=True, env=env, timeout=60
+    )
+    assert run.returncode in (0, 1), run.stderr
+    return json.loads(run.stdout)
+
+
+def test_a_trace_reads_as_its_recording(tmp_path: Path, backend_id: str) -> None:
+    """The proxy's trace and its recording replay to the same state and the same frames."""
+    rec, out = tmp_path / "r.ndjson", tmp_path / "t.jsons"
+    env = dict(os.environ, ACP_FAST_BACKEND=backend_id)
+    editor = tmp_path / "editor.ndjson"
+    editor.write_bytes(
+        b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}\n'
+        b'{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}\n'
+        b'{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"sess_1","prompt":[{"type":"text","text":"go"}]}}\n'
+    )
+    with open(editor, "rb") as stdin:
+        run = subprocess.run(
+            [PY, "-m", "acp_fast.cli", "proxy", "--record", str(rec), "--trace", str(out), "--",
+             PY, "-m", "acp_fast.cli", "demo-agent", "--no-permission"],
+            stdin=stdin, capture_output=True, env=env, timeout=60,
+        )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    from_rec, from_trace = _inspect_json(rec, backend_id), _inspect_json(out, backend_id)
+    assert from_trace["format"] == "trace" and from_rec["format"] == "recording"
+    assert from_trace["state"] == from_rec["state"]
+    assert from_trace["state"]["sessions"], "the demo's tool calls are in the state"
+    assert from_trace["summary"]["frames"] == from_rec["summary"]["frames"] > 10
+    assert from_trace["errors"] == from_rec["errors"] == []
+    # and validate agrees that both are clean
+    for path in (rec, out):
+        check = subprocess.run(
+            [PY, "-m", "acp_fast.cli", "validate", "--format", "json", str(path)],
+            capture_output=True,
+            env=env,
+            timeout=60,
+        )
+        assert check.returncode == 0, check.stdout
+        assert json.loads(check.stdout)["problemCount"] == 0
+
+
+@pytest.mark.parametrize(
+    "sender, receiver, side, action",
+    [
+        ("Client", "Agent", "editor", None),
+        ("Agent", "Client", "agent", None),
+        ("Client", "Proxy(0)", "editor", "replaced"),
+        ("Agent", "Proxy(3)", "agent", "replaced"),
+        ("Proxy(0)", "Agent", "editor", "injected"),
+        ("Proxy(2)", "Client", "agent", "injected"),
+        ("Proxy(0)", "Proxy(1)", None, None),
+    ],
+)
+def test_sides_of_events(sender: str, receiver: str, side: Any, action: Any) -> None:
+    expected = None if side is None else (side, action)
+    assert trace.side_of(sender, receiver) == expected
+
+
+def test_a_trace_of_a_proxy_chain(tmp_path: Path) -> None:
+    """A conductor trace through two proxies: read at the ends, nothing twice as delivered."""
+    lines = [
+        b'{"type":"request","ts":0.1,"protocol":"acp","from":"Client","to":"Proxy(0)","id":0,"method":"initialize","params":{"protocolVersion":1}}',
+        b'{"type":"request","ts":0.2,"protocol":"acp","from":"Proxy(0)","to":"Proxy(1)","id":0,"method":"initialize","params":{"protocolVersion":1}}',
+        b'{"type":"request","ts":0.3,"protocol":"acp","from":"Proxy(1)","to":"Agent","id":0,"method":"initialize","params":{"protocolVersion":1}}',
+        b'{"type":"response","ts":0.4,"from":"Agent","to":"Proxy(1)","id":0,"is_error":false,"payload":{"protocolVersion":1}}',
+        b'{"type":"response","ts":0.5,"from":"Proxy(0)","to":"Client","id":0,"is_error":false,"payload":{"protocolVersion":1}}',
+    ]
+    records = [r for _, r in trace.parse_lines([b"\n".join(lines) + b"\n"], 1 << 20)]
+    assert [(r.line, r.direction, r.action, r.forwarded) for r in records] == [
+        (1, "editor", "replaced", False),
+        (3, "editor", "injected", True),
+        (4, "agent", "replaced", False),
+        (5, "agent", "injected", True),
+    ]
+    path = tmp_path / "chain.jsons"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    check = subprocess.run(
+        [PY, "-m", "acp_fast.cli", "validate", "--format", "json", str(path)], capture_output=True, timeout=60
+    )
+    report = json.loads(check.stdout)
+    assert report["format"] == "trace" and report["problemCount"] == 0 and report["negotiatedVersion"] == 1
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        (b"[1]", "expected a record object, found array"),
+        (b'{"type":"log","ts":1}', 'expected "type" to be "request", "response" or "notification", found "log"'),
+        (b'{"type":"request","ts":"x","from":"Client","to":"Agent","id":1,"method":"m","params":{}}', '"ts"'),
+        (b'{"type":"request","ts":1,"from":"Client","to":"Client","id":1,"method":"m","params":{}}', '"from" and "to"'),
+        (b'{"type":"request","ts":1,"from":"Client","to":"Agent","method":"m","params":{}}', "to have id"),
+        (b'{"type":"response","ts":1,"from":"Agent","to":"Client","id":1,"payload":{}}', "is_error"),
+        (
+            b'{"type":"notification","ts":1,"from":"Agent","to":"Client","method":7,"params":{}}',
+            '"method" to be a string',
+        ),
+    ],
+)
+def test_lines_that_are_not_events(line: bytes, message: str) -> None:
+    data = (
+        b'{"type":"notification","ts":0,"protocol":"acp","from":"Agent","to":"Client","method":"x","params":null}\n'
+        + line
+        + b"\n"
+    )
+    [(n1, first), (n2, error)] = list(trace.parse_lines([data], 1 << 20))
+    assert n1 == 1 and first is not None and not isinstance(first, recording.RecordingError)
+    assert n2 == 2 and isinstance(error, recording.RecordingError) and message in str(error) and error.line == 2
+
+
+def test_a_bad_frame_in_a_trace_is_placed_in_the_trace_line(tmp_path: Path) -> None:
+    """validate's column for a problem in the params is the column of the trace's line."""
+    good = b'{"type":"request","ts":0,"protocol":"acp","from":"Client","to":"Agent","id":0,"method":"initialize","params":{"protocolVersion":1}}'
+    bad = b'{"type":"notification","ts":1,"protocol":"acp","from":"Agent","to":"Client","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call_update"}}}'
+    path = tmp_path / "bad.jsons"
+    path.write_bytes(good + b"\n" + bad + b"\n")
+    check = subprocess.run(
+        [PY, "-m", "acp_fast.cli", "validate", "--format", "json", str(path)], capture_output=True, timeout=60
+    )
+    report = json.loads(check.stdout)
+    assert check.returncode == 1 and report["format"] == "trace"
+    [problem] = report["problems"]
+    assert problem["line"] == 2
+    column = problem["column"]
+    assert bad.index(b'"update"') < column <= len(bad), problem  # inside the params of line 2

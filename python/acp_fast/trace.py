@@ -28,13 +28,13 @@ left out (`TraceWriter.skipped` counts the lines); a recording keeps them all.
 from __future__ import annotations
 
 import threading
-from typing import IO, Any, Dict, Iterable, List, Optional, Tuple, Union
+from typing import IO, Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 import acp_fast
 
-from .recording import Record, read_chunks
+from .recording import ParsedRecord, Record, RecordingError, _dumps, _load, _seconds, iter_lines, read_chunks
 
-__all__ = ["CLIENT", "AGENT", "PROXY", "TraceWriter", "events", "from_recording"]
+__all__ = ["CLIENT", "AGENT", "PROXY", "TraceWriter", "events", "from_recording", "is_trace", "parse_lines"]
 
 #: The conductor's names of the two ends and of acp-fast in between.
 CLIENT = "Client"
@@ -216,3 +216,119 @@ def from_recording(
         "skipped": 0 if writer is None else writer.skipped,
         "start": 0.0 if writer is None else writer.start,
     }
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading: a trace as the records of a recording (`acp-fast validate` and `inspect`)
+
+#: How a trace starts: its first event (the conductor writes `type` first).
+STARTS = (b'{"type":"request"', b'{"type":"response"', b'{"type":"notification"')
+
+
+def is_trace(head: bytes) -> bool:
+    """Whether `head` (the start of a file is enough) is a trace rather than a recording or a
+    plain stream."""
+    return head.lstrip(b"\xef\xbb\xbf").startswith(STARTS)
+
+
+def side_of(sender: str, receiver: str) -> Optional[Tuple[str, Optional[str]]]:
+    """The recording's (side, action) of an event from `sender` to `receiver`: the trace is read
+    as seen by the two ends, `Client` (the editor) and `Agent`. What an end sends is its side's
+    (`replaced` when it goes to a proxy, which sends something else on); what a proxy sends to
+    an end is `injected` on behalf of the other end; between two proxies: None (not read)."""
+    ends = {CLIENT: "editor", AGENT: "agent"}
+    if sender in ends:
+        return ends[sender], None if receiver == (AGENT if sender == CLIENT else CLIENT) else "replaced"
+    if receiver in ends:
+        return ("agent" if receiver == CLIENT else "editor"), "injected"
+    return None
+
+
+_EVENT_MEMBERS = {
+    "request": ("id", "method", "params"),
+    "notification": ("method", "params"),
+    "response": ("id", "payload"),
+}
+
+
+def parse_record(line: bytes, number: int) -> Optional[ParsedRecord]:
+    """One event as a recording's record (`acp_fast.recording.ParsedRecord`, payload `frame`):
+    the JSON-RPC frame it stands for, rebuilt around the event's own JSON text of the id, method,
+    params and payload, and placed in the line so that a position in the params (or payload) is
+    the right column of the event's line. None for an event between two proxies. Raises
+    `RecordingError` (its `column` set) for a line that is not an event."""
+    if line.endswith(b"\r"):
+        line = line[:-1]
+    value = _load(line)
+    kind = value.get("type")
+    if kind not in _EVENT_MEMBERS:
+        found = _dumps(kind).decode() if "type" in value else "none"
+        raise RecordingError(f'expected "type" to be "request", "response" or "notification", found {found}')
+    if not _seconds(value.get("ts")) or value["ts"] < 0:
+        raise RecordingError('expected "ts" to be a number of seconds (0 or more)')
+    sender, receiver = value.get("from"), value.get("to")
+    if not isinstance(sender, str) or not isinstance(receiver, str) or sender == receiver:
+        raise RecordingError('expected "from" and "to" to name two components')
+    missing = [k for k in _EVENT_MEMBERS[kind] if k not in value]
+    if kind == "response" and not isinstance(value.get("is_error"), bool):
+        missing.append("is_error (true or false)")
+    if missing:
+        raise RecordingError(f"expected a {kind} event to have {', '.join(missing)}")
+    if kind != "response" and not isinstance(value["method"], str):
+        raise RecordingError('expected "method" to be a string')
+    where = side_of(sender, receiver)
+    if where is None:
+        return None
+    side, action = where
+    start = line.index(b"{")
+
+    def span(key: str) -> Tuple[int, int]:
+        found = acp_fast._find_member(line, start, key)
+        assert found is not None  # the member is there: the line was read
+        return found[1], found[2]
+
+    if kind == "response":
+        ident, body = span("id"), span("payload")
+        head = b'{"jsonrpc":"2.0","id":' + line[ident[0] : ident[1]]
+        head += b',"error":' if value["is_error"] else b',"result":'
+    else:
+        method = span("method")
+        head = b'{"jsonrpc":"2.0"'
+        if kind == "request":
+            ident = span("id")
+            head += b',"id":' + line[ident[0] : ident[1]]
+        head += b',"method":'
+        if value["params"] is None:  # a frame without params: placed by its method
+            body = method
+        else:
+            head += line[method[0] : method[1]] + b',"params":'
+            body = span("params")
+    frame = head + line[body[0] : body[1]] + b"}"
+    record = {"t": value["ts"], "from": side, **({"action": action} if action else {})}
+    return ParsedRecord(number, "line", record, side, "frame", frame, max(body[0] - len(head), 0), line)
+
+
+def parse_lines(
+    chunks: Iterable[bytes], max_bytes: int
+) -> Iterator[Tuple[int, Union[ParsedRecord, RecordingError, None]]]:
+    """`acp_fast.recording.parse_lines` for a trace: each line's number and its record (none
+    for an event between two proxies), the `RecordingError` saying why it is not an event, or
+    None for a blank line."""
+    for line in iter_lines(chunks, max_bytes):
+        number = line.number
+        if line.data is None:
+            yield (
+                number,
+                RecordingError(f"expected an event of at most {max_bytes} bytes, found {line.length}", 1, number),
+            )
+        elif not line.data.strip(b" \t\r"):
+            yield number, None
+        else:
+            try:
+                record = parse_record(line.data.lstrip(b"\xef\xbb\xbf") if number == 1 else line.data, number)
+            except RecordingError as exc:
+                exc.line = number
+                yield number, exc
+            else:
+                if record is not None:
+                    yield number, record

@@ -20,6 +20,7 @@ from typing import Any, BinaryIO, Iterable, Iterator, List, Optional, TextIO, Tu
 
 from .._inputs import open_file
 from ..recording import MAGIC
+from ..trace import STARTS, is_trace
 
 __all__ = ["CHUNK_BYTES", "Progress", "chunks_of", "open_input", "read_chunks", "sniff", "string_offset"]
 
@@ -57,17 +58,22 @@ def chunks_of(data: Any) -> Iterator[bytes]:
         yield data[start : start + CHUNK_BYTES]
 
 
+#: Bytes enough to tell a recording, a trace and a plain stream apart.
+_HEAD_BYTES = max(len(MAGIC), *map(len, STARTS)) + 3
+
+
 def sniff(chunks: Iterable[bytes]) -> Tuple[str, Iterator[bytes]]:
-    """``("recording" | "ndjson", the same chunks)``: a recording starts with its header."""
+    """``("recording" | "trace" | "ndjson", the same chunks)``: a recording starts with its
+    header, a trace (``acp_fast.trace``) with an event."""
     it = iter(chunks)
     head = b""
     pieces: List[bytes] = []
     for chunk in it:
         pieces.append(chunk)
         head += chunk[: 64 - len(head)] if len(head) < 64 else b""
-        if len(head) >= len(MAGIC) or b"\n" in chunk:
+        if len(head) >= _HEAD_BYTES or b"\n" in chunk:
             break
-    kind = "recording" if head.startswith(MAGIC) else "ndjson"
+    kind = "recording" if head.startswith(MAGIC) else "trace" if is_trace(head) else "ndjson"
 
     def replay() -> Iterator[bytes]:
         yield from pieces

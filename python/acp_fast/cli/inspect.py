@@ -37,6 +37,7 @@ import acp_fast
 
 from .._terminal import printable
 from ..recording import RecordingError, parse_lines, record_limit
+from ..trace import parse_lines as trace_lines
 from ._streams import Progress, chunks_of, open_input, read_chunks, sniff, string_offset
 from ._usage import Parser, integer
 
@@ -134,10 +135,11 @@ class _Replayer:
         else:
             self.apply(item, item.line or 0, 0, None)
 
-    def recording(self, chunks: Iterable[bytes]) -> None:
+    def recording(self, chunks: Iterable[bytes], trace: bool = False) -> None:
         r = self.result
-        r.format = "recording"
-        for number, record in parse_lines(chunks, record_limit(self.max_frame_bytes)):
+        r.format = "trace" if trace else "recording"
+        parse = trace_lines if trace else parse_lines
+        for number, record in parse(chunks, record_limit(self.max_frame_bytes)):
             r.lines = number
             if record is None:
                 continue
@@ -226,8 +228,8 @@ def replay_file(
         kind, chunks = sniff(chunks)
         if input_format != "auto":
             kind = input_format
-        if kind == "recording":
-            replayer.recording(chunks)
+        if kind in ("recording", "trace"):
+            replayer.recording(chunks, trace=kind == "trace")
         else:
             replayer.ndjson(chunks)
     finally:
@@ -664,7 +666,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         help="longest frame (default 64 MiB)",
     )
     parser.add_argument(
-        "--input", choices=("auto", "ndjson", "recording"), default="auto", help="what FILE holds (default auto)"
+        "--input",
+        choices=("auto", "ndjson", "recording", "trace"),
+        default="auto",
+        help="what FILE holds (default auto)",
     )
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--progress", dest="progress", action="store_true", default=None, help="show progress on stderr")

@@ -50,6 +50,7 @@ from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tu
 import acp_fast
 
 from ..recording import DELIVERED, RecordingError, parse_lines, record_limit
+from ..trace import parse_lines as trace_lines
 from ._shapes import protocol
 from ._streams import Progress, open_input, read_chunks, sniff, string_offset
 from ._usage import Parser, integer
@@ -195,12 +196,14 @@ class Validator:
     # -- whole inputs ------------------------------------------------------------------------
 
     def run(self, chunks: Iterable[bytes], *, input_format: str = "auto") -> None:
-        """Validate a whole input given as byte chunks (``input_format``: auto, ndjson, recording)."""
+        """Validate a whole input given as byte chunks (``input_format``: auto, ndjson, recording, trace)."""
         kind, chunks = sniff(chunks)
         if input_format != "auto":
             kind = input_format
         if kind == "recording":
             self.feed_recording(chunks)
+        elif kind == "trace":
+            self.feed_recording(chunks, trace=True)
         else:
             self.feed_ndjson(chunks)
         self.finish()
@@ -216,18 +219,22 @@ class Validator:
             self._frame(item, item.line or 0, 0, None)
         self.lines = decoder.line
 
-    def feed_recording(self, chunks: Iterable[bytes]) -> None:
-        """A proxy recording: validate the records and the frames embedded in them."""
-        self.format = "recording"
+    def feed_recording(self, chunks: Iterable[bytes], trace: bool = False) -> None:
+        """A proxy recording: validate the records and the frames embedded in them (``trace``: a
+        trace, read as the records of a recording by ``acp_fast.trace.parse_lines``)."""
+        self.format = "trace" if trace else "recording"
         rec = self.recording
         rec.update(
             header=None, footer=None, forwarded=0, not_forwarded=Counter(), crlf=0, too_large=0, withheld=0, no_eol=0
         )
         footer_line = None
-        for number, record in parse_lines(chunks, record_limit(self.max_frame_bytes)):
+        parse = trace_lines if trace else parse_lines
+        for number, record in parse(chunks, record_limit(self.max_frame_bytes)):
             self.lines = number
             if record is None:
-                self.report(number, 1, "recording", "expected a record, found a blank line")
+                self.report(
+                    number, 1, "recording", f"expected {'an event' if trace else 'a record'}, found a blank line"
+                )
                 continue
             if isinstance(record, RecordingError):
                 self.report(number, record.column, "recording", record.message)
@@ -663,7 +670,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--format", choices=("text", "json"), default="text", help="output: text (default) or json")
     parser.add_argument(
         "--input",
-        choices=("auto", "ndjson", "recording"),
+        choices=("auto", "ndjson", "recording", "trace"),
         default="auto",
         help="what FILE holds (default: auto, a recording starts with its header line)",
     )
@@ -711,6 +718,8 @@ def summary_line(name: str, v: Validator) -> str:
 
 
 def recording_line(v: Validator) -> Optional[str]:
+    if v.format == "trace":
+        return f"trace: {v.by_direction['editor']} messages from the editor, {v.by_direction['agent']} from the agent"
     if v.format != "recording":
         return None
     rec = v.recording
