@@ -18,7 +18,7 @@ PYTHON ?= $(shell if [ -x $(VENV)/bin/python ]; then echo $(VENV)/bin/python; el
 # The extras `make env` installs into $(VENV).
 ENV_EXTRAS ?= test,bench,lint
 
-.PHONY: install build env test test-rust test-python test-aarch64 miri fuzz soak soak-sessions hostile bench bench-suite bench-rust ab \
+.PHONY: install build env test test-rust test-python test-aarch64 miri fuzz soak soak-sessions hostile interop bench bench-suite bench-rust ab \
 	lint format lint-format lint-ruff lint-mypy lint-stubtest lint-imports lint-mirror lint-rust schemas env-setup build-tools wheels wheel-test docs docs-tools docs-serve clean-venv
 
 install:  ## build the Rust core (release) and install the package with its test and lint extras
@@ -144,6 +144,15 @@ soak-sessions:  ## relay SESSIONS (1000000) sessions through acp-fast proxy, the
 ROUNDS ?= 3
 FRAMES ?= 2000
 HOSTILE_ARGS ?=
+# `make interop`: the official ACP tools (crates.io) against acp-fast, in $(INTEROP).
+INTEROP ?= .interop
+TRACE_VIEWER_VERSION ?= 5.0.0
+
+interop:  ## the official ACP trace viewer draws an acp-fast trace in headless Chromium (cargo install into $(INTEROP); not part of make test)
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || { echo "make interop: needs Chromium (Debian: apt install chromium)"; exit 1; }
+	@[ -x $(INTEROP)/bin/agent-client-protocol-trace-viewer ] || cargo install agent-client-protocol-trace-viewer --version $(TRACE_VIEWER_VERSION) --root $(INTEROP)
+	ACP_FAST_TRACE_VIEWER=$(INTEROP)/bin/agent-client-protocol-trace-viewer $(PYTHON) -m pytest -q -p no:randomly -p no:cacheprovider interop/
+
 hostile:  ## the hostile corpus through everything on both backends, ROUNDS (3) corpora of FRAMES (2000) frames (not part of CI)
 	$(PYTHON) tests/hostile.py --rounds $(ROUNDS) --frames $(FRAMES) $(HOSTILE_ARGS)
 
