@@ -22,6 +22,10 @@ def test_bench_proxy_end_to_end(tmp_path):
             "2000",
             "--memory-gb",
             "0.004",
+            "--updates",
+            "300",
+            "--conductor",
+            "",
             "--json",
             str(out),
         ],
@@ -39,5 +43,10 @@ def test_bench_proxy_end_to_end(tmp_path):
     assert lat["direct"]["median_us"] > 0 and lat["proxy"]["p99_us"] > 0
     assert r["memory"]["full"]["bytes"] >= r["memory"]["one_pass"]["bytes"] > 0
     assert r["memory"]["full"]["peak_rss_mib"] > 0
+    session = r["session"]
+    assert session["updates"] == 300
+    for name in ("direct", "acp-fast proxy", "acp-fast proxy --record", "acp-fast proxy --trace"):
+        assert session[name]["bytes"] == session["direct"]["bytes"] > 300 * 400 and session[name]["mb_per_s"] > 0
     table = done.stdout.decode()
     assert "relay, mixed" in table and "relay, large" in table and "added" in table and "peak RSS" in table
+    assert "session, 300 updates: acp-fast proxy --trace" in table

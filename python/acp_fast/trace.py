@@ -27,6 +27,7 @@ left out (`TraceWriter.skipped` counts the lines); a recording keeps them all.
 
 from __future__ import annotations
 
+import re
 import threading
 from typing import IO, Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
@@ -44,36 +45,74 @@ PROXY = "Proxy(0)"
 COMPONENTS = {"editor": CLIENT, "agent": AGENT}
 
 
+# Where the members of a compact frame (or event) are, read at once: the usual member order
+# with no space, up to the last member, whose value runs to the closing brace (checked by reading
+# it). Anything else is found member by member (`_find_member`: the backend's scanner).
+_STRING = rb'"(?:[^"\\]|\\.)*"'
+_ID = rb"(?:-?[0-9]+|" + _STRING + rb"|null)"
+_FRAME = re.compile(
+    rb'\{"jsonrpc":"2\.0"(?:,"id":(?P<id>' + _ID + rb"))?(?:,\"method\":(?P<method>" + _STRING + rb"))?"
+    rb'(?:,"(?P<last>params|result|error)":)?'
+)
+_EVENT = re.compile(
+    rb'\{"type":"(?:request|response|notification)","ts":[-+0-9.eE]+,(?:"protocol":' + _STRING + rb",)?"
+    rb'"from":' + _STRING + rb',"to":' + _STRING + rb'(?:,"id":(?P<id>' + _ID + rb"))?"
+    rb'(?:,"method":(?P<method>' + _STRING + rb"))?(?:,\"session\":" + _STRING + rb")?"
+    rb'(?:,"is_error":(?:true|false))?,"(?P<last>params|payload)":'
+)
+
+
+def _spans(text: bytes, pattern: re.Pattern[bytes], keys: Tuple[str, ...]) -> Dict[str, Tuple[int, int]]:
+    """The spans of `keys` (those present) among the members of the JSON object `text` (valid)."""
+    m = pattern.match(text)
+    if m is not None and m.group("last") is not None:
+        end = len(text.rstrip()) - 1
+        start = m.end()
+        try:
+            acp_fast.loads(text[start:end])  # one value up to the closing brace: the last member's
+        except acp_fast.DecodeError:
+            pass
+        else:
+            found = {k: m.span(k) for k in ("id", "method") if k in keys and m.group(k) is not None}
+            found[m.group("last").decode()] = (start, end)
+            return found
+    first = text.index(b"{")
+    spans = {}
+    for key in keys:
+        member = acp_fast._find_member(text, first, key)
+        if member is not None:
+            spans[key] = (member[1], member[2])
+    return spans
+
+
 def _event(message: Any, ts: bytes, sender: str, receiver: str) -> Optional[bytes]:
     """The event of one decoded message (None: not a request, notification or response)."""
     raw: bytes = message.raw
-    start = raw.index(b"{")
-
-    def _member(raw: bytes, key: str) -> Optional[bytes]:  # the JSON text of a member, or None
-        found = acp_fast._find_member(raw, start, key)
-        return None if found is None else raw[found[1] : found[2]]
-
     kind = message.kind
+    if kind not in ("response", "error", "request", "notification"):
+        return None
+    at = _spans(raw, _FRAME, ("id", "method", "params", "result", "error"))
+
+    def member(key: str, default: bytes) -> bytes:
+        span = at.get(key)
+        return default if span is None else raw[span[0] : span[1]]
+
+    route = b',"from":"' + sender.encode() + b'","to":"' + receiver.encode() + b'"'
     if kind == "response" or kind == "error":
         error = kind == "error"
-        payload = _member(raw, "error" if error else "result")
-        ident = _member(raw, "id") or b"null"
+        payload = member("error" if error else "result", b"null")
         return (
-            b'{"type":"response","ts":' + ts + b',"from":"' + sender.encode() + b'","to":"'
-            + receiver.encode() + b'","id":' + ident + b',"is_error":'
-            + (b"true" if error else b"false") + b',"payload":' + (payload or b"null") + b"}\n"
+            b'{"type":"response","ts":' + ts + route + b',"id":' + member("id", b"null") + b',"is_error":'
+            + (b"true" if error else b"false") + b',"payload":' + payload + b"}\n"
         )  # fmt: skip
-    if kind not in ("request", "notification"):
-        return None
-    parts = [b'{"type":"', kind.encode(), b'","ts":', ts, b',"protocol":"acp","from":"', sender.encode()]
-    parts += [b'","to":"', receiver.encode(), b'"']
+    parts = [b'{"type":"', kind.encode(), b'","ts":', ts, b',"protocol":"acp"', route]
     if kind == "request":
-        parts += [b',"id":', _member(raw, "id") or b"null"]
-    parts += [b',"method":', _member(raw, "method") or b'""']
+        parts += [b',"id":', member("id", b"null")]
+    parts += [b',"method":', member("method", b'""')]
     session = message.session_id
     if isinstance(session, str):
         parts += [b',"session":', acp_fast.dumps(session)]
-    parts += [b',"params":', _member(raw, "params") or b"null", b"}\n"]
+    parts += [b',"params":', member("params", b"null"), b"}\n"]
     return b"".join(parts)
 
 
@@ -280,12 +319,10 @@ def parse_record(line: bytes, number: int) -> Optional[ParsedRecord]:
     if where is None:
         return None
     side, action = where
-    start = line.index(b"{")
+    at = _spans(line, _EVENT, ("id", "method", "params", "payload"))
 
     def span(key: str) -> Tuple[int, int]:
-        found = acp_fast._find_member(line, start, key)
-        assert found is not None  # the member is there: the line was read
-        return found[1], found[2]
+        return at[key]  # the member is there: the line was read
 
     if kind == "response":
         ident, body = span("id"), span("payload")

@@ -13,6 +13,13 @@ Three measurements, each against the same pipeline without the proxy, in the sam
   through the proxy's Python loop (``ACP_FAST_PROXY_RELAY=python``: the relay before the core's
   loop, rust/relay.rs), and the mixed profile through a no-op Python middleware (its cost per
   frame is the difference with the proxy as it runs).
+* **a whole session, beside the ACP conductor**: an editor (this process) sends `initialize`,
+  `session/new` and a `session/prompt` that the agent answers after `--updates` streamed
+  `session/update`s (about 400 B each); time runs from the prompt sent to its answer received.
+  Contenders on the same agent and pipes: the direct pipe, `acp-fast proxy`, with `--record`,
+  with `--trace`, and the official conductor (`agent-client-protocol-conductor agent AGENT`,
+  with and without `--trace`; `--conductor PATH`, else found on PATH or in `.interop/bin`,
+  installed by `make interop`; not measured when it is not installed, and the report says so).
 * **memory**: peak RSS of the proxy (its ``--summary-json``) relaying about 1 GB of the
   large-output corpus, beside the peak for one pass of it: flat memory means the two are close.
 
@@ -32,7 +39,7 @@ import tempfile
 import textwrap
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import acp_fast
 
@@ -224,6 +231,133 @@ def memory(corpus: Path, copies: int) -> Dict[str, Any]:
     return result
 
 
+SESSION_AGENT = textwrap.dedent(
+    """
+    import os, sys
+    updates, size = int(sys.argv[1]), int(sys.argv[2])
+    head = b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess_1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"'
+    tail = b'"}}}}\\n'
+    chunk = head + b"x" * max(1, size - len(head) - len(tail)) + tail
+    answers = {
+        "initialize": b'{"protocolVersion":1,"agentCapabilities":{"loadSession":false},"authMethods":[]}',
+        "session/new": b'{"sessionId":"sess_1"}',
+    }
+    def write(data):
+        view = memoryview(data)
+        while view:
+            view = view[os.write(1, view):]
+    for line in sys.stdin.buffer:
+        if b'"method":"session/prompt"' in line:
+            rid = line[line.index(b'"id":') + 5 : line.index(b',', line.index(b'"id":'))]
+            batch = chunk * 256
+            for _ in range(updates // 256):
+                write(batch)
+            write(chunk * (updates % 256))
+            write(b'{"jsonrpc":"2.0","id":' + rid + b',"result":{"stopReason":"end_turn"}}\\n')
+            continue
+        for method, result in answers.items():
+            if b'"method":"' + method.encode() + b'"' in line:
+                rid = line[line.index(b'"id":') + 5 : line.index(b',', line.index(b'"id":'))]
+                write(b'{"jsonrpc":"2.0","id":' + rid + b',"result":' + result + b'}\\n')
+    """
+)
+
+#: What the editor sends: the prompt's answer ends the timed part.
+SESSION_EDITOR = (
+    b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}\n',
+    b'{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}\n',
+    b'{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"sess_1","prompt":[{"type":"text","text":"go"}]}}\n',
+)
+
+
+def _session(cmd: List[str], updates: int) -> Dict[str, float]:
+    """One session through ``cmd``: bytes and frames the editor received after its prompt, and
+    the seconds from the prompt sent to its answer received."""
+    p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
+    assert p.stdin is not None and p.stdout is not None and p.stderr is not None  # all are PIPE
+    fd, err = p.stdout.fileno(), p.stderr
+
+    def frames_until(n: int) -> Tuple[int, int]:
+        got = nbytes = 0
+        while got < n:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                raise RuntimeError(f"{cmd[0]} ended after {got} of {n} frames: {err.read()[-500:]!r}")
+            nbytes += len(chunk)
+            got += chunk.count(b"\n")
+        return got, nbytes
+
+    try:
+        for request in SESSION_EDITOR[:2]:
+            p.stdin.write(request)
+            frames_until(1)
+        start = time.perf_counter()
+        p.stdin.write(SESSION_EDITOR[2])
+        got, nbytes = frames_until(updates + 1)
+        seconds = time.perf_counter() - start
+    finally:
+        p.stdin.close()
+        try:
+            p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    return {"bytes": nbytes, "frames": got, "seconds": seconds}
+
+
+def find_conductor(given: Optional[str]) -> Optional[str]:
+    """The conductor's binary: ``given``, else on PATH, else in ``.interop/bin``."""
+    import shutil
+
+    if given:
+        return given
+    name = "agent-client-protocol-conductor"
+    found = shutil.which(name)
+    if found:
+        return found
+    local = Path.cwd() / ".interop" / "bin" / name
+    return str(local) if os.access(local, os.X_OK) else None
+
+
+def session(updates: int, repeat: int, conductor: Optional[str]) -> Dict[str, Any]:
+    """The whole-session contenders, interleaved, each the median of ``repeat`` runs."""
+    with tempfile.TemporaryDirectory() as tmp:
+        script = Path(tmp) / "agent.py"
+        script.write_text(SESSION_AGENT)
+        agent = [sys.executable, str(script), str(updates), "400"]
+        outputs = Path(tmp)
+        contenders: Dict[str, Callable[[int], List[str]]] = {
+            "direct": lambda i: agent,
+            "acp-fast proxy": lambda i: [*PROXY, "--", *agent],
+            "acp-fast proxy --record": lambda i: [*PROXY, "--record", str(outputs / f"r{i}.rec"), "--", *agent],
+            "acp-fast proxy --trace": lambda i: [*PROXY, "--trace", str(outputs / f"t{i}.jsons"), "--", *agent],
+        }
+        if conductor is not None:
+            line = " ".join(agent)
+            contenders["conductor"] = lambda i: [conductor, "agent", line]
+            contenders["conductor --trace"] = lambda i: [
+                conductor,
+                "--trace",
+                str(outputs / f"c{i}.jsons"),
+                "agent",
+                line,
+            ]
+        runs: Dict[str, List[Dict[str, float]]] = {name: [] for name in contenders}
+        for i in range(repeat):
+            for name, cmd in contenders.items():
+                runs[name].append(_session(cmd(i), updates))
+            _progress(f"  run {i + 1}/{repeat}: " + ", ".join(
+                f"{name} {runs[name][-1]['bytes'] / runs[name][-1]['seconds'] / 1e6:.0f} MB/s" for name in contenders
+            ))  # fmt: skip
+    result: Dict[str, Any] = {"updates": updates, "conductor_path": conductor}
+    direct = statistics.median(r["seconds"] for r in runs["direct"])
+    for name, rs in runs.items():
+        med = statistics.median(r["seconds"] for r in rs)
+        result[name] = {"seconds_median": med, "bytes": rs[0]["bytes"], "mb_per_s": rs[0]["bytes"] / med / 1e6,
+                        "of_direct": direct / med}  # fmt: skip
+    return result
+
+
 def _check_release() -> Optional[str]:
     try:
         from .. import _native
@@ -241,6 +375,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--latency-seconds", type=float, default=3.0)
     p.add_argument("--rate", type=float, default=10000.0, help="frames per second in the latency run")
     p.add_argument("--memory-gb", type=float, default=1.0, help="gigabytes relayed in the memory run")
+    p.add_argument("--updates", type=int, default=60_000, help="updates streamed in the session run (default 60,000)")
+    p.add_argument("--conductor", metavar="PATH", help="the ACP conductor's binary (default: PATH, then .interop/bin)")
     p.add_argument("--json", metavar="FILE", help="write the figures as JSON")
     args = p.parse_args(argv)
     problem = _check_release()
@@ -266,6 +402,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             results[f"throughput_{profile}"] = throughput(path, copies, args.repeat, noop=profile == "mixed")
         _progress("latency")
         results["latency"] = latency(args.rate, args.latency_seconds)
+        conductor = find_conductor(args.conductor)
+        _progress(f"a session of {args.updates:,} updates" + ("" if conductor else " (the conductor is not installed)"))
+        results["session"] = session(args.updates, args.repeat, conductor)
         size = corpora["large"].stat().st_size
         _progress("memory")
         results["memory"] = memory(corpora["large"], max(1, round(args.memory_gb * 1e9 / size)))
@@ -304,6 +443,17 @@ def report(r: Dict[str, Any]) -> str:
         f"{lat['added_p99_us']:.0f} µs** (Python loop: added {lat['python_loop_added_median_us']:.0f} µs median) "
         "| added ≤ 50 / ≤ 500 µs |"
     )
+    s = r["session"]
+    for name in ("direct", "acp-fast proxy", "acp-fast proxy --record", "acp-fast proxy --trace", "conductor",
+                 "conductor --trace"):  # fmt: skip
+        if name in s:
+            c = s[name]
+            lines.append(
+                f"| session, {s['updates']:,} updates: {name} | | **{c['mb_per_s']:.0f} MB/s, "
+                f"{c['of_direct']:.0%} of the direct pipe** | ≥ 60 % with `--record` / `--trace` |"
+            )
+    if s.get("conductor_path") is None:
+        lines.append("| session: the ACP conductor | | not measured: not installed (`make interop`) | |")
     m = r["memory"]
     lines.append(
         f"| peak RSS of the proxy | {m['one_pass']['bytes'] / 1e9:.2f} GB relayed: {m['one_pass']['peak_rss_mib']:.0f} MiB | "
