@@ -375,3 +375,25 @@ def test_a_bad_frame_in_a_trace_is_placed_in_the_trace_line(tmp_path: Path) -> N
     assert problem["line"] == 2
     column = problem["column"]
     assert bad.index(b'"update"') < column <= len(bad), problem  # inside the params of line 2
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        b'{"jsonrpc":"2.0","id":5,"method":"m","params":{"a":[1,{"b":"}"}]}}',
+        b'{"jsonrpc":"2.0","method":"m","params":{"a":1},"id":5}',  # params not last
+        b'{"id":5,"params":{"a":1},"method":"m","jsonrpc":"2.0"}',  # another order
+        b'{ "jsonrpc" : "2.0", "id" : 5, "method" : "m", "params" : {"a" : 1} }',  # spaces
+        b'{"jsonrpc":"2.0","id":"a\\"b","method":"m\\u0041","params":[1,2]}',  # escapes
+    ],
+)
+def test_members_are_found_in_any_layout(backend: Any, frame: bytes) -> None:
+    expected = json.loads(frame)
+    [line] = trace.events(frame, 0.5, "Client", "Agent", backend)
+    event = check_event(line)
+    assert (event["id"], event["method"], event["params"]) == (expected["id"], expected["method"], expected["params"])
+    # and read back, the same frame as a value
+    record = trace.parse_record(line.rstrip(b"\n"), 1)
+    assert record is not None and json.loads(record.data) == {
+        k: expected[k] for k in ("jsonrpc", "id", "method", "params")
+    }
