@@ -84,10 +84,15 @@ def _invalid_policy(text: str) -> Tuple[str, int]:
 def parser() -> argparse.ArgumentParser:
     p = Parser(
         prog="acp-fast proxy",
-        usage="acp-fast proxy [options] -- AGENT COMMAND...",
+        usage="acp-fast proxy [options] -- AGENT COMMAND...\n       acp-fast proxy --chain [options]",
         description="Relay an editor and an ACP agent byte-exact, tracking every session's state.",
     )
     p.add_argument("--record", metavar="FILE", help="write an NDJSON recording of both directions (docs/CLI.md)")
+    p.add_argument(
+        "--chain",
+        action="store_true",
+        help="run as a proxy component under the ACP conductor (no agent command: the conductor runs it; docs/PROXY.md)",
+    )
     p.add_argument(
         "--trace",
         metavar="FILE.jsons",
@@ -210,11 +215,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         options, command = args, []
     p = parser()
     ns, extra = p.parse_known_args(options)
+    if ns.chain and command:
+        p.error(
+            "--chain takes no agent command: the conductor starts the agent (docs/PROXY.md, In a conductor's chain)"
+        )
     if extra and not command and not extra[0].startswith("-"):
         p.error(f"expected the agent command after --, e.g. acp-fast proxy [options] -- {' '.join(extra)}")
     if extra:
         p.error(f"unrecognized arguments: {' '.join(extra)}")
-    if not command:
+    if not command and not ns.chain:
         p.error("expected the agent command after --, e.g. acp-fast proxy -- acp-fast demo-agent")
     # Files that will hold the session's traffic: a mistake is a usage error now, not a lost report
     # at exit (they are created owner-only, never through a symbolic link; see create_output).
@@ -263,6 +272,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             max_entities=ns.max_entities,
             record=ns.record,
             trace=ns.trace,
+            chain=ns.chain,
             state_json=ns.state_json,
             summary=ns.summary,
             summary_json=ns.summary_json,

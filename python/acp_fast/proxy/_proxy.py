@@ -34,6 +34,7 @@ from ._relay import (
     line_error,
     request_id,
 )
+from .chain import Successor
 
 __all__ = [
     "DEFAULT_MAX_TOOL_CALLS",
@@ -117,13 +118,18 @@ class Proxy:
         max_entities: Optional[int] = _STORE_DEFAULTS.max_entities,
         record: Optional[str] = None,
         trace: Optional[str] = None,
+        chain: bool = False,
         state_json: Optional[str] = None,
         summary: bool = False,
         summary_json: Optional[str] = None,
         force: bool = False,
     ) -> None:
-        if not agent_command:
+        if chain and agent_command:
+            raise ValueError("expected no agent command with chain=True (the conductor runs the agent)")
+        if not agent_command and not chain:
             raise ValueError("expected an agent command")
+        #: `--chain`: a component under the ACP conductor (`chain.Successor` stands for the agent).
+        self.chain_mode = chain
         if agent_invalid not in INVALID_POLICIES:
             raise ValueError(
                 f"expected agent_invalid to be one of {', '.join(INVALID_POLICIES)}, found {agent_invalid!r}"
@@ -432,6 +438,10 @@ class Proxy:
 
     def run(self) -> int:
         """Start the agent, relay until it exits, write the reports; the exit status."""
+        if self.chain_mode:
+            successor = Successor(self.stdout)
+            self.agent = successor  # type: ignore[assignment]  # the calls of a Popen the proxy makes
+            return self._relay(successor.agent_in, successor.agent_out, successor.editor_fd)
         try:
             # The agent gets its own process group: a terminal's Ctrl-C reaches it once, through
             # the proxy's forwarding, not twice.
@@ -448,11 +458,18 @@ class Proxy:
         agent_out = os.dup(self.agent.stdout.fileno())
         self.agent.stdin.close()
         self.agent.stdout.close()
-        for fd in (0, 1, agent_in, agent_out):
+        return self._relay(agent_in, agent_out, 0)
+
+    def _relay(self, agent_in: int, agent_out: int, editor_in: int) -> int:
+        """Relay between the editor (`editor_in`, and stdout) and the agent (its stdin `agent_in`,
+        its stdout `agent_out`) until the agent exits; the reports; the exit status."""
+        assert self.agent is not None
+        for fd in (editor_in, 1, agent_in, agent_out):
             _grow_pipe(fd)
         self.agent_stdin = Output(agent_in)
         self._forward_signals()
         editor, agent = self.directions
+        editor.src = editor_in
         editor.dst = self.agent_stdin
         agent.src = agent_out
         to_agent = threading.Thread(target=editor.run, name="editor->agent", daemon=True)
