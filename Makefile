@@ -147,11 +147,14 @@ HOSTILE_ARGS ?=
 # `make interop`: the official ACP tools (crates.io) against acp-fast, in $(INTEROP).
 INTEROP ?= .interop
 TRACE_VIEWER_VERSION ?= 5.0.0
+CONDUCTOR_VERSION ?= 5.0.0
 
-interop:  ## the official ACP trace viewer draws an acp-fast trace in headless Chromium (cargo install into $(INTEROP); not part of make test)
+interop:  ## the official ACP conductor (acp-fast in its chain) and trace viewer (in headless Chromium) against acp-fast; cargo install into $(INTEROP); not part of make test
 	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || { echo "make interop: needs Chromium (Debian: apt install chromium)"; exit 1; }
 	@[ -x $(INTEROP)/bin/agent-client-protocol-trace-viewer ] || cargo install agent-client-protocol-trace-viewer --version $(TRACE_VIEWER_VERSION) --root $(INTEROP)
-	ACP_FAST_TRACE_VIEWER=$(INTEROP)/bin/agent-client-protocol-trace-viewer $(PYTHON) -m pytest -q -p no:randomly -p no:cacheprovider interop/
+	@[ -x $(INTEROP)/bin/agent-client-protocol-conductor ] || cargo install agent-client-protocol-conductor --version $(CONDUCTOR_VERSION) --root $(INTEROP)
+	ACP_FAST_TRACE_VIEWER=$(INTEROP)/bin/agent-client-protocol-trace-viewer ACP_FAST_CONDUCTOR=$(INTEROP)/bin/agent-client-protocol-conductor \
+		$(PYTHON) -m pytest -q -p no:randomly -p no:cacheprovider interop/
 
 hostile:  ## the hostile corpus through everything on both backends, ROUNDS (3) corpora of FRAMES (2000) frames (not part of CI)
 	$(PYTHON) tests/hostile.py --rounds $(ROUNDS) --frames $(FRAMES) $(HOSTILE_ARGS)
