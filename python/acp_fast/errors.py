@@ -22,9 +22,9 @@ class DecodeError(AcpError, json.JSONDecodeError):
     ``code`` is the JSON-RPC error code to answer with (-32700 parse error, -32600 invalid
     request); ``kind`` is a stable snake_case id to match on; ``position`` is the byte offset of
     the problem within the frame (or document); ``line`` is the 1-based line number within the
-    stream when the error came from a :class:`FrameDecoder`; ``raw`` holds the offending line's
+    stream when the error came from a [`FrameDecoder`][acp_fast.FrameDecoder]; ``raw`` holds the offending line's
     bytes when they were kept. ``lineno``/``colno``/``pos``/``msg``/``doc`` keep code written for
-    :class:`json.JSONDecodeError` working (columns count bytes).
+    ``json.JSONDecodeError`` working (columns count bytes).
     """
 
     # json.JSONDecodeError declares these as int; here they are None when the error has no byte

@@ -1,7 +1,7 @@
 """The problem type of strict schema validation, shared by the Rust core and the fallback.
 
-Both backends return these very objects from :func:`acp_fast.validate_schema` and
-:meth:`acp_fast.SchemaValidator.validate` (the native module imports the class), so results
+Both backends return these very objects from [`acp_fast.validate_schema`][acp_fast.validate_schema] and
+[`acp_fast.SchemaValidator.validate`][acp_fast.SchemaValidator.validate] (the native module imports the class), so results
 compare equal whichever backend made them.
 """
 

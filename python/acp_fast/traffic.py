@@ -5,7 +5,7 @@
     >>> lines = traffic.frames("v2", 200)                     # list of frames, each ending in b"\\n"
 
 The same ``(profile, n_frames, seed)`` always gives the same bytes (``random.Random(seed)``, no
-global state, no clock). Frames are built with :mod:`acp_fast.builders` and are valid against the
+global state, no clock). Frames are built with [`acp_fast.builders`][acp_fast.builders] and are valid against the
 official schema of their profile's protocol version. Both directions of one connection are
 interleaved, as a proxy between editor and agent sees them.
 
@@ -68,7 +68,7 @@ def generate(profile: str, n_frames: int, seed: int = 0) -> bytes:
     return b"".join(frames(profile, n_frames, seed))
 
 
-#: The mixes of :func:`tool_calls`.
+#: The mixes of [`tool_calls`][acp_fast.traffic.tool_calls].
 TOOL_CALL_MIXES: Tuple[str, ...] = ("pending", "finished", "mixed")
 
 
