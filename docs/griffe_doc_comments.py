@@ -7,6 +7,8 @@
   has no docstring of its own: griffe takes its type's (``str(object='') -> str``), which would
   hide the docstring of the typed stub ``_native.pyi``. That borrowed docstring is dropped, so the
   stub's is the one shown;
+* an attribute set in a method (``self.code = code`` in ``__init__``) shows no value: the
+  expression it was assigned from (``code``) says nothing to a reader;
 * a compiled class is built by ``__new__`` (its signature and docstring are in the stub): it gets
   an ``__init__`` with the same, so that the reference shows the constructor on the class
   (``merge_init_into_class``) as it does for the classes written in Python."""
@@ -33,6 +35,8 @@ class DocComments(griffe.Extension):
                 if own is not None and attr.docstring.value.strip() == own.strip():
                     attr.docstring = None
             return
+        if "instance-attribute" in attr.labels and "class-attribute" not in attr.labels:
+            attr.value = None
         if attr.docstring is not None or attr.lineno is None or isinstance(attr.filepath, list):
             return
         try:

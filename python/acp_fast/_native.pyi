@@ -33,7 +33,8 @@ __all__ = [
 ]
 
 BACKEND: Final[str]
-"""``"rust"``."""
+"""Which backend runs: ``"rust"``, the compiled core, or ``"python"``, the pure-Python fallback
+(``ACP_FAST_BACKEND=python`` forces it)."""
 __version__: Final[str]
 """The installed distribution's version."""
 build_profile: Final[str]
@@ -69,7 +70,7 @@ def dumps(obj: Any) -> bytes:
 
 def decode(line: _Buffer) -> _Frame:
     """Decode one frame (with or without its ``\\n`` / ``\\r\\n``) into a [`Message`][acp_fast.Message], or a
-    [`Batch`][acp_fast.batch.Batch] for a batch array. Raises [`acp_fast.DecodeError`][acp_fast.DecodeError]: ``code == -32700`` for
+    [`Batch`][acp_fast.Batch] for a batch array. Raises [`acp_fast.DecodeError`][acp_fast.DecodeError]: ``code == -32700`` for
     invalid JSON, ``-32600`` for an invalid JSON-RPC message or an empty batch."""
 
 def encode(message: Union[Message, Batch, Dict[str, Any], List[Any]]) -> bytes:
@@ -179,7 +180,7 @@ class Framer:
 
     * By default an event is ``(line, data)`` for each complete non-blank line, ``line`` its
       1-based number (blank lines are counted) and ``data`` its bytes without ``\\n`` /
-      ``\\r\\n``; a line longer than ``max_frame_bytes`` is the [`DecodeError`][acp_fast.errors.DecodeError] a
+      ``\\r\\n``; a line longer than ``max_frame_bytes`` is the [`DecodeError`][acp_fast.DecodeError] a
       [`FrameDecoder`][acp_fast.FrameDecoder] gives (kind ``frame_too_large``, ``line`` set), as soon as it passes
       the limit, and its bytes are skipped up to the next newline.
     * ``keepends=True``: every line exactly as it was, line ending kept and blank lines included,
@@ -219,7 +220,7 @@ class FrameDecoder:
     """Splits a byte stream into frames and decodes each one.
 
     Feed it bytes in any pieces; every complete line comes back, in order, as a
-    [`Message`][acp_fast.Message], a [`Batch`][acp_fast.batch.Batch] or a [`DecodeError`][acp_fast.errors.DecodeError] (with ``line``, ``position`` and
+    [`Message`][acp_fast.Message], a [`Batch`][acp_fast.Batch] or a [`DecodeError`][acp_fast.DecodeError] (with ``line``, ``position`` and
     ``raw``). Blank lines are skipped but counted; ``\\r\\n`` endings are accepted; a line longer
     than ``max_frame_bytes`` yields one error and the decoder resynchronises at the next newline."""
 
@@ -234,7 +235,7 @@ class FrameDecoder:
         """A decoder holding at most ``max_frame_bytes`` of a partial line. With ``strict_schema``
         (True: the protocol version of the ``initialize`` answer, 1 until then; or 1 / 2), every
         frame is also checked as [`SchemaValidator`][acp_fast.SchemaValidator] does, and one with errors comes out as
-        a [`DecodeError`][acp_fast.errors.DecodeError] of kind ``schema`` (code -32602) whose ``problems`` lists them.
+        a [`DecodeError`][acp_fast.DecodeError] of kind ``schema`` (code -32602) whose ``problems`` lists them.
         ``unstable`` accepts the unstable surface; ``draft`` names the v2 draft checked against
         (``'latest'``, the default, or ``'alpha.5'``, the draft of the Python SDK 1.0.0rc3)."""
     def feed(self, data: _Buffer) -> List[_FeedResult]:
@@ -332,7 +333,7 @@ class ToolCallStore:
         dropped first), entities per target of a session, answered file requests per session (the
         last ones; 0: file requests are not tracked). See docs/API.md "Bounds and checkpoints". ``strict_schema``,
         ``unstable`` and ``draft`` as for [`FrameDecoder`][acp_fast.FrameDecoder]: a frame (or batch entry) that fails the schema check is
-        reported as a [`DecodeError`][acp_fast.errors.DecodeError] of kind ``schema`` and not applied."""
+        reported as a [`DecodeError`][acp_fast.DecodeError] of kind ``schema`` and not applied."""
     def apply(self, frame: _ApplyFrame, *, source: Optional[str] = None) -> Any:
         """Apply one frame (a Message, a Batch, bytes/str, a dict or a list of dicts): a
         [`Change`][acp_fast.Change] or None (a list for a batch); raises DecodeError for a bad frame.
@@ -458,7 +459,7 @@ def validate_schema(
     draft, ``'latest'`` when None, or ``'alpha.5'``): its problems, each
     with a JSON path and what was expected; ``[]`` when valid. ``method`` names the request a
     response answers (else a result is checked against every result definition). Bytes that are
-    not JSON raise [`DecodeError`][acp_fast.errors.DecodeError]. The protocol rule about custom values (v2) is checked too;
+    not JSON raise [`DecodeError`][acp_fast.DecodeError]. The protocol rule about custom values (v2) is checked too;
     the rules that need the conversation are [`SchemaValidator`][acp_fast.SchemaValidator]'s."""
 
 @final

@@ -7,7 +7,7 @@ discriminators, fixed keys) are pre-encoded bytes; only the variable values go t
 answers) dump each value on its own and skip building any dict, which makes them about 1.2-1.6
 times faster than ``dumps({...}) + b"\\n"`` of the equivalent message (native backend). The
 field-rich tool-call builders dump their ``update`` object in one call, since one native call beats
-several; with their argument checks they cost about 1.3-1.4 times a hand-written dict literal::
+several; with their argument checks they cost about 1.3-1.4 times a hand-written dict literal:
 
     out.write(tool_call("sess_1", "call_1", "Read README.md", kind="read",
                         locations=[location("/repo/README.md")]))

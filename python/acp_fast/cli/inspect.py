@@ -12,7 +12,7 @@ status, bytes of output, last line) and the updates of kinds the state engine ha
 (the last ``--max-updates`` per session are kept, 1000 by default), counted by kind. ``--json``
 prints the store's checkpoint (``to_json()``: numbers as received) with summary counts instead.
 
-From Python, [`replay`][acp_fast.cli.inspect.replay] gives the store (to compare with a live one)::
+From Python, [`replay`][acp_fast.cli.inspect.replay] gives the store (to compare with a live one):
 
     from acp_fast.cli.inspect import replay
     store = replay("session.rec")            # a path, or the bytes of a stream / recording

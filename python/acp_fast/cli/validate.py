@@ -31,7 +31,7 @@ schema validator, of the value its path names). Kinds: ``json`` (-32700), ``json
 ``recording`` (malformed recording records). Exit status: 0 when nothing is wrong (warnings
 allowed), 1 when something is, 2 for usage errors.
 
-``Validator`` is usable from Python too::
+``Validator`` is usable from Python too:
 
     v = Validator(protocol_version=1)
     v.feed_ndjson([data])        # or v.run(path)

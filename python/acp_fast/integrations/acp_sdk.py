@@ -2,7 +2,7 @@
 
 One call makes every SDK connection built from byte streams — client side and agent side, over
 stdio (``spawn_agent_process``, ``run_agent``, ``stdio_streams``) or any asyncio streams —
-read and write its frames through acp-fast::
+read and write its frames through acp-fast:
 
     from acp_fast.integrations import acp_sdk
 

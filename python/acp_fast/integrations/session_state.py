@@ -1,7 +1,7 @@
 """A drop-in ``SessionAccumulator`` for ``acp.contrib.session_state``, backed by acp-fast's state
 engine ([`acp_fast.ToolCallStore`][acp_fast.ToolCallStore]).
 
-Swap one import::
+Swap one import:
 
     # from acp.contrib.session_state import SessionAccumulator
     from acp_fast.integrations.session_state import SessionAccumulator
@@ -510,7 +510,7 @@ class SessionAccumulator:
     @contextlib.contextmanager
     def replay(self, session_id: str) -> Iterator[None]:
         """Mark what is applied inside the block as the replay of ``session_id``'s history, for a
-        client that gives ``apply`` the SDK's models (and so never shows it the request)::
+        client that gives ``apply`` the SDK's models (and so never shows it the request):
 
             with acc.replay(session_id):
                 await conn.load_session(cwd=cwd, session_id=session_id)
