@@ -6,7 +6,7 @@ this), and its pages are read as HTML:
 
 * no docstring shows a raw reST role (``:class:`Framer```) or a reST literal-block ``::``: the
   docstrings are Markdown with mkdocstrings cross-references (the package's sources hold no reST
-  role either), and every cross-reference resolved (an unresolved one is a warning, which
+  role, definition list or bare doctest either), and every cross-reference resolved (an unresolved one is a warning, which
   ``--strict`` makes an error, or text left as ``[Name][path]``);
 * no entry shows the docstring of a builtin type (``str(object='') -> str``, ``int([x]) ->
   integer``), as griffe gives a constant of the compiled core that it imports; the constants show
@@ -21,7 +21,10 @@ this), and its pages are read as HTML:
 
 from __future__ import annotations
 
+import ast
 import html
+import inspect
+import itertools
 import re
 import subprocess
 import sys
@@ -188,6 +191,58 @@ def test_no_rest_role_in_the_package_sources() -> None:
         if path.suffix in (".py", ".pyi"):
             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
                 found += [f"{path.relative_to(ROOT)}:{number}: {m.group(0)!r}" for m in ROLE.finditer(line)]
+    assert found == []
+
+
+def _docstrings(tree: ast.Module) -> Iterator[Tuple[int, str]]:
+    """``(line, cleaned text)`` of every docstring of a module: its own, its classes' and
+    functions', and the string right below an assignment (an attribute's)."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            doc = ast.get_docstring(node, clean=True)
+            if doc:
+                yield getattr(node, "lineno", 1), doc
+        body = getattr(node, "body", None)
+        if isinstance(body, list):
+            for first, second in itertools.pairwise(body):
+                if (
+                    isinstance(first, (ast.Assign, ast.AnnAssign))
+                    and isinstance(second, ast.Expr)
+                    and isinstance(second.value, ast.Constant)
+                    and isinstance(second.value.value, str)
+                ):
+                    yield second.lineno, inspect.cleandoc(second.value.value)
+
+
+def _rest_layout(doc: str) -> List[str]:
+    """What Markdown would garble in a docstring written for reST: a definition list (a term line,
+    its definition indented below it, which Markdown runs into one paragraph) and a doctest at
+    the margin (``>>>`` is a Markdown quote); fenced and indented code blocks are left alone."""
+    found = []
+    lines = doc.split("\n")
+    fenced = False
+    for i, line in enumerate(lines):
+        if line.strip().startswith("```"):
+            fenced = not fenced
+            continue
+        if fenced or i == 0:
+            continue
+        prev = lines[i - 1]
+        if line.startswith(">>>") and not prev.startswith(">>>"):
+            found.append(f"a doctest outside a code block: {line[:60]!r}")
+        indent = len(line) - len(line.lstrip())
+        term = line.strip() and prev.strip() and not prev.startswith(" ") and not prev.rstrip().endswith(":")
+        if term and indent >= 4 and not re.match(r"([*+-]|\d+\.)\s", prev):
+            found.append(f"a definition list: {prev[:60]!r}")
+    return found
+
+
+def test_no_rest_layout_in_the_package_docstrings() -> None:
+    found = []
+    for path in sorted((ROOT / "python" / "acp_fast").rglob("*.py*")):
+        if path.suffix in (".py", ".pyi"):
+            for line, doc in _docstrings(ast.parse(path.read_text(encoding="utf-8"))):
+                found += [f"{path.relative_to(ROOT)}:{line}: {what}" for what in _rest_layout(doc)]
     assert found == []
 
 

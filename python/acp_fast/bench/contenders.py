@@ -10,21 +10,21 @@ can be checked (once, outside the timing) against a reference computed with stdl
 
 Tasks (every contender of a task does the same work on the same corpus):
 
-``decode``       split the stream into frames and read kind, method, session id, update kind and
-                 tool-call id of every frame (acp-fast: ``FrameDecoder.feed``; the others:
-                 ``buffer.split(b"\\n")`` and a parse of each line; the SDK also validates each
-                 message through its pydantic model, as its connection does before a handler runs).
-``materialize``  build the full Python object of every frame (``Message.to_dict()`` after
-                 ``FrameDecoder.feed``, ``loads`` per line; the SDK: ``json.loads`` + the model).
-``encode``       serialize every frame from its Python object (``dumps`` of the dict; the SDK:
-                 ``model_dump`` of its model + ``json.dumps``, as its sender does). Every pass
-                 gets freshly built objects (untimed), as an agent encodes new objects.
-``passthrough``  decode every frame and encode it again unchanged (a proxy's work).
-``state``        keep the state of every tool call from the raw stream (``ToolCallStore.feed``;
-                 the others: a parse per line and a plain-dict accumulator with the same rules,
-                 ``acp_fast.bench.state.dict_accumulator``; the SDK: its models and one
-                 ``acp.contrib.session_state.SessionAccumulator`` per session).
-``scaling``      the ``state`` task on growing prefixes of one stream (runner.py / state.py).
+* ``decode``: split the stream into frames and read kind, method, session id, update kind and
+  tool-call id of every frame (acp-fast: ``FrameDecoder.feed``; the others:
+  ``buffer.split(b"\\n")`` and a parse of each line; the SDK also validates each
+  message through its pydantic model, as its connection does before a handler runs).
+* ``materialize``: build the full Python object of every frame (``Message.to_dict()`` after
+  ``FrameDecoder.feed``, ``loads`` per line; the SDK: ``json.loads`` + the model).
+* ``encode``: serialize every frame from its Python object (``dumps`` of the dict; the SDK:
+  ``model_dump`` of its model + ``json.dumps``, as its sender does). Every pass
+  gets freshly built objects (untimed), as an agent encodes new objects.
+* ``passthrough``: decode every frame and encode it again unchanged (a proxy's work).
+* ``state``: keep the state of every tool call from the raw stream (``ToolCallStore.feed``;
+  the others: a parse per line and a plain-dict accumulator with the same rules,
+  ``acp_fast.bench.state.dict_accumulator``; the SDK: its models and one
+  ``acp.contrib.session_state.SessionAccumulator`` per session).
+* ``scaling``: the ``state`` task on growing prefixes of one stream (runner.py / state.py).
 """
 
 from __future__ import annotations

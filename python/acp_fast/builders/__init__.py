@@ -14,20 +14,20 @@ several; with their argument checks they cost about 1.3-1.4 times a hand-written
     out.write(tool_call_update("sess_1", "call_1", status="completed",
                                content=[text_content("# acp-fast ...")]))
 
-Omitted fields and ``None``
-    Optional fields default to [`UNSET`][acp_fast.builders.UNSET], which leaves the key out of the frame. An explicit
-    ``None`` writes JSON ``null``. In a protocol v2 ``tool_call_update`` ``null`` clears the field;
-    protocol v1 reads ``null`` exactly like an omitted key (v1 cannot clear a field), so the v1
-    builders refuse ``None`` with a ``ValueError`` instead of emitting a frame that silently does
-    nothing.
+* Omitted fields and ``None``:
+  Optional fields default to [`UNSET`][acp_fast.builders.UNSET], which leaves the key out of the frame. An explicit
+  ``None`` writes JSON ``null``. In a protocol v2 ``tool_call_update`` ``null`` clears the field;
+  protocol v1 reads ``null`` exactly like an omitted key (v1 cannot clear a field), so the v1
+  builders refuse ``None`` with a ``ValueError`` instead of emitting a frame that silently does
+  nothing.
 
-Checks
-    Arguments are checked cheaply (types of ids and names, enumeration values that the chosen
-    protocol version closes, required combinations). Nested values such as ``content`` items and
-    ``rawInput`` are written as given: build them with the content helpers ([`text_content`][acp_fast.builders.text_content],
-    [`diff_content`][acp_fast.builders.diff_content], [`terminal_content`][acp_fast.builders.terminal_content], [`location`][acp_fast.builders.location], [`plan_entry`][acp_fast.builders.plan_entry],
-    [`permission_option`][acp_fast.builders.permission_option]) to stay within the schema. Wrong types raise ``TypeError``, wrong
-    values ``ValueError``; values JSON cannot hold raise [`acp_fast.EncodeError`][acp_fast.EncodeError].
+* Checks:
+  Arguments are checked cheaply (types of ids and names, enumeration values that the chosen
+  protocol version closes, required combinations). Nested values such as ``content`` items and
+  ``rawInput`` are written as given: build them with the content helpers ([`text_content`][acp_fast.builders.text_content],
+  [`diff_content`][acp_fast.builders.diff_content], [`terminal_content`][acp_fast.builders.terminal_content], [`location`][acp_fast.builders.location], [`plan_entry`][acp_fast.builders.plan_entry],
+  [`permission_option`][acp_fast.builders.permission_option]) to stay within the schema. Wrong types raise ``TypeError``, wrong
+  values ``ValueError``; values JSON cannot hold raise [`acp_fast.EncodeError`][acp_fast.EncodeError].
 
 Content helpers return plain dicts (they are the inputs of the frame builders), and so do
 [`todo_plan_entries`][acp_fast.builders.todo_plan_entries] and the tool-kind helpers' mappings.

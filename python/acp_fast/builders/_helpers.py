@@ -122,9 +122,12 @@ def tool_kind(tool_name: str, extra: Optional[Mapping[str, str]] = None) -> str:
 class ToolKindMap(dict[str, str]):
     """A ``dict`` of tool name -> ACP tool kind, starting from [`DEFAULT_TOOL_KINDS`][acp_fast.builders.DEFAULT_TOOL_KINDS].
 
+    ```pycon
     >>> kinds = ToolKindMap({"bash": "execute"})
     >>> kinds.kind("bash"), kinds.kind("read_file"), kinds.kind("mystery")
     ('execute', 'read', 'other')
+
+    ```
     """
 
     def __init__(self, extra: Union[Mapping[str, str], Iterable[Any], None] = None) -> None:
