@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ast
 import html
+import importlib.util
 import inspect
 import itertools
 import re
@@ -145,6 +146,9 @@ def main_text(page: Node, skip_tags: Tuple[str, ...] = ()) -> str:
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    missing = [name for name in ("mkdocs", "mkdocstrings", "griffe", "ruff") if importlib.util.find_spec(name) is None]
+    if missing:  # a failure, not a skip: CI installs them with the test extra
+        pytest.fail(f"{', '.join(missing)} missing from {sys.executable}: the test extra installs the docs extra")
     out = tmp_path_factory.mktemp("site")
     done = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
