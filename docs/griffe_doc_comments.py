@@ -2,7 +2,8 @@
 
 * the ``#:`` comment lines right above an attribute are its docstring, as Sphinx reads them.
   The package documents its constants that way (``#: The profile names.`` above
-  ``PROFILES = ...``);
+  ``PROFILES = ...``); a class's field without them has the comment at the end of its line
+  (``kind: str  # "header", "line" or "footer"``) as its docstring;
 * a constant of the compiled core read by importing it (``BACKEND``, ``MAX_FRAME_BYTES``, ...)
   has no docstring of its own: griffe takes its type's (``str(object='') -> str``), which would
   hide the docstring of the typed stub ``_native.pyi``. That borrowed docstring is dropped, so the
@@ -50,6 +51,15 @@ class DocComments(griffe.Extension):
             index -= 1
         if text:
             attr.docstring = griffe.Docstring("\n".join(text), lineno=index + 2, parent=attr)
+            return
+        # A field of a class with its meaning in a comment at the end of its line
+        # (``kind: str  # "header", "line" or "footer"``).
+        code, _, comment = lines[attr.lineno - 1].partition("  # ")
+        comment = comment.strip()
+        tool = comment.startswith(("noqa", "type:", "pragma", "pyright:"))
+        if attr.parent is not None and attr.parent.is_class and code.strip() and comment and not tool:
+            text = comment[0].upper() + comment[1:] + ("" if comment.endswith((".", ")")) else ".")
+            attr.docstring = griffe.Docstring(text, lineno=attr.lineno, parent=attr)
 
     def on_class(self, *, cls: griffe.Class, **kwargs: Any) -> None:
         new = cls.members.get("__new__")

@@ -312,10 +312,14 @@ class ParsedRecord(NamedTuple):
 
     @property
     def source(self) -> Optional[str]:
+        """The state engine's ``source`` for this line: ``"client"``, ``"agent"``, or None for a
+        header or footer."""
         return SOURCES.get(self.direction or "")
 
     @property
     def action(self) -> Optional[str]:
+        """What the proxy did with the line (its ``action``, one of ``ACTIONS``), None when it
+        forwarded the line as it came."""
         return self.value.get("action")
 
     @property

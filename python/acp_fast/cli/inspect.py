@@ -53,11 +53,11 @@ Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, Any]
 class ReplayError(NamedTuple):
     """A line that could not be applied: where (line and byte column of the file), code, kind, why."""
 
-    line: int
-    column: int
-    code: Optional[int]
-    kind: str
-    message: str
+    line: int  # the 1-based line of the file
+    column: int  # the 1-based byte column in that line
+    code: Optional[int]  # the JSON-RPC error code of a bad frame, None for a bad record
+    kind: str  # a stable snake_case id, as DecodeError.kind
+    message: str  # what is wrong, in words
 
     def to_json(self) -> Dict[str, Any]:
         """The error as the ``errors`` entries of ``acp-fast inspect --json`` write it."""
