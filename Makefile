@@ -308,14 +308,19 @@ print("\n".join(re.findall(r'"([^"]+)"', line)))
 endef
 export EXTRA_REQUIREMENTS
 
-docs-tools:  ## mkdocs and mkdocstrings (the `docs` extra) in $(DOCS_VENV)
-	@$(DOCS_VENV)/bin/python -c "import mkdocs, mkdocstrings, griffe" >/dev/null 2>&1 || { \
+# (Set up again when the docs extra has changed since: $(DOCS_VENV)/requirements.txt is its copy.)
+docs-tools:  ## mkdocs, mkdocstrings and ruff (the `docs` extra) in $(DOCS_VENV)
+	@python3 -c "$$EXTRA_REQUIREMENTS" docs | cmp -s - $(DOCS_VENV)/requirements.txt && \
+	$(DOCS_VENV)/bin/python -c "import mkdocs, mkdocstrings, griffe, ruff" >/dev/null 2>&1 || { \
 		echo "make docs-tools: setting up $(DOCS_VENV) (the docs extra)"; \
-		python3 -m venv $(DOCS_VENV) && python3 -c "$$EXTRA_REQUIREMENTS" docs > $(DOCS_VENV)/requirements.txt && \
+		{ [ -x $(DOCS_VENV)/bin/python ] || python3 -m venv $(DOCS_VENV); } && \
+		python3 -c "$$EXTRA_REQUIREMENTS" docs > $(DOCS_VENV)/requirements.txt && \
 		$(DOCS_VENV)/bin/python -m pip install --quiet -r $(DOCS_VENV)/requirements.txt; }
 
 docs: docs-tools  ## build the documentation site into site/, warnings as errors
 	$(DOCS_VENV)/bin/mkdocs build --strict
 
+# site/index.html also opens from disk (file://): the pages link to page.html files
+# (use_directory_urls: false in mkdocs.yml), not to folders.
 docs-serve: docs-tools  ## serve the documentation site on http://127.0.0.1:8000 while editing
 	$(DOCS_VENV)/bin/mkdocs serve

@@ -1,12 +1,12 @@
 """Input files that hold a session's traffic (a stream, a recording): regular files only, opened
 without blocking, and named once each.
 
-* :func:`open_file` — open a path for reading: a FIFO, a device (``/dev/zero``, a terminal), a
-  socket or a directory, or a symbolic link to one, is refused with :class:`NotRegularFileError`
+* ``open_file`` — open a path for reading: a FIFO, a device (``/dev/zero``, a terminal), a
+  socket or a directory, or a symbolic link to one, is refused with ``NotRegularFileError``
   before anything is read from it, and the file is checked again once open (``fstat`` of the open
   descriptor, so that a file swapped in between is seen), so that a reader never blocks in
   ``open`` nor reads forever.
-* :func:`expand` — the files named by paths, directories and glob patterns: a ``**`` never
+* ``expand`` — the files named by paths, directories and glob patterns: a ``**`` never
   descends through a symbolic link to a directory (a link loop gives nothing twice), every file
   found must be a regular file, and a file named twice (the same path, a hard link, a symbolic
   link to it: the same device and inode) is read once, where it first came.
@@ -52,7 +52,7 @@ def _kind(mode: int) -> str:
 
 
 def check_regular(st: os.stat_result, path: str) -> None:
-    """Raise :class:`NotRegularFileError` unless ``st`` (of ``path``) is a regular file's."""
+    """Raise ``NotRegularFileError`` unless ``st`` (of ``path``) is a regular file's."""
     if not stat.S_ISREG(st.st_mode):
         kind = _kind(st.st_mode)
         if kind == "a directory":
@@ -62,7 +62,7 @@ def check_regular(st: os.stat_result, path: str) -> None:
 
 def open_file(path: str) -> BinaryIO:
     """``path`` opened for reading in binary, a regular file (through symbolic links). Raises
-    :class:`NotRegularFileError` for anything else, and OSError when it cannot be opened. The
+    ``NotRegularFileError`` for anything else, and OSError when it cannot be opened. The
     open cannot block (``O_NONBLOCK``: a FIFO with no writer, a device), and the open file is the
     one checked (``fstat``)."""
     check_regular(os.stat(path), path)  # refused before any open: a socket cannot even be opened
@@ -103,7 +103,7 @@ def _real_subfolders(folder: str) -> List[str]:
 
 
 def _select(folder: str, parts: Sequence[str]) -> Iterator[str]:
-    """Paths under ``folder`` matching the pattern components ``parts`` (as :func:`glob.glob`
+    """Paths under ``folder`` matching the pattern components ``parts`` (as ``glob.glob``
     with ``recursive=True`` matches them, but ``**`` descends real folders only)."""
     if not parts:
         yield folder
@@ -163,7 +163,7 @@ def expand(names: Sequence[str], on_duplicate: Optional[Duplicate] = None) -> Li
     """The files named by ``names``, in order: each a file, a directory (its files,
     recursively, sorted; hidden ones skipped) or a glob pattern (``**`` included; it does not
     descend through symbolic links to directories). Folders a pattern matches are passed over;
-    anything else found must be a regular file (:class:`NotRegularFileError`). A file found
+    anything else found must be a regular file (``NotRegularFileError``). A file found
     again (the same device and inode: a second name, a hard link, a symbolic link) is skipped,
     ``on_duplicate(skipped path, first path)`` told. FileNotFoundError for a name or pattern
     that gives no file."""

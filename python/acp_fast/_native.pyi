@@ -33,14 +33,15 @@ __all__ = [
 ]
 
 BACKEND: Final[str]
-"""``"rust"``."""
+"""Which backend runs: ``"rust"``, the compiled core, or ``"python"``, the pure-Python fallback
+(``ACP_FAST_BACKEND=python`` forces it)."""
 __version__: Final[str]
 """The installed distribution's version."""
 build_profile: Final[str]
 """``"release"`` or ``"debug"``; benchmarks refuse a debug build."""
 DEFAULT_MAX_FRAME_BYTES: Final[int]
-"""The default ``max_frame_bytes`` of :class:`Framer`, :class:`FrameDecoder` and
-:class:`ToolCallStore`: 67108864 (64 MiB)."""
+"""The default ``max_frame_bytes`` of [`Framer`][acp_fast.Framer], [`FrameDecoder`][acp_fast.FrameDecoder] and
+[`ToolCallStore`][acp_fast.ToolCallStore]: 67108864 (64 MiB)."""
 MAX_FRAME_BYTES: Final[int]
 """The largest ``max_frame_bytes`` accepted: 4294967294 (frame offsets are 32-bit)."""
 SCHEMA_DRAFTS: Final[Tuple[str, ...]]
@@ -58,18 +59,18 @@ _Id: TypeAlias = Union[str, int, None]
 def loads(data: _Buffer) -> Any:
     """Parse one JSON document into dict / list / str / int / float / bool / None.
 
-    Integers of any size come back exact. Raises :class:`acp_fast.DecodeError` (a
+    Integers of any size come back exact. Raises [`acp_fast.DecodeError`][acp_fast.DecodeError] (a
     ``json.JSONDecodeError``) with the byte position, line and column of the first problem."""
 
 def dumps(obj: Any) -> bytes:
     """Compact UTF-8 JSON: no spaces, no trailing newline, non-ASCII written as is, keys in
     insertion order, integers of any size. NaN / Infinity, non-str keys and unsupported objects
-    raise :class:`acp_fast.EncodeError` naming the path (``$.params.items[3]``). ``Message`` and
+    raise [`acp_fast.EncodeError`][acp_fast.EncodeError] naming the path (``$.params.items[3]``). ``Message`` and
     ``orjson.Fragment`` values are written as their raw JSON."""
 
 def decode(line: _Buffer) -> _Frame:
-    """Decode one frame (with or without its ``\\n`` / ``\\r\\n``) into a :class:`Message`, or a
-    :class:`Batch` for a batch array. Raises :class:`acp_fast.DecodeError`: ``code == -32700`` for
+    """Decode one frame (with or without its ``\\n`` / ``\\r\\n``) into a [`Message`][acp_fast.Message], or a
+    [`Batch`][acp_fast.Batch] for a batch array. Raises [`acp_fast.DecodeError`][acp_fast.DecodeError]: ``code == -32700`` for
     invalid JSON, ``-32600`` for an invalid JSON-RPC message or an empty batch."""
 
 def encode(message: Union[Message, Batch, Dict[str, Any], List[Any]]) -> bytes:
@@ -80,7 +81,7 @@ class Message:
     """One JSON-RPC 2.0 message. Immutable, hashable, equal by ``raw``.
 
     The routing fields are read without building the object tree; ``params``, ``result``,
-    ``error`` and :meth:`to_dict` build fresh Python objects on every access."""
+    ``error`` and [`to_dict`][acp_fast.Message.to_dict] build fresh Python objects on every access."""
 
     @property
     def kind(self) -> str:
@@ -105,7 +106,7 @@ class Message:
         """The frame's bytes without the line ending."""
     @property
     def line(self) -> Optional[int]:
-        """The 1-based stream line number when the message came from a :class:`FrameDecoder`."""
+        """The 1-based stream line number when the message came from a [`FrameDecoder`][acp_fast.FrameDecoder]."""
     @property
     def params(self) -> Any:
         """``params`` as fresh Python objects (None when absent)."""
@@ -120,7 +121,7 @@ class Message:
     def __bytes__(self) -> bytes:
         """``raw``."""
     def __eq__(self, other: object, /) -> bool:
-        """Equal to another :class:`Message` with the same ``raw``."""
+        """Equal to another [`Message`][acp_fast.Message] with the same ``raw``."""
     def __hash__(self) -> int:
         """The hash of ``raw``."""
 
@@ -171,16 +172,16 @@ class Coalescer:
 
 @final
 class Framer:
-    """Splits a byte stream into lines: what :class:`FrameDecoder` does before it parses them.
+    """Splits a byte stream into lines: what [`FrameDecoder`][acp_fast.FrameDecoder] does before it parses them.
 
     Feed it bytes in any pieces; ``feed`` returns the events of every line completed, in order
     (any split of the same bytes gives the same events), ``finish`` those of a last line without
     a newline. Memory stays bounded by ``max_frame_bytes``.
 
     * By default an event is ``(line, data)`` for each complete non-blank line, ``line`` its
-      1-based number (blank lines are counted) and ``data`` its bytes without ``\n`` /
-      ``\r\n``; a line longer than ``max_frame_bytes`` is the :class:`DecodeError` a
-      :class:`FrameDecoder` gives (kind ``frame_too_large``, ``line`` set), as soon as it passes
+      1-based number (blank lines are counted) and ``data`` its bytes without ``\\n`` /
+      ``\\r\\n``; a line longer than ``max_frame_bytes`` is the [`DecodeError`][acp_fast.DecodeError] a
+      [`FrameDecoder`][acp_fast.FrameDecoder] gives (kind ``frame_too_large``, ``line`` set), as soon as it passes
       the limit, and its bytes are skipped up to the next newline.
     * ``keepends=True``: every line exactly as it was, line ending kept and blank lines included,
       so the events give back the stream byte for byte; an oversized line is ``(line, n)``, ``n``
@@ -219,7 +220,7 @@ class FrameDecoder:
     """Splits a byte stream into frames and decodes each one.
 
     Feed it bytes in any pieces; every complete line comes back, in order, as a
-    :class:`Message`, a :class:`Batch` or a :class:`DecodeError` (with ``line``, ``position`` and
+    [`Message`][acp_fast.Message], a [`Batch`][acp_fast.Batch] or a [`DecodeError`][acp_fast.DecodeError] (with ``line``, ``position`` and
     ``raw``). Blank lines are skipped but counted; ``\\r\\n`` endings are accepted; a line longer
     than ``max_frame_bytes`` yields one error and the decoder resynchronises at the next newline."""
 
@@ -233,8 +234,8 @@ class FrameDecoder:
     ) -> FrameDecoder:
         """A decoder holding at most ``max_frame_bytes`` of a partial line. With ``strict_schema``
         (True: the protocol version of the ``initialize`` answer, 1 until then; or 1 / 2), every
-        frame is also checked as :class:`SchemaValidator` does, and one with errors comes out as
-        a :class:`DecodeError` of kind ``schema`` (code -32602) whose ``problems`` lists them.
+        frame is also checked as [`SchemaValidator`][acp_fast.SchemaValidator] does, and one with errors comes out as
+        a [`DecodeError`][acp_fast.DecodeError] of kind ``schema`` (code -32602) whose ``problems`` lists them.
         ``unstable`` accepts the unstable surface; ``draft`` names the v2 draft checked against
         (``'latest'``, the default, or ``'alpha.5'``, the draft of the Python SDK 1.0.0rc3)."""
     def feed(self, data: _Buffer) -> List[_FeedResult]:
@@ -257,7 +258,7 @@ class FrameDecoder:
 
 @final
 class Change:
-    """A light change event returned by :meth:`ToolCallStore.apply` / ``feed`` (DESIGN §7.9):
+    """A light change event returned by [`ToolCallStore.apply`][acp_fast.ToolCallStore.apply] / ``feed`` (DESIGN §7.9):
     which session, what (``target``: ``"tool_call"``, ``"terminal"``, ``"plan"``,
     ``"permission"``, ``"session"``, ``"protocol"``, ``"request"``, ``"update"``, ``"file"``, or
     an entity target such as ``"agentMessage"``), which id, and ``action``. Immutable,
@@ -292,7 +293,7 @@ class Change:
     def __len__(self) -> int:
         """5."""
     def __eq__(self, other: object, /) -> bool:
-        """Equal to another :class:`Change` with the same fields."""
+        """Equal to another [`Change`][acp_fast.Change] with the same fields."""
     def __hash__(self) -> int:
         """The hash of the fields."""
 
@@ -326,22 +327,22 @@ class ToolCallStore:
         """An empty store: ``protocol_version`` 1 or 2 (None: the negotiated one, else 1);
         ``max_tool_calls`` bounds the tool calls kept across sessions (1000 by default, as
         ``acp-fast proxy``; None: every one), the finished ones dropped first; ``max_frame_bytes`` as for
-        :class:`FrameDecoder`; the bounds inside sessions (None: no bound): output bytes kept per
+        [`FrameDecoder`][acp_fast.FrameDecoder]; the bounds inside sessions (None: no bound): output bytes kept per
         terminal, content items per tool call, plans and permission records per session, unknown
         updates per session (the last ones; 0: none), terminals per session (the oldest exited
         dropped first), entities per target of a session, answered file requests per session (the
         last ones; 0: file requests are not tracked). See docs/API.md "Bounds and checkpoints". ``strict_schema``,
-        ``unstable`` and ``draft`` as for :class:`FrameDecoder`: a frame (or batch entry) that fails the schema check is
-        reported as a :class:`DecodeError` of kind ``schema`` and not applied."""
+        ``unstable`` and ``draft`` as for [`FrameDecoder`][acp_fast.FrameDecoder]: a frame (or batch entry) that fails the schema check is
+        reported as a [`DecodeError`][acp_fast.DecodeError] of kind ``schema`` and not applied."""
     def apply(self, frame: _ApplyFrame, *, source: Optional[str] = None) -> Any:
         """Apply one frame (a Message, a Batch, bytes/str, a dict or a list of dicts): a
-        :class:`Change` or None (a list for a batch); raises DecodeError for a bad frame.
+        [`Change`][acp_fast.Change] or None (a list for a batch); raises DecodeError for a bad frame.
         ``source`` is ``"agent"``, ``"client"`` or None (who sent the frame)."""
     def feed(
         self, data: _Buffer, *, changes: bool = True, source: Optional[str] = None
     ) -> List[Union[Change, DecodeError]]:
         """Apply every complete line: the Changes (``changes=True``) and DecodeErrors, in order.
-        ``source`` (``"agent"``, ``"client"`` or None) as for :meth:`apply`."""
+        ``source`` (``"agent"``, ``"client"`` or None) as for [`apply`][acp_fast.ToolCallStore.apply]."""
     def finish(self, *, changes: bool = True, source: Optional[str] = None) -> List[Union[Change, DecodeError]]:
         """End of input: apply a last line that has no newline."""
     def get(self, session_id: str, tool_call_id: str) -> Optional[Dict[str, Any]]:
@@ -387,10 +388,10 @@ class ToolCallStore:
         """The whole store as a JSON-compatible dict (the checkpoint, DESIGN §7.8); terminal output as base64."""
     def to_json(self) -> bytes:
         """``dumps(state())`` but for numbers and string values, written as received: a checkpoint
-        (format ``acp-fast-state/2``) for :meth:`from_json`."""
+        (format ``acp-fast-state/2``) for [`from_json`][acp_fast.ToolCallStore.from_json]."""
     @classmethod
     def from_json(cls, data: Union[bytes, str]) -> ToolCallStore:
-        """Rebuild a store from :meth:`to_json` output (bytes or str; format ``acp-fast-state/2``
+        """Rebuild a store from [`to_json`][acp_fast.ToolCallStore.to_json] output (bytes or str; format ``acp-fast-state/2``
         or ``/1``), with its options and its eviction order, so that it behaves as the original. A
         document of another shape raises ValueError naming the path."""
     @property
@@ -458,8 +459,8 @@ def validate_schema(
     draft, ``'latest'`` when None, or ``'alpha.5'``): its problems, each
     with a JSON path and what was expected; ``[]`` when valid. ``method`` names the request a
     response answers (else a result is checked against every result definition). Bytes that are
-    not JSON raise :class:`DecodeError`. The protocol rule about custom values (v2) is checked too;
-    the rules that need the conversation are :class:`SchemaValidator`'s."""
+    not JSON raise [`DecodeError`][acp_fast.DecodeError]. The protocol rule about custom values (v2) is checked too;
+    the rules that need the conversation are [`SchemaValidator`][acp_fast.SchemaValidator]'s."""
 
 @final
 class SchemaValidator:
@@ -493,7 +494,7 @@ class SchemaValidator:
         """Test-only: start the conversation afresh with these limits (each at least 1)."""
 
 class _ArrowStream(Protocol):
-    """What :meth:`FrameColumns.finish` returns: an Arrow stream of record batches (the Arrow
+    """What ``FrameColumns.finish`` returns: an Arrow stream of record batches (the Arrow
     PyCapsule interface; ``pyarrow.RecordBatchReader.from_stream`` reads it)."""
 
     def __arrow_c_stream__(self, requested_schema: object = None) -> object: ...
@@ -502,11 +503,11 @@ class _ArrowStream(Protocol):
 class FrameColumns:
     """Rows of frames built in Arrow's layout, one per line (``acp_fast.arrow.frames``;
     docs/ANALYTICS.md): ``feed`` a stream's bytes (rows numbered from ``first_line + 1``, as
-    :class:`FrameDecoder` numbers lines), or give lines one by one (``line``, ``too_large``,
+    [`FrameDecoder`][acp_fast.FrameDecoder] numbers lines), or give lines one by one (``line``, ``too_large``,
     ``invalid``); ``finish`` returns the rows."""
 
     def __new__(cls, *, first_line: int = 0, max_frame_bytes: Optional[int] = 67108864) -> FrameColumns:
-        """An empty table; ``max_frame_bytes`` as for :class:`Framer`, at most 1 GiB."""
+        """An empty table; ``max_frame_bytes`` as for [`Framer`][acp_fast.Framer], at most 1 GiB."""
     def feed(self, data: _Buffer) -> None:
         """Feed bytes of the stream: a row for every line they complete."""
     def line(self, number: int, data: _Buffer) -> None:

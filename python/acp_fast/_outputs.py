@@ -56,7 +56,7 @@ def create_output(path: str, force: bool) -> BinaryIO:
     """Open ``path`` for writing a file that holds a session's traffic (a recording, a state
     checkpoint, a summary): created owner-only (0600), never through a symbolic link, and an
     existing file is refused unless ``force`` (then it is truncated and made owner-only). Raises
-    OSError with a reason from :func:`output_error`."""
+    OSError with a reason from ``output_error``."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
     flags |= os.O_TRUNC if force else os.O_EXCL
     fd = os.open(path, flags, 0o600)
@@ -75,8 +75,8 @@ _NO_LINKS = {errno.EPERM, errno.EOPNOTSUPP, getattr(errno, "ENOTSUP", errno.EOPN
 class PendingOutput:
     """An output file written whole or not at all: ``file`` is a temporary file in the folder of
     ``path`` (created owner-only, never through a symbolic link, named ``.NAME.*.partial``);
-    :meth:`commit` renames it to ``path`` (an existing file there is replaced only with
-    ``force``), :meth:`discard` removes it. A run that fails, or is interrupted, leaves no
+    ``commit`` renames it to ``path`` (an existing file there is replaced only with
+    ``force``), ``discard`` removes it. A run that fails, or is interrupted, leaves no
     partial file at ``path`` (nor the temporary one, unless killed)."""
 
     def __init__(self, path: str, force: bool) -> None:

@@ -1,10 +1,10 @@
 """Recorded ACP traffic as Arrow tables (docs/ANALYTICS.md).
 
-* :func:`frames` — one row per line of an NDJSON stream or a proxy recording, built by the
+* [`frames`][acp_fast.arrow.frames] — one row per line of an NDJSON stream or a proxy recording, built by the
   backend's ``FrameColumns`` (in Rust: straight into Arrow buffers, no Python object per frame,
   handed over through the Arrow PyCapsule interface).
-* :func:`tool_calls` — one row per tool call, from a replay through :class:`acp_fast.ToolCallStore`.
-* :func:`read_frames` / :func:`read_tool_calls` — many files (paths, globs, directories) as one
+* [`tool_calls`][acp_fast.arrow.tool_calls] — one row per tool call, from a replay through [`acp_fast.ToolCallStore`][acp_fast.ToolCallStore].
+* [`read_frames`][acp_fast.arrow.read_frames] / [`read_tool_calls`][acp_fast.arrow.read_tool_calls] — many files (paths, globs, directories) as one
   table with a ``file`` column; ``acp_fast.dask`` and ``acp_fast.ray`` read the same rows on a
   cluster, and ``acp-fast export`` writes them to Parquet.
 
@@ -40,7 +40,7 @@ __all__ = [
 
 #: What to install for this module.
 INSTALL = "pip install 'acp-fast[arrow]'"
-#: The columns of :func:`frames` (a recording adds ``time`` and ``side``; ``source=`` adds ``side``).
+#: The columns of [`frames`][acp_fast.arrow.frames] (a recording adds ``time`` and ``side``; ``source=`` adds ``side``).
 FRAME_COLUMNS = (
     "line",
     "kind",
@@ -54,7 +54,7 @@ FRAME_COLUMNS = (
     "error",
     "raw",
 )
-#: The columns of :func:`tool_calls` (a recording adds the ``*_time`` columns of ``TIME_COLUMNS``).
+#: The columns of [`tool_calls`][acp_fast.arrow.tool_calls] (a recording adds the ``*_time`` columns of ``TIME_COLUMNS``).
 TOOL_CALL_COLUMNS = (
     "session_id",
     "tool_call_id",
@@ -193,8 +193,8 @@ def _frame_schema() -> Any:
 
 
 def frames_schema(*, recording: bool = False, side: bool = False, file: bool = False) -> pa.Schema:
-    """The schema of :func:`frames` (``recording``: with ``time`` and ``side``; ``side``: with
-    ``side``; ``file``: with ``file`` first, as :func:`read_frames` gives)."""
+    """The schema of [`frames`][acp_fast.arrow.frames] (``recording``: with ``time`` and ``side``; ``side``: with
+    ``side``; ``file``: with ``file`` first, as [`read_frames`][acp_fast.arrow.read_frames] gives)."""
     pa = require_pyarrow()
     schema = _frame_schema()
     if recording:
@@ -212,7 +212,7 @@ def frames(
     """One row per line of ``data``, an NDJSON stream or a proxy recording (its bytes, or a path;
     a ``str`` is a path): the columns of ``FRAME_COLUMNS``, null where a field is absent.
 
-    A plain stream gives a row per non-blank line, numbered as :class:`acp_fast.FrameDecoder`
+    A plain stream gives a row per non-blank line, numbered as [`acp_fast.FrameDecoder`][acp_fast.FrameDecoder]
     numbers them; ``source`` (``"agent"`` or ``"client"``: who sent it) adds a ``side`` column
     (``"agent"`` or ``"editor"``). A recording gives a row per recorded line, numbered by its line
     in the recording, with ``time`` (unix seconds) and ``side`` (``"editor"`` or ``"agent"``); a
@@ -274,7 +274,7 @@ def range_frames(
     *,
     max_frame_bytes: int = acp_fast.DEFAULT_MAX_FRAME_BYTES,
 ) -> pa.Table:
-    """:func:`frames` of the lines of a plain stream's file that start in ``[start, end)`` (both
+    """[`frames`][acp_fast.arrow.frames] of the lines of a plain stream's file that start in ``[start, end)`` (both
     just after a newline, or the ends of the file), ``first_line`` lines coming before them."""
     pa = require_pyarrow()
     cols = _FrameColumns(first_line=first_line, max_frame_bytes=max_frame_bytes)
@@ -408,7 +408,7 @@ def _text(value: Any) -> Optional[str]:
 
 
 def tool_calls_schema(*, recording: bool = False, file: bool = False) -> pa.Schema:
-    """The schema of :func:`tool_calls` (``recording``: with the ``*_time`` columns; ``file``:
+    """The schema of [`tool_calls`][acp_fast.arrow.tool_calls] (``recording``: with the ``*_time`` columns; ``file``:
     with ``file`` first)."""
     pa = require_pyarrow()
     types = {"updates": pa.int64(), "content_items": pa.int64(), "content_bytes": pa.int64()}
@@ -430,8 +430,8 @@ def tool_calls_schema(*, recording: bool = False, file: bool = False) -> pa.Sche
 
 
 def tool_calls(data: Data, *, source: Optional[str] = None) -> pa.Table:
-    """One row per tool call of ``data`` (an NDJSON stream or a recording, as for :func:`frames`),
-    replayed through a new :class:`acp_fast.ToolCallStore` in stream order, in the store's order
+    """One row per tool call of ``data`` (an NDJSON stream or a recording, as for [`frames`][acp_fast.arrow.frames]),
+    replayed through a new [`acp_fast.ToolCallStore`][acp_fast.ToolCallStore] in stream order, in the store's order
     (sessions, then tool calls, first seen first): ``kind``, ``title`` and ``status`` of the final
     state (a value that is not a string as its JSON text), ``first_line`` / ``last_line`` (the
     frames that created it and last changed it, a permission request carrying it included),
@@ -484,7 +484,7 @@ TABLES = ("frames", "tool_calls")
 
 
 def schema_of(table: str, recording: bool) -> pa.Schema:
-    """The schema of :func:`read_frames` / :func:`read_tool_calls` (``table``) of files of which
+    """The schema of [`read_frames`][acp_fast.arrow.read_frames] / [`read_tool_calls`][acp_fast.arrow.read_tool_calls] (``table``) of files of which
     some are recordings (``recording``) or none: ``file``, then the table's columns."""
     if table == "frames":
         return frames_schema(recording=recording, file=True)
@@ -510,7 +510,7 @@ def conform(table: pa.Table, file: str, schema: pa.Schema) -> pa.Table:
 
 
 def file_table(path: str, table: str, schema: pa.Schema, *, wrap: Optional[Wrap] = None) -> pa.Table:
-    """One file's :func:`frames` or :func:`tool_calls`, in ``schema`` (see :func:`conform`);
+    """One file's [`frames`][acp_fast.arrow.frames] or [`tool_calls`][acp_fast.arrow.tool_calls], in ``schema`` (see [`conform`][acp_fast.arrow.conform]);
     ``wrap`` sees the file's chunks as they are read (a progress display)."""
     if table == "frames":
         result = _frames(path, None, acp_fast.DEFAULT_MAX_FRAME_BYTES, wrap)
@@ -520,14 +520,14 @@ def file_table(path: str, table: str, schema: pa.Schema, *, wrap: Optional[Wrap]
 
 
 def iter_files(paths: Paths, table: str = "frames") -> Tuple[List[str], pa.Schema, Iterator[pa.Table]]:
-    """(files, schema, a table per file): what :func:`read_frames` and ``acp-fast export`` read."""
+    """(files, schema, a table per file): what [`read_frames`][acp_fast.arrow.read_frames] and ``acp-fast export`` read."""
     files = expand(paths)
     schema = schema_of(table, any(is_recording_file(p) for p in files))
     return files, schema, (file_table(p, table, schema) for p in files)
 
 
 def read_frames(paths: Paths) -> pa.Table:
-    """:func:`frames` of every file of ``paths`` (files, directories, globs; see :func:`expand`),
+    """[`frames`][acp_fast.arrow.frames] of every file of ``paths`` (files, directories, globs; see [`expand`][acp_fast.arrow.expand]),
     in order, as one table with a ``file`` column first. When some files are recordings, the
     rows of plain streams have null ``time`` and ``side``."""
     pa = require_pyarrow()
@@ -536,7 +536,7 @@ def read_frames(paths: Paths) -> pa.Table:
 
 
 def read_tool_calls(paths: Paths) -> pa.Table:
-    """:func:`tool_calls` of every file of ``paths``, one file at a time (a session is one
+    """[`tool_calls`][acp_fast.arrow.tool_calls] of every file of ``paths``, one file at a time (a session is one
     connection: its frames are in one file), as one table with a ``file`` column first."""
     pa = require_pyarrow()
     _files, schema, tables = iter_files(paths, "tool_calls")

@@ -19,8 +19,10 @@ class Batch(list[Any]):
 
     def __init__(self, entries: Iterable[Any] = (), raw: bytes = b"", line: int | None = None) -> None:
         super().__init__(entries)
-        self.raw = raw
-        self.line = line
+        self.raw: bytes = raw
+        """The frame's bytes without the line ending."""
+        self.line: int | None = line
+        """The frame's 1-based stream line number, or None."""
         # Only a batch that came from bytes can hand those bytes back.
         self._decoded = tuple(self) if raw else ()
 

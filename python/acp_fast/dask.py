@@ -1,12 +1,12 @@
 """Recorded ACP traffic as Dask DataFrames (docs/ANALYTICS.md): the rows of
-:func:`acp_fast.arrow.read_frames` / :func:`~acp_fast.arrow.read_tool_calls`, read by the workers.
+[`acp_fast.arrow.read_frames`][acp_fast.arrow.read_frames] / [`read_tool_calls`][acp_fast.arrow.read_tool_calls], read by the workers.
 
-* :func:`read_frames` — one partition per file, or with ``blocksize`` one per byte range of a
+* [`read_frames`][acp_fast.dask.read_frames] — one partition per file, or with ``blocksize`` one per byte range of a
   plain stream, cut just after a newline. A range's line numbers need the lines before it: a
   first pass of tasks counts the newlines of each range (at memory speed), and each range's
   parse task takes the counts of the ranges before it. A recording is one partition (its header
   says how to read the records that follow).
-* :func:`read_tool_calls` — one partition per file, never split: the state engine replays a
+* [`read_tool_calls`][acp_fast.dask.read_tool_calls] — one partition per file, never split: the state engine replays a
   session's frames in order, and a session is one connection, so its frames are in one file.
 
 The columns are Arrow-backed (``pandas.ArrowDtype``): no Python object per row. Needs
@@ -67,9 +67,9 @@ def read_frames(
     blocksize: Optional[int] = None,
     max_frame_bytes: int = acp_fast.DEFAULT_MAX_FRAME_BYTES,
 ) -> dd.DataFrame:
-    """A Dask DataFrame of :func:`acp_fast.arrow.frames` of every file of ``paths`` (files,
+    """A Dask DataFrame of [`acp_fast.arrow.frames`][acp_fast.arrow.frames] of every file of ``paths`` (files,
     directories, globs), with a ``file`` column first: the rows of
-    :func:`acp_fast.arrow.read_frames`, in the same order. ``blocksize`` (bytes) splits plain
+    [`acp_fast.arrow.read_frames`][acp_fast.arrow.read_frames], in the same order. ``blocksize`` (bytes) splits plain
     streams into partitions of about that size; None (the default) gives one per file."""
     dask, dataframe, _pd = _modules()
     files = arrow.expand(paths)
@@ -91,9 +91,9 @@ def read_frames(
 
 
 def read_tool_calls(paths: arrow.Paths) -> dd.DataFrame:
-    """A Dask DataFrame of :func:`acp_fast.arrow.tool_calls` of every file of ``paths``, one
+    """A Dask DataFrame of [`acp_fast.arrow.tool_calls`][acp_fast.arrow.tool_calls] of every file of ``paths``, one
     partition per file (a file holds whole sessions), with a ``file`` column first: the rows of
-    :func:`acp_fast.arrow.read_tool_calls`, in the same order."""
+    [`acp_fast.arrow.read_tool_calls`][acp_fast.arrow.read_tool_calls], in the same order."""
     dask, dataframe, _pd = _modules()
     files = arrow.expand(paths)
     schema = arrow.schema_of("tool_calls", any(arrow.is_recording_file(p) for p in files))

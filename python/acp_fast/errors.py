@@ -22,9 +22,9 @@ class DecodeError(AcpError, json.JSONDecodeError):
     ``code`` is the JSON-RPC error code to answer with (-32700 parse error, -32600 invalid
     request); ``kind`` is a stable snake_case id to match on; ``position`` is the byte offset of
     the problem within the frame (or document); ``line`` is the 1-based line number within the
-    stream when the error came from a :class:`FrameDecoder`; ``raw`` holds the offending line's
+    stream when the error came from a [`FrameDecoder`][acp_fast.FrameDecoder]; ``raw`` holds the offending line's
     bytes when they were kept. ``lineno``/``colno``/``pos``/``msg``/``doc`` keep code written for
-    :class:`json.JSONDecodeError` working (columns count bytes).
+    ``json.JSONDecodeError`` working (columns count bytes).
     """
 
     # json.JSONDecodeError declares these as int; here they are None when the error has no byte
@@ -47,17 +47,26 @@ class DecodeError(AcpError, json.JSONDecodeError):
     ) -> None:
         message = description if lineno is None else f"{description} at line {lineno} column {colno}"
         ValueError.__init__(self, message)
-        self.message = message
+        self.message: str = message
+        """The whole message: the description, and the line and column when known (``str(error)``)."""
         self.msg = description
         self.doc = ""
         self.pos = position
-        self.position = position
+        self.position: Optional[int] = position
+        """The byte offset of the problem within the frame or document (None when unknown)."""
         self.lineno = lineno
         self.colno = colno
-        self.code = code
-        self.kind = kind
-        self.line = line
-        self.raw = raw
+        self.code: int = code
+        """The JSON-RPC error code to answer with: -32700 (parse error), -32600 (invalid request),
+        -32602 (schema problems)."""
+        self.kind: str = kind
+        """A stable snake_case id to match on (``unexpected_character``, ``missing_jsonrpc``, ``frame_too_large``,
+        ``schema``, ...)."""
+        self.line: Optional[int] = line
+        """The 1-based line number within the stream, when the error came from a
+        [`FrameDecoder`][acp_fast.FrameDecoder] (or a [`Framer`][acp_fast.Framer])."""
+        self.raw: Optional[bytes] = raw
+        """The offending line's bytes, when they were kept."""
 
     def __str__(self) -> str:
         return self.message
@@ -102,10 +111,13 @@ class EncodeError(AcpError, TypeError):
     def __init__(self, description: str, *, path: str = "$", kind: str = "unsupported_type") -> None:
         message = f"{description} at {path}"
         ValueError.__init__(self, message)
-        self.message = message
+        self.message: str = message
+        """The description and where (``str(error)``)."""
         self.msg = description
-        self.path = path
-        self.kind = kind
+        self.path: str = path
+        """Where in the object the problem is, as a JSON path (``$.params.items[3]``)."""
+        self.kind: str = kind
+        """A stable snake_case id to match on (``unsupported_type``, ``non_finite_float``, ...)."""
 
     def __str__(self) -> str:
         return self.message

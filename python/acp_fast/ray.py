@@ -1,11 +1,11 @@
 """Recorded ACP traffic as Ray Datasets (docs/ANALYTICS.md): the rows of
-:func:`acp_fast.arrow.read_frames` / :func:`~acp_fast.arrow.read_tool_calls`, read by Ray tasks.
+[`acp_fast.arrow.read_frames`][acp_fast.arrow.read_frames] / [`read_tool_calls`][acp_fast.arrow.read_tool_calls], read by Ray tasks.
 
-* :func:`read_frames` — one block per file, or with ``blocksize`` one per byte range of a plain
+* [`read_frames`][acp_fast.ray.read_frames] — one block per file, or with ``blocksize`` one per byte range of a plain
   stream, cut just after a newline. The line numbers of a range need the lines before it: Ray
   tasks first count the newlines of each range, then each range is parsed knowing its first
   line. A recording is one block.
-* :func:`read_tool_calls` — one block per file, never split (a session's frames are in one file,
+* [`read_tool_calls`][acp_fast.ray.read_tool_calls] — one block per file, never split (a session's frames are in one file,
   and the state engine replays them in order).
 
 Blocks are ``pyarrow`` tables. The order of rows across blocks is Ray Data's (sort by ``file``
@@ -68,9 +68,9 @@ def read_frames(
     blocksize: Optional[int] = None,
     max_frame_bytes: int = acp_fast.DEFAULT_MAX_FRAME_BYTES,
 ) -> ray.data.Dataset:
-    """A Ray Dataset of :func:`acp_fast.arrow.frames` of every file of ``paths`` (files,
+    """A Ray Dataset of [`acp_fast.arrow.frames`][acp_fast.arrow.frames] of every file of ``paths`` (files,
     directories, globs), with a ``file`` column first: the rows of
-    :func:`acp_fast.arrow.read_frames`. ``blocksize`` (bytes) splits plain streams into blocks of
+    [`acp_fast.arrow.read_frames`][acp_fast.arrow.read_frames]. ``blocksize`` (bytes) splits plain streams into blocks of
     about that size; None (the default) gives one per file. Call after ``ray.init``."""
     rt = _ray()
     files = arrow.expand(paths)
@@ -103,9 +103,9 @@ def read_frames(
 
 
 def read_tool_calls(paths: arrow.Paths) -> ray.data.Dataset:
-    """A Ray Dataset of :func:`acp_fast.arrow.tool_calls` of every file of ``paths``, one block
+    """A Ray Dataset of [`acp_fast.arrow.tool_calls`][acp_fast.arrow.tool_calls] of every file of ``paths``, one block
     per file (a file holds whole sessions), with a ``file`` column first: the rows of
-    :func:`acp_fast.arrow.read_tool_calls`. Call after ``ray.init``."""
+    [`acp_fast.arrow.read_tool_calls`][acp_fast.arrow.read_tool_calls]. Call after ``ray.init``."""
     rt = _ray()
     files = arrow.expand(paths)
     schema = arrow.schema_of("tool_calls", any(arrow.is_recording_file(p) for p in files))

@@ -21,7 +21,7 @@ A recording is NDJSON, one record per line (docs/CLI.md, "Recording format"):
   recording, ``Context.withhold``: no payload, only its length);
 * a footer: ``{"t":<unix seconds>,"event":"exit","status":<int>}``.
 
-Because a valid frame is embedded byte for byte, :func:`extract` gives back exactly the bytes
+Because a valid frame is embedded byte for byte, [`extract`][acp_fast.recording.extract] gives back exactly the bytes
 one side sent (``"too_large"`` and ``"withheld"`` lines excepted: they are not kept), and the
 embedded frame's byte offsets map to columns of the recording line (``ParsedRecord.offset``).
 """
@@ -65,7 +65,7 @@ MAX_BYTE_COUNT = 2**63 - 1
 ACTIONS = ("diverted", "dropped", "answered", "replaced", "injected", "coalesced")
 #: Actions of records that reached the other side (``injected``: written by the proxy).
 DELIVERED = (None, "injected")
-#: ``"from"`` of a record -> ``source=`` of :meth:`acp_fast.ToolCallStore.apply`.
+#: ``"from"`` of a record -> ``source=`` of [`acp_fast.ToolCallStore.apply`][acp_fast.ToolCallStore.apply].
 SOURCES = {"editor": "client", "agent": "agent"}
 
 # The backend's API, typed here (the fallback's is untyped: its signatures are the native ones).
@@ -138,12 +138,12 @@ class RecordWriter:
     """Writes a recording. Calls are serialised by the caller (the proxy does); the flushes of
     ``flush_every`` take the writer's own lock.
 
-    ``flush_every`` (seconds; None: only on :meth:`flush` and when ``out`` flushes itself): a
+    ``flush_every`` (seconds; None: only on [`flush`][acp_fast.recording.RecordWriter.flush] and when ``out`` flushes itself): a
     background thread writes what is buffered at most that long after the first record since
-    the last flush (the proxy passes :data:`FLUSH_SECONDS`, 0.1 s). A record therefore reaches the
+    the last flush (the proxy passes [`FLUSH_SECONDS`][acp_fast.recording.FLUSH_SECONDS], 0.1 s). A record therefore reaches the
     file within that time whether the traffic goes on or stops (a killed proxy loses at most
     the last 0.1 s), and under load there is at most one write per interval, not one per
-    record. :meth:`close` (after :meth:`exit`) stops the thread and flushes."""
+    record. [`close`][acp_fast.recording.RecordWriter.close] (after [`exit`][acp_fast.recording.RecordWriter.exit]) stops the thread and flushes."""
 
     def __init__(
         self, out: IO[bytes], argv: Sequence[str], version: str, *, flush_every: Optional[float] = None
@@ -175,7 +175,7 @@ class RecordWriter:
 
     def _flush_loop(self, every: float) -> None:
         """The background flush: wait for a record, let ``every`` seconds of records gather, write
-        them out; again until :meth:`close`."""
+        them out; again until [`close`][acp_fast.recording.RecordWriter.close]."""
         while True:
             self._dirty.wait()
             if self._closed.wait(every):
@@ -280,7 +280,7 @@ def is_recording(data: bytes) -> bool:
 
 
 class Line(NamedTuple):
-    """A line of a recording as :func:`iter_lines` reads it."""
+    """A line of a recording as [`iter_lines`][acp_fast.recording.iter_lines] reads it."""
 
     number: int
     data: Optional[bytes]  # without its line ending; None when longer than the limit
@@ -316,8 +316,8 @@ def record_limit(max_frame_bytes: int) -> int:
 
 
 class ParsedRecord(NamedTuple):
-    """One line of a recording as :func:`parse_header` / :func:`parse_record` read it (what
-    ``acp-fast validate`` checks and ``inspect`` replays; :func:`read` gives a :class:`Record`)."""
+    """One line of a recording as [`parse_header`][acp_fast.recording.parse_header] / [`parse_record`][acp_fast.recording.parse_record] read it (what
+    ``acp-fast validate`` checks and ``inspect`` replays; [`read`][acp_fast.recording.read] gives a [`Record`][acp_fast.recording.Record])."""
 
     line: int
     kind: str  # "header", "line" (a line seen on one side) or "footer"
@@ -330,10 +330,14 @@ class ParsedRecord(NamedTuple):
 
     @property
     def source(self) -> Optional[str]:
+        """The state engine's ``source`` for this line: ``"client"``, ``"agent"``, or None for a
+        header or footer."""
         return SOURCES.get(self.direction or "")
 
     @property
     def action(self) -> Optional[str]:
+        """What the proxy did with the line (its ``action``, one of ``ACTIONS``), None when it
+        forwarded the line as it came."""
         return self.value.get("action")
 
     @property
@@ -350,8 +354,8 @@ class ParsedRecord(NamedTuple):
 def parse_lines(
     chunks: Iterable[bytes], max_bytes: int
 ) -> Iterator[Tuple[int, Union[ParsedRecord, RecordingError, None]]]:
-    """Each line of a recording given as byte chunks: its number, and its :class:`ParsedRecord`
-    (the header on line 1), or the :class:`RecordingError` saying why it is not a record, or None
+    """Each line of a recording given as byte chunks: its number, and its [`ParsedRecord`][acp_fast.recording.ParsedRecord]
+    (the header on line 1), or the [`RecordingError`][acp_fast.recording.RecordingError] saying why it is not a record, or None
     for a blank line. A line longer than ``max_bytes`` is not held: it is such an error."""
     for line in iter_lines(chunks, max_bytes):
         number = line.number
@@ -432,7 +436,7 @@ def _seconds(value: Any) -> bool:
 
 
 def parse_header(line: bytes, number: int = 1) -> ParsedRecord:
-    """The recording's first line. Raises :class:`RecordingError` (its ``column`` set)."""
+    """The recording's first line. Raises [`RecordingError`][acp_fast.recording.RecordingError] (its ``column`` set)."""
     value = _load(line)
     if "acp-fast-recording" not in value:
         raise RecordingError('expected the recording header {"acp-fast-recording":1,...}, found another object')
@@ -483,7 +487,7 @@ def _load_deep(line: bytes) -> Optional[Dict[str, Any]]:
 
 
 def parse_record(line: bytes, number: int) -> ParsedRecord:
-    """One record after the header. Raises :class:`RecordingError` (its ``column`` set) for a
+    """One record after the header. Raises [`RecordingError`][acp_fast.recording.RecordingError] (its ``column`` set) for a
     malformed one."""
     if line.endswith(b"\r"):
         line = line[:-1]
@@ -551,13 +555,13 @@ def parse_record(line: bytes, number: int) -> ParsedRecord:
 
 def read(data: Union[bytes, IO[bytes]]) -> Iterator[Union[Record, Dict[str, Any]]]:
     """The records of a recording, in order: a ``Record`` per line seen, and the header and
-    footer as dicts. Raises :class:`RecordingError` naming the line and column of a malformed
+    footer as dicts. Raises [`RecordingError`][acp_fast.recording.RecordingError] naming the line and column of a malformed
     record (the checks are those of ``acp-fast validate``, which reports every such line)."""
     return read_chunks([bytes(data)] if isinstance(data, (bytes, bytearray)) else _chunks(data))
 
 
 def read_chunks(chunks: Iterable[bytes]) -> Iterator[Union[Record, Dict[str, Any]]]:
-    """:func:`read` of a recording given as its bytes in pieces (``chunks``)."""
+    """[`read`][acp_fast.recording.read] of a recording given as its bytes in pieces (`chunks`)."""
     for number, r in parse_lines(chunks, acp_fast.MAX_FRAME_BYTES):
         if r is None:
             if number == 1:

@@ -5,30 +5,30 @@
     >>> lines = traffic.frames("v2", 200)                     # list of frames, each ending in b"\\n"
 
 The same ``(profile, n_frames, seed)`` always gives the same bytes (``random.Random(seed)``, no
-global state, no clock). Frames are built with :mod:`acp_fast.builders` and are valid against the
+global state, no clock). Frames are built with [`acp_fast.builders`][acp_fast.builders] and are valid against the
 official schema of their profile's protocol version. Both directions of one connection are
 interleaved, as a proxy between editor and agent sees them.
 
 Profiles (``TARGET_FRAME_BYTES`` holds the average frame size each one aims at):
 
-``mixed`` (protocol v1, ~400 B/frame)
-    ``initialize`` and ``session/new`` exchanges, then prompt turns of several sessions
-    interleaved: ``session/prompt`` requests and their responses, agent message and thought
-    chunks (Unicode, quotes, backslashes, newlines), ``tool_call`` with locations and
-    ``rawInput``, ``tool_call_update`` progress and results (text, diffs, ``rawOutput``),
-    failures, ``plan`` updates from ``todo_write``, permission requests and responses,
-    the odd ``session/cancel``.
-``large`` (protocol v1, ~16 KB/frame, every frame between 2 and 50 KB)
-    Big tool results: ``tool_call_update`` with large text content (file reads, fetched pages),
-    command output in both ``content`` and ``rawOutput``, and whole-file diffs.
-``tiny`` (protocol v1, message chunks)
-    Token-sized agent message / thought chunks. The ``session/update`` envelope of a text chunk
-    alone is 155 bytes, so this profile averages about 165 B/frame against a nominal 150.
-``v2`` (protocol v2, ~400 B/frame)
-    v2 turns: ``state_update``, chunks with ``messageId``, ``tool_call_update`` upserts with
-    explicit ``null`` clears, ``tool_call_content_chunk`` (text and v2 diffs),
-    ``terminal_update`` / ``terminal_output_chunk`` with base64 data, ``plan_update``,
-    v2 permission requests with ``title`` and ``subject``.
+* ``mixed`` (protocol v1, ~400 B/frame):
+  ``initialize`` and ``session/new`` exchanges, then prompt turns of several sessions
+  interleaved: ``session/prompt`` requests and their responses, agent message and thought
+  chunks (Unicode, quotes, backslashes, newlines), ``tool_call`` with locations and
+  ``rawInput``, ``tool_call_update`` progress and results (text, diffs, ``rawOutput``),
+  failures, ``plan`` updates from ``todo_write``, permission requests and responses,
+  the odd ``session/cancel``.
+* ``large`` (protocol v1, ~16 KB/frame, every frame between 2 and 50 KB):
+  Big tool results: ``tool_call_update`` with large text content (file reads, fetched pages),
+  command output in both ``content`` and ``rawOutput``, and whole-file diffs.
+* ``tiny`` (protocol v1, message chunks):
+  Token-sized agent message / thought chunks. The ``session/update`` envelope of a text chunk
+  alone is 155 bytes, so this profile averages about 165 B/frame against a nominal 150.
+* ``v2`` (protocol v2, ~400 B/frame):
+  v2 turns: ``state_update``, chunks with ``messageId``, ``tool_call_update`` upserts with
+  explicit ``null`` clears, ``tool_call_content_chunk`` (text and v2 diffs),
+  ``terminal_update`` / ``terminal_output_chunk`` with base64 data, ``plan_update``,
+  v2 permission requests with ``title`` and ``subject``.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def generate(profile: str, n_frames: int, seed: int = 0) -> bytes:
     return b"".join(frames(profile, n_frames, seed))
 
 
-#: The mixes of :func:`tool_calls`.
+#: The mixes of [`tool_calls`][acp_fast.traffic.tool_calls].
 TOOL_CALL_MIXES: Tuple[str, ...] = ("pending", "finished", "mixed")
 
 
@@ -76,13 +76,12 @@ def tool_calls(n_tool_calls: int, mix: str = "mixed", seed: int = 0, sessions: i
     """Frames (protocol v1, about 200 B each) creating ``n_tool_calls`` tool calls over ``sessions``
     sessions, for the ``max_tool_calls`` bound (DESIGN §7.8) rather than for parsing:
 
-    ``pending``   one ``tool_call`` per tool call, status pending (nothing ever finishes);
-    ``finished``  one ``tool_call`` per tool call, status completed;
-    ``mixed``     one ``tool_call`` per tool call, status pending, and after about half of them a
-                  ``tool_call_update`` that finishes (completed or failed) one of the 256 tool
-                  calls created last and not yet finished, chosen at random: tool calls finish out
-                  of creation order (under a bound below 256, some are evicted first and created
-                  again by their update).
+    * ``pending``: one ``tool_call`` per tool call, status pending (nothing ever finishes);
+    * ``finished``: one ``tool_call`` per tool call, status completed;
+    * ``mixed``: one ``tool_call`` per tool call, status pending, and after about half of them a
+      ``tool_call_update`` that finishes (completed or failed) one of the 256 tool calls created
+      last and not yet finished, chosen at random: tool calls finish out of creation order (under
+      a bound below 256, some are evicted first and created again by their update).
     """
     if mix not in TOOL_CALL_MIXES:
         raise ValueError(f"mix must be one of {list(TOOL_CALL_MIXES)}, found {mix!r}")

@@ -10,21 +10,21 @@ can be checked (once, outside the timing) against a reference computed with stdl
 
 Tasks (every contender of a task does the same work on the same corpus):
 
-``decode``       split the stream into frames and read kind, method, session id, update kind and
-                 tool-call id of every frame (acp-fast: ``FrameDecoder.feed``; the others:
-                 ``buffer.split(b"\\n")`` and a parse of each line; the SDK also validates each
-                 message through its pydantic model, as its connection does before a handler runs).
-``materialize``  build the full Python object of every frame (``Message.to_dict()`` after
-                 ``FrameDecoder.feed``, ``loads`` per line; the SDK: ``json.loads`` + the model).
-``encode``       serialize every frame from its Python object (``dumps`` of the dict; the SDK:
-                 ``model_dump`` of its model + ``json.dumps``, as its sender does). Every pass
-                 gets freshly built objects (untimed), as an agent encodes new objects.
-``passthrough``  decode every frame and encode it again unchanged (a proxy's work).
-``state``        keep the state of every tool call from the raw stream (``ToolCallStore.feed``;
-                 the others: a parse per line and a plain-dict accumulator with the same rules,
-                 :func:`acp_fast.bench.state.dict_accumulator`; the SDK: its models and one
-                 ``acp.contrib.session_state.SessionAccumulator`` per session).
-``scaling``      the ``state`` task on growing prefixes of one stream (runner.py / state.py).
+* ``decode``: split the stream into frames and read kind, method, session id, update kind and
+  tool-call id of every frame (acp-fast: ``FrameDecoder.feed``; the others:
+  ``buffer.split(b"\\n")`` and a parse of each line; the SDK also validates each
+  message through its pydantic model, as its connection does before a handler runs).
+* ``materialize``: build the full Python object of every frame (``Message.to_dict()`` after
+  ``FrameDecoder.feed``, ``loads`` per line; the SDK: ``json.loads`` + the model).
+* ``encode``: serialize every frame from its Python object (``dumps`` of the dict; the SDK:
+  ``model_dump`` of its model + ``json.dumps``, as its sender does). Every pass
+  gets freshly built objects (untimed), as an agent encodes new objects.
+* ``passthrough``: decode every frame and encode it again unchanged (a proxy's work).
+* ``state``: keep the state of every tool call from the raw stream (``ToolCallStore.feed``;
+  the others: a parse per line and a plain-dict accumulator with the same rules,
+  ``acp_fast.bench.state.dict_accumulator``; the SDK: its models and one
+  ``acp.contrib.session_state.SessionAccumulator`` per session).
+* ``scaling``: the ``state`` task on growing prefixes of one stream (runner.py / state.py).
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ class DebugBuildError(RuntimeError):
 
 
 class Corpus:
-    """One NDJSON stream of :mod:`acp_fast.traffic` with its frames, lines and (lazily) dicts."""
+    """One NDJSON stream of [`acp_fast.traffic`][acp_fast.traffic] with its frames, lines and (lazily) dicts."""
 
     def __init__(self, profile: str, frames: List[bytes], seed: int) -> None:
         self.name = profile
@@ -146,7 +146,7 @@ def load_backends() -> Dict[str, Any]:
     """``{"rust": module or reason (str), "python": module}``.
 
     A native module that reports a ``build_profile`` other than ``"release"`` raises
-    :class:`DebugBuildError` (timing it would mislead); a missing one is reported, not raised.
+    ``DebugBuildError`` (timing it would mislead); a missing one is reported, not raised.
     """
     found: Dict[str, Any] = {}
     for label, name in BACKENDS:
@@ -497,7 +497,7 @@ def _sdk_state(corpus: Corpus) -> Callable[[], Any]:
 def contenders(task: str, backends: Dict[str, Any], selected: Optional[Any] = None) -> List[Contender]:
     """The contenders of ``task`` in report order (acp-fast first), restricted to ``selected`` ids.
 
-    ``backends`` is :func:`load_backends`'s result. A contender that cannot run here has ``skip``
+    ``backends`` is ``load_backends``'s result. A contender that cannot run here has ``skip``
     set to the reason (and no ``make``). ``scaling`` uses the ``state`` contenders' primaries.
     """
     if task not in TASKS:
@@ -654,7 +654,7 @@ def check(task: str, corpus: Corpus, result: Any, contender: Optional[Contender]
     acp-fast and the JSON libraries must give exactly the reference (the same objects, the same
     bytes, the same state). The SDK writes JSON its own way (ASCII escapes, default-valued members
     dropped) and keeps its own state shape, so its frames must mean the same message (equal as
-    JSON, or equal through its models: :func:`_sdk_same_message`), its models must dump back to
+    JSON, or equal through its models: ``_sdk_same_message``), its models must dump back to
     the frame's params or result (``model_dump(by_alias=True, exclude_unset=True)``), and its state
     must give every tool call of every session the reference's status.
     """

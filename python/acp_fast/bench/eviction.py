@@ -2,7 +2,7 @@
 
 A ``ToolCallStore`` with a bound evicts a tool call each time a frame creates one past the bound
 (DESIGN §7.8: the oldest finished one, else the oldest one). This times ``ToolCallStore.feed`` on
-streams that create ``--tool-calls`` tool calls (:func:`acp_fast.traffic.tool_calls`), for each
+streams that create ``--tool-calls`` tool calls ([`acp_fast.traffic.tool_calls`][acp_fast.traffic.tool_calls]), for each
 mix (``pending``: nothing ever finishes, so the victim is always the oldest; ``finished``: every
 tool call is finished when created; ``mixed``: tool calls finish later, out of creation order) and
 each bound, on both backends, with the unbounded store beside them as the reference. Each cell is
@@ -12,7 +12,7 @@ pending tool calls at bound 10,000.
 
 The ``permissions`` stream times the ``max_permissions`` bound the same way (``--permission-bounds``,
 default 100, 1,000 and 10,000, and unbounded): ``--permission-requests`` permission requests in one
-session (:func:`permission_frames`), most answered out of order a few hundred frames later, one in
+session (``permission_frames``), most answered out of order a few hundred frames later, one in
 a hundred never answered, so the session always holds pending records before its resolved ones and
 the bound drops the oldest resolved record on nearly every request. Its cost per frame should not
 grow with the bound. ``--permission-requests 0`` leaves it out.

@@ -64,7 +64,7 @@ def machine_load(run: Run) -> Dict[str, Any]:
     ``noisy``/``judged``: results whose median pass is more than ``NOISY_SPREAD`` × their fastest.
     ``hiccups``: contenders that looked too slow after one pass and ran once timed again.
     ``load_average``: the 1-minute load average sampled during the run (its mean per CPU is one
-    of the signs of :func:`judge`).
+    of the signs of ``judge``).
     """
     judged = sum(1 for row in run.rows if len(row.times) >= 3)
     noisy = len(noisy_rows(run))

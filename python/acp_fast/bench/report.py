@@ -1,6 +1,6 @@
 """``acp-fast bench``: how fast each way of handling ACP traffic is on this machine.
 
-Runs on built-in, seeded ACP traffic (:mod:`acp_fast.traffic`; profiles mixed, large, tiny, v2)
+Runs on built-in, seeded ACP traffic ([`acp_fast.traffic`][acp_fast.traffic]; profiles mixed, large, tiny, v2)
 and times every contender (acp-fast's Rust backend and its pure-Python fallback, stdlib json,
 orjson, msgspec, and the official ACP Python SDK: json + its pydantic models) at every task
 (decode + field access, full materialization, encode, passthrough, tool-call state

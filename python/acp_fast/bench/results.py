@@ -1,5 +1,5 @@
-"""What one ``acp-fast bench`` run measured: a :class:`Row` per contender, task and profile, and
-the :class:`Run` that holds them (with the scaling and memory results)."""
+"""What one ``acp-fast bench`` run measured: a ``Row`` per contender, task and profile, and
+the ``Run`` that holds them (with the scaling and memory results)."""
 
 from __future__ import annotations
 

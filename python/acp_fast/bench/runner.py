@@ -39,7 +39,7 @@ def corpus_sizes(args: argparse.Namespace, profiles: Sequence[str]) -> Dict[str,
 
 @dataclass
 class Probe:
-    """What :func:`probe` measured: ``points`` are ``(frames, fastest pass in seconds)``,
+    """What ``probe`` measured: ``points`` are ``(frames, fastest pass in seconds)``,
     ``passes`` how many passes each point took, ``projected`` the projected full pass that
     decided, ``stop`` whether it stops the contender, ``cleared`` how many projections past the
     budget did not survive the passes timed again (a hiccup of the machine, not the contender)."""
@@ -160,7 +160,7 @@ def over_budget(
     found: Optional[Probe] = None,
 ) -> Optional[str]:
     """Why ``contender`` is stopped on ``corpus`` (a full pass projected past ``budget`` seconds
-    by :func:`probe`), or None when it may run. ``found``, when given, receives the probe."""
+    by ``probe``), or None when it may run. ``found``, when given, receives the probe."""
     result = probe(contender, corpus, {} if prefixes is None else prefixes, budget)
     if found is not None:
         found.__dict__.update(result.__dict__)

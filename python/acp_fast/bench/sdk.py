@@ -3,20 +3,20 @@
 Two benchmarks, each measured against the SDK in the same run (medians of repeated runs; progress
 on stderr; a Markdown report on stdout):
 
-``pipeline``
-    An SDK client (``acp.spawn_agent_process`` + ``ClientSideConnection``) receives N mixed
-    ``session/update`` notifications (``acp_fast.traffic`` "mixed", filtered) that a peer process
-    writes to its stdout pipe as fast as it can. Throughput counts from the first update handled
-    to the last, so process start-up is left out. Run alternately without and with
-    ``acp_sdk.install()``; the ratio is the ratio of the medians. Correctness: both must deliver
-    the same number of updates of each type.
-``accumulator``
-    ``acp.contrib.session_state.SessionAccumulator`` and acp-fast's drop-in replacement applying
-    the same pre-validated ``SessionNotification`` models (one session, v1 "mixed" traffic). The
-    SDK's is quadratic, so it runs to a few thousand updates (default 1k-4k, cumulative times
-    taken in one pass); its growth exponent (slope of log time over log updates) projects it to N.
-    Ours runs to N (default 100,000) with its own exponent, and is checked to end in the same
-    snapshot as the SDK's at the SDK's largest size. A third row feeds ours the raw byte stream.
+* ``pipeline``:
+  An SDK client (``acp.spawn_agent_process`` + ``ClientSideConnection``) receives N mixed
+  ``session/update`` notifications (``acp_fast.traffic`` "mixed", filtered) that a peer process
+  writes to its stdout pipe as fast as it can. Throughput counts from the first update handled
+  to the last, so process start-up is left out. Run alternately without and with
+  ``acp_sdk.install()``; the ratio is the ratio of the medians. Correctness: both must deliver
+  the same number of updates of each type.
+* ``accumulator``:
+  ``acp.contrib.session_state.SessionAccumulator`` and acp-fast's drop-in replacement applying
+  the same pre-validated ``SessionNotification`` models (one session, v1 "mixed" traffic). The
+  SDK's is quadratic, so it runs to a few thousand updates (default 1k-4k, cumulative times
+  taken in one pass); its growth exponent (slope of log time over log updates) projects it to N.
+  Ours runs to N (default 100,000) with its own exponent, and is checked to end in the same
+  snapshot as the SDK's at the SDK's largest size. A third row feeds ours the raw byte stream.
 
 Refuses to run on a debug (or missing) native build: figures of an unoptimised core mean nothing.
 """

@@ -1,5 +1,5 @@
 """The official ACP Python SDK's path (``json`` + its pydantic models), as the ``sdk`` contender
-of :mod:`acp_fast.bench.contenders` and the SDK accumulator of :mod:`acp_fast.bench.state` use it.
+of ``acp_fast.bench.contenders`` and the SDK accumulator of ``acp_fast.bench.state`` use it.
 
 Its own module so that both can import it without importing each other.
 """
@@ -16,7 +16,7 @@ __all__ = ["sdk_path"]
 
 
 class _Corpus(Protocol):
-    """What :meth:`_Sdk.skip_reason` reads of a corpus (``contenders.Corpus``)."""
+    """What ``_Sdk.skip_reason`` reads of a corpus (``contenders.Corpus``)."""
 
     @property
     def profile(self) -> str: ...

@@ -1,14 +1,14 @@
 """The state tasks of ``acp-fast bench``: accumulators, scaling, growth exponent, memory.
 
-``state``    applies a seeded ACP stream to a ``ToolCallStore`` straight from bytes and compares
-             it, in the same run, with what people write today: a JSON parse per line plus a
-             plain-dict accumulator following the same v1/v2 rules (:func:`dict_accumulator`),
-             and the official SDK's ``SessionAccumulator`` (:func:`sdk_accumulate`).
-``scaling``  the same on growing prefixes of one stream: time per frame at each length and the
-             growth exponent (slope of log time against log frames; 1.0 is linear). A contender
-             whose next pass is projected past a time budget is stopped, and the report says so
-             (the SDK's accumulator rebuilds a snapshot of the whole session on every update, so
-             its cost per frame grows with the stream: quadratic).
+* ``state``: applies a seeded ACP stream to a ``ToolCallStore`` straight from bytes and compares
+  it, in the same run, with what people write today: a JSON parse per line plus a
+  plain-dict accumulator following the same v1/v2 rules (``dict_accumulator``),
+  and the official SDK's ``SessionAccumulator`` (``sdk_accumulate``).
+* ``scaling``: the same on growing prefixes of one stream: time per frame at each length and the
+  growth exponent (slope of log time against log frames; 1.0 is linear). A contender
+  whose next pass is projected past a time budget is stopped, and the report says so
+  (the SDK's accumulator rebuilds a snapshot of the whole session on every update, so
+  its cost per frame grows with the stream: quadratic).
 
 ``acp-fast bench --tasks state scaling --profiles mixed`` runs both.
 """
@@ -215,7 +215,7 @@ def run_scaling(
     fastest pass, not the median: the sizes are timed one after the other, not interleaved, and
     a busy machine only ever adds time.) The garbage collector stays on (a client keeping state
     for a long session pays for its passes over a growing heap). Before each size, the pass is
-    projected from the points so far (:func:`project`); past ``budget`` seconds the last size is
+    projected from the points so far (``project``); past ``budget`` seconds the last size is
     first timed again until it has ``confirm`` passes, and only if the projection from its fastest
     pass is still past the budget is the contender stopped (``stopped`` says where and why): one
     slow pass never stops a contender."""

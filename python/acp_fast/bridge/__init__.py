@@ -7,8 +7,8 @@
     >>> frames[0]
     b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"tool_call","toolCallId":"c1","title":"Read","kind":"other","status":"pending","content":[],"locations":[]}}}\\n'
 
-:class:`Bridge` converts frame by frame, in both directions, keeping the state the conversion
-needs (the agent's tool calls, terminals and plans in an :class:`acp_fast.ToolCallStore`, what
+[`Bridge`][acp_fast.bridge.Bridge] converts frame by frame, in both directions, keeping the state the conversion
+needs (the agent's tool calls, terminals and plans in an [`acp_fast.ToolCallStore`][acp_fast.ToolCallStore], what
 the editor was last told about each tool call, pending requests and prompt turns). What is
 converted, the choices made where one version cannot say what the other said, and strict mode
 are in docs/BRIDGE.md.

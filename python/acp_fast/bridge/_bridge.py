@@ -1,5 +1,5 @@
-"""The :class:`Bridge`: an editor speaking one ACP version, an agent speaking the other (private;
-see :mod:`acp_fast.bridge` and docs/BRIDGE.md)."""
+"""The [`Bridge`][acp_fast.bridge.Bridge]: an editor speaking one ACP version, an agent speaking the other (private;
+see [`acp_fast.bridge`][acp_fast.bridge] and docs/BRIDGE.md)."""
 
 from __future__ import annotations
 
@@ -91,8 +91,8 @@ class Bridge:
     ``DecodeError``. Every frame returned ends in one ``\\n``; a frame that needs no change comes
     back byte for byte (the very object when it was ``bytes`` ending in ``\\n``). With
     ``strict=True`` a frame whose meaning the other version cannot carry raises
-    :class:`BridgeError` instead of taking the documented lossy path. A request the other version
-    has no form of is answered by the bridge itself: :meth:`replies` gives those answers.
+    [`BridgeError`][acp_fast.bridge.BridgeError] instead of taking the documented lossy path. A request the other version
+    has no form of is answered by the bridge itself: [`replies`][acp_fast.bridge.Bridge.replies] gives those answers.
     ``backend`` is an acp-fast backend module (default: the one ``acp_fast`` uses).
 
     ``coalesce=MS`` (a v2 agent and a v1 editor only; docs/BRIDGE.md "Coalescing"): the tool-call
@@ -100,8 +100,8 @@ class Bridge:
     bring the editor up to it are made only when released, one per tool call however many
     updates it had meanwhile: when a tool call's update carries a final status, before any other
     frame of the agent naming its session (any response: all), ``MS`` milliseconds after its first
-    held change (:meth:`release_due`, on ``clock``: ``time.monotonic`` by default), beyond
-    ``max_held`` tool calls (the oldest), and on :meth:`release`. Each chunk then costs what it
+    held change ([`release_due`][acp_fast.bridge.Bridge.release_due], on ``clock``: ``time.monotonic`` by default), beyond
+    ``max_held`` tool calls (the oldest), and on [`release`][acp_fast.bridge.Bridge.release]. Each chunk then costs what it
     holds, not the size of its tool call.
     """
 
@@ -367,7 +367,7 @@ class Bridge:
         return self._dumps(message) + b"\n"
 
     def _answer(self, msg: Any, side: str, code: int, message: str) -> List[bytes]:
-        """Answer ``side``'s request ``msg`` with a JSON-RPC error (see :meth:`replies`); a
+        """Answer ``side``'s request ``msg`` with a JSON-RPC error (see [`replies`][acp_fast.bridge.Bridge.replies]); a
         notification gets no answer. Nothing goes to the other side."""
         if msg.kind == "request":
             error = {"code": code, "message": message, "data": {"method": msg.method}}

@@ -1,6 +1,6 @@
 """What a tool call, a plan and a terminal look like on the other side of the bridge (private).
 
-The bridge keeps the agent's state in a :class:`acp_fast.ToolCallStore` and, per tool call, the
+The bridge keeps the agent's state in a [`acp_fast.ToolCallStore`][acp_fast.ToolCallStore] and, per tool call, the
 record the editor was last brought to (its *view*). These pure functions compute the view of a
 record for an editor of either version, and the smallest frame that brings an editor from one
 view to the next. docs/BRIDGE.md states each mapping.
@@ -202,7 +202,7 @@ def git_patch(path: str, old: Optional[str], new: str) -> str:
 
 def v1_diff_to_v2(item: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
     """A v1 ``diff`` item ``{path, oldText?, newText}`` as a v2 one: ``changes`` (``add`` when
-    ``oldText`` is absent or null, else ``modify``) and a whole-file ``git_patch`` (:func:`git_patch`).
+    ``oldText`` is absent or null, else ``modify``) and a whole-file ``git_patch`` ([`git_patch`][acp_fast.bridge.git_patch]).
     None for a malformed v1 diff (no string ``path`` / ``newText``)."""
     path = item.get("path")
     new = item.get("newText")
@@ -276,7 +276,7 @@ def v1_item(
 ) -> Optional[Any]:
     """A v2 tool-call content item as v1 shows it: the item itself when v1 knows it (a ``session``
     reference only for an editor that advertised ``subagents``), a v1 diff for a created file
-    (:func:`v2_diff_to_v1`), a text item for another diff or an agent-owned terminal, None (left
+    ([`v2_diff_to_v1`][acp_fast.bridge.v2_diff_to_v1]), a text item for another diff or an agent-owned terminal, None (left
     out) for anything else."""
     if not isinstance(item, dict):
         return None
@@ -295,7 +295,7 @@ def v1_item(
 
 
 def v2_item(item: Any) -> Optional[Any]:
-    """A v1 tool-call content item as v2 shows it: a diff converted (:func:`v1_diff_to_v2`), a
+    """A v1 tool-call content item as v2 shows it: a diff converted ([`v1_diff_to_v2`][acp_fast.bridge.v1_diff_to_v2]), a
     (client-owned) terminal left out, anything else as it is."""
     if not isinstance(item, dict):
         return item
@@ -452,7 +452,7 @@ def v2_step(
 ) -> Optional[Dict[str, Any]]:
     """The v2 upsert that takes an editor from ``before`` (None: a tool call it does not know)
     to ``view``: the changed fields, ``null`` for those it lost, ``_meta`` as a patch
-    (:func:`meta_patch`); None when nothing changed."""
+    (``meta_patch``); None when nothing changed."""
     base = before if before is not None else {"toolCallId": view["toolCallId"], **DEFAULTS}
     changed = _changed(base, view, dumps)
     lost = [key for key in base if key not in view]

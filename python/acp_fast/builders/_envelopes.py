@@ -1,4 +1,4 @@
-"""Generic JSON-RPC envelopes and the permission request and answer of :mod:`acp_fast.builders`
+"""Generic JSON-RPC envelopes and the permission request and answer of [`acp_fast.builders`][acp_fast.builders]
 (private; re-exported there)."""
 
 from __future__ import annotations

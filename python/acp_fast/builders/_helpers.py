@@ -1,5 +1,5 @@
 """Content helpers (plain dicts in ACP wire shape) and the tool-kind helpers of
-:mod:`acp_fast.builders` (private; re-exported there)."""
+[`acp_fast.builders`][acp_fast.builders] (private; re-exported there)."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def plan_entry(content: str, *, priority: str = "medium", status: str = "pending
 
     Known priorities are ``high``, ``medium``, ``low``; known statuses ``pending``,
     ``in_progress``, ``completed`` (and ``cancelled``, v2 only). ``_``-prefixed values are
-    extensions (v2). :func:`plan` (v1) refuses values outside the v1 sets.
+    extensions (v2). [`plan`][acp_fast.builders.plan] (v1) refuses values outside the v1 sets.
     """
     if not isinstance(content, str):
         raise TypeError(f"content must be a str, found {type(content).__name__}")
@@ -80,7 +80,7 @@ def permission_option(option_id: str, name: str, kind: str) -> Dict[str, Any]:
     """A permission option ``{"optionId","name","kind"}``.
 
     ``kind`` is ``allow_once``, ``allow_always``, ``reject_once`` or ``reject_always`` (v2 also
-    accepts ``_``-prefixed extension kinds; :func:`request_permission` checks per version).
+    accepts ``_``-prefixed extension kinds; [`request_permission`][acp_fast.builders.request_permission] checks per version).
     """
     if not isinstance(option_id, str):
         raise TypeError(f"option_id must be a str, found {type(option_id).__name__}")
@@ -111,7 +111,7 @@ DEFAULT_TOOL_KINDS: Mapping[str, str] = MappingProxyType(
 
 
 def tool_kind(tool_name: str, extra: Optional[Mapping[str, str]] = None) -> str:
-    """The ACP tool kind of ``tool_name``: from ``extra`` first, then :data:`DEFAULT_TOOL_KINDS`, else ``"other"``."""
+    """The ACP tool kind of ``tool_name``: from ``extra`` first, then [`DEFAULT_TOOL_KINDS`][acp_fast.builders.DEFAULT_TOOL_KINDS], else ``"other"``."""
     if extra is not None:
         kind = extra.get(tool_name)
         if kind is not None:
@@ -120,11 +120,14 @@ def tool_kind(tool_name: str, extra: Optional[Mapping[str, str]] = None) -> str:
 
 
 class ToolKindMap(dict[str, str]):
-    """A ``dict`` of tool name -> ACP tool kind, starting from :data:`DEFAULT_TOOL_KINDS`.
+    """A ``dict`` of tool name -> ACP tool kind, starting from [`DEFAULT_TOOL_KINDS`][acp_fast.builders.DEFAULT_TOOL_KINDS].
 
+    ```pycon
     >>> kinds = ToolKindMap({"bash": "execute"})
     >>> kinds.kind("bash"), kinds.kind("read_file"), kinds.kind("mystery")
     ('execute', 'read', 'other')
+
+    ```
     """
 
     def __init__(self, extra: Union[Mapping[str, str], Iterable[Any], None] = None) -> None:

@@ -1,6 +1,6 @@
-"""The builders' shared pieces: the :data:`UNSET` marker, the enumerations, the pre-encoded
+"""The builders' shared pieces: the [`UNSET`][acp_fast.builders.UNSET] marker, the enumerations, the pre-encoded
 frame parts and the cheap argument checks (private; the public names are re-exported by
-:mod:`acp_fast.builders`)."""
+[`acp_fast.builders`][acp_fast.builders])."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from .. import dumps as _dumps
 
 
 class _Unset:
-    """Type of :data:`UNSET`, the marker of an omitted optional field (a singleton)."""
+    """Type of [`UNSET`][acp_fast.builders.UNSET], the marker of an omitted optional field (a singleton)."""
 
     # Public as acp_fast.builders.UNSET: pickles name that module, as before the package split.
     __module__ = "acp_fast.builders"

@@ -1,4 +1,4 @@
-"""Tool-call frame builders of :mod:`acp_fast.builders` (private; re-exported there)."""
+"""Tool-call frame builders of [`acp_fast.builders`][acp_fast.builders] (private; re-exported there)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Message chunk, plan and v2 terminal frame builders of :mod:`acp_fast.builders` (private;
+"""Message chunk, plan and v2 terminal frame builders of [`acp_fast.builders`][acp_fast.builders] (private;
 re-exported there)."""
 
 from __future__ import annotations

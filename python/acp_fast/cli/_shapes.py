@@ -1,14 +1,14 @@
 """The method tables of ``acp-fast validate`` (private), read from the official schema.
 
-``acp-fast validate`` checks every message with :class:`acp_fast.SchemaValidator`: the official
+``acp-fast validate`` checks every message with [`acp_fast.SchemaValidator`][acp_fast.SchemaValidator]: the official
 schema compiled into the core (the fallback: jsonschema-rs or jsonschema) plus the protocol rules
 the schema cannot express. What remains here is what neither says, and it is not hand-written:
-:func:`protocol` gives each method of a protocol version (v1, v2, optionally with the unstable
+``protocol`` gives each method of a protocol version (v1, v2, optionally with the unstable
 surface) as the schema's ``x-method`` / ``x-side`` annotations describe it: whether it is a
 request or a notification, which side sends it (the schema validator judges a message without
 knowing who sent it, so ``validate`` checks the direction of a recording's frames with this
 table), and the names of its params and result definitions (the tests check the bridge's output
-with them). :func:`load_schema` reads the schema documents shipped in ``acp_fast/schema/``.
+with them). ``load_schema`` reads the schema documents shipped in ``acp_fast/schema/``.
 """
 
 from __future__ import annotations

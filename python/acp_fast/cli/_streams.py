@@ -1,13 +1,13 @@
 """Reading NDJSON streams and ``acp-fast proxy`` recordings (private; used by ``validate`` and
 ``inspect``).
 
-* :func:`open_input` / :func:`read_chunks` / :func:`sniff` — a regular file or stdin as byte
+* ``open_input`` / ``read_chunks`` / ``sniff`` — a regular file or stdin as byte
   chunks, and whether it holds a recording (it starts with the header
   ``{"acp-fast-recording":1,...}``) or a plain stream.
-* :func:`string_offset` — where a byte of a recorded text line is in its JSON string token.
-* :class:`Progress` — a progress line on stderr.
+* ``string_offset`` — where a byte of a recorded text line is in its JSON string token.
+* ``Progress`` — a progress line on stderr.
 
-The recording format, and its reader (lines, records), live in :mod:`acp_fast.recording`.
+The recording format, and its reader (lines, records), live in [`acp_fast.recording`][acp_fast.recording].
 """
 
 from __future__ import annotations

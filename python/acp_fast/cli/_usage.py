@@ -1,14 +1,14 @@
 """Usage errors of the ``acp-fast`` commands (private): one line on stderr, exit status 2, never
 a traceback.
 
-* :class:`Parser` — an ``argparse.ArgumentParser`` whose errors are the single line
+* ``Parser`` — an ``argparse.ArgumentParser`` whose errors are the single line
   ``PROG: error: MESSAGE`` (argparse would print its usage block first; ``PROG --help`` has it).
-* :func:`integer` / :func:`number` — ``type=`` converters for a whole number or a number in a
+* ``integer`` / ``number`` — ``type=`` converters for a whole number or a number in a
   range; argparse puts the option in front of their message (``argument --chunks: expected an
   integer of at least 1, found 0``).
 
 Paths are checked where they are used: inputs when opened (``cannot read FILE: ...``), output
-files with :func:`acp_fast._outputs.check_output` / :func:`~acp_fast._outputs.check_target`
+files with ``acp_fast._outputs.check_output`` / ``check_target``
 before any work starts.
 """
 

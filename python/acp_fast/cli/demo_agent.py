@@ -20,7 +20,7 @@ It answers ``initialize`` (``protocolVersion`` = ``--protocol``), ``session/new`
 reason is ``cancelled``. Unknown requests get a ``-32601`` error
 response; bad lines get ``-32700`` / ``-32600`` error responses with ``id: null``.
 
-Frames are written with :mod:`acp_fast.builders` and read with :class:`acp_fast.FrameDecoder`.
+Frames are written with [`acp_fast.builders`][acp_fast.builders] and read with [`acp_fast.FrameDecoder`][acp_fast.FrameDecoder].
 ``--chunks N`` makes the streams longer (N message chunks, N terminal output chunks), ``--delay
 SECONDS`` paces every frame of a turn (a ``session/cancel`` is noticed during the pauses).
 """

@@ -1,7 +1,7 @@
 """``acp-fast inspect FILE``: replay a recording or an NDJSON stream through the state engine and
 show the final state.
 
-Every frame goes to one :class:`acp_fast.ToolCallStore`: for a proxy recording, frames the editor
+Every frame goes to one [`acp_fast.ToolCallStore`][acp_fast.ToolCallStore]: for a proxy recording, frames the editor
 sent are applied with ``source="client"`` and frames the agent sent with ``source="agent"``; a
 plain stream is applied with ``source=None``. Bad lines (JSON, JSON-RPC, bad state updates,
 malformed records) are counted and the first ones listed; they never stop the replay.
@@ -12,13 +12,13 @@ status, bytes of output, last line) and the updates of kinds the state engine ha
 (the last ``--max-updates`` per session are kept, 1000 by default), counted by kind. ``--json``
 prints the store's checkpoint (``to_json()``: numbers as received) with summary counts instead.
 
-From Python, :func:`replay` gives the store (to compare with a live one)::
+From Python, [`replay`][acp_fast.cli.inspect.replay] gives the store (to compare with a live one):
 
     from acp_fast.cli.inspect import replay
     store = replay("session.rec")            # a path, or the bytes of a stream / recording
     store.snapshot() == live_store.snapshot()
 
-and :func:`replay_file` the store with the counts and errors (:class:`Replay`).
+and ``replay_file`` the store with the counts and errors (``Replay``).
 """
 
 from __future__ import annotations
@@ -47,18 +47,18 @@ DEFAULT_MAX_FRAME_BYTES = acp_fast.DEFAULT_MAX_FRAME_BYTES
 DEFAULT_MAX_UPDATES: int = acp_fast.ToolCallStore().max_updates or 0
 #: v2 entities kept per target and session: the store's default.
 DEFAULT_MAX_ENTITIES: int = acp_fast.ToolCallStore().max_entities or 0
-#: What :func:`replay` reads: a path, the bytes themselves, or an open binary file.
+#: What [`replay`][acp_fast.cli.inspect.replay] reads: a path, the bytes themselves, or an open binary file.
 Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, Any]
 
 
 class ReplayError(NamedTuple):
     """A line that could not be applied: where (line and byte column of the file), code, kind, why."""
 
-    line: int
-    column: int
-    code: Optional[int]
-    kind: str
-    message: str
+    line: int  # the 1-based line of the file
+    column: int  # the 1-based byte column in that line
+    code: Optional[int]  # the JSON-RPC error code of a bad frame, None for a bad record
+    kind: str  # a stable snake_case id, as DecodeError.kind
+    message: str  # what is wrong, in words
 
     def to_json(self) -> Dict[str, Any]:
         """The error as the ``errors`` entries of ``acp-fast inspect --json`` write it."""
@@ -208,7 +208,7 @@ def replay_file(
     progress: Optional[Progress] = None,
 ) -> Replay:
     """Replay ``source`` (a path — ``"-"`` is stdin —, bytes, or a binary file) into a new
-    :class:`acp_fast.ToolCallStore`; returns the :class:`Replay` (store, counts, first
+    [`acp_fast.ToolCallStore`][acp_fast.ToolCallStore]; returns the ``Replay`` (store, counts, first
     ``max_errors`` errors). ``forwarded_only`` skips recorded frames the proxy did not forward
     (``"action"`` records). ``input_format``: ``auto``, ``ndjson`` or ``recording``. ``max_updates``:
     unknown updates kept per session, the last ones (the store's default, 1000; 0: none).
@@ -242,7 +242,7 @@ def replay_file(
 
 def replay(source: Source, **options: Any) -> Any:
     """Replay a recording or an NDJSON stream (a path, or its bytes) and return the
-    :class:`acp_fast.ToolCallStore` holding the final state. Options as :func:`replay_file`."""
+    [`acp_fast.ToolCallStore`][acp_fast.ToolCallStore] holding the final state. Options as ``replay_file``."""
     return replay_file(source, **options).store
 
 

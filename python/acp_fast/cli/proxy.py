@@ -2,7 +2,7 @@
 
     acp-fast proxy [options] -- AGENT COMMAND...
 
-The command line of :class:`acp_fast.proxy.Proxy` (the engine and its middleware API live in the
+The command line of [`acp_fast.proxy.Proxy`][acp_fast.proxy.Proxy] (the engine and its middleware API live in the
 ``acp_fast.proxy`` package; docs/PROXY.md): argument parsing, the checks of the files it will
 write, then ``Proxy(...).run()``. What each option does is in docs/CLI.md ("proxy").
 """

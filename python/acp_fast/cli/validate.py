@@ -1,8 +1,8 @@
 """``acp-fast validate FILE|-``: check every line of an ACP stream or of a proxy recording.
 
-Each line goes through the codec (:class:`acp_fast.FrameDecoder` / :func:`acp_fast.decode`), so
+Each line goes through the codec ([`acp_fast.FrameDecoder`][acp_fast.FrameDecoder] / [`acp_fast.decode`][acp_fast.decode]), so
 JSON and JSON-RPC problems carry the codec's own code, message and byte position. Valid messages
-are then checked by an :class:`acp_fast.SchemaValidator` conversation of the protocol version in
+are then checked by an [`acp_fast.SchemaValidator`][acp_fast.SchemaValidator] conversation of the protocol version in
 force (``--protocol``, else learned from the ``initialize`` response, else 1; an ``initialize``
 request by the version it asks for): the official JSON schema shipped in the package (compiled
 into the Rust core; the pure-Python backend needs jsonschema-rs or jsonschema), plus the protocol
@@ -11,7 +11,7 @@ SHOULD have a title, a warning; a response answers a request that was made). The
 of ``--strict-schema`` and ``strict=True`` elsewhere; ``--schema`` is accepted and changes nothing.
 
 What remains written here, because the schema cannot say it: who may send a method (a
-recording's direction against the schema's ``x-side``, see :mod:`acp_fast.cli._shapes`), one
+recording's direction against the schema's ``x-side``, see ``acp_fast.cli._shapes``), one
 message per line in v2 and no batch mixing calls and responses, no v1 session update in v2
 (the v2 schema accepts any name there, as a custom or future update), terminal output that is
 base64 text (the schema names the encoding, ``contentEncoding``, without asserting it), request ids not reused while
@@ -31,7 +31,7 @@ schema validator, of the value its path names). Kinds: ``json`` (-32700), ``json
 ``recording`` (malformed recording records). Exit status: 0 when nothing is wrong (warnings
 allowed), 1 when something is, 2 for usage errors.
 
-``Validator`` is usable from Python too::
+``Validator`` is usable from Python too:
 
     v = Validator(protocol_version=1)
     v.feed_ndjson([data])        # or v.run(path)
@@ -112,10 +112,10 @@ def _id_text(value: Any) -> str:
 
 
 class Validator:
-    """Checks a stream message by message; collects :class:`Problem`s and counts.
+    """Checks a stream message by message; collects ``Problem``s and counts.
 
     ``on_problem`` (optional) is called with each problem as it is found (the CLI prints them);
-    at most ``keep`` problems are kept in :attr:`problems` (``None``: all), all are counted.
+    at most ``keep`` problems are kept in [`problems`][acp_fast.problems] (``None``: all), all are counted.
     """
 
     def __init__(
@@ -209,7 +209,7 @@ class Validator:
         self.finish()
 
     def feed_ndjson(self, chunks: Iterable[bytes]) -> None:
-        """A plain stream: one frame per line, through a :class:`acp_fast.FrameDecoder`."""
+        """A plain stream: one frame per line, through a [`acp_fast.FrameDecoder`][acp_fast.FrameDecoder]."""
         self.format = "ndjson"
         decoder = acp_fast.FrameDecoder(max_frame_bytes=self.max_frame_bytes)
         for chunk in chunks:
@@ -434,7 +434,7 @@ class Validator:
     def _sender_version(self, sender: Optional[str]) -> int:
         """The version ``sender`` has in force: once it asked for one in ``initialize`` and until
         the answer, that one (a client may send ``session/new`` before the answer arrives); else
-        :attr:`version`."""
+        ``version``."""
         asked = self._asked
         if asked is not None and self.negotiated_version is None and (asked[1] is None or asked[1] == sender):
             return asked[0]

@@ -1,4 +1,4 @@
-"""The eager dispatch of :class:`acp_fast.integrations.acp_sdk.FastConnection`: the driver that
+"""The eager dispatch of [`acp_fast.integrations.acp_sdk.FastConnection`][acp_fast.integrations.acp_sdk.FastConnection]: the driver that
 runs handlers until they first suspend, the awaitable that resumes one, and the batch entries
 and replies waiting in the dispatch queue."""
 
@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Protocol
 
 
 class _Writer(Protocol):
-    """What a :class:`_BatchReply` needs of the connection (``FastConnection``): writing a reply."""
+    """What a ``_BatchReply`` needs of the connection (``FastConnection``): writing a reply."""
 
     def _write_reply(self, payload: Any) -> None: ...
 
@@ -27,7 +27,7 @@ def _driver() -> Any:
     """Runs the handler coroutines sent to it, one after the other, each until it first suspends
     or ends, and yields ``_DONE`` when one ends. So a handler that ends without suspending (the
     common case) costs the dispatcher no ``StopIteration``. One that suspends stays inside: the
-    driver is then handed to :class:`_Resume`, which drives it until it yields ``_DONE``. A handler's
+    driver is then handed to ``_Resume``, which drives it until it yields ``_DONE``. A handler's
     exception goes through it (and ends it). Started with ``send(None)``."""
     coro = yield
     while True:
@@ -36,7 +36,7 @@ def _driver() -> Any:
 
 
 class _Resume:
-    """Awaitable that goes on driving a handler already started by hand in a :func:`_driver`
+    """Awaitable that goes on driving a handler already started by hand in a ``_driver``
     (which has just yielded ``first``), each step inside the handler's own context, until the
     handler ends (the driver yields ``_DONE``)."""
 

@@ -1,18 +1,18 @@
-"""What :mod:`acp_fast.integrations.acp_sdk` needs to know about the installed SDK, found by looking
+"""What [`acp_fast.integrations.acp_sdk`][acp_fast.integrations.acp_sdk] needs to know about the installed SDK, found by looking
 at it (attributes and signatures, never version strings), and the once-only warnings it gives when
 a fast path cannot be used with it.
 
-* :data:`CONNECTION_MODULES` and :class:`Patches`: the SDK modules that construct ``Connection``
+* ``CONNECTION_MODULES`` and ``Patches``: the SDK modules that construct ``Connection``
   from byte streams, and pointing their ``Connection`` name at another class. A module not imported
   yet (``acp.experimental.v2._connection``, whose package costs as much to import as ``acp``
   itself) is patched when it is imported, by a finder placed on ``sys.meta_path`` at the first
-  :func:`install`;
-* :data:`MIRROR_REQUESTS`: whether the SDK's connection tracks the handler task of each incoming
+  ``install``;
+* ``MIRROR_REQUESTS``: whether the SDK's connection tracks the handler task of each incoming
   request and cancels it on ``$/cancel_request`` (SDK 1.0); then requests go through the SDK's own
   ``_process_message`` (see ``FastConnection._start``);
-* :data:`V2_HANDLER_MODULES`: the modules of the experimental v2 connections' handlers (SDK 1.0),
+* ``V2_HANDLER_MODULES``: the modules of the experimental v2 connections' handlers (SDK 1.0),
   whose connections speak protocol v2 from their first frame;
-* :func:`warn_once`: one ``RuntimeWarning`` per reason per process.
+* ``warn_once``: one ``RuntimeWarning`` per reason per process.
 """
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ CONNECTION_MODULES: Sequence[str] = (
 
 
 class Patches:
-    """The ``Connection`` name of :data:`CONNECTION_MODULES`: :meth:`apply` points it at a class
+    """The ``Connection`` name of ``CONNECTION_MODULES``: ``apply`` points it at a class
     (None: the SDK's own) in every such module imported, and in those imported later."""
 
     def __init__(self) -> None:
@@ -155,7 +155,7 @@ class Patches:
 
 
 class _PatchOnImport(importlib.abc.MetaPathFinder):
-    """Patches a module of :data:`CONNECTION_MODULES` right after it is first imported."""
+    """Patches a module of ``CONNECTION_MODULES`` right after it is first imported."""
 
     def __init__(self, patches: Patches) -> None:
         self._patches = patches

@@ -1,4 +1,4 @@
-"""The byte transport of :class:`acp_fast.integrations.acp_sdk.FastConnection`: NDJSON over asyncio
+"""The byte transport of [`acp_fast.integrations.acp_sdk.FastConnection`][acp_fast.integrations.acp_sdk.FastConnection]: NDJSON over asyncio
 streams with acp-fast framing and JSON."""
 
 from __future__ import annotations
@@ -18,17 +18,17 @@ class _StreamTransport:
     """NDJSON over an asyncio ``StreamReader`` / ``StreamWriter`` with acp-fast framing and JSON.
 
     ``Connection`` sends through it (``send`` / ``close``, as the SDK's ``Transport``);
-    :class:`FastConnection` reads through :meth:`receive_frames`.
+    ``FastConnection`` reads through ``receive_frames``.
 
     ``protocol_version`` is the protocol version in force on the connection (which decides whether
     a batch frame is dispatched: v1, or answered with one error: v2, which has no batches). Given
     (2 for an experimental v2 connection), it is fixed; else it is learned, as
     ``ToolCallStore.negotiated_version`` is, from every success response whose ``result`` holds an
     integer ``protocolVersion`` (the ``initialize`` answer): the ones written here
-    (:meth:`encode`), and the ones read, which :class:`FastConnection` hands to :meth:`negotiated`;
+    ([`encode`][acp_fast.encode]), and the ones read, which ``FastConnection`` hands to ``negotiated``;
     1 until then."""
 
-    #: The decoder's ``strict_schema`` (:class:`_StrictStreamTransport` sets it).
+    #: The decoder's ``strict_schema`` (``_StrictStreamTransport`` sets it).
     strict_schema = False
 
     def __init__(
@@ -113,7 +113,7 @@ class _StreamTransport:
 
 
 class _StrictStreamTransport(_StreamTransport):
-    """:class:`_StreamTransport` for ``install(strict=True)``: its decoder checks every frame read
+    """``_StreamTransport`` for ``install(strict=True)``: its decoder checks every frame read
     against the schema (``strict_schema=True``: the version of the ``initialize`` answer) and is
     told every frame written (``FrameDecoder.sent``), so that a response read is checked against
     the request it answers."""

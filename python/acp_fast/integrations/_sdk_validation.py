@@ -1,6 +1,6 @@
-"""The client's ``session/update`` fast path in :mod:`acp_fast.integrations.acp_sdk`: which
-connections may take it (:func:`_update_tracker`) and the validators it uses, which give the
-SDK's own models (:data:`_validate_update`, :func:`_update_validators`)."""
+"""The client's ``session/update`` fast path in [`acp_fast.integrations.acp_sdk`][acp_fast.integrations.acp_sdk]: which
+connections may take it (``_update_tracker``) and the validators it uses, which give the
+SDK's own models (``_validate_update``, ``_update_validators``)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 One call makes every SDK connection built from byte streams — client side and agent side, over
 stdio (``spawn_agent_process``, ``run_agent``, ``stdio_streams``) or any asyncio streams —
-read and write its frames through acp-fast::
+read and write its frames through acp-fast:
 
     from acp_fast.integrations import acp_sdk
 
@@ -12,7 +12,7 @@ read and write its frames through acp-fast::
 
 What changes (docs/SDK.md has the details and the figures):
 
-* frames are split by :class:`acp_fast.FrameDecoder` with a configurable size limit
+* frames are split by [`acp_fast.FrameDecoder`][acp_fast.FrameDecoder] with a configurable size limit
   (``max_frame_bytes``, 64 MiB by default) instead of ``StreamReader.readuntil`` with no bound;
 * JSON is parsed and written by the native core (``acp_fast.loads`` / ``dumps``);
 * a batch array is handled as JSON-RPC 2.0 says (its entries are dispatched in array order, and
@@ -34,7 +34,7 @@ With an SDK that cancels incoming requests on ``$/cancel_request`` (1.0), reques
 the SDK's own ``_process_message``, so they are tracked and cancelled as without acp-fast.
 
 The SDK releases supported are those of the ``sdk`` extra
-(:data:`acp_fast.integrations.SDK_REQUIREMENT`); what the installed one has is found by looking
+([`acp_fast.integrations.SDK_REQUIREMENT`][acp_fast.integrations.SDK_REQUIREMENT]); what the installed one has is found by looking
 at it, and a fast path it does not allow is turned off with a warning (once per reason).
 
 Its parts: the byte transport in ``_sdk_transport.py``, the eager-dispatch machinery in
@@ -140,7 +140,7 @@ def install(
     unstable: bool = False,
     draft: Optional[str] = None,
 ) -> None:
-    """Make the SDK build :class:`FastConnection` wherever it builds a connection from streams.
+    """Make the SDK build [`FastConnection`][acp_fast.integrations.acp_sdk.FastConnection] wherever it builds a connection from streams.
 
     Affects the connections created afterwards by ``ClientSideConnection``,
     ``AgentSideConnection``, ``acp.connect_to_agent``, ``acp.run_agent``,
@@ -155,7 +155,7 @@ def install(
     is answered with a -32602 error, a notification is logged and dropped, a response fails the
     request it answers. ``unstable``: the strict check accepts the unstable surface of the
     schema; ``draft``: the v2 draft it checks against (``'latest'`` or ``'alpha.5'``; None: the
-    draft of the installed SDK, :func:`sdk_draft`).
+    draft of the installed SDK, [`sdk_draft`][acp_fast.integrations.acp_sdk.sdk_draft]).
     """
     global _options
     _check_max_frame_bytes(max_frame_bytes)
@@ -166,14 +166,14 @@ def install(
 
 
 def uninstall() -> None:
-    """Undo :func:`install`: connections created afterwards are the SDK's own again."""
+    """Undo [`install`][acp_fast.integrations.acp_sdk.install]: connections created afterwards are the SDK's own again."""
     global _options
     _options = _Options()
     _patches.apply(None)
 
 
 def is_installed() -> bool:
-    """True while :func:`install` is in force."""
+    """True while [`install`][acp_fast.integrations.acp_sdk.install] is in force."""
     return _patches.target is FastConnection
 
 
@@ -187,7 +187,7 @@ def installed(
     unstable: bool = False,
     draft: Optional[str] = None,
 ) -> Iterator[None]:
-    """:func:`install` for the duration of a ``with`` block, then the previous state again."""
+    """[`install`][acp_fast.integrations.acp_sdk.install] for the duration of a ``with`` block, then the previous state again."""
     global _options
     saved = (_patches.target, _options)
     install(
@@ -218,7 +218,7 @@ def connect_to_agent(
     draft: Optional[str] = None,
     **kwargs: Any,
 ) -> Any:
-    """``acp.connect_to_agent`` with a :class:`FastConnection`, without :func:`install`.
+    """``acp.connect_to_agent`` with a [`FastConnection`][acp_fast.integrations.acp_sdk.FastConnection], without [`install`][acp_fast.integrations.acp_sdk.install].
 
     ``input_stream`` is the agent's stdin (``StreamWriter``), ``output_stream`` its stdout
     (``StreamReader``); other keywords go to ``ClientSideConnection``."""
@@ -246,7 +246,7 @@ async def run_agent(
     draft: Optional[str] = None,
     **kwargs: Any,
 ) -> None:
-    """``acp.run_agent`` (stdio by default) with a :class:`FastConnection`, without :func:`install`."""
+    """``acp.run_agent`` (stdio by default) with a [`FastConnection`][acp_fast.integrations.acp_sdk.FastConnection], without [`install`][acp_fast.integrations.acp_sdk.install]."""
     from acp.stdio import stdio_streams
 
     if input_stream is None and output_stream is None:
@@ -316,7 +316,7 @@ class FastConnection(SdkConnection):
 
     Same constructor as the SDK's (``Connection(handler, writer, reader, *, observers,
     listening, receive_timeout)``) plus ``max_frame_bytes``, ``reply_errors``, ``backend`` and
-    ``strict`` (defaults: the options of :func:`install`). Given a message-level ``Transport`` instead of
+    ``strict`` (defaults: the options of [`install`][acp_fast.integrations.acp_sdk.install]). Given a message-level ``Transport`` instead of
     streams (no ``reader``), it is the SDK's connection unchanged: there are no frames to split.
     """
 
@@ -511,7 +511,7 @@ class FastConnection(SdkConnection):
         (``SessionNotification``), build the same keyword arguments, and return
         ``(session_id, the client's session_update coroutine)``.
 
-        :meth:`_dispatch_queue` inlines the common case: when ``params`` is exactly
+        ``_dispatch_queue`` inlines the common case: when ``params`` is exactly
         ``{"sessionId": <str>, "update": ...}`` (what every sender writes), only ``update`` goes
         through pydantic, with the validator of ``SessionNotification.update`` itself, which gives
         the same model for less (any validation error is raised by ``SessionNotification``, as
@@ -520,7 +520,7 @@ class FastConnection(SdkConnection):
         The SDK wraps the call in its update tracker (a future per update, so that ``prompt()``
         can wait for the updates still running). That bookkeeping is invisible to every other task
         for a handler that completes without suspending, so it is only done when the handler
-        suspends (:meth:`_finish_update`)."""
+        suspends (``_finish_update``)."""
         if self._observers:
             self._emit(StreamDirection.INCOMING, item.to_dict())
         notification = _validate_notification(item.params)
@@ -656,7 +656,7 @@ class FastConnection(SdkConnection):
         """Take the rest of the queue as the SDK's receive loop takes the messages of a read: each
         through ``_process_message`` (a task per handler, created now, started in order;
         ``$/cancel_request`` and responses handled at once), batches and bad lines as
-        :meth:`_start` does, their coroutines in tasks. Used once a request has been given a task
+        ``_start`` does, their coroutines in tasks. Used once a request has been given a task
         of its own, so that nothing read after it starts before it, and a ``$/cancel_request``
         read with it cancels it before it starts, as in the SDK."""
         if self._as_sdk:  # already draining (a request in a batch): that loop goes on

@@ -1,4 +1,4 @@
-"""Conversions between acp-fast (frames, :class:`acp_fast.Message`, ToolCallStore records — plain
+"""Conversions between acp-fast (frames, [`acp_fast.Message`][acp_fast.Message], ToolCallStore records — plain
 dicts in ACP wire shape) and the pydantic models of the ACP Python SDK (``acp.schema``).
 
     >>> from acp_fast.integrations import models
@@ -116,7 +116,7 @@ def session_update(update: Union[Dict[str, Any], Any]) -> Any:
 
 def params_model(frame: Any) -> BaseModel:
     """The SDK params model of a request or notification frame (by its method, see
-    :data:`PARAMS_MODELS`). KeyError for a method the SDK does not route."""
+    [`PARAMS_MODELS`][acp_fast.integrations.models.PARAMS_MODELS]). KeyError for a method the SDK does not route."""
     message = _message(frame)
     method: Any  # None (no method) is a KeyError below, as documented
     if isinstance(message, dict):

@@ -1,7 +1,7 @@
 """A drop-in ``SessionAccumulator`` for ``acp.contrib.session_state``, backed by acp-fast's state
-engine (:class:`acp_fast.ToolCallStore`).
+engine ([`acp_fast.ToolCallStore`][acp_fast.ToolCallStore]).
 
-Swap one import::
+Swap one import:
 
     # from acp.contrib.session_state import SessionAccumulator
     from acp_fast.integrations.session_state import SessionAccumulator
@@ -12,28 +12,28 @@ classes) and the same snapshots on v1 streams. What differs:
 
 * **Cost.** The SDK deep-copies the whole session into a new snapshot on every ``apply``, so a
   long session is quadratic. Here ``apply`` costs the same at update 10 and update 100,000: the
-  snapshot it returns is a :class:`LazySessionSnapshot` (a ``SessionSnapshot`` subclass) whose
+  snapshot it returns is a [`LazySessionSnapshot`][acp_fast.integrations.session_state.LazySessionSnapshot] (a ``SessionSnapshot`` subclass) whose
   fields are built the first time they are read, from state that later updates cannot change.
   Reading a field costs what that field holds, once per snapshot. Items (message chunks, content,
   plan entries) are shared between snapshots instead of being copied for each: treat them as
   read-only (the snapshot itself is frozen).
-* **Input.** ``apply`` also takes frames — ``bytes`` / ``str`` / :class:`acp_fast.Message` /
-  dict, batches included — and :meth:`SessionAccumulator.feed` takes a byte stream of any size.
+* **Input.** ``apply`` also takes frames — ``bytes`` / ``str`` / [`acp_fast.Message`][acp_fast.Message] /
+  dict, batches included — and [`SessionAccumulator.feed`][acp_fast.integrations.session_state.SessionAccumulator.feed] takes a byte stream of any size.
   Frames that are not ``session/update`` (``initialize`` responses, permission requests, ...)
   go to the store too, so the protocol version is negotiated and permission tool calls applied.
 * **v2.** ``tool_call_update`` with ``null`` clears, ``tool_call_content_chunk``, terminals and
   plans by id follow the state engine's rules (DESIGN §7); terminals and plans are available
-  through :meth:`SessionAccumulator.terminals` / :meth:`SessionAccumulator.plans`. Values the
+  through [`SessionAccumulator.terminals`][acp_fast.integrations.session_state.SessionAccumulator.terminals] / [`SessionAccumulator.plans`][acp_fast.integrations.session_state.SessionAccumulator.plans]. Values the
   SDK's models cannot hold (a v2 diff, status ``"cancelled"``) are kept as they came (wire dicts
   / strings) rather than dropped.
 * **Replays.** An agent answers ``session/load`` (and a v2 ``session/resume`` with a
   ``replayFrom`` cursor) by first sending the session's history again as ``session/update``
   notifications. The SDK's accumulator, which never sees the request, applies them on top of what
   it holds: a session loaded again in the same accumulator has its history twice. Here the
-  request (a frame given to ``apply`` / ``feed``, or :meth:`SessionAccumulator.replay` around the
+  request (a frame given to ``apply`` / ``feed``, or [`SessionAccumulator.replay`][acp_fast.integrations.session_state.SessionAccumulator.replay] around the
   SDK's ``load_session`` / ``resume_session`` call) starts the session afresh, as
-  :meth:`SessionAccumulator.reset` does, so the replay rebuilds it, and marks what follows as
-  replay (:attr:`SessionAccumulator.replaying`) until the request's response, or until the v2
+  [`SessionAccumulator.reset`][acp_fast.integrations.session_state.SessionAccumulator.reset] does, so the replay rebuilds it, and marks what follows as
+  replay ([`SessionAccumulator.replaying`][acp_fast.integrations.session_state.SessionAccumulator.replaying]) until the request's response, or until the v2
   ``replay_complete`` update for the session, or the end of the ``replay()`` block. A v1
   ``session/resume`` (or a v2 one without ``replayFrom``) replays nothing and changes nothing.
 """
@@ -118,7 +118,7 @@ class _Epoch:
 
 
 class _World:
-    """Everything :meth:`SessionAccumulator.reset` throws away. A reset starts a new world; the
+    """Everything [`SessionAccumulator.reset`][acp_fast.integrations.session_state.SessionAccumulator.reset] throws away. A reset starts a new world; the
     old one is never changed again, so the snapshots that refer to it stay valid."""
 
     __slots__ = ("store", "session_id", "ids", "flags", "views", "messages", "epoch", "dirty")
@@ -274,7 +274,7 @@ class LazySessionSnapshot(SessionSnapshot):
 
     It is a ``SessionSnapshot`` (``isinstance`` holds), compares equal to the SDK's snapshot of
     the same state (either way round), and dumps, copies, pickles and prints as one.
-    :meth:`materialize` gives a plain ``SessionSnapshot``."""
+    [`materialize`][acp_fast.integrations.session_state.LazySessionSnapshot.materialize] gives a plain ``SessionSnapshot``."""
 
     def __getattr__(self, name: str) -> Any:
         d = self.__dict__
@@ -370,7 +370,7 @@ class SessionAccumulator:
     state, or raises ``SessionNotificationMismatchError`` when False). ``protocol_version``:
     ``None`` (learn it from an ``initialize`` response, version 1 until then), ``1`` or ``2`` —
     it decides how ``null`` in a ``tool_call_update`` is read. ``max_frame_bytes``: the longest
-    line :meth:`feed` accepts. ``backend``: an acp-fast backend module (default: ``acp_fast``'s).
+    line [`feed`][acp_fast.integrations.session_state.SessionAccumulator.feed] accepts. ``backend``: an acp-fast backend module (default: ``acp_fast``'s).
     """
 
     def __init__(
@@ -420,7 +420,7 @@ class SessionAccumulator:
     def subscribe(self, callback: Callable[[SessionSnapshot, Any], None]) -> Callable[[], None]:
         """Register ``callback(snapshot, notification)``, called after every applied update (the
         ``notification`` is what was applied: a ``SessionNotification``, or the frame's
-        :class:`acp_fast.Message`). Returns the function that unsubscribes it."""
+        [`acp_fast.Message`][acp_fast.Message]). Returns the function that unsubscribes it."""
         self._subscribers.append(callback)
 
         def unsubscribe() -> None:
@@ -435,10 +435,10 @@ class SessionAccumulator:
         """Merge one update and return the snapshot after it.
 
         ``notification``: a ``SessionNotification`` (as in the SDK), or a frame — ``bytes`` /
-        ``str`` / :class:`acp_fast.Message` / message dict — of any method; a batch frame applies
+        ``str`` / [`acp_fast.Message`][acp_fast.Message] / message dict — of any method; a batch frame applies
         its entries in order. Returns the snapshot after the last ``session/update`` applied, or
         ``None`` when the frame held none and no session has been seen yet. A bad frame raises
-        :class:`acp_fast.DecodeError` and changes nothing."""
+        [`acp_fast.DecodeError`][acp_fast.DecodeError] and changes nothing."""
         if isinstance(notification, SessionNotification):
             return self._apply_model(notification)
         if isinstance(notification, (bytes, bytearray, memoryview, str)):
@@ -462,7 +462,7 @@ class SessionAccumulator:
         return snapshot if snapshot is not None else self._current_or_none()
 
     def snapshot(self) -> LazySessionSnapshot:
-        """The current state (lazy, see :class:`LazySessionSnapshot`)."""
+        """The current state (lazy, see [`LazySessionSnapshot`][acp_fast.integrations.session_state.LazySessionSnapshot])."""
         world = self._world
         if world.session_id is None:
             raise SessionSnapshotUnavailableError()
@@ -510,14 +510,14 @@ class SessionAccumulator:
     @contextlib.contextmanager
     def replay(self, session_id: str) -> Iterator[None]:
         """Mark what is applied inside the block as the replay of ``session_id``'s history, for a
-        client that gives ``apply`` the SDK's models (and so never shows it the request)::
+        client that gives ``apply`` the SDK's models (and so never shows it the request):
 
             with acc.replay(session_id):
                 await conn.load_session(cwd=cwd, session_id=session_id)
 
         As a ``session/load`` request frame does: the session's accumulated state is dropped
         first (when it is the current session), so the replay rebuilds it instead of doubling it,
-        and :attr:`replaying` is ``session_id`` until the block ends."""
+        and [`replaying`][acp_fast.integrations.session_state.SessionAccumulator.replaying] is ``session_id`` until the block ends."""
         self._start_replay(session_id, _BY_BLOCK)
         try:
             yield
@@ -552,7 +552,7 @@ class SessionAccumulator:
 
     @property
     def store(self) -> Any:
-        """The :class:`acp_fast.ToolCallStore` of the current session (read it, don't feed it)."""
+        """The [`acp_fast.ToolCallStore`][acp_fast.ToolCallStore] of the current session (read it, don't feed it)."""
         return self._world.store
 
     @property

@@ -6,10 +6,10 @@
     proxy = Proxy(["my-agent"], middleware=[AutoApprove({"read"}), RedactSecrets(r"sk-[A-Za-z0-9]{20,}")])
     sys.exit(proxy.run())
 
-:class:`Proxy` relays an editor (this process's stdin / stdout) and the agent it starts, byte-exact,
-tracking every session's state; each :class:`Middleware` sees every message of both directions as
-a :class:`acp_fast.Message` and returns it (forwarded byte-exact), a replacement, a list of frames,
-or nothing (dropped); its :class:`Context` injects frames in either direction, notes the reason of
+[`Proxy`][acp_fast.proxy.Proxy] relays an editor (this process's stdin / stdout) and the agent it starts, byte-exact,
+tracking every session's state; each [`Middleware`][acp_fast.proxy.Middleware] sees every message of both directions as
+a [`acp_fast.Message`][acp_fast.Message] and returns it (forwarded byte-exact), a replacement, a list of frames,
+or nothing (dropped); its [`Context`][acp_fast.proxy.Context] injects frames in either direction, notes the reason of
 a drop or replacement (in the recording) and reaches the state. With no middleware the relay works
 on whole blocks of lines, as fast as without this API.
 """

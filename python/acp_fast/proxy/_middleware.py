@@ -1,16 +1,16 @@
-"""The middleware protocol of :class:`acp_fast.proxy.Proxy` and the chain that runs it.
+"""The middleware protocol of [`acp_fast.proxy.Proxy`][acp_fast.proxy.Proxy] and the chain that runs it.
 
 A middleware is any callable ``middleware(message, sender, ctx) -> result`` (the
-:class:`Middleware` protocol). The proxy calls it once for every message of a direction that
+[`Middleware`][acp_fast.proxy.Middleware] protocol). The proxy calls it once for every message of a direction that
 reaches its place in the chain; ``sender`` says who sent the frame (``"editor"``: it is going to
 the agent; ``"agent"``: it is going to the editor) and ``ctx`` is the middleware's
-:class:`Context`. What it returns decides what happens to the message:
+[`Context`][acp_fast.proxy.Context]. What it returns decides what happens to the message:
 
 * the message itself (``return message``): forwarded, byte-exact;
-* another frame (a :class:`acp_fast.Message`, bytes or a dict): the message is replaced by it;
+* another frame (a [`acp_fast.Message`][acp_fast.Message], bytes or a dict): the message is replaced by it;
 * a list of frames: the message is replaced by all of them, in order (the message itself may be
   one of them, and is then forwarded byte-exact at its place): extra frames in the same direction;
-* ``None`` or :class:`Drop` (``Drop("reason")``): the message is dropped.
+* ``None`` or [`Drop`][acp_fast.proxy.Drop] (``Drop("reason")``): the message is dropped.
 
 ``ctx.inject(frame, to="editor" | "agent")`` sends a frame in either direction, at any time (also
 from another thread, e.g. a timer). A frame a middleware returns or injects goes through the
@@ -37,7 +37,7 @@ __all__ = ["SIDES", "Context", "Drop", "Frame", "Middleware", "Result", "other_s
 SIDES = ("editor", "agent")
 
 #: A frame a middleware gives back or injects: a Message, the bytes of one JSON-RPC message
-#: (line ending optional) or a dict (written with :func:`acp_fast.dumps`).
+#: (line ending optional) or a dict (written with [`acp_fast.dumps`][acp_fast.dumps]).
 Frame = Union[acp_fast.Message, bytes, Dict[str, Any]]
 
 
@@ -55,7 +55,7 @@ Result = Union[None, Drop, Frame, Sequence[Frame]]
 class Middleware(Protocol):
     """One step of the proxy's chain: called with every message of both directions that reaches
     it; returns the message (forwarded unchanged), a replacement, a list of frames, or
-    ``None`` / :class:`Drop` (dropped)."""
+    ``None`` / [`Drop`][acp_fast.proxy.Drop] (dropped)."""
 
     def __call__(self, message: acp_fast.Message, sender: str, ctx: Context) -> Result: ...
 
@@ -106,7 +106,7 @@ class Context:
 
     @property
     def store(self) -> acp_fast.ToolCallStore:
-        """The proxy's :class:`acp_fast.ToolCallStore`: every session's tool calls, permission
+        """The proxy's [`acp_fast.ToolCallStore`][acp_fast.ToolCallStore]: every session's tool calls, permission
         requests, terminals and plans, as far as the frames delivered so far tell (the editor's
         view, in the editor's protocol version)."""
         return self._proxy.store
@@ -152,7 +152,7 @@ class Outcome:
     (None: forwarded, ``"dropped"``, ``"replaced"``), its ``reason``, the frames ``delivered``
     (``(wire, injected)``: bytes with their line ending, or None for the message's own line as
     read) and the frames injected ``back`` to the side it came from; ``withheld``: the message
-    is recorded without its bytes (:meth:`Context.withhold`)."""
+    is recorded without its bytes ([`Context.withhold`][acp_fast.proxy.Context.withhold])."""
 
     action: Optional[str] = None
     reason: Optional[str] = None
@@ -191,7 +191,7 @@ def _message(frame: Any, name: str) -> acp_fast.Message:
 
 
 class _Raised:
-    """What a middleware raised (in :meth:`Chain.run`'s quick pass)."""
+    """What a middleware raised (in ``Chain.run``'s quick pass)."""
 
     __slots__ = ("error",)
 
@@ -201,7 +201,7 @@ class _Raised:
 
 class Chain:
     """The middleware of a proxy, in order from the editor to the agent, and the runs of messages
-    through them. The caller holds the proxy's lock during :meth:`run` and :meth:`deliveries`."""
+    through them. The caller holds the proxy's lock during ``run`` and ``deliveries``."""
 
     def __init__(self, proxy: Host, middleware: Sequence[Middleware]) -> None:
         self.proxy = proxy

@@ -77,8 +77,8 @@ def _grow_pipe(fd: int) -> None:
 
 class Proxy:
     """A byte-exact stdio proxy between an editor (this process's stdin and stdout) and the agent
-    it starts (``agent_command``), keeping every session's state (:attr:`store`) and running
-    ``middleware`` on every message (the :class:`acp_fast.proxy.Middleware` protocol).
+    it starts (``agent_command``), keeping every session's state ([`store`][acp_fast.proxy.Proxy.store]) and running
+    ``middleware`` on every message (the [`acp_fast.proxy.Middleware`][acp_fast.proxy.Middleware] protocol).
 
         >>> proxy = Proxy(["my-agent", "--stdio"], middleware=[AutoApprove({"read"})])  # doctest: +SKIP
         >>> sys.exit(proxy.run())  # doctest: +SKIP
@@ -89,7 +89,7 @@ class Proxy:
     ``"fail"`` (with ``agent_invalid_limit`` lines, default 1); ``bridge`` is ``(editor,
     agent)`` protocol versions; ``coalesce`` is ``--coalesce``'s milliseconds (None: off);
     ``max_terminal_bytes`` ... ``max_entities`` are the store's bounds
-    inside sessions (default: the store's defaults; None: no bound). :meth:`run` returns the exit status."""
+    inside sessions (default: the store's defaults; None: no bound). [`run`][acp_fast.proxy.Proxy.run] returns the exit status."""
 
     def __init__(
         self,
@@ -220,7 +220,7 @@ class Proxy:
         return list(self.chain.middleware)
 
     def context(self, middleware: Middleware) -> Context:
-        """The :class:`Context` of one of the proxy's middleware (to inject frames from outside)."""
+        """The [`Context`][acp_fast.proxy.Context] of one of the proxy's middleware (to inject frames from outside)."""
         for m, ctx in zip(self.chain.middleware, self.chain.contexts):
             if m is middleware:
                 return ctx
@@ -593,7 +593,7 @@ class Proxy:
 
 
 def format_summary(info: Dict[str, Any]) -> str:
-    """The exit report of :meth:`Proxy.summary` as the lines ``--summary`` prints."""
+    """The exit report of [`Proxy.summary`][acp_fast.proxy.Proxy.summary] as the lines ``--summary`` prints."""
     lines = [f"acp-fast proxy: agent exited with status {info['status']} after {info['seconds']:.1f} s"]
     for key, label in (("editor_to_agent", "editor → agent"), ("agent_to_editor", "agent → editor")):
         s = info[key]

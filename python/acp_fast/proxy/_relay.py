@@ -7,10 +7,10 @@ updates, a recording or middleware that changed a frame send it line by line (``
 ``changed_block``), so that the diagnostics come in the order of the lines.
 
 Diagnostics are the same whichever loop runs (this one or the core's, ``run_native``): the side's
-own line number, and the error as :func:`acp_fast.decode` gives it for that line (for a batch with
+own line number, and the error as [`acp_fast.decode`][acp_fast.decode] gives it for that line (for a batch with
 no valid message, its first entry), at that line (``_relined``).
 
-A :class:`Direction` sees the proxy through :class:`Host` (what it needs of it, no more);
+A ``Direction`` sees the proxy through ``Host`` (what it needs of it, no more);
 ``acp_fast.proxy.Proxy`` is one.
 """
 
@@ -122,7 +122,7 @@ class Settings:
 
 
 class Host(Protocol):
-    """What a :class:`Direction` needs of the proxy that runs it (``acp_fast.proxy.Proxy``)."""
+    """What a ``Direction`` needs of the proxy that runs it (``acp_fast.proxy.Proxy``)."""
 
     @property
     def settings(self) -> Settings: ...
@@ -826,7 +826,7 @@ class Direction:
         return out
 
     def injected_record(self, wire: bytes, now: float) -> Callable[[Optional[str]], None]:
-        """The ``record`` of :meth:`through` for a frame the proxy injected: recorded as
+        """The ``record`` of ``through`` for a frame the proxy injected: recorded as
         ``"injected"`` when it is written as it is, not at all when held (the merged line that
         carries its effect is)."""
         host = self.host
@@ -909,7 +909,7 @@ def _relined(error: Any, line: int, data: bytes) -> Any:
 
 
 def line_error(data: bytes, line: int) -> Optional[Any]:
-    """The error of a line that is not JSON-RPC, as :func:`acp_fast.decode` gives it (for a batch
+    """The error of a line that is not JSON-RPC, as [`acp_fast.decode`][acp_fast.decode] gives it (for a batch
     with no valid message, its first entry's), at line ``line`` of its side; None when the line
     is a frame (a batch holding at least one valid message is one)."""
     try:

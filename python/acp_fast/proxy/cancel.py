@@ -1,6 +1,6 @@
 """``--answer-cancelled-permissions``: after the editor cancels a prompt turn (``session/cancel``),
 the editor must answer every pending permission request of that session with the ``cancelled``
-outcome (ACP, "Cancellation"). :class:`CancelledPermissions` is the middleware that makes sure the
+outcome (ACP, "Cancellation"). ``CancelledPermissions`` is the middleware that makes sure the
 agent gets those answers: what the editor has not answered within a grace period, the proxy
 answers (``ToolCallStore.cancel_responses``), and never twice: every answer from the editor that
 comes after the proxy's is dropped (the recording says why), however many the editor sends.
@@ -33,7 +33,7 @@ __all__ = ["DEFAULT_GRACE", "MAX_REMEMBERED", "CancelledPermissions"]
 #: Seconds the editor has to answer before the proxy does.
 DEFAULT_GRACE = 1.0
 
-#: The most requests :class:`CancelledPermissions` remembers as answered by the proxy (so that
+#: The most requests ``CancelledPermissions`` remembers as answered by the proxy (so that
 #: every later answer from the editor is dropped) and as withdrawn by the agent; past it the
 #: oldest is forgotten. An editor answers late within seconds, and a proxy answers a handful of
 #: requests per cancelled turn: 10,000 covers hours of cancelled turns.

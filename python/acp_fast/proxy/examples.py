@@ -1,9 +1,9 @@
-"""Two middleware for :class:`acp_fast.proxy.Proxy`, as examples of the API (docs/PROXY.md,
+"""Two middleware for [`acp_fast.proxy.Proxy`][acp_fast.proxy.Proxy], as examples of the API (docs/PROXY.md,
 "Middleware") and ready to use:
 
-* :class:`AutoApprove`: answers the agent's permission requests for tool calls of chosen kinds
+* ``AutoApprove``: answers the agent's permission requests for tool calls of chosen kinds
   (``read``, ``search``, ...) itself, with an ``allow`` option; the editor never sees them.
-* :class:`RedactSecrets`: replaces what a regular expression matches in every string the agent
+* ``RedactSecrets``: replaces what a regular expression matches in every string the agent
   sends the editor (base64 terminal output included) before it reaches the editor, and keeps the
   agent's line out of the recording.
 

@@ -1,5 +1,5 @@
 """The compiler: a JSON Schema document (the official ACP ``schema.json``) into a table of
-:class:`Node` objects, one per (sub)schema, that the checks walk.
+``Node`` objects, one per (sub)schema, that the checks walk.
 
 Mirror of ``rust/schema/compile.rs``: the same keywords (anything else is an error), the same
 annotations skipped, the same tags of unions. Differences on purpose: the document comes in as

@@ -1,7 +1,7 @@
 """The protocol rules the schema cannot express, as checks of their own.
 
 Mirror of ``rust/schema/rules.rs`` (its top comment lists the rules): ``mark``,
-``custom_values`` and :class:`Conversation`, over dicts and lists; the conversation's limits are
+``custom_values`` and ``Conversation``, over dicts and lists; the conversation's limits are
 ``MAX_PENDING_IDS`` and ``MAX_TOOL_CALL_IDS``.
 """
 
@@ -36,10 +36,10 @@ CUSTOM_VALUE_PREFIX = "custom-value-prefix"
 TOOL_CALL_TITLE = "tool-call-title"
 UNEXPECTED_RESPONSE = "unexpected-response"
 
-#: The most request ids a :class:`Conversation` keeps pending (each with at most one request per
+#: The most request ids a ``Conversation`` keeps pending (each with at most one request per
 #: sender); past it the oldest is forgotten (Rust: ``MAX_PENDING_IDS``, the reasons there).
 MAX_PENDING_IDS = 10_000
-#: The most (sessionId, toolCallId) pairs a :class:`Conversation` remembers for
+#: The most (sessionId, toolCallId) pairs a ``Conversation`` remembers for
 #: ``tool-call-title``; past it the oldest is forgotten (Rust: ``MAX_TOOL_CALL_IDS``).
 MAX_TOOL_CALL_IDS = 100_000
 
@@ -47,7 +47,7 @@ PathList = List[Union[str, int]]
 
 
 class _Schema(Protocol):
-    """What :class:`Conversation` uses of the package's ``Schema`` (one protocol version's
+    """What ``Conversation`` uses of the package's ``Schema`` (one protocol version's
     checks): named here so that this module does not import the package that imports it."""
 
     version: int
