@@ -37,9 +37,11 @@ from .recording import ParsedRecord, Record, RecordingError, _dumps, _load, _sec
 
 __all__ = ["CLIENT", "AGENT", "PROXY", "TraceWriter", "events", "from_recording", "is_trace", "parse_lines"]
 
-#: The conductor's names of the two ends and of acp-fast in between.
+#: The conductor's name of the editor's end.
 CLIENT = "Client"
+#: The conductor's name of the agent's end.
 AGENT = "Agent"
+#: The conductor's name of the first proxy between them: acp-fast in its traces.
 PROXY = "Proxy(0)"
 #: The component of each side of a recording.
 COMPONENTS = {"editor": CLIENT, "agent": AGENT}
