@@ -453,3 +453,16 @@ def test_without_the_extra_a_clear_message(args: List[str], prog: str) -> None:
     assert run.returncode == 2, run.stderr
     [line] = run.stderr.decode().splitlines()
     assert line.startswith(prog) and "pip install 'acp-fast[otel]'" in line
+
+
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (["--otlp-inject"], b"--otlp-inject needs --otlp URL"),
+        (["--otlp", "ftp://x"], b"expected an http:// or https:// URL"),
+        (["--otlp", "localhost:4318"], b"expected an http:// or https:// URL"),
+    ],
+)
+def test_proxy_usage_errors(args: List[str], said: bytes) -> None:
+    run = subprocess.run([PY, "-m", "acp_fast.cli", "proxy", *args, "--", "true"], capture_output=True, timeout=60)
+    assert run.returncode == 2 and said in run.stderr

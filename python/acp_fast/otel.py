@@ -63,7 +63,9 @@ __all__ = [
     "exporter",
     "from_recording",
     "span_rows",
+    "Remote",
     "parse_traceparent",
+    "format_traceparent",
 ]
 
 #: The version of the OpenTelemetry semantic conventions the mapping follows.
@@ -160,6 +162,8 @@ class Rows:
         self.rows: List[Dict[str, Any]] = []
 
     def start(self, name: str, kind: str, start_ns: int, parent: Any, attributes: Dict[str, Any]) -> Any:
+        """Open a span (`kind`: `CLIENT`, `SERVER` or `INTERNAL`) at `start_ns`, a child of
+        `parent` (a `Remote`, another span's handle, or None: a new trace); its handle."""
         if isinstance(parent, Remote):
             trace_id, parent_id = parent.trace_id, parent.span_id
         elif parent is not None:
@@ -171,11 +175,14 @@ class Rows:
                 "start_ns": start_ns, "attributes": dict(attributes)}  # fmt: skip
 
     def context(self, handle: Any) -> Remote:
+        """The span context of an open span."""
         return Remote(handle["_trace"], handle["_span"], 1)
 
     def end(
         self, handle: Any, end_ns: int, name: Optional[str], error: Optional[str], attributes: Dict[str, Any]
     ) -> None:
+        """End a span at `end_ns` with more `attributes`, renamed `name` (None: as it is), status
+        ERROR with the message `error` (None: UNSET): it becomes a row."""
         handle["attributes"].update(attributes)
         self.rows.append(
             {
@@ -206,7 +213,7 @@ class _Sdk:
     """An emitter on the OpenTelemetry SDK: a tracer and a meter (their providers are shut down
     by `shutdown`)."""
 
-    def __init__(self, tracer_provider: Any, meter_provider: Any) -> None:
+    def __init__(self, tracer_provider: Any, meter_provider: Any, failed: Optional[threading.Event] = None) -> None:
         from opentelemetry import trace as api
         from opentelemetry.trace import SpanKind, Status, StatusCode
 
@@ -215,6 +222,8 @@ class _Sdk:
         self._status = (Status, StatusCode)
         self.tracer_provider = tracer_provider
         self.meter_provider = meter_provider
+        #: Set once a send failed: the endpoint is down, and the last sends get little time.
+        self.failed = failed or threading.Event()
         version = acp_fast.__version__
         self.tracer = tracer_provider.get_tracer("acp_fast.otel", version, schema_url=SCHEMA_URL)
         meter = meter_provider.get_meter("acp_fast.otel", version, schema_url=SCHEMA_URL)
@@ -235,6 +244,7 @@ class _Sdk:
         }  # fmt: skip
 
     def start(self, name: str, kind: str, start_ns: int, parent: Any, attributes: Dict[str, Any]) -> Any:
+        """As `Rows.start`: an SDK span."""
         api = self._api
         if isinstance(parent, Remote):
             from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, TraceState
@@ -256,6 +266,7 @@ class _Sdk:
         )
 
     def context(self, handle: Any) -> Remote:
+        """As `Rows.context`."""
         ctx = handle.get_span_context()
         state = ctx.trace_state.to_header() if ctx.trace_state else ""
         return Remote(ctx.trace_id, ctx.span_id, int(ctx.trace_flags), state)
@@ -263,6 +274,7 @@ class _Sdk:
     def end(
         self, handle: Any, end_ns: int, name: Optional[str], error: Optional[str], attributes: Dict[str, Any]
     ) -> None:
+        """As `Rows.end`: the SDK span ends (and is queued for sending)."""
         if attributes:
             handle.set_attributes(attributes)
         if name:
@@ -273,23 +285,29 @@ class _Sdk:
         handle.end(end_time=max(end_ns, handle.start_time or 0))
 
     def count(self, name: str, value: int, attributes: Dict[str, Any]) -> None:
+        """Add `value` to the counter `name`."""
         self.counters[name].add(value, attributes)
 
     def record(self, name: str, value: float, attributes: Dict[str, Any]) -> None:
+        """Record `value` in the histogram `name`."""
         self.histograms[name].record(value, attributes)
 
     def shutdown(self, timeout: float) -> None:
-        """Send what is queued (at most `timeout` seconds each for spans and metrics), then stop."""
-        millis = max(int(timeout * 1000), 1)
+        """Send what is queued (at most `timeout` seconds each for spans and metrics; half a
+        second when a send already failed), then stop."""
+
+        def millis() -> int:
+            return max(int((min(timeout, 0.5) if self.failed.is_set() else timeout) * 1000), 1)
+
         try:
-            self.tracer_provider.force_flush(millis)
-            self.meter_provider.force_flush(millis)
+            self.tracer_provider.force_flush(millis())
+            self.meter_provider.force_flush(millis())
         finally:
             self.tracer_provider.shutdown()
-            self.meter_provider.shutdown(timeout_millis=millis)
+            self.meter_provider.shutdown(timeout_millis=millis())
 
 
-def exporter(endpoint: str, *, timeout: float = 5.0, warn: Optional[Callable[[str], None]] = None) -> Any:
+def exporter(endpoint: str, *, timeout: float = 3.0, warn: Optional[Callable[[str], None]] = None) -> Any:
     """An emitter that sends spans (`BatchSpanProcessor`: in the background, a full queue drops
     spans rather than block) and metrics to the OTLP/HTTP endpoint `endpoint` (its base URL, e.g.
     `http://127.0.0.1:4318`: `/v1/traces` and `/v1/metrics` are added). `timeout`: seconds each
@@ -311,9 +329,10 @@ def exporter(endpoint: str, *, timeout: float = 5.0, warn: Optional[Callable[[st
     warned = threading.Event()
 
     def failed(what: str) -> None:
-        if warn is not None and not warned.is_set():
+        if not warned.is_set():
             warned.set()
-            warn(f"--otlp {base}: could not send {what} (is an OTLP/HTTP receiver listening?); "
+            if warn is not None:
+                warn(f"--otlp {base}: could not send {what} (is an OTLP/HTTP receiver listening?); "
                  "spans are dropped while it is unreachable, the relay goes on")  # fmt: skip
 
     class SpanSender(OTLPSpanExporter):
@@ -345,7 +364,7 @@ def exporter(endpoint: str, *, timeout: float = 5.0, warn: Optional[Callable[[st
         MetricSender(endpoint=base + "/v1/metrics", timeout=timeout), export_interval_millis=60_000
     )
     meter_provider = MeterProvider(resource=resource, metric_readers=[reader])
-    return _Sdk(tracer_provider, meter_provider)
+    return _Sdk(tracer_provider, meter_provider, warned)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -23,8 +23,8 @@ from ._usage import Parser
 COMPRESSIONS = ("zstd", "snappy", "gzip", "lz4", "none")
 #: ``--to`` names ending so are traces (``acp_fast.trace``), not Parquet files.
 TRACE_SUFFIX = ".jsons"
-#: ``--to otlp+http://HOST:PORT`` (or ``otlp+https://``): OpenTelemetry spans sent to that
-#: OTLP/HTTP endpoint (``acp_fast.otel``), not a file.
+#: `--to otlp+http://HOST:PORT` (or `otlp+https://`): OpenTelemetry spans sent to that
+#: OTLP/HTTP endpoint (`acp_fast.otel`), not a file.
 OTLP_PREFIX = "otlp+"
 
 
@@ -215,7 +215,7 @@ def _recordings(parser: Parser, files: List[str], what: str) -> Optional[int]:
 
 
 def _otlp(parser: Parser, args: Any) -> int:
-    """``--to otlp+http://HOST:PORT``: the spans and metrics of the recordings (``acp_fast.otel``,
+    """`--to otlp+http://HOST:PORT`: the spans and metrics of the recordings (`acp_fast.otel`,
     timed by their records) sent to that OTLP/HTTP endpoint, one recording after the other."""
     from ..otel import INSTALL, Spans, exporter, from_recording, require_otel
     from ..recording import RecordingError

@@ -82,7 +82,7 @@ def _invalid_policy(text: str) -> Tuple[str, int]:
 
 
 def _otlp_url(text: str) -> str:
-    """``--otlp URL``: an http:// or https:// URL (the OTLP/HTTP endpoint's base)."""
+    """`--otlp URL`: an http:// or https:// URL (the OTLP/HTTP endpoint's base)."""
     scheme, sep, rest = text.partition("://")
     if not sep or scheme.lower() not in ("http", "https") or not rest.strip("/"):
         raise argparse.ArgumentTypeError(

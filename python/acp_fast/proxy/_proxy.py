@@ -89,9 +89,9 @@ class Proxy:
     ``"fail"`` (with ``agent_invalid_limit`` lines, default 1); ``bridge`` is ``(editor,
     agent)`` protocol versions; ``coalesce`` is ``--coalesce``'s milliseconds (None: off);
     ``max_terminal_bytes`` ... ``max_entities`` are the store's bounds
-    inside sessions (default: the store's defaults; None: no bound); ``otlp`` is an OTLP/HTTP
-    endpoint to send OpenTelemetry spans and metrics to (``acp_fast.otel``; ImportError naming the
-    ``otel`` extra when it is not installed) and ``otlp_inject`` adds the turn's ``traceparent``
+    inside sessions (default: the store's defaults; None: no bound); `otlp` is an OTLP/HTTP
+    endpoint to send OpenTelemetry spans and metrics to (`acp_fast.otel`; ImportError naming the
+    `otel` extra when it is not installed) and `otlp_inject` adds the turn's `traceparent`
     to the prompts sent to the agent. :meth:`run` returns the exit status."""
 
     def __init__(
@@ -172,7 +172,7 @@ class Proxy:
         self.stdout = Output(1)
         self.record_lock = threading.Lock()
         self.trace_path = trace
-        #: ``--record``, ``--trace`` and ``--otlp``: (option, path or URL, writer, file or None); the
+        #: `--record`, `--trace` and `--otlp`: (option, path or URL, writer, file or None); the
         #: files are closed in _finish.
         self._outputs: List[Tuple[str, str, Any, Optional[IO[bytes]]]] = []
         if record:
@@ -186,7 +186,7 @@ class Proxy:
                 self._close_outputs()
                 raise
             self._outputs.append(("--trace", trace, TraceWriter(out, time.time(), flush_every=FLUSH_SECONDS), out))
-        #: ``--otlp``: the OpenTelemetry mapping (``acp_fast.otel.Spans``), given every line too.
+        #: `--otlp`: the OpenTelemetry mapping (`acp_fast.otel.Spans`), given every line too.
         self.spans: Optional[Spans] = None
         if otlp:
             try:
@@ -199,7 +199,7 @@ class Proxy:
             if self.spans is None:
                 raise ValueError("otlp_inject needs otlp (the turn's span is what is injected)")
             middleware = [*middleware, TraceContextInjector(self.spans)]
-        #: What every line seen is given to (``--record``, ``--trace``, ``--otlp``).
+        #: What every line seen is given to (`--record`, `--trace`, `--otlp`).
         self.recorder: Optional[Writers] = Writers([w for _, _, w, _ in self._outputs]) if self._outputs else None
         self.agent: Optional[subprocess.Popen[bytes]] = None
         self.agent_stdin: Optional[Output] = None
@@ -568,7 +568,7 @@ class Proxy:
 
     @staticmethod
     def _close_output(writer: Any, out: Optional[IO[bytes]], status: Optional[int]) -> None:
-        """End one ``--record`` / ``--trace`` / ``--otlp`` output (``status``: the agent's exit,
+        """End one `--record` / `--trace` / `--otlp` output (`status`: the agent's exit,
         None: never started)."""
         try:
             if status is not None:
