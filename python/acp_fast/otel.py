@@ -544,10 +544,10 @@ class Spans:
 
     def _request(self, message: Any, side: str, t: float, key: Tuple[Any, ...]) -> None:
         method = message.method
-        params = message.params if isinstance(message.params, dict) else {}
-        session = params.get("sessionId") if isinstance(params.get("sessionId"), str) else None
+        session = message.session_id if isinstance(message.session_id, str) else None
         request_id = _text(message.id) if message.id is not None else None
         if method == PROMPT and side == "editor":
+            params = message.params if isinstance(message.params, dict) else {}
             meta = params.get("_meta")
             parent = (
                 parse_traceparent(meta.get("traceparent"), meta.get("tracestate")) if isinstance(meta, dict) else None
@@ -599,7 +599,9 @@ class Spans:
             attributes["error.type"] = _text(code)
             if entry.kind != "turn":
                 attributes["rpc.response.status_code"] = _text(code)
-        result = message.result if message.kind == "response" else None
+        # the result is read (made into Python objects) only where it is needed
+        wanted = entry.kind == "turn" or (entry.kind == "rpc" and entry.method == "initialize")
+        result = message.result if message.kind == "response" and wanted else None
         if entry.kind == "rpc" and entry.method == "initialize" and isinstance(result, dict):
             info = result.get("agentInfo", result.get("info"))  # v1 agentInfo, v2 info
             if isinstance(info, dict):
@@ -631,20 +633,20 @@ class Spans:
     def _notification(self, message: Any, side: str, t: float) -> None:
         if message.method != "session/update" or side != "agent":
             return
-        params = message.params if isinstance(message.params, dict) else {}
-        session = params.get("sessionId")
-        update = params.get("update")
-        if not isinstance(session, str) or not isinstance(update, dict):
-            return
-        key = self._turns.get(session)
+        session = message.session_id  # read without making the params into Python objects
+        key = self._turns.get(session) if isinstance(session, str) else None
         entry = self._open.get(key) if key is not None else None
         if entry is None or key is None:
             return
-        kind = update.get("sessionUpdate")
+        kind = message.update_kind
         if kind in FIRST_CHUNKS and not entry.first_chunk:
             entry.first_chunk = True
             entry.attributes["acp.turn.time_to_first_chunk"] = max(t - entry.t, 0.0)
-        elif kind == "state_update" and update.get("state") == "idle" and entry.attributes.get("acp.turn.acknowledged"):
+        elif kind == "state_update" and entry.attributes.get("acp.turn.acknowledged"):
+            params = message.params if isinstance(message.params, dict) else {}
+            update = params.get("update")
+            if not isinstance(update, dict) or update.get("state") != "idle":
+                return
             stop = update.get("stopReason")
             attributes = {"gen_ai.response.finish_reasons": [_text(stop)]} if stop is not None else {}
             self._end(key, t, attributes=attributes, ended_by="idle")
