@@ -94,6 +94,8 @@ MAX_TEXT = 4096
 PROVIDER = "acp"
 #: Updates whose first one is the turn's first chunk.
 FIRST_CHUNKS = ("agent_message_chunk", "agent_thought_chunk")
+#: Updates that change no tool call or permission: not given to the store.
+STATELESS = ("agent_message_chunk", "agent_thought_chunk", "user_message_chunk")
 PROMPT = "session/prompt"
 PERMISSION = "session/request_permission"
 
@@ -199,8 +201,8 @@ class Rows:
             }
         )
 
-    def count(self, name: str, value: int, attributes: Dict[str, Any]) -> None:
-        """Metrics are not kept."""
+    def count(self, side: str, size: int) -> None:
+        """A line of `side`, `size` bytes long (`acp.frames`, `acp.bytes`): metrics are not kept."""
 
     def record(self, name: str, value: float, attributes: Dict[str, Any]) -> None:
         """Metrics are not kept."""
@@ -215,6 +217,7 @@ class _Sdk:
 
     def __init__(self, tracer_provider: Any, meter_provider: Any, failed: Optional[threading.Event] = None) -> None:
         from opentelemetry import trace as api
+        from opentelemetry.metrics import Observation
         from opentelemetry.trace import SpanKind, Status, StatusCode
 
         self._api = api
@@ -227,10 +230,19 @@ class _Sdk:
         version = acp_fast.__version__
         self.tracer = tracer_provider.get_tracer("acp_fast.otel", version, schema_url=SCHEMA_URL)
         meter = meter_provider.get_meter("acp_fast.otel", version, schema_url=SCHEMA_URL)
-        self.counters = {
-            "acp.frames": meter.create_counter("acp.frames", "{frame}", "Lines seen, per side"),
-            "acp.bytes": meter.create_counter("acp.bytes", "By", "Bytes of the lines seen, per side"),
-        }
+        # acp.frames / acp.bytes: totals per side kept here, read by the SDK when it collects
+        # (an observable counter: a line costs an addition, not an SDK call)
+        self.frames: Dict[str, int] = {}
+        self.bytes: Dict[str, int] = {}
+
+        def observe(totals: Dict[str, int]) -> Callable[[Any], Iterable[Any]]:
+            def callback(options: Any) -> Iterable[Any]:
+                return [Observation(n, {"acp.side": side}) for side, n in list(totals.items())]
+
+            return callback
+
+        meter.create_observable_counter("acp.frames", [observe(self.frames)], "{frame}", "Lines seen, per side")
+        meter.create_observable_counter("acp.bytes", [observe(self.bytes)], "By", "Bytes of the lines seen, per side")
         buckets = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92]
         self.histograms = {
             "gen_ai.client.operation.duration": meter.create_histogram(
@@ -284,9 +296,10 @@ class _Sdk:
             handle.set_status(status(code.ERROR, error))
         handle.end(end_time=max(end_ns, handle.start_time or 0))
 
-    def count(self, name: str, value: int, attributes: Dict[str, Any]) -> None:
-        """Add `value` to the counter `name`."""
-        self.counters[name].add(value, attributes)
+    def count(self, side: str, size: int) -> None:
+        """A line of `side`, `size` bytes long: added to the totals of `acp.frames` and `acp.bytes`."""
+        self.frames[side] = self.frames.get(side, 0) + 1
+        self.bytes[side] = self.bytes.get(side, 0) + size
 
     def record(self, name: str, value: float, attributes: Dict[str, Any]) -> None:
         """Record `value` in the histogram `name`."""
@@ -444,8 +457,7 @@ class Spans:
         with self._lock:
             if self.closed:
                 return
-            self.emitter.count("acp.frames", 1, {"acp.side": side})
-            self.emitter.count("acp.bytes", len(data), {"acp.side": side})
+            self.emitter.count(side, len(data))
             if not is_json or withheld or action in ("diverted", "answered", "coalesced"):
                 return
             try:
@@ -463,8 +475,7 @@ class Spans:
         """An oversized line: counted."""
         with self._lock:
             if not self.closed:
-                self.emitter.count("acp.frames", 1, {"acp.side": side})
-                self.emitter.count("acp.bytes", length, {"acp.side": side})
+                self.emitter.count(side, length)
 
     def exit(self, status: int) -> None:
         """The agent's exit: nothing to map."""
@@ -512,6 +523,8 @@ class Spans:
             return
         elif kind == "notification":
             self._notification(message, side, t)
+            if message.update_kind in STATELESS:
+                return  # the bulk of a turn: no tool call or permission in it
         if delivered:
             self._apply(message, side, t)
 
