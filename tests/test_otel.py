@@ -466,3 +466,24 @@ def test_without_the_extra_a_clear_message(args: List[str], prog: str) -> None:
 def test_proxy_usage_errors(args: List[str], said: bytes) -> None:
     run = subprocess.run([PY, "-m", "acp_fast.cli", "proxy", *args, "--", "true"], capture_output=True, timeout=60)
     assert run.returncode == 2 and said in run.stderr
+
+
+def test_span_rows_need_no_opentelemetry(tmp_path: Path) -> None:
+    rec = tmp_path / "r.ndjson"
+    rec.write_bytes(
+        _rec(
+            (100.0, "editor", {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}),
+            (100.5, "agent", {"jsonrpc": "2.0", "id": 1, "result": {"agentInfo": {"name": "a", "version": "1"}}}),
+        )
+    )
+    code = BLOCK + (
+        "import acp_fast.otel as o, json\n"
+        f"rows = o.span_rows({str(rec)!r})\n"
+        "print(json.dumps([(r['name'], r['start_ns'], r['end_ns']) for r in rows]))\n"
+        "try:\n    o.exporter('http://127.0.0.1:9')\nexcept ImportError as e:\n    print(e)\n"
+    )
+    run = subprocess.run([PY, "-c", code], capture_output=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    first, second = run.stdout.decode().splitlines()
+    assert json.loads(first) == [["initialize", 100_000_000_000, 100_500_000_000]]
+    assert "pip install 'acp-fast[otel]'" in second
