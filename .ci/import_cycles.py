@@ -72,6 +72,7 @@ ACP_FAST = Contract(
                     "ray",
                     "recording",
                     "trace",
+                    "otel",
                     "traffic",
                     "bridge",
                     "builders",

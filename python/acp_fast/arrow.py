@@ -35,6 +35,7 @@ __all__ = [
     "tool_calls",
     "read_frames",
     "read_tool_calls",
+    "spans",
     "expand",
 ]
 
@@ -474,6 +475,25 @@ def _tool_calls(data: Data, source: Optional[str], wrap: Optional[Wrap] = None) 
     finally:
         inp.close()
     return tracker.table(pa, store, inp.recording)
+
+
+def spans(path: Data, *, max_open: Optional[int] = None) -> pa.Table:
+    """One row per OpenTelemetry span of a recording (its bytes or a path), as `acp-fast proxy
+    --otlp` sends them (`acp_fast.otel`, the same mapping; no OpenTelemetry package needed): the
+    columns of `acp_fast.otel.SPAN_COLUMNS` (`attributes` as JSON text), in the order the spans
+    ended. `max_open`: the bound on spans open at once (None: none)."""
+    from . import otel
+
+    pa = require_pyarrow()
+    rows = otel.span_rows(path if isinstance(path, (str, os.PathLike)) else bytes(path), max_open=max_open)
+    types = {"start_ns": pa.int64(), "end_ns": pa.int64()}
+    schema = pa.schema(
+        [
+            pa.field(c, types.get(c, pa.string()), nullable=c in ("parent_span_id", "status_message"))
+            for c in otel.SPAN_COLUMNS
+        ]
+    )
+    return pa.Table.from_pylist(rows, schema=schema)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -23,6 +23,9 @@ from ._usage import Parser
 COMPRESSIONS = ("zstd", "snappy", "gzip", "lz4", "none")
 #: ``--to`` names ending so are traces (``acp_fast.trace``), not Parquet files.
 TRACE_SUFFIX = ".jsons"
+#: `--to otlp+http://HOST:PORT` (or `otlp+https://`): OpenTelemetry spans sent to that
+#: OTLP/HTTP endpoint (`acp_fast.otel`), not a file.
+OTLP_PREFIX = "otlp+"
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -38,8 +41,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument(
         "--to",
         required=True,
-        metavar="OUT.parquet|OUT.jsons",
-        help="the Parquet file to write, or (a name ending in .jsons) a trace of recordings for the ACP trace viewer",
+        metavar="OUT.parquet|OUT.jsons|otlp+http://HOST:PORT",
+        help="the Parquet file to write, or (a name ending in .jsons) a trace of recordings for the ACP trace "
+        "viewer, or (otlp+http://HOST:PORT) the recordings' OpenTelemetry spans sent to that OTLP/HTTP endpoint",
     )
     parser.add_argument(
         "--table", choices=("frames", "tool_calls"), default="frames", help="what a row is (default frames)"
@@ -52,6 +56,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     group.add_argument("--progress", dest="progress", action="store_true", default=None, help="show progress on stderr")
     group.add_argument("--no-progress", dest="progress", action="store_false", help="never show progress")
     args = parser.parse_args(argv)
+    if args.to.startswith(OTLP_PREFIX):
+        return _otlp(parser, args)
     to_trace = args.to.endswith(TRACE_SUFFIX)
     if to_trace and args.table != "frames":
         parser.error(f"--table {args.table}: a trace ({TRACE_SUFFIX}) holds the frames")
@@ -136,21 +142,12 @@ def main(argv: Optional[List[str]] = None) -> int:
 def _trace(parser: Parser, args: Any, files: List[str]) -> int:
     """``--to OUT.jsons``: the recordings in ``files`` as one trace (docs/CLI.md, "Traces"),
     ``ts`` counting from the first one's start."""
-    from ..recording import RecordingError, is_recording
+    from ..recording import RecordingError
     from ..trace import from_recording
 
-    for path in files:
-        try:
-            with open(path, "rb") as f:
-                head = f.read(64)
-        except OSError as exc:
-            print(f"acp-fast export: cannot read {printable(path)}: {exc.strerror or exc}", file=sys.stderr)
-            return 2
-        if not is_recording(head):
-            parser.error(
-                f"{printable(path)} is not a recording (`acp-fast proxy --record`): a trace needs "
-                "the side each line came from"
-            )
+    status = _recordings(parser, files, "a trace")
+    if status is not None:
+        return status
     sizes = [os.path.getsize(p) for p in files]
     progress = Progress("export", sum(sizes), enabled=Progress.wanted(args.progress))
     started = time.monotonic()
@@ -196,6 +193,78 @@ def _trace(parser: Parser, args: Any, files: List[str]) -> int:
         file=sys.stderr,
     )
     return 0
+
+
+def _recordings(parser: Parser, files: List[str], what: str) -> Optional[int]:
+    """Usage error unless every file is a recording; 2 when one cannot be read; None when all are."""
+    from ..recording import is_recording
+
+    for path in files:
+        try:
+            with open(path, "rb") as f:
+                head = f.read(64)
+        except OSError as exc:
+            print(f"acp-fast export: cannot read {printable(path)}: {exc.strerror or exc}", file=sys.stderr)
+            return 2
+        if not is_recording(head):
+            parser.error(
+                f"{printable(path)} is not a recording (`acp-fast proxy --record`): {what} needs "
+                "the side each line came from"
+            )
+    return None
+
+
+def _otlp(parser: Parser, args: Any) -> int:
+    """`--to otlp+http://HOST:PORT`: the spans and metrics of the recordings (`acp_fast.otel`,
+    timed by their records) sent to that OTLP/HTTP endpoint, one recording after the other."""
+    from ..otel import INSTALL, Spans, exporter, from_recording, require_otel
+    from ..recording import RecordingError
+
+    url = args.to[len(OTLP_PREFIX) :]
+    scheme, sep, rest = url.partition("://")
+    if not sep or scheme.lower() not in ("http", "https") or not rest.strip("/"):
+        parser.error(f"--to {args.to}: expected otlp+http://HOST:PORT or otlp+https://HOST:PORT")
+    if args.table != "frames":
+        parser.error(f"--table {args.table}: --to otlp+... sends the spans of the recordings")
+    try:
+        require_otel()
+    except ImportError:
+        print(f"acp-fast export: --to otlp+... needs the OpenTelemetry packages, which are not installed: {INSTALL}",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    from .. import arrow
+
+    try:
+        files = arrow.expand(args.files)
+    except OSError as exc:
+        parser.error(f"cannot read {printable(str(exc.filename or ''))}: {exc.strerror or exc}")
+    status = _recordings(parser, files, "OpenTelemetry export")
+    if status is not None:
+        return status
+    warnings: List[str] = []
+
+    def warn(text: str) -> None:
+        warnings.append(text)
+        print(f"acp-fast export: {printable(text.replace('--otlp', '--to otlp+', 1))}", file=sys.stderr)
+
+    started = time.monotonic()
+    records = 0
+    emitter = exporter(url, warn=warn)
+    path = files[0]
+    try:
+        for path in files:  # each recording is one connection: its own mapping, one emitter for all
+            with open(path, "rb") as f:
+                counts = from_recording(iter(lambda: f.read(1 << 20), b""), Spans(emitter), shutdown=False)
+            records += counts["records"]
+    except RecordingError as exc:
+        print(f"acp-fast export: {printable(path)}: {printable(str(exc))}", file=sys.stderr)
+        return 1
+    finally:
+        emitter.shutdown(5.0)
+    seconds = time.monotonic() - started
+    noun = "file" if len(files) == 1 else "files"
+    print(f"acp-fast export: {len(files)} {noun}, {records} records -> {url} in {seconds:.2f} s", file=sys.stderr)
+    return 1 if warnings else 0
 
 
 def _input_at(path: str, files: List[str]) -> Optional[str]:

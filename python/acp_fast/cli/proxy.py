@@ -81,6 +81,16 @@ def _invalid_policy(text: str) -> Tuple[str, int]:
     raise argparse.ArgumentTypeError(f"expected divert, pass, drop, fail or fail=N (N >= 1), found {text!r}")
 
 
+def _otlp_url(text: str) -> str:
+    """`--otlp URL`: an http:// or https:// URL (the OTLP/HTTP endpoint's base)."""
+    scheme, sep, rest = text.partition("://")
+    if not sep or scheme.lower() not in ("http", "https") or not rest.strip("/"):
+        raise argparse.ArgumentTypeError(
+            f"expected an http:// or https:// URL, e.g. http://127.0.0.1:4318, found {text!r}"
+        )
+    return text
+
+
 def parser() -> argparse.ArgumentParser:
     p = Parser(
         prog="acp-fast proxy",
@@ -97,6 +107,18 @@ def parser() -> argparse.ArgumentParser:
         "--trace",
         metavar="FILE.jsons",
         help="write a trace in the ACP conductor's format, for its trace viewer (docs/CLI.md, Traces)",
+    )
+    p.add_argument(
+        "--otlp",
+        metavar="URL",
+        type=_otlp_url,
+        help="send OpenTelemetry spans and metrics to this OTLP/HTTP endpoint, e.g. http://127.0.0.1:4318 "
+        "(needs pip install 'acp-fast[otel]'; docs/PROXY.md, OpenTelemetry)",
+    )
+    p.add_argument(
+        "--otlp-inject",
+        action="store_true",
+        help="with --otlp: put the prompt turn's traceparent in the _meta of each session/prompt sent to the agent",
     )
     p.add_argument(
         "--max-frame-bytes",
@@ -243,6 +265,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             problem = check_output(path, ns.force)
             if problem is not None:
                 p.error(f"{option} {path}: {problem}")
+    if ns.otlp_inject and not ns.otlp:
+        p.error("--otlp-inject needs --otlp URL (the turn's span is what is injected)")
+    if ns.otlp:
+        from ..otel import INSTALL, require_otel
+
+        try:
+            require_otel()
+        except ImportError:
+            print(f"acp-fast proxy: --otlp needs the OpenTelemetry packages, which are not installed: {INSTALL}",
+                  file=sys.stderr)  # fmt: skip
+            return 2
     middleware: List[Middleware] = []
     if ns.answer_cancelled_permissions is not None:
         middleware.append(CancelledPermissions(ns.answer_cancelled_permissions))
@@ -273,6 +306,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             record=ns.record,
             trace=ns.trace,
             chain=ns.chain,
+            otlp=ns.otlp,
+            otlp_inject=ns.otlp_inject,
             state_json=ns.state_json,
             summary=ns.summary,
             summary_json=ns.summary_json,

@@ -20,6 +20,7 @@ import acp_fast
 from .._outputs import create_output, output_error
 from .._terminal import printable
 from ..bridge import Bridge
+from ..otel import DEFAULT_MAX_OPEN, Spans, TraceContextInjector, exporter
 from ..recording import FLUSH_SECONDS, RecordWriter, Writers
 from ..trace import TraceWriter
 from ._middleware import Chain, Context, Middleware, other_side
@@ -89,7 +90,11 @@ class Proxy:
     ``"fail"`` (with ``agent_invalid_limit`` lines, default 1); ``bridge`` is ``(editor,
     agent)`` protocol versions; ``coalesce`` is ``--coalesce``'s milliseconds (None: off);
     ``max_terminal_bytes`` ... ``max_entities`` are the store's bounds
-    inside sessions (default: the store's defaults; None: no bound). [`run`][acp_fast.proxy.Proxy.run] returns the exit status."""
+    inside sessions (default: the store's defaults; None: no bound); `otlp` is an OTLP/HTTP
+    endpoint to send OpenTelemetry spans and metrics to (`acp_fast.otel`; ImportError naming the
+    `otel` extra when it is not installed) and `otlp_inject` adds the turn's `traceparent`
+    to the prompts sent to the agent. `chain`: a component in the ACP conductor's chain
+    (`acp_fast.proxy.chain`, no agent command). [`run`][acp_fast.proxy.Proxy.run] returns the exit status."""
 
     def __init__(
         self,
@@ -119,6 +124,8 @@ class Proxy:
         record: Optional[str] = None,
         trace: Optional[str] = None,
         chain: bool = False,
+        otlp: Optional[str] = None,
+        otlp_inject: bool = False,
         state_json: Optional[str] = None,
         summary: bool = False,
         summary_json: Optional[str] = None,
@@ -172,8 +179,9 @@ class Proxy:
         self.stdout = Output(1)
         self.record_lock = threading.Lock()
         self.trace_path = trace
-        #: ``--record`` and ``--trace``: (option, path, writer, file); the files are closed in _finish.
-        self._outputs: List[Tuple[str, str, Any, IO[bytes]]] = []
+        #: `--record`, `--trace` and `--otlp`: (option, path or URL, writer, file or None); the
+        #: files are closed in _finish.
+        self._outputs: List[Tuple[str, str, Any, Optional[IO[bytes]]]] = []
         if record:
             out = create_output(record, force)
             writer = RecordWriter(out, self.command, acp_fast.__version__, flush_every=FLUSH_SECONDS)
@@ -185,7 +193,20 @@ class Proxy:
                 self._close_outputs()
                 raise
             self._outputs.append(("--trace", trace, TraceWriter(out, time.time(), flush_every=FLUSH_SECONDS), out))
-        #: What every line seen is given to (``--record``, ``--trace``).
+        #: `--otlp`: the OpenTelemetry mapping (`acp_fast.otel.Spans`), given every line too.
+        self.spans: Optional[Spans] = None
+        if otlp:
+            try:
+                self.spans = Spans(exporter(otlp, warn=self.note), max_open=DEFAULT_MAX_OPEN)
+            except BaseException:
+                self._close_outputs()
+                raise
+            self._outputs.append(("--otlp", otlp, self.spans, None))
+        if otlp_inject:
+            if self.spans is None:
+                raise ValueError("otlp_inject needs otlp (the turn's span is what is injected)")
+            middleware = [*middleware, TraceContextInjector(self.spans)]
+        #: What every line seen is given to (`--record`, `--trace`, `--otlp`).
         self.recorder: Optional[Writers] = Writers([w for _, _, w, _ in self._outputs]) if self._outputs else None
         self.agent: Optional[subprocess.Popen[bytes]] = None
         self.agent_stdin: Optional[Output] = None
@@ -564,8 +585,9 @@ class Proxy:
             self.stderr.write(f"acp-fast proxy: {option} {path}: not written: {e}\n".encode("utf-8", "replace"))
 
     @staticmethod
-    def _close_output(writer: Any, out: IO[bytes], status: Optional[int]) -> None:
-        """End one ``--record`` / ``--trace`` output (``status``: the agent's exit, None: never started)."""
+    def _close_output(writer: Any, out: Optional[IO[bytes]], status: Optional[int]) -> None:
+        """End one `--record` / `--trace` / `--otlp` output (`status`: the agent's exit,
+        None: never started)."""
         try:
             if status is not None:
                 writer.exit(status)
@@ -573,7 +595,8 @@ class Proxy:
             try:
                 writer.close()
             finally:
-                out.close()
+                if out is not None:
+                    out.close()
 
     def _close_outputs(self) -> None:
         """Close the outputs of an agent that never started."""
