@@ -104,6 +104,8 @@ names! {
     MAX_TERMINALS: "maxTerminals",
     MAX_ENTITIES: "maxEntities",
     MAX_FILES: "maxFiles",
+    MAX_CONTENT_BYTES: "maxContentBytes",
+    MAX_SESSIONS: "maxSessions",
     MAX_FRAME_BYTES: "maxFrameBytes",
     STRICT_SCHEMA: "strictSchema",
     UNSTABLE: "unstable",
@@ -111,6 +113,7 @@ names! {
     WRAP_BARE_CONTENT: "wrapBareContent",
     EVICTED: "evicted",
     CLOSED_SESSIONS: "closedSessions",
+    EVICTED_SESSIONS: "evictedSessions",
     AGENT: "agent",
     SESSIONS: "sessions",
     TOOL_CALLS: "toolCalls",
@@ -122,6 +125,7 @@ names! {
     FILES: "files",
     PERMISSION_ORDER: "permissionOrder",
     TOOL_CALL_ORDER: "toolCallOrder",
+    SESSION_ORDER: "sessionOrder",
     CANCEL_REQUESTS: "cancelRequests",
     REQUEST_ID: "requestId",
     SOURCE: "source",
@@ -164,7 +168,7 @@ names! {
 }
 
 /// `Limits::NAMES` as names.
-pub const LIMITS: [Name; 8] = [
+pub const LIMITS: [Name; 10] = [
     Name::MAX_TERMINAL_BYTES,
     Name::MAX_CONTENT_ITEMS,
     Name::MAX_PLANS,
@@ -173,6 +177,8 @@ pub const LIMITS: [Name; 8] = [
     Name::MAX_TERMINALS,
     Name::MAX_ENTITIES,
     Name::MAX_FILES,
+    Name::MAX_CONTENT_BYTES,
+    Name::MAX_SESSIONS,
 ];
 
 /// `TOOL_CALL_FIELDS` as names.

@@ -63,6 +63,8 @@ pub struct ToolCall {
     pub content: Vec<Raw>,
     pub content_start: usize,
     pub dropped_items: u64,
+    /// With a bound on content bytes: the bytes of the items kept (`held_len` of each).
+    pub content_bytes: usize,
     /// Unknown fields in first-set order.
     pub extra: Vec<(Text, Raw)>,
     /// With a bound: the creation number (eviction order, `evict.rs`).
@@ -326,6 +328,11 @@ pub struct Session {
     /// is the session's history (`request.rs`).
     pub replaying: bool,
     pub dropped: Dropped,
+    /// With a bound on sessions (`evict.rs`): the frame that last touched the session
+    /// (`Store::tick`), and its neighbours in the store's activity order (slots; `NIL`: none).
+    pub active: u64,
+    pub prev: usize,
+    pub next: usize,
 }
 
 /// What a session holds of one target of the rules applied as written (`entity.rs`): its value
@@ -630,6 +637,27 @@ fn extra<S: Sink>(s: &mut S, fields: &[(Text, Raw)]) -> Result<(), S::Error> {
         s.raw(v)?;
     }
     Ok(())
+}
+
+/// The length of the JSON text a checkpoint writes for the stored value `raw` (`write_value`):
+/// the size of a content item for `Limits::content_bytes` (the fallback: `dumps` of its value).
+pub fn held_len(raw: &[u8]) -> usize {
+    thread_local! {
+        static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    SCRATCH.with(|scratch| {
+        let mut out = scratch.borrow_mut();
+        out.clear();
+        // A stored value is never deeper than a checkpoint carries from its root.
+        let n = match write_value(&mut out, raw, 0) {
+            Ok(()) => out.len(),
+            Err(_) => raw.len(),
+        };
+        if out.capacity() > 1 << 16 {
+            *out = Vec::new();
+        }
+        n
+    })
 }
 
 /// Write the (valid) JSON text `raw`, found at nesting depth `depth` of the document, as

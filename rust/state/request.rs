@@ -416,8 +416,9 @@ impl Store {
                 session(Action::Closed)
             }
             Method::Replay => {
-                if let Some(s) = self.sessions.get_mut(&pending.session) {
-                    s.replaying = false;
+                if let Some(slot) = self.sessions.slot(&pending.session) {
+                    self.sessions.at_mut(slot).replaying = false;
+                    self.touch_session(slot);
                 }
                 session(Action::Replayed)
             }
@@ -444,6 +445,9 @@ impl Store {
         let Some(sid) = self.sessions.at(slot).map(|(k, _)| Text::from(k)) else {
             return;
         };
+        if self.limits.sessions.is_some() {
+            self.unlink_session(slot);
+        }
         let session = self.sessions.remove_slot(slot).expect("a live slot");
         self.tool_call_count -= session.tool_calls.len();
         if self.max_tool_calls.is_some() {
@@ -473,6 +477,9 @@ impl Store {
             }
             for entry in self.order.iter_mut().flatten() {
                 entry.slot = moved[entry.slot];
+            }
+            if self.limits.sessions.is_some() {
+                self.relink_sessions(&moved);
             }
         }
     }

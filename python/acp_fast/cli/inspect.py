@@ -217,6 +217,7 @@ def replay_file(
         max_frame_bytes=max_frame_bytes,
         max_updates=max_updates,
         max_entities=max_entities,
+        max_sessions=None,  # a whole recording: every session
     )
     replayer = _Replayer(store, max_frame_bytes=max_frame_bytes, max_errors=max_errors, forwarded_only=forwarded_only)
     chunks, _size, _name, stream = _chunks(source)

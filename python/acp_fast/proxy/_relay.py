@@ -219,6 +219,8 @@ class SchemaCheck:
             max_updates=0,
             max_terminals=1,
             max_entities=0,
+            max_content_bytes=0,
+            max_sessions=16,  # a few: the sessions that take turns are not dropped frame after frame
         )
 
     def block(self, data: bytes, source: str) -> Dict[int, Any]:

@@ -23,7 +23,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from . import rules
 from .entity import message_entities
-from .evict import close_permission_holes, touch_terminal, trim_front, trim_order, trim_output
+from .evict import close_permission_holes, touch_session, touch_terminal, trim_front, trim_order, trim_output
 from .read import BAD_SID, Bad, exactly, text
 from .records import Change, Session, Store, Terminal
 
@@ -279,6 +279,8 @@ def apply_answer(store: Store, value: Dict[str, Any], kind: str, pending: Pendin
         replayed = store._sessions.get(pending.session or "")
         if replayed is not None:
             replayed.replaying = False
+            if store._max_sessions is not None:
+                touch_session(store, pending.session or "", replayed)
         return Change(pending.session, "session", None, "replayed", None)
     return rules_change
 
@@ -301,6 +303,8 @@ def drop_session(store: Store, sid: str) -> None:
     s = store._sessions.pop(sid, None)
     if s is None:
         return
+    if store._max_sessions is not None:
+        del store._activity[sid]
     store._tool_call_count -= len(s.tool_calls)
     if store._max_tool_calls is not None:
         created = store._created
