@@ -232,7 +232,7 @@ ALLOWED: list[tuple[str, str | list[str], str]] = [
         "rust/state/records.rs",
         ["content", "title", "kind", "status", "locations", "heap_bytes", "output", "field_mut", "as_str"]
         + ["from_name", "of", "emit", "write", "counts", "new", "name", "member", "extra", "write_value"]
-        + ["write_at", "members_at", "dedupe"],
+        + ["write_at", "members_at", "dedupe", "compact_len"],
         "typed record fields, and the records written to a Sink (document.rs); dicts of fields here",
     ),
     (

@@ -832,6 +832,22 @@ mod tests {
     }
 
     #[test]
+    fn held_len_is_the_length_of_the_checkpoint_text() {
+        for raw in [
+            &br#"{"type":"content","content":{"type":"text","text":"a \" b"}}"#[..],
+            br#" { "a" : [ 1 , 2.50 , { } , [ ] ] , "b" : "\u00e9" } "#,
+            br#"{"a":1,"b":{"a":2,"a":3},"a":4}"#,
+            br#"{"\u0061":1,"b":[true,false,null]}"#,
+            br#"[{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"k10":10,"k11":11,"k12":12,"k13":13,"k14":14,"k15":15,"k16":16}]"#,
+            br#""x""#,
+        ] {
+            let mut out = Vec::new();
+            super::super::records::write_value(&mut out, raw, 0).unwrap();
+            assert_eq!(held_len(raw), out.len(), "{}", String::from_utf8_lossy(raw));
+        }
+    }
+
+    #[test]
     fn content_bytes_keep_the_newest_items() {
         let limits = Limits {
             content_bytes: Some(20),
