@@ -373,30 +373,6 @@ impl Store {
         }
     }
 
-    /// A new session `key`, touched by the frame being applied: its slot. With a bound on
-    /// sessions, while the store holds as many as the bound, the least recently active session is
-    /// dropped first (`drop_session`), counted in `evicted_sessions`; never one the frame being
-    /// applied touched (the store then holds more for a while). Before the session is created:
-    /// slots move when sessions are dropped, and the caller holds none.
-    pub(super) fn new_session(&mut self, key: Text) -> usize {
-        if let Some(max) = self.limits.sessions {
-            while self.sessions.len() >= max {
-                let oldest = self.first_active;
-                if oldest == NIL || self.sessions.at_mut(oldest).active == self.tick {
-                    break;
-                }
-                self.drop_session(oldest);
-                self.evicted_sessions += 1;
-            }
-        }
-        let slot = self.sessions.push(key, Session::default());
-        if self.limits.sessions.is_some() {
-            self.sessions.at_mut(slot).active = self.tick;
-            self.link_session(slot);
-        }
-        slot
-    }
-
     /// Take the session in `slot` out of the activity order.
     pub(super) fn unlink_session(&mut self, slot: usize) {
         let s = self.sessions.at_mut(slot);

@@ -17,7 +17,7 @@ use crate::error::{DecodeError, JsonType};
 use crate::message::{Envelope, Kind, Span};
 use crate::scanner::{parse_i64, Str};
 
-use super::evict::trim_output;
+use super::evict::{trim_output, NIL};
 use super::read::{bad, find_member, find_members, key_bytes, raw, require_session, str_is, text_of, walk};
 use super::records::{Action, Change, IdKey, Ident, Source, Target, Terminal, Text};
 use super::rules::{answer_rules, MessageRule};
@@ -436,6 +436,30 @@ impl Store {
             Some(s) => (slot, s, true),
             None => (slot, terminals.push(tid.into(), Terminal::default()), false),
         }
+    }
+
+    /// A new session `key`, touched by the frame being applied: its slot. With a bound on
+    /// sessions, while the store holds as many as the bound, the least recently active session is
+    /// dropped first (`drop_session`), counted in `evicted_sessions`; never one the frame being
+    /// applied touched (the store then holds more for a while). Before the session is created:
+    /// slots move when sessions are dropped, and the caller holds none.
+    pub(super) fn new_session(&mut self, key: Text) -> usize {
+        if let Some(max) = self.limits.sessions {
+            while self.sessions.len() >= max {
+                let oldest = self.first_active;
+                if oldest == NIL || self.sessions.at_mut(oldest).active == self.tick {
+                    break;
+                }
+                self.drop_session(oldest);
+                self.evicted_sessions += 1;
+            }
+        }
+        let slot = self.sessions.push(key, super::records::Session::default());
+        if self.limits.sessions.is_some() {
+            self.sessions.at_mut(slot).active = self.tick;
+            self.link_session(slot);
+        }
+        slot
     }
 
     /// Drop the session in `slot` and all it holds: its tool calls (and their place in the

@@ -56,7 +56,6 @@ from .evict import (
     DEFAULT_MAX_TERMINALS,
     DEFAULT_MAX_TOOL_CALLS,
     DEFAULT_MAX_UPDATES,
-    new_session,
     touch_session,
     touch_session_id,
     trim_front,
@@ -66,7 +65,7 @@ from .plan import plan, plan_removed, plan_update
 from .read import BAD_SID, exactly, text
 from .records import Change, Entities, Session, terminal_record, tool_call_record
 from .records import fresh as _fresh
-from .request import new_requests, request
+from .request import new_requests, new_session, request
 from .terminal import terminal_chunk, terminal_update
 from .tool_call import content_chunk, tool_call, tool_call_update
 

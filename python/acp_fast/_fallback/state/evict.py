@@ -75,7 +75,6 @@ __all__ = [
     "DEFAULT_MAX_SESSIONS",
     "LIMITS",
     "activity_order",
-    "new_session",
     "order_sessions",
     "touch_session",
     "touch_session_id",
@@ -277,29 +276,6 @@ def touch_session_id(store: Store, sid: str) -> None:
     s = store._sessions.get(sid)
     if s is not None:
         touch_session(store, sid, s)
-
-
-def new_session(store: Store, sid: str) -> Session:
-    """A new session ``sid``, touched by the frame being applied. With a bound on sessions, while
-    the store holds as many as the bound, the least recently active session is dropped first
-    (``request.drop_session``), counted in ``evicted_sessions``; never one the frame being applied
-    touched (the store then holds more for a while)."""
-    limit = store._max_sessions
-    if limit is not None:
-        activity = store._activity
-        while len(store._sessions) >= limit and activity:
-            oldest, s = next(iter(activity.items()))
-            if s.active == store._tick:
-                break
-            from .request import drop_session
-
-            drop_session(store, oldest)
-            store._evicted_sessions += 1
-    s = store._sessions[sid] = Session()
-    if limit is not None:
-        s.active = store._tick
-        store._activity[sid] = s
-    return s
 
 
 def activity_order(store: Store) -> List[str]:

@@ -27,7 +27,7 @@ from .evict import close_permission_holes, touch_session, touch_terminal, trim_f
 from .read import BAD_SID, Bad, exactly, text
 from .records import Change, Session, Store, Terminal
 
-__all__ = ["MAX_PENDING_REQUESTS", "answered", "drop_session", "request"]
+__all__ = ["MAX_PENDING_REQUESTS", "answered", "drop_session", "new_session", "request"]
 
 #: How many requests a store waits an answer for (the oldest forgotten first).
 MAX_PENDING_REQUESTS = 1000
@@ -294,6 +294,27 @@ def held_terminal(store: Store, sid: str, tid: str) -> Tuple[Session, Terminal, 
         return s, term, True
     term = s.terminals[tid] = Terminal()
     return s, term, False
+
+
+def new_session(store: Store, sid: str) -> Session:
+    """A new session ``sid``, touched by the frame being applied. With a bound on sessions, while
+    the store holds as many as the bound, the least recently active session is dropped first
+    (``request.drop_session``), counted in ``evicted_sessions``; never one the frame being applied
+    touched (the store then holds more for a while)."""
+    limit = store._max_sessions
+    if limit is not None:
+        activity = store._activity
+        while len(store._sessions) >= limit and activity:
+            oldest, s = next(iter(activity.items()))
+            if s.active == store._tick:
+                break
+            drop_session(store, oldest)
+            store._evicted_sessions += 1
+    s = store._sessions[sid] = Session()
+    if limit is not None:
+        s.active = store._tick
+        store._activity[sid] = s
+    return s
 
 
 def drop_session(store: Store, sid: str) -> None:

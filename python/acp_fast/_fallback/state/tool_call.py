@@ -19,9 +19,10 @@ from __future__ import annotations
 from typing import Any, Dict, Tuple
 
 from .entity import merge_meta
-from .evict import new_session, set_content, touch, touch_session, trim_content
+from .evict import set_content, touch, touch_session, trim_content
 from .read import P_UPDATE_CONTENT, P_UPDATE_LOCATIONS, P_UPDATE_TCID, Bad, text
 from .records import BYTES, Change, Store, held_len
+from .request import new_session
 
 __all__ = ["check_tool_call", "commit_tool_call", "content_chunk", "tool_call", "tool_call_update"]
 
