@@ -144,11 +144,13 @@ def sessions(tmp_path_factory) -> Dict[int, Dict[str, Path]]:
 def test_replay_gives_the_state_the_proxy_held_live(codec, sessions, version):
     paths = sessions[version]
     live = acp_fast.ToolCallStore.from_json(paths["state"].read_bytes())
-    replayed = inspector.replay(paths["rec"], max_tool_calls=1000)  # the proxy's default bound
+    # the proxy's default bounds (inspect keeps every session by default)
+    replayed = inspector.replay(paths["rec"], max_tool_calls=1000, max_sessions=1000)
     assert replayed.state() == live.state()
     assert replayed.negotiated_version == version
     # the same from the bytes, and as the proxy's own recording reader replays it
-    assert inspector.replay(paths["rec"].read_bytes(), max_tool_calls=1000).state() == live.state()
+    bounds = {"max_tool_calls": 1000, "max_sessions": 1000}
+    assert inspector.replay(paths["rec"].read_bytes(), **bounds).state() == live.state()
     by_reader = acp_fast.ToolCallStore(max_tool_calls=1000)
     for r in recording.read(paths["rec"].read_bytes()):
         if isinstance(r, recording.Record) and r.is_json:
@@ -180,7 +182,7 @@ def test_replay_result_counts(sessions):
 @pytest.mark.parametrize("profile", ["mixed", "v2"])
 def test_replay_of_a_stream_equals_feeding_the_store(codec, profile):
     data = traffic.generate(profile, 1500, seed=4)
-    direct = acp_fast.ToolCallStore(max_tool_calls=None)  # inspect keeps every tool call
+    direct = acp_fast.ToolCallStore(max_tool_calls=None, max_sessions=None)  # inspect keeps every tool call, session
     direct.feed(data)
     direct.finish()
     result = inspector.replay_file(data)

@@ -232,7 +232,7 @@ ALLOWED: list[tuple[str, str | list[str], str]] = [
         "rust/state/records.rs",
         ["content", "title", "kind", "status", "locations", "heap_bytes", "output", "field_mut", "as_str"]
         + ["from_name", "of", "emit", "write", "counts", "new", "name", "member", "extra", "write_value"]
-        + ["write_at", "members_at", "dedupe"],
+        + ["write_at", "members_at", "dedupe", "compact_len"],
         "typed record fields, and the records written to a Sink (document.rs); dicts of fields here",
     ),
     (
@@ -241,13 +241,18 @@ ALLOWED: list[tuple[str, str | list[str], str]] = [
         "PyBuilder, the Sink that builds Python objects; here the records are dicts already (`fresh`)",
     ),
     ("state/records.py", ["new", "kept", "dropped", "fresh"], "Python objects' constructors and copies"),
+    (
+        "state/records.py",
+        ["exact_text"],
+        "strings kept as received are `read.Exact` here (orjson's `default`, for `held_len` and checkpoints)",
+    ),
     ("state/records.py", ORDER, "Change (the binding's PyChange, after the core's records in Rust) comes first here"),
     ("rust/state/checkpoint.rs", ["message", "repr_approx", "count_error"], "CheckpointError's text: ValueError here"),
     ("state/checkpoint.py", ["order_error"], "CheckpointError::Order's text: a ValueError here"),
     (
         "state/checkpoint.py",
-        ["exact_text", "flag"],
-        "strings kept as received are `read.Exact` here (orjson's `default`); `flag`: Rust's `Reader::flag`",
+        ["flag"],
+        "`flag`: Rust's `Reader::flag`",
     ),
     ("rust/state/restore.rs", ["flag"], "a boolean member: checkpoint.py's `flag` (dict lookups there)"),
     ("state/checkpoint.py", ["load"], "reading the document: orjson and the scanner here"),
@@ -426,8 +431,13 @@ ALLOWED: list[tuple[str, str | list[str], str]] = [
     ("rust/state/permission.rs", ["offered_kind"], "a loop over orjson's list, inline in `response` here"),
     (
         "rust/state/evict.rs",
-        ["Limits.values", "slots_mut", "what", "trim_content", "cut_content", "cut_output"],
+        ["Limits.values", "slots_mut", "what", "cut_content", "cut_output"],
         "the Limits struct (a table here), and the cold halves of the trims (one function here)",
+    ),
+    (
+        "rust/state/evict.rs",
+        ["unlink_session", "link_session", "relink_sessions"],
+        "the activity order is a linked list through the sessions' slots (an OrderedDict here)",
     ),
     ("state/evict.py", ["set_content"], "rust: tool_call.rs's `patch` (a VecDeque there)"),
     (

@@ -410,6 +410,27 @@ def test_watch_reports_a_closed_session(env):
     assert b"[s1] session closed" in done.stderr
 
 
+def test_max_sessions_and_max_content_bytes(tmp_path, env):
+    # the agent speaks in three sessions; --max-sessions 2 keeps the two most recently active
+    lines = [B.tool_call(sid, "c1", "Read file", kind="read") for sid in ("s1", "s2", "s1", "s3")]
+    item = {"type": "content", "content": {"type": "text", "text": "x" * 100}}
+    lines += [B.tool_call_content_chunk("s3", "c1", item)] * 3
+    agent = script(tmp_path, "sessions", f"out({b''.join(lines)!r})")
+    state, summary = tmp_path / "state.json", tmp_path / "summary.json"
+    options = ["--max-sessions", "2", "--max-content-bytes", "350", "--watch"]
+    done = proxy(env, *options, "--state-json", str(state), "--summary-json", str(summary), agent=agent)
+    assert done.returncode == 0 and done.stdout == b"".join(lines)
+    assert b"1 least recently active session evicted (--max-sessions)" in done.stderr
+    doc = json.loads(state.read_bytes())
+    assert list(doc["sessions"]) == ["s1", "s3"] and doc["evictedSessions"] == 1
+    assert (doc["maxSessions"], doc["maxContentBytes"]) == (2, 350)
+    tc = doc["sessions"]["s3"]["toolCalls"]["c1"]
+    assert len(tc["content"]) == 2 and tc["_truncated"] == {"droppedItems": 1}
+    assert json.loads(summary.read_bytes())["evicted_sessions"] == 1
+    defaults = subprocess.run([*PROXY, "--help"], capture_output=True, env=env, timeout=60).stdout
+    assert b"--max-sessions N" in defaults and b"default 1000" in defaults
+
+
 @pytest.mark.parametrize("limit", [None, 3])
 def test_agent_invalid_fail_stops_the_session(tmp_path, env, limit):
     good = frames(6)

@@ -183,7 +183,9 @@ def test_replace_drop_and_inject_in_both_directions(tmp_path, env):
 
 
 def _inspect_state(path: Path) -> Dict:
-    return inspect_cli.replay_file(str(path), max_tool_calls=1000, forwarded_only=True).store.state()
+    # the proxy's default bounds (inspect keeps every session by default)
+    bounds = {"max_tool_calls": 1000, "max_sessions": 1000}
+    return inspect_cli.replay_file(str(path), **bounds, forwarded_only=True).store.state()
 
 
 PERMISSION_AGENT = """

@@ -382,8 +382,15 @@ BAD_MARKERS = [
         'expected "state.sessions.s1.toolCalls.c._truncated.droppedItems" to be a positive integer, found string',
     ),
     (
-        {**_doc(toolCalls={"c": {**TC, "_truncated": {"droppedItems": 1}}}), "maxContentItems": None},
-        'expected "state.sessions.s1.toolCalls.c._truncated.droppedItems" to be absent (state.maxContentItems is null), found number',
+        {
+            **_doc(toolCalls={"c": {**TC, "_truncated": {"droppedItems": 1}}}),
+            "maxContentItems": None,
+            "maxContentBytes": None,
+        },
+        (
+            'expected "state.sessions.s1.toolCalls.c._truncated.droppedItems" to be absent (state.maxContentItems'
+            " and state.maxContentBytes are null), found number"
+        ),
     ),
     (
         _doc(terminals={"t": {**TERM, "_truncated": {"droppedBytes": -1}}}),

@@ -319,6 +319,8 @@ class ToolCallStore:
         max_terminals: Optional[int] = 1000,
         max_entities: Optional[int] = 1000,
         max_files: Optional[int] = 1000,
+        max_content_bytes: Optional[int] = 1048576,
+        max_sessions: Optional[int] = 1000,
         strict_schema: Union[bool, int, None] = False,
         unstable: bool = False,
         draft: Optional[str] = None,
@@ -331,7 +333,10 @@ class ToolCallStore:
         terminal, content items per tool call, plans and permission records per session, unknown
         updates per session (the last ones; 0: none), terminals per session (the oldest exited
         dropped first), entities per target of a session, answered file requests per session (the
-        last ones; 0: file requests are not tracked). See docs/API.md "Bounds and checkpoints". ``strict_schema``,
+        last ones; 0: file requests are not tracked), bytes of content per tool call (its items'
+        JSON text, the oldest dropped first, the newest kept whole); ``max_sessions`` bounds the
+        sessions kept (1000 by default, as ``acp-fast proxy``; None: every one), the least recently
+        active dropped whole. See docs/API.md "Bounds and checkpoints". ``strict_schema``,
         ``unstable`` and ``draft`` as for [`FrameDecoder`][acp_fast.FrameDecoder]: a frame (or batch entry) that fails the schema check is
         reported as a [`DecodeError`][acp_fast.DecodeError] of kind ``schema`` and not applied."""
     def apply(self, frame: _ApplyFrame, *, source: Optional[str] = None) -> Any:
@@ -431,6 +436,16 @@ class ToolCallStore:
     @property
     def max_files(self) -> Optional[int]:
         """Answered file requests kept per session (the last ones; 0: not tracked; None: no bound)."""
+    @property
+    def max_content_bytes(self) -> Optional[int]:
+        """Bytes of content kept per tool call (its items' JSON text, the newest item always;
+        None: no bound)."""
+    @property
+    def max_sessions(self) -> Optional[int]:
+        """Sessions kept in the store (the least recently active dropped first; None: no bound)."""
+    @property
+    def evicted_sessions(self) -> int:
+        """Sessions dropped by the ``max_sessions`` bound."""
     @property
     def closed_sessions(self) -> int:
         """Sessions dropped by an answered ``session/close`` or ``session/delete``."""

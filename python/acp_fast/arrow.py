@@ -450,8 +450,9 @@ def tool_calls(data: Data, *, source: Optional[str] = None) -> pa.Table:
 def _tool_calls(data: Data, source: Optional[str], wrap: Optional[Wrap] = None) -> Any:
     pa = require_pyarrow()
     _check_source(source)
-    # every tool call of the stream is a row: no bound on them (the store's default keeps 1000)
-    store = _ToolCallStore(max_tool_calls=None)
+    # every tool call of the stream is a row: no bound on them nor on their sessions (the store's
+    # defaults keep 1000 of each)
+    store = _ToolCallStore(max_tool_calls=None, max_sessions=None)
     tracker = _Tracker()
     inp = _open(data, wrap)
     try:

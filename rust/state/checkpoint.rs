@@ -258,6 +258,11 @@ pub fn state<S: Sink>(s: &mut S, store: &Store, options: &Options) -> Result<(),
         s.name(Name::CLOSED_SESSIONS)?;
         s.uint(store.closed_sessions)?;
     }
+    // Present only when the bound dropped a session.
+    if store.evicted_sessions > 0 {
+        s.name(Name::EVICTED_SESSIONS)?;
+        s.uint(store.evicted_sessions)?;
+    }
     // Present only when the agent's own targets hold something (`authStatus`).
     if store.agent.iter().any(|e| !e.is_empty()) {
         s.name(Name::AGENT)?;
@@ -316,6 +321,19 @@ pub fn state<S: Sink>(s: &mut S, store: &Store, options: &Options) -> Result<(),
             s.text(store.session_id(entry.slot))?;
         }
         s.end_array()?;
+    }
+    // With a bound on sessions, the sessions from the least to the most recently active (the
+    // order the bound drops them in: `evict.rs`), when it is not the document's order.
+    if store.limits.sessions.is_some() {
+        let order = store.activity_order();
+        if order.windows(2).any(|w| w[0] > w[1]) {
+            s.name(Name::SESSION_ORDER)?;
+            s.begin_array()?;
+            for slot in order {
+                s.text(store.session_id(slot))?;
+            }
+            s.end_array()?;
+        }
     }
     // Present only when the store has seen a `$/cancel_request` (older checkpoints lack it).
     if !store.cancel_requests.is_empty() {
@@ -450,6 +468,12 @@ pub fn from_json(data: &[u8]) -> Result<(Store, Options), CheckpointError> {
             .count(at, 0)
             .ok_or_else(|| r.fail(at, "state.closedSessions", "a non-negative integer"))?,
     };
+    let evicted_sessions = match find_opt(&state, "evictedSessions") {
+        None => 0,
+        Some(at) => r
+            .count(at, 0)
+            .ok_or_else(|| r.fail(at, "state.evictedSessions", "a non-negative integer"))?,
+    };
     let agent = match find_opt(&state, "agent") {
         None => Vec::new(),
         Some(at) => read_entities(&mut r, at, "state.agent")?,
@@ -460,6 +484,7 @@ pub fn from_json(data: &[u8]) -> Result<(Store, Options), CheckpointError> {
     store.negotiated = negotiated;
     store.evicted = evicted;
     store.closed_sessions = closed;
+    store.evicted_sessions = evicted_sessions;
     store.agent = agent;
     let mut records: Vec<Vec<Permission>> = Vec::with_capacity(sessions.len());
     for (sid, at) in sessions {
@@ -527,6 +552,13 @@ pub fn from_json(data: &[u8]) -> Result<(Store, Options), CheckpointError> {
     }
     if let Some(at) = find_opt(&state, "toolCallOrder") {
         read_tool_call_order(&mut r, &mut store, at)?;
+    }
+    let mut activity: Vec<usize> = (0..store.sessions.len()).collect();
+    if let Some(at) = find_opt(&state, "sessionOrder") {
+        activity = read_session_order(&mut r, &store, at)?;
+    }
+    if store.limits.sessions.is_some() {
+        store.order_sessions(&activity);
     }
     if store.max_tool_calls.is_some() {
         store.compact();
@@ -616,6 +648,32 @@ fn read_tool_call_order(r: &mut Reader<'_>, store: &mut Store, at: usize) -> Res
     }
     Ok(())
 }
+
+/// `state.sessionOrder` (optional; without it, session order): every session of the document
+/// once, from the least to the most recently active: their slots. With a bound on sessions it is
+/// the order the bound drops them in; without one it is checked only.
+fn read_session_order(r: &mut Reader<'_>, store: &Store, at: usize) -> Result<Vec<usize>, CheckpointError> {
+    r.require(at, JsonType::Array, "state.sessionOrder", "an array")?;
+    let mut seen = vec![false; store.sessions.len()];
+    let mut slots = Vec::with_capacity(seen.len());
+    for (i, item) in r.items(at)?.into_iter().enumerate() {
+        let slot = r.text(item).and_then(|sid| store.sessions.slot(&sid));
+        let Some(slot) = slot.filter(|&slot| !seen[slot]) else {
+            let path = format!("state.sessionOrder.{i}");
+            return Err(r.fail(item, &path, SESSION_ORDER_ITEM));
+        };
+        seen[slot] = true;
+        slots.push(slot);
+    }
+    if slots.len() != seen.len() {
+        return Err(r.fail(at, "state.sessionOrder", SESSION_ORDER_WHAT));
+    }
+    Ok(slots)
+}
+
+/// `expected "state.sessionOrder.{i}" to be {what}` / `expected "state.sessionOrder" to be {what}`.
+const SESSION_ORDER_ITEM: &str = "the id of a session in state.sessions not named before";
+const SESSION_ORDER_WHAT: &str = "an array naming every session of state.sessions";
 
 /// `state.cancelRequests` (optional): `[{"requestId": id, "source": "agent" | "client" | null}]`.
 fn read_cancel_requests(r: &mut Reader<'_>, store: &mut Store, at: usize) -> Result<(), CheckpointError> {

@@ -104,6 +104,8 @@ names! {
     MAX_TERMINALS: "maxTerminals",
     MAX_ENTITIES: "maxEntities",
     MAX_FILES: "maxFiles",
+    MAX_CONTENT_BYTES: "maxContentBytes",
+    MAX_SESSIONS: "maxSessions",
     MAX_FRAME_BYTES: "maxFrameBytes",
     STRICT_SCHEMA: "strictSchema",
     UNSTABLE: "unstable",
@@ -111,6 +113,7 @@ names! {
     WRAP_BARE_CONTENT: "wrapBareContent",
     EVICTED: "evicted",
     CLOSED_SESSIONS: "closedSessions",
+    EVICTED_SESSIONS: "evictedSessions",
     AGENT: "agent",
     SESSIONS: "sessions",
     TOOL_CALLS: "toolCalls",
@@ -122,6 +125,7 @@ names! {
     FILES: "files",
     PERMISSION_ORDER: "permissionOrder",
     TOOL_CALL_ORDER: "toolCallOrder",
+    SESSION_ORDER: "sessionOrder",
     CANCEL_REQUESTS: "cancelRequests",
     REQUEST_ID: "requestId",
     SOURCE: "source",
@@ -164,7 +168,7 @@ names! {
 }
 
 /// `Limits::NAMES` as names.
-pub const LIMITS: [Name; 8] = [
+pub const LIMITS: [Name; 10] = [
     Name::MAX_TERMINAL_BYTES,
     Name::MAX_CONTENT_ITEMS,
     Name::MAX_PLANS,
@@ -173,6 +177,8 @@ pub const LIMITS: [Name; 8] = [
     Name::MAX_TERMINALS,
     Name::MAX_ENTITIES,
     Name::MAX_FILES,
+    Name::MAX_CONTENT_BYTES,
+    Name::MAX_SESSIONS,
 ];
 
 /// `TOOL_CALL_FIELDS` as names.
@@ -603,8 +609,8 @@ mod tests {
         let doc = br#"{"format":"acp-fast-state/2","protocolVersion":null,"negotiatedVersion":2,
             "maxToolCalls":5,"maxTerminalBytes":1,"maxContentItems":1,"maxPlans":1,
             "maxPermissions":1,"maxUpdates":1,"maxTerminals":1,"maxEntities":1,"maxFiles":1,
-            "maxFrameBytes":9,"strictSchema":2,"unstable":true,"draft":"alpha.5","wrapBareContent":true,"evicted":0,
-            "closedSessions":1,"agent":{"authStatus":{"state":"x"}},"sessions":{"s":{"toolCalls":{"c":{"toolCallId":"c","title":"t","kind":"read",
+            "maxContentBytes":1,"maxSessions":2,"maxFrameBytes":9,"strictSchema":2,"unstable":true,"draft":"alpha.5","wrapBareContent":true,"evicted":0,
+            "closedSessions":1,"evictedSessions":1,"agent":{"authStatus":{"state":"x"}},"sessions":{"s":{"toolCalls":{"c":{"toolCallId":"c","title":"t","kind":"read",
             "status":"pending","content":[1],"locations":[],"rawInput":1,"rawOutput":2,"name":"n",
             "_meta":{},"x":1,"_truncated":{"droppedItems":1}}},
             "terminals":{"t":{"terminalId":"t","command":"c","cwd":"/","output":"","outputMeta":{},
@@ -618,7 +624,8 @@ mod tests {
             "droppedEntities":1,"droppedFiles":1}},
             "s2":{"toolCalls":{"d":{"toolCallId":"d","kind":"other","status":"pending","content":[],"locations":[]}},
             "terminals":{},"plans":{},"permissions":[]}},
-            "permissionOrder":["s"],"toolCallOrder":["s2","s"],"cancelRequests":[{"requestId":1,"source":null}]}"#;
+            "permissionOrder":["s"],"toolCallOrder":["s2","s"],"sessionOrder":["s2","s"],
+            "cancelRequests":[{"requestId":1,"source":null}]}"#;
         let store = super::super::from_json(doc).expect("a valid checkpoint");
         let mut sink = Names(Vec::new());
         let (store, options) = store;

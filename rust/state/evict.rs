@@ -53,12 +53,15 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-use super::records::{Outcome, Permission, Session, Terminal, Text, ToolCall};
+use super::records::{held_len, Outcome, Permission, Session, Terminal, Text, ToolCall};
 use super::Store;
 
 /// The default of `max_tool_calls` in `ToolCallStore` (and `acp-fast proxy`'s): the tool calls
 /// kept across sessions (DESIGN §7.8). `Store::new` takes the bound it is given.
 pub const DEFAULT_MAX_TOOL_CALLS: usize = 1000;
+
+/// The default of `max_sessions` (and `acp-fast proxy`'s): the sessions kept in the store.
+pub const DEFAULT_MAX_SESSIONS: usize = 1000;
 
 /// The bounds inside a session (DESIGN §7.8; `None`: no bound). The defaults are `Default`'s.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,6 +84,12 @@ pub struct Limits {
     /// Answered file requests kept per session (the last ones; 0: file requests are not
     /// tracked), `request.rs`.
     pub files: Option<usize>,
+    /// Bytes of `content` kept per tool call: the JSON text of its items as a checkpoint writes
+    /// them (`content_len`); the oldest items are dropped first, never the newest one.
+    pub content_bytes: Option<usize>,
+    /// Sessions kept in the store (not a bound inside a session): when a frame creates one beyond
+    /// them, the least recently active session is dropped whole (`new_session`).
+    pub sessions: Option<usize>,
 }
 
 impl Default for Limits {
@@ -94,13 +103,15 @@ impl Default for Limits {
             terminals: Some(1000),
             entities: Some(1000),
             files: Some(1000),
+            content_bytes: Some(1 << 20),
+            sessions: Some(DEFAULT_MAX_SESSIONS),
         }
     }
 }
 
 impl Limits {
     /// The checkpoint members of the bounds, in document order (DESIGN §7.8).
-    pub const NAMES: [&'static str; 8] = [
+    pub const NAMES: [&'static str; 10] = [
         "maxTerminalBytes",
         "maxContentItems",
         "maxPlans",
@@ -109,10 +120,12 @@ impl Limits {
         "maxTerminals",
         "maxEntities",
         "maxFiles",
+        "maxContentBytes",
+        "maxSessions",
     ];
 
     /// The bounds, in `NAMES` order.
-    pub fn values(&self) -> [Option<usize>; 8] {
+    pub fn values(&self) -> [Option<usize>; 10] {
         [
             self.terminal_bytes,
             self.content_items,
@@ -122,11 +135,13 @@ impl Limits {
             self.terminals,
             self.entities,
             self.files,
+            self.content_bytes,
+            self.sessions,
         ]
     }
 
     /// Each bound's smallest value (1: a count of records, 0: of items) and slot, in `NAMES` order.
-    pub fn slots_mut(&mut self) -> [(u64, &mut Option<usize>); 8] {
+    pub fn slots_mut(&mut self) -> [(u64, &mut Option<usize>); 10] {
         [
             (0, &mut self.terminal_bytes),
             (0, &mut self.content_items),
@@ -136,6 +151,8 @@ impl Limits {
             (1, &mut self.terminals),
             (0, &mut self.entities),
             (0, &mut self.files),
+            (0, &mut self.content_bytes),
+            (1, &mut self.sessions),
         ]
     }
 
@@ -159,27 +176,40 @@ pub(super) fn trim_front<T>(items: &mut VecDeque<T>, max: Option<usize>, dropped
     }
 }
 
-/// Keep the last `max` content items of a tool call (after a chunk), counting those dropped; they
-/// are emptied at once, and the list shifted only once they outnumber the kept ones.
+/// Keep the last `max` content items of a tool call (after a chunk, or content set by an update),
+/// and with `max_bytes` (`tc.content_bytes` counting the new items) drop the oldest items while
+/// their bytes pass it, never the newest one (an item larger than the bound is kept whole);
+/// counting those dropped. They are emptied at once, and the list shifted only once they
+/// outnumber the kept ones.
 #[inline]
-pub(super) fn trim_content(tc: &mut ToolCall, max: Option<usize>) {
-    if let Some(max) = max {
-        if tc.content.len() - tc.content_start > max {
-            cut_content(tc, max);
-        }
+pub(super) fn trim_content(tc: &mut ToolCall, max: Option<usize>, max_bytes: Option<usize>) {
+    let kept = tc.content.len() - tc.content_start;
+    if max.is_some_and(|max| kept > max) || max_bytes.is_some_and(|max| tc.content_bytes > max && kept > 1) {
+        cut_content(tc, max, max_bytes);
     }
 }
 
-/// `trim_content` once the bound is passed (out of line: the path of a chunk stays small).
+/// `trim_content` once a bound is passed (out of line: the path of a chunk stays small).
 #[cold]
 #[inline(never)]
-fn cut_content(tc: &mut ToolCall, max: usize) {
-    let cut = tc.content.len() - tc.content_start - max;
-    for item in &mut tc.content[tc.content_start..tc.content_start + cut] {
-        *item = Box::default();
+fn cut_content(tc: &mut ToolCall, max: Option<usize>, max_bytes: Option<usize>) {
+    let end = tc.content.len();
+    let mut start = tc.content_start;
+    loop {
+        let kept = end - start;
+        let over_items = max.is_some_and(|max| kept > max);
+        let over_bytes = max_bytes.is_some_and(|max| tc.content_bytes > max && kept > 1);
+        if !over_items && !over_bytes {
+            break;
+        }
+        if max_bytes.is_some() {
+            tc.content_bytes -= held_len(&tc.content[start]);
+        }
+        tc.content[start] = Box::default();
+        start += 1;
+        tc.dropped_items += 1;
     }
-    tc.content_start += cut;
-    tc.dropped_items += cut as u64;
+    tc.content_start = start;
     if tc.content_start >= tc.content.len() - tc.content_start {
         tc.content.drain(..tc.content_start);
         tc.content_start = 0;
@@ -314,6 +344,96 @@ pub(super) fn number_terminals(session: &mut Session) {
     session.terminal_seq = seq;
     // Ascending creation numbers: `from` heapifies in O(n).
     session.exited = BinaryHeap::from(exited);
+}
+
+/// No session (an end of the activity order).
+pub(super) const NIL: usize = usize::MAX;
+
+impl Store {
+    /// Bound on sessions only: the session in `slot` is touched by the frame being applied: it
+    /// becomes the most recently active (moved to the end of the activity order). O(1).
+    #[inline]
+    pub(super) fn touch_session(&mut self, slot: usize) {
+        if self.limits.sessions.is_none() {
+            return;
+        }
+        self.sessions.at_mut(slot).active = self.tick;
+        if self.last_active != slot {
+            self.unlink_session(slot);
+            self.link_session(slot);
+        }
+    }
+
+    /// `touch_session` of the session whose id is the token `sid` of `data`, if the store holds
+    /// it (`session/cancel`).
+    pub(super) fn touch_session_id(&mut self, data: &[u8], sid: crate::scanner::Str) {
+        let key = super::read::text_of(data, sid);
+        if let Some(slot) = self.sessions.slot(&key) {
+            self.touch_session(slot);
+        }
+    }
+
+    /// Take the session in `slot` out of the activity order.
+    pub(super) fn unlink_session(&mut self, slot: usize) {
+        let s = self.sessions.at_mut(slot);
+        let (prev, next) = (s.prev, s.next);
+        s.prev = NIL;
+        s.next = NIL;
+        match prev {
+            NIL => self.first_active = next,
+            p => self.sessions.at_mut(p).next = next,
+        }
+        match next {
+            NIL => self.last_active = prev,
+            n => self.sessions.at_mut(n).prev = prev,
+        }
+    }
+
+    /// Put the session in `slot` (out of the activity order) at its end: the most recently active.
+    pub(super) fn link_session(&mut self, slot: usize) {
+        let last = self.last_active;
+        let s = self.sessions.at_mut(slot);
+        s.prev = last;
+        s.next = NIL;
+        match last {
+            NIL => self.first_active = slot,
+            l => self.sessions.at_mut(l).next = slot,
+        }
+        self.last_active = slot;
+    }
+
+    /// After the sessions' slots moved (`moved[old]` the new slot of each; `drop_session`): the
+    /// activity order's links follow.
+    pub(super) fn relink_sessions(&mut self, moved: &[usize]) {
+        let at = |slot: usize| if slot == NIL { NIL } else { moved[slot] };
+        self.first_active = at(self.first_active);
+        self.last_active = at(self.last_active);
+        for (_, s) in self.sessions.iter_mut() {
+            s.prev = at(s.prev);
+            s.next = at(s.next);
+        }
+    }
+
+    /// The slots of the sessions from the least to the most recently active.
+    pub(super) fn activity_order(&self) -> Vec<usize> {
+        let mut order = Vec::with_capacity(self.sessions.len());
+        let mut slot = self.first_active;
+        while slot != NIL {
+            order.push(slot);
+            slot = self.sessions.at(slot).expect("session slot").1.next;
+        }
+        order
+    }
+
+    /// Set the activity order (a restore): the sessions in `order` (slots, the least recently
+    /// active first).
+    pub(super) fn order_sessions(&mut self, order: &[usize]) {
+        self.first_active = NIL;
+        self.last_active = NIL;
+        for &slot in order {
+            self.link_session(slot);
+        }
+    }
 }
 
 /// An entry of `order`: where the tool call is, and whether its creation number is in the heap of
@@ -658,6 +778,74 @@ mod tests {
         let kept: Vec<&[u8]> = session.terminals.iter().map(|(k, _)| k).collect();
         assert_eq!(kept, [&b"t9997"[..], b"t9998", b"t9999"]);
         assert_eq!(session.dropped.terminals, 9997);
+    }
+
+    #[test]
+    fn the_least_recently_active_session_goes() {
+        let limits = Limits {
+            sessions: Some(3),
+            ..Limits::default()
+        };
+        let mut s = Store::with_limits(None, None, limits);
+        let touch = |s: &mut Store, sid: &str| {
+            let line = upd(r#"{"sessionUpdate":"tool_call_update","toolCallId":"c"}"#)
+                .replace("\"s1\"", &format!("\"{sid}\""));
+            apply(s, &line).unwrap();
+        };
+        // many sessions, each touched again after the next one: the slots move as sessions go
+        for i in 0..200 {
+            touch(&mut s, &format!("s{i}"));
+            if i > 0 {
+                touch(&mut s, &format!("s{}", i - 1));
+            }
+            assert!(s.sessions().len() <= 3);
+        }
+        let kept: Vec<&[u8]> = s.sessions().iter().map(|(k, _)| k).collect();
+        assert_eq!(kept, [&b"s197"[..], b"s198", b"s199"]);
+        let order: Vec<&[u8]> = s.activity_order().into_iter().map(|slot| s.session_id(slot)).collect();
+        assert_eq!(order, [&b"s197"[..], b"s199", b"s198"]);
+        assert_eq!((s.evicted_sessions(), s.tool_call_count()), (197, 3));
+    }
+
+    #[test]
+    fn held_len_is_the_length_of_the_checkpoint_text() {
+        for raw in [
+            &br#"{"type":"content","content":{"type":"text","text":"a \" b"}}"#[..],
+            br#" { "a" : [ 1 , 2.50 , { } , [ ] ] , "b" : "\u00e9" } "#,
+            br#"{"a":1,"b":{"a":2,"a":3},"a":4}"#,
+            br#"{"\u0061":1,"b":[true,false,null]}"#,
+            br#"[{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"k10":10,"k11":11,"k12":12,"k13":13,"k14":14,"k15":15,"k16":16}]"#,
+            br#""x""#,
+        ] {
+            let mut out = Vec::new();
+            super::super::records::write_value(&mut out, raw, 0).unwrap();
+            assert_eq!(held_len(raw), out.len(), "{}", String::from_utf8_lossy(raw));
+        }
+    }
+
+    #[test]
+    fn content_bytes_keep_the_newest_items() {
+        let limits = Limits {
+            content_bytes: Some(20),
+            ..Limits::default()
+        };
+        let mut s = Store::with_limits(None, None, limits);
+        // 9 bytes each as a checkpoint writes them (`{"t":"a"}`), whatever the frame's spaces
+        for text in ["a", "b", "c"] {
+            let u = format!(
+                r#"{{"sessionUpdate":"tool_call_content_chunk","toolCallId":"c","content":{{ "t" : "{text}" }}}}"#
+            );
+            apply(&mut s, &upd(&u)).unwrap();
+        }
+        let tc = s.session(b"s1").unwrap().tool_calls.get(b"c").unwrap();
+        assert_eq!((tc.content().len(), tc.dropped_items, tc.content_bytes), (2, 1, 18));
+        let big = format!(
+            r#"{{"sessionUpdate":"tool_call_content_chunk","toolCallId":"c","content":{{"t":"{}"}}}}"#,
+            "x".repeat(100)
+        );
+        apply(&mut s, &upd(&big)).unwrap();
+        let tc = s.session(b"s1").unwrap().tool_calls.get(b"c").unwrap();
+        assert_eq!((tc.content().len(), tc.dropped_items, tc.content_bytes), (1, 3, 108));
     }
 
     #[test]

@@ -42,7 +42,7 @@ mod terminal;
 mod tool_call;
 
 pub use checkpoint::{from_json, to_json, CheckpointError, TooDeep, FORMAT};
-pub use evict::{Limits, DEFAULT_MAX_TOOL_CALLS};
+pub use evict::{Limits, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_TOOL_CALLS};
 pub use read::{base64_decode, base64_encode};
 pub use records::{
     permission_record, terminal_record, tool_call_record, Action, CancelRequest, Change, Entities, Held, IdKey, Ident,
@@ -85,6 +85,13 @@ pub struct Store {
     held: (Text, Option<Text>),
     /// Sessions dropped by an answered `session/close` or `session/delete`.
     closed_sessions: u64,
+    /// With a bound on sessions (`evict.rs`): the number of the frame being applied, the slots of
+    /// the least and the most recently active sessions (the ends of the activity order, a list
+    /// through `Session::prev` / `next`), and the sessions the bound dropped.
+    tick: u64,
+    first_active: usize,
+    last_active: usize,
+    evicted_sessions: u64,
     /// The agent's own targets of the schema's rules (`authStatus`), by their index in
     /// `rules::targets()` (`entity.rs`, `message_entities`).
     agent: Vec<Entities>,
@@ -159,6 +166,10 @@ impl Store {
             requests: OrderedMap::default(),
             held: (Text::default(), None),
             closed_sessions: 0,
+            tick: 0,
+            first_active: evict::NIL,
+            last_active: evict::NIL,
+            evicted_sessions: 0,
             agent: Vec::new(),
             members: Vec::new(),
             items: Vec::new(),
@@ -209,6 +220,11 @@ impl Store {
     /// Sessions dropped by an answered `session/close` or `session/delete`.
     pub fn closed_sessions(&self) -> u64 {
         self.closed_sessions
+    }
+
+    /// Sessions dropped by the `max_sessions` bound (`Limits::sessions`).
+    pub fn evicted_sessions(&self) -> u64 {
+        self.evicted_sessions
     }
 
     /// The session and id (a terminal id, a path, or none) of the request the last answer
@@ -274,10 +290,13 @@ impl Store {
             &data[sid.start..sid.end]
         };
         match self.sessions.slot(key) {
-            Some(s) => s,
+            Some(s) => {
+                self.touch_session(s);
+                s
+            }
             None => {
                 let key: Text = key.into();
-                self.sessions.push(key, Session::default())
+                self.new_session(key)
             }
         }
     }
@@ -285,8 +304,11 @@ impl Store {
     /// The slot of the session `key`, created if needed.
     fn session_slot_of(&mut self, key: &[u8]) -> usize {
         match self.sessions.slot(key) {
-            Some(s) => s,
-            None => self.sessions.push(key.into(), Session::default()),
+            Some(s) => {
+                self.touch_session(s);
+                s
+            }
+            None => self.new_session(key.into()),
         }
     }
 
@@ -316,6 +338,7 @@ impl Store {
         captured: Option<&Captured>,
         source: Source,
     ) -> Result<Option<Change>, DecodeError> {
+        self.tick += 1;
         match env.kind {
             Kind::Notification => {
                 let Some(method) = env.method.and_then(|m| m.str()) else {
@@ -328,6 +351,9 @@ impl Store {
                         return Ok(None);
                     };
                     let sid = require_session(data, env, params)?;
+                    if self.limits.sessions.is_some() {
+                        self.touch_session_id(data, sid);
+                    }
                     Ok(Some(Change::new(
                         Some(sid),
                         Target::Session,

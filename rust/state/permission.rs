@@ -123,7 +123,9 @@ impl Store {
             if let Some(index) = self.pending.remove(&key) {
                 let p = self.permissions[index].as_mut().expect("pending record");
                 resolve(p, data, env);
-                self.sessions.at_mut(p.session).resolved.push(Reverse(index));
+                let slot = p.session;
+                self.sessions.at_mut(slot).resolved.push(Reverse(index));
+                self.touch_session(slot);
                 let mut change = Change::new(None, Target::Permission, Ident::Id(id_span), Action::Resolved, None);
                 change.permission = Some(index);
                 return Ok(Some(change));

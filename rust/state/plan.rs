@@ -113,10 +113,11 @@ impl Store {
                 update,
             ));
         };
-        let Some(session) = self.sessions.get_mut(&text_of(data, sid)) else {
+        let Some(slot) = self.sessions.slot(&text_of(data, sid)) else {
             return Ok(None);
         };
-        let plans = &mut session.plans;
+        self.touch_session(slot);
+        let plans = &mut self.sessions.at_mut(slot).plans;
         let Some(slot) = plans.slot(&text_of(data, s)) else {
             return Ok(None);
         };

@@ -63,6 +63,8 @@ pub struct ToolCall {
     pub content: Vec<Raw>,
     pub content_start: usize,
     pub dropped_items: u64,
+    /// With a bound on content bytes: the bytes of the items kept (`held_len` of each).
+    pub content_bytes: usize,
     /// Unknown fields in first-set order.
     pub extra: Vec<(Text, Raw)>,
     /// With a bound: the creation number (eviction order, `evict.rs`).
@@ -326,6 +328,11 @@ pub struct Session {
     /// is the session's history (`request.rs`).
     pub replaying: bool,
     pub dropped: Dropped,
+    /// With a bound on sessions (`evict.rs`): the frame that last touched the session
+    /// (`Store::tick`), and its neighbours in the store's activity order (slots; `NIL`: none).
+    pub active: u64,
+    pub prev: usize,
+    pub next: usize,
 }
 
 /// What a session holds of one target of the rules applied as written (`entity.rs`): its value
@@ -630,6 +637,97 @@ fn extra<S: Sink>(s: &mut S, fields: &[(Text, Raw)]) -> Result<(), S::Error> {
         s.raw(v)?;
     }
     Ok(())
+}
+
+/// The length of the JSON text a checkpoint writes for the stored value `raw` (`write_value`):
+/// the size of a content item for `Limits::content_bytes` (the fallback: `dumps` of its value).
+pub fn held_len(raw: &[u8]) -> usize {
+    thread_local! {
+        static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        static KEYS: std::cell::RefCell<Keys> = const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
+    }
+    if let Some(n) = KEYS.with(|keys| compact_len(raw, &mut keys.borrow_mut())) {
+        return n;
+    }
+    SCRATCH.with(|scratch| {
+        let mut out = scratch.borrow_mut();
+        out.clear();
+        // A stored value is never deeper than a checkpoint carries from its root.
+        let n = match write_value(&mut out, raw, 0) {
+            Ok(()) => out.len(),
+            Err(_) => raw.len(),
+        };
+        if out.capacity() > 1 << 16 {
+            *out = Vec::new();
+        }
+        n
+    })
+}
+
+/// The member names of the open objects (spans in the text), and where each open container's start
+/// (`None`: an array): `compact_len`'s scratch space.
+type Keys = (Vec<(usize, usize)>, Vec<Option<usize>>);
+
+/// `held_len` in one pass, without writing: the length of the valid JSON text `raw` without the
+/// whitespace between its tokens, which is `write_value`'s text when no object has a member name
+/// with an escape or a repeated one (a name without escapes is written as it is); None otherwise,
+/// or for an object of more than 16 members (`write_value` decides).
+fn compact_len(raw: &[u8], (keys, opens): &mut Keys) -> Option<usize> {
+    keys.clear();
+    opens.clear();
+    let mut expect_key = false;
+    let mut n = 0;
+    let mut i = 0;
+    while i < raw.len() {
+        match raw[i] {
+            b' ' | b'\t' | b'\n' | b'\r' => {
+                i += 1;
+                continue;
+            }
+            b'"' => {
+                let start = i;
+                let mut j = i + 1;
+                let mut escaped = false;
+                loop {
+                    j += memchr::memchr2(b'"', b'\\', &raw[j..])?;
+                    if raw[j] == b'"' {
+                        break;
+                    }
+                    escaped = true;
+                    j += 2;
+                }
+                let end = j + 1;
+                if expect_key {
+                    let from = (*opens.last()?)?;
+                    let key = &raw[start..end];
+                    if escaped || keys.len() - from >= 16 || keys[from..].iter().any(|&(s, e)| &raw[s..e] == key) {
+                        return None;
+                    }
+                    keys.push((start, end));
+                    expect_key = false;
+                }
+                n += end - start;
+                i = end;
+                continue;
+            }
+            b'{' => {
+                opens.push(Some(keys.len()));
+                expect_key = true;
+            }
+            b'[' => opens.push(None),
+            b'}' | b']' => {
+                if let Some(Some(from)) = opens.pop() {
+                    keys.truncate(from);
+                }
+                expect_key = false;
+            }
+            b',' => expect_key = matches!(opens.last(), Some(Some(_))),
+            _ => {}
+        }
+        n += 1;
+        i += 1;
+    }
+    Some(n)
 }
 
 /// Write the (valid) JSON text `raw`, found at nesting depth `depth` of the document, as

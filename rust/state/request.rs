@@ -17,7 +17,7 @@ use crate::error::{DecodeError, JsonType};
 use crate::message::{Envelope, Kind, Span};
 use crate::scanner::{parse_i64, Str};
 
-use super::evict::trim_output;
+use super::evict::{trim_output, NIL};
 use super::read::{bad, find_member, find_members, key_bytes, raw, require_session, str_is, text_of, walk};
 use super::records::{Action, Change, IdKey, Ident, Source, Target, Terminal, Text};
 use super::rules::{answer_rules, MessageRule};
@@ -416,8 +416,9 @@ impl Store {
                 session(Action::Closed)
             }
             Method::Replay => {
-                if let Some(s) = self.sessions.get_mut(&pending.session) {
-                    s.replaying = false;
+                if let Some(slot) = self.sessions.slot(&pending.session) {
+                    self.sessions.at_mut(slot).replaying = false;
+                    self.touch_session(slot);
                 }
                 session(Action::Replayed)
             }
@@ -437,6 +438,30 @@ impl Store {
         }
     }
 
+    /// A new session `key`, touched by the frame being applied: its slot. With a bound on
+    /// sessions, while the store holds as many as the bound, the least recently active session is
+    /// dropped first (`drop_session`), counted in `evicted_sessions`; never one the frame being
+    /// applied touched (the store then holds more for a while). Before the session is created:
+    /// slots move when sessions are dropped, and the caller holds none.
+    pub(super) fn new_session(&mut self, key: Text) -> usize {
+        if let Some(max) = self.limits.sessions {
+            while self.sessions.len() >= max {
+                let oldest = self.first_active;
+                if oldest == NIL || self.sessions.at_mut(oldest).active == self.tick {
+                    break;
+                }
+                self.drop_session(oldest);
+                self.evicted_sessions += 1;
+            }
+        }
+        let slot = self.sessions.push(key, super::records::Session::default());
+        if self.limits.sessions.is_some() {
+            self.sessions.at_mut(slot).active = self.tick;
+            self.link_session(slot);
+        }
+        slot
+    }
+
     /// Drop the session in `slot` and all it holds: its tool calls (and their place in the
     /// `max_tool_calls` bound), terminals, plans, permission records (pending ones too), unknown
     /// updates, entities, file records and pending requests. Slots of other sessions may move.
@@ -444,6 +469,9 @@ impl Store {
         let Some(sid) = self.sessions.at(slot).map(|(k, _)| Text::from(k)) else {
             return;
         };
+        if self.limits.sessions.is_some() {
+            self.unlink_session(slot);
+        }
         let session = self.sessions.remove_slot(slot).expect("a live slot");
         self.tool_call_count -= session.tool_calls.len();
         if self.max_tool_calls.is_some() {
@@ -473,6 +501,9 @@ impl Store {
             }
             for entry in self.order.iter_mut().flatten() {
                 entry.slot = moved[entry.slot];
+            }
+            if self.limits.sessions.is_some() {
+                self.relink_sessions(&moved);
             }
         }
     }

@@ -18,8 +18,8 @@ use super::checkpoint::CheckpointError;
 use super::evict::{number_terminals, Limits, Tracked};
 use super::read::base64_decode;
 use super::records::{
-    members_at, Entities, Held, IdKey, Outcome, Permission, Raw, Slot, Terminal, Text, ToolCall, TERMINAL_FIELDS,
-    TOOL_CALL_FIELDS,
+    held_len, members_at, Entities, Held, IdKey, Outcome, Permission, Raw, Slot, Terminal, Text, ToolCall,
+    TERMINAL_FIELDS, TOOL_CALL_FIELDS,
 };
 use super::rules::TargetRule;
 use super::Store;
@@ -239,6 +239,9 @@ pub(super) fn restore_tool_calls(
                 None => tc.extra.push((name, r.raw(at)?)),
             }
         }
+        if store.limits.content_bytes.is_some() {
+            tc.content_bytes = tc.content.iter().map(|item| held_len(item)).sum();
+        }
         store.tool_call_count += 1;
         if store.max_tool_calls.is_some() {
             // In document order; `compact` below numbers them and queues the finished ones.
@@ -439,20 +442,24 @@ fn restore_entity(r: &mut Reader<'_>, at: usize, t: &TargetRule, ep: &str) -> Re
     Ok(Held::Record(members))
 }
 
-/// A count of a `_truncated` marker (DESIGN §7.8): its member, what it must be when its bound is
-/// off, and its bound (an index in `Limits::values()`, `Limits::NAMES` order).
-type Count = (&'static str, &'static str, usize);
+/// A count of a `_truncated` marker (DESIGN §7.8): its member, what it must be when its bounds
+/// are off, and its bounds (indices in `Limits::values()`, `Limits::NAMES` order; on when one is).
+type Count = (&'static str, &'static str, &'static [usize]);
 
 /// The counts of each marker, in document order: a tool call's, a terminal's, a session's.
-const TOOL_CALL_COUNTS: [Count; 1] = [("droppedItems", "absent (state.maxContentItems is null)", 1)];
-const TERMINAL_COUNTS: [Count; 1] = [("droppedBytes", "absent (state.maxTerminalBytes is null)", 0)];
+const TOOL_CALL_COUNTS: [Count; 1] = [(
+    "droppedItems",
+    "absent (state.maxContentItems and state.maxContentBytes are null)",
+    &[1, 8],
+)];
+const TERMINAL_COUNTS: [Count; 1] = [("droppedBytes", "absent (state.maxTerminalBytes is null)", &[0])];
 const SESSION_COUNTS: [Count; 6] = [
-    ("droppedTerminals", "absent (state.maxTerminals is null)", 5),
-    ("droppedPlans", "absent (state.maxPlans is null)", 2),
-    ("droppedPermissions", "absent (state.maxPermissions is null)", 3),
-    ("droppedUpdates", "absent (state.maxUpdates is null)", 4),
-    ("droppedEntities", "absent (state.maxEntities is null)", 6),
-    ("droppedFiles", "absent (state.maxFiles is null)", 7),
+    ("droppedTerminals", "absent (state.maxTerminals is null)", &[5]),
+    ("droppedPlans", "absent (state.maxPlans is null)", &[2]),
+    ("droppedPermissions", "absent (state.maxPermissions is null)", &[3]),
+    ("droppedUpdates", "absent (state.maxUpdates is null)", &[4]),
+    ("droppedEntities", "absent (state.maxEntities is null)", &[6]),
+    ("droppedFiles", "absent (state.maxFiles is null)", &[7]),
 ];
 
 /// The `_truncated` marker of `record` at `rp`, if any: a value for each of `counts` (the table
@@ -479,8 +486,8 @@ fn read_marker<const N: usize>(
         let Some(i) = counts.iter().position(|(n, _, _)| n.as_bytes() == &*name) else {
             return Err(r.fail(at, &member, "absent"));
         };
-        let (_, off, bound) = counts[i];
-        if bounds[bound].is_none() {
+        let (_, off, on) = counts[i];
+        if on.iter().all(|&bound| bounds[bound].is_none()) {
             return Err(r.fail(at, &member, off));
         }
         values[i] = r

@@ -21,7 +21,7 @@ use super::evict::trim_content;
 use super::read::{
     bad_member, find_member, key_bytes, raw, str_is, text_of, Member, F_CONTENT, F_EXTRA, F_ID, F_IGNORE,
 };
-use super::records::{Action, Change, Ident, Raw, Target, Text, ToolCall};
+use super::records::{held_len, Action, Change, Ident, Raw, Target, Text, ToolCall};
 use super::Store;
 
 /// How a tool-call object is applied.
@@ -196,7 +196,7 @@ impl Store {
     #[inline(never)]
     pub(super) fn commit_tool_call(&mut self, data: &[u8], sid: Str, tcid: Str, op: TcOp) -> Change {
         let v2 = self.version() >= 2;
-        let max = self.limits.content_items;
+        let max = (self.limits.content_items, self.limits.content_bytes);
         let wrap = self.wrap_bare_content;
         let slot = self.session_slot(data, sid);
         let members = std::mem::take(&mut self.members);
@@ -317,7 +317,7 @@ fn patch(
     data: &[u8],
     (members, items): (&[Member], &[Span]),
     (clear_on_null, patch_meta): (bool, bool),
-    (max, wrap): (Option<usize>, bool),
+    ((max, max_bytes), wrap): ((Option<usize>, Option<usize>), bool),
 ) {
     for m in members {
         let null = m.value.ty == JsonType::Null;
@@ -346,10 +346,15 @@ fn patch(
                     );
                     tc.content_start = 0;
                     tc.dropped_items = skip as u64;
+                    if max_bytes.is_some() {
+                        tc.content_bytes = tc.content.iter().map(|item| held_len(item)).sum();
+                        trim_content(tc, None, max_bytes);
+                    }
                 } else if clear_on_null {
                     tc.content.clear();
                     tc.content_start = 0;
                     tc.dropped_items = 0;
+                    tc.content_bytes = 0;
                 }
             }
             F_EXTRA => {
@@ -365,10 +370,19 @@ fn patch(
 }
 
 /// Append a chunk's `content` item (then drop the oldest items beyond the bound, counting them).
-fn append_chunk(tc: &mut ToolCall, data: &[u8], members: &[Member], (max, wrap): (Option<usize>, bool)) {
+fn append_chunk(
+    tc: &mut ToolCall,
+    data: &[u8],
+    members: &[Member],
+    ((max, max_bytes), wrap): ((Option<usize>, Option<usize>), bool),
+) {
     if let Some(m) = members.iter().find(|m| m.code == F_CONTENT) {
-        tc.content.push(content_item(data, m.value, wrap));
-        trim_content(tc, max);
+        let item = content_item(data, m.value, wrap);
+        if max_bytes.is_some() {
+            tc.content_bytes += held_len(&item);
+        }
+        tc.content.push(item);
+        trim_content(tc, max, max_bytes);
     }
 }
 

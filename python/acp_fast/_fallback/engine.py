@@ -87,6 +87,8 @@ def feed(store: Any, data: bytes, source: Any, changes: bool) -> List[Any]:
                         continue
                 try:
                     if m._method == "session/update" and m._kind == "notification":
+                        # `_dispatch`'s start, inlined: a new frame (evict.py)
+                        store._tick += 1
                         update_fn = updates.get(m._update_kind, unknown)
                         if update_fn is None:
                             continue

@@ -201,6 +201,7 @@ def replay_file(
     max_tool_calls: Optional[int] = None,
     max_updates: Optional[int] = DEFAULT_MAX_UPDATES,
     max_entities: Optional[int] = DEFAULT_MAX_ENTITIES,
+    max_sessions: Optional[int] = None,
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
     forwarded_only: bool = False,
     input_format: str = "auto",
@@ -212,13 +213,15 @@ def replay_file(
     ``max_errors`` errors). ``forwarded_only`` skips recorded frames the proxy did not forward
     (``"action"`` records). ``input_format``: ``auto``, ``ndjson`` or ``recording``. ``max_updates``:
     unknown updates kept per session, the last ones (the store's default, 1000; 0: none).
-    ``max_entities``: v2 entities kept per target and session (the store's default; 0: none)."""
+    ``max_entities``: v2 entities kept per target and session (the store's default; 0: none).
+    ``max_sessions``: sessions kept (None, the default: every session of the recording)."""
     store = acp_fast.ToolCallStore(
         protocol_version,
         max_tool_calls=max_tool_calls,
         max_frame_bytes=max_frame_bytes,
         max_updates=max_updates,
         max_entities=max_entities,
+        max_sessions=max_sessions,
     )
     replayer = _Replayer(store, max_frame_bytes=max_frame_bytes, max_errors=max_errors, forwarded_only=forwarded_only)
     chunks, _size, _name, stream = _chunks(source)

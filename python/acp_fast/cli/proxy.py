@@ -221,6 +221,12 @@ def parser() -> argparse.ArgumentParser:
         ("--max-updates", 0, "updates of kinds the state engine has no rule for, the last ones kept per session"),
         ("--max-terminals", 1, "terminals kept per session, the oldest exited dropped first"),
         ("--max-entities", 0, "v2 entities (messages, ...) kept per target and session; 0: not tracked"),
+        (
+            "--max-content-bytes",
+            0,
+            "bytes of content kept per tool call (its items' JSON text), the oldest items dropped first",
+        ),
+        ("--max-sessions", 1, "sessions kept in the state, the least recently active dropped whole"),
     ):
         default = getattr(defaults, option[2:].replace("-", "_"))
         help = f"{what} (default {default}; none: all)"
@@ -303,6 +309,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             max_updates=ns.max_updates,
             max_terminals=ns.max_terminals,
             max_entities=ns.max_entities,
+            max_content_bytes=ns.max_content_bytes,
+            max_sessions=ns.max_sessions,
             record=ns.record,
             trace=ns.trace,
             chain=ns.chain,

@@ -19,6 +19,7 @@ from __future__ import annotations
 from ._middleware import Context, Drop, Frame, Middleware, Result
 from ._proxy import (
     DEFAULT_COALESCE_MS,
+    DEFAULT_MAX_SESSIONS,
     DEFAULT_MAX_TOOL_CALLS,
     INVALID_LINES_STATUS,
     INVALID_POLICIES,
@@ -28,6 +29,7 @@ from ._proxy import (
 
 __all__ = [
     "DEFAULT_COALESCE_MS",
+    "DEFAULT_MAX_SESSIONS",
     "DEFAULT_MAX_TOOL_CALLS",
     "INVALID_LINES_STATUS",
     "INVALID_POLICIES",

@@ -38,6 +38,7 @@ from ._relay import (
 from .chain import Successor
 
 __all__ = [
+    "DEFAULT_MAX_SESSIONS",
     "DEFAULT_MAX_TOOL_CALLS",
     "DRAIN_AFTER_EXIT",
     "FORWARDED_SIGNALS",
@@ -60,6 +61,8 @@ STOP_GRACE = 2.0
 # proxy's state (they were forwarded; only the proxy's view of them goes).
 #: The default bound on the tool calls the proxy's state keeps (``max_tool_calls``).
 DEFAULT_MAX_TOOL_CALLS = 1000
+#: The default bound on the sessions the proxy's state keeps (``max_sessions``): the store's.
+DEFAULT_MAX_SESSIONS = 1000
 #: ``--coalesce`` without a value: milliseconds a tool-call update is held at most.
 DEFAULT_COALESCE_MS = 50.0
 # The bounds inside sessions (``max_terminal_bytes``, ...) default to the store's own.
@@ -121,6 +124,8 @@ class Proxy:
         max_updates: Optional[int] = _STORE_DEFAULTS.max_updates,
         max_terminals: Optional[int] = _STORE_DEFAULTS.max_terminals,
         max_entities: Optional[int] = _STORE_DEFAULTS.max_entities,
+        max_content_bytes: Optional[int] = _STORE_DEFAULTS.max_content_bytes,
+        max_sessions: Optional[int] = DEFAULT_MAX_SESSIONS,
         record: Optional[str] = None,
         trace: Optional[str] = None,
         chain: bool = False,
@@ -172,6 +177,8 @@ class Proxy:
             max_updates=max_updates,
             max_terminals=max_terminals,
             max_entities=max_entities,
+            max_content_bytes=max_content_bytes,
+            max_sessions=max_sessions,
         )
         #: Held while the state is read or changed and while the middleware run.
         self.lock: threading.RLock = threading.RLock()
@@ -553,6 +560,7 @@ class Proxy:
             "tool_calls_by_status": dict(sorted(statuses.items())),
             "permissions_by_outcome": dict(sorted(permissions.items())),
             "evicted_tool_calls": self.store.evicted,
+            "evicted_sessions": self.store.evicted_sessions,
             "peak_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
         }
 
@@ -635,6 +643,8 @@ def format_summary(info: Dict[str, Any]) -> str:
             )
     by_status = ", ".join(f"{n} {k}" for k, n in info["tool_calls_by_status"].items()) or "none"
     lines.append(f"  sessions: {info['sessions']}; tool calls: {info['tool_calls']} ({by_status})")
+    if info.get("evicted_sessions"):
+        lines.append(f"  evicted sessions: {info['evicted_sessions']} (--max-sessions), their state dropped")
     if info["permissions_by_outcome"]:
         lines.append(
             "  permission requests: " + ", ".join(f"{n} {k}" for k, n in info["permissions_by_outcome"].items())

@@ -219,6 +219,8 @@ class SchemaCheck:
             max_updates=0,
             max_terminals=1,
             max_entities=0,
+            max_content_bytes=0,
+            max_sessions=16,  # a few: the sessions that take turns are not dropped frame after frame
         )
 
     def block(self, data: bytes, source: str) -> Dict[int, Any]:
@@ -466,6 +468,10 @@ class Direction:
         if text is not None:
             self.host.note(text)
 
+    def show_evicted(self, count: int) -> None:
+        """``--watch``: the sessions ``--max-sessions`` dropped while a block was tracked."""
+        self.host.note(f"{count} least recently active session{'s' if count > 1 else ''} evicted (--max-sessions)")
+
     # -- one block of whole lines --------------------------------------------------------------
 
     def block(self, block: bytes, before: int, eol: bool) -> None:
@@ -498,7 +504,10 @@ class Direction:
         fed = block if eol else block + b"\n"
         with host.lock:
             base = host.store.line
+            evicted = host.store.evicted_sessions if watch else 0
             results = host.store.feed(fed, changes=watch, source=self.source)
+            if watch:
+                evicted = host.store.evicted_sessions - evicted
             self.stats["lines"] += host.store.line - base  # the store's framer counted the block's lines
             schema = host.schema.block(fed, self.source) if host.schema is not None else None
         suspect: List[int] = []  # lines with an error of a line that is not JSON-RPC (or of a batch entry)
@@ -517,6 +526,8 @@ class Direction:
                     state.setdefault(rel, []).append(r)
             elif watch:
                 self.show_change(r)
+        if evicted:
+            self.show_evicted(evicted)
         if not suspect and not state and not schema and not batches and not self.settings.recording:
             if self.write(block):
                 self.stats["bytes_out"] += len(block)
@@ -746,11 +757,17 @@ class Direction:
         """Apply one delivered frame (a Message, Batch or bytes) to the state: its bad state
         updates (the frame is forwarded all the same), for the caller to report."""
         host = self.host
+        watch = self.settings.watch
         with host.lock:
+            evicted = host.store.evicted_sessions if watch else 0
             try:
                 change = host.store.apply(frame, source=self.source)
             except acp_fast.DecodeError as e:
                 return [e]
+            if watch:
+                evicted = host.store.evicted_sessions - evicted
+        if evicted:
+            self.show_evicted(evicted)
         errors: List[Any] = []
         for c in change if isinstance(change, list) else [change]:
             if isinstance(c, acp_fast.DecodeError):

@@ -60,12 +60,14 @@ impl PyToolCallStore {
                         max_terminal_bytes = LimitArg::Default, max_content_items = LimitArg::Default,
                         max_plans = LimitArg::Default, max_permissions = LimitArg::Default,
                         max_updates = LimitArg::Default, max_terminals = LimitArg::Default,
-                        max_entities = LimitArg::Default, max_files = LimitArg::Default, strict_schema = None, unstable = false, draft = None,
+                        max_entities = LimitArg::Default, max_files = LimitArg::Default,
+                        max_content_bytes = LimitArg::Default, max_sessions = LimitArg::Default,
+                        strict_schema = None, unstable = false, draft = None,
                         wrap_bare_content = false),
            text_signature = "(protocol_version=None, *, max_tool_calls=1000, max_frame_bytes=67108864, \
                              max_terminal_bytes=1048576, max_content_items=1000, max_plans=100, \
                              max_permissions=1000, max_updates=1000, max_terminals=1000, max_entities=1000, \
-                             max_files=1000, strict_schema=False, unstable=False, draft=None, wrap_bare_content=False)")]
+                             max_files=1000, max_content_bytes=1048576, max_sessions=1000, strict_schema=False, unstable=False, draft=None, wrap_bare_content=False)")]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -80,6 +82,8 @@ impl PyToolCallStore {
         max_terminals: LimitArg<'_>,
         max_entities: LimitArg<'_>,
         max_files: LimitArg<'_>,
+        max_content_bytes: LimitArg<'_>,
+        max_sessions: LimitArg<'_>,
         strict_schema: Option<Arg<StrictSchema>>,
         unstable: bool,
         draft: Option<Arg<Draft>>,
@@ -98,6 +102,8 @@ impl PyToolCallStore {
             terminals: limit_arg(max_terminals, "max_terminals", 1, d.terminals)?,
             entities: limit_arg(max_entities, "max_entities", 0, d.entities)?,
             files: limit_arg(max_files, "max_files", 0, d.files)?,
+            content_bytes: limit_arg(max_content_bytes, "max_content_bytes", 0, d.content_bytes)?,
+            sessions: limit_arg(max_sessions, "max_sessions", 1, d.sessions)?,
         };
         let mut store = Store::with_limits(version, max, limits);
         store.set_wrap_bare_content(wrap_bare_content);
@@ -409,6 +415,16 @@ impl PyToolCallStore {
     }
 
     #[getter]
+    fn max_content_bytes(&self, py: Python<'_>) -> PyResult<Option<usize>> {
+        Ok(self.locked(py)?.store().limits().content_bytes)
+    }
+
+    #[getter]
+    fn max_sessions(&self, py: Python<'_>) -> PyResult<Option<usize>> {
+        Ok(self.locked(py)?.store().limits().sessions)
+    }
+
+    #[getter]
     fn evicted(&self, py: Python<'_>) -> PyResult<u64> {
         Ok(self.locked(py)?.store().evicted())
     }
@@ -416,6 +432,11 @@ impl PyToolCallStore {
     #[getter]
     fn closed_sessions(&self, py: Python<'_>) -> PyResult<u64> {
         Ok(self.locked(py)?.store().closed_sessions())
+    }
+
+    #[getter]
+    fn evicted_sessions(&self, py: Python<'_>) -> PyResult<u64> {
+        Ok(self.locked(py)?.store().evicted_sessions())
     }
 
     #[getter]

@@ -106,7 +106,8 @@ fn tool_call_order_is_the_eviction_order() {
     }
     let options = Options::default();
     let doc = to_json(&s, &options).unwrap();
-    assert!(doc.ends_with(br#""toolCallOrder":["b","a","c"]}"#));
+    // the sessions' activity order too: b, a (touched again), c
+    assert!(doc.ends_with(br#""toolCallOrder":["b","a","c"],"sessionOrder":["b","a","c"]}"#));
     let kept = |store: &Store| -> Vec<Vec<u8>> {
         let sessions = store.sessions().iter();
         sessions

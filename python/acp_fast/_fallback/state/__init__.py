@@ -24,7 +24,7 @@ Every public method and property runs under the store's lock (``framing.exclusiv
 
 from __future__ import annotations
 
-from collections import deque
+from collections import OrderedDict, deque
 from functools import partial
 from threading import RLock
 from typing import Any, Callable, Deque, Dict, List, Optional, Tuple, cast
@@ -45,15 +45,19 @@ from ..scanner import to_bytes
 from . import checkpoint, rules
 from .entity import entity_update, message_entities
 from .evict import (
+    DEFAULT_MAX_CONTENT_BYTES,
     DEFAULT_MAX_CONTENT_ITEMS,
     DEFAULT_MAX_ENTITIES,
     DEFAULT_MAX_FILES,
     DEFAULT_MAX_PERMISSIONS,
     DEFAULT_MAX_PLANS,
+    DEFAULT_MAX_SESSIONS,
     DEFAULT_MAX_TERMINAL_BYTES,
     DEFAULT_MAX_TERMINALS,
     DEFAULT_MAX_TOOL_CALLS,
     DEFAULT_MAX_UPDATES,
+    touch_session,
+    touch_session_id,
     trim_front,
 )
 from .permission import cancel_request, cancel_responses, permission_request, response
@@ -61,7 +65,7 @@ from .plan import plan, plan_removed, plan_update
 from .read import BAD_SID, exactly, text
 from .records import Change, Entities, Session, terminal_record, tool_call_record
 from .records import fresh as _fresh
-from .request import new_requests, request
+from .request import new_requests, new_session, request
 from .terminal import terminal_chunk, terminal_update
 from .tool_call import content_chunk, tool_call, tool_call_update
 
@@ -206,6 +210,11 @@ class ToolCallStore:
         "_max_terminals",
         "_max_entities",
         "_max_files",
+        "_max_content_bytes",
+        "_max_sessions",
+        "_tick",
+        "_activity",
+        "_evicted_sessions",
         "_requests",
         "_closed_sessions",
         "_agent",
@@ -229,6 +238,8 @@ class ToolCallStore:
         max_terminals: Optional[int] = DEFAULT_MAX_TERMINALS,
         max_entities: Optional[int] = DEFAULT_MAX_ENTITIES,
         max_files: Optional[int] = DEFAULT_MAX_FILES,
+        max_content_bytes: Optional[int] = DEFAULT_MAX_CONTENT_BYTES,
+        max_sessions: Optional[int] = DEFAULT_MAX_SESSIONS,
         strict_schema: Any = False,
         unstable: bool = False,
         draft: Optional[str] = None,
@@ -246,6 +257,8 @@ class ToolCallStore:
         self._max_terminals = _limit(max_terminals, "max_terminals", 1)
         self._max_entities = _limit(max_entities, "max_entities", 0)
         self._max_files = _limit(max_files, "max_files", 0)
+        self._max_content_bytes = _limit(max_content_bytes, "max_content_bytes", 0)
+        self._max_sessions = _limit(max_sessions, "max_sessions", 1)
         self._wrap_bare_content = bool(wrap_bare_content)
         self._framer = Framer(max_frame_bytes=max_frame_bytes)
         # `strict_schema`: the schema check every frame passes before it is applied.
@@ -284,6 +297,11 @@ class ToolCallStore:
         # of the schema's rules (authStatus), by their index in rules.targets().
         self._requests = new_requests()
         self._closed_sessions = 0
+        # With a bound on sessions (evict.py): the number of the frame being applied, the sessions
+        # from the least to the most recently active, and the sessions the bound dropped.
+        self._tick = 0
+        self._activity: Dict[str, Session] = OrderedDict()
+        self._evicted_sessions = 0
         self._agent: List[Entities] = []
         # With a bound (evict.py): (session, id) of each tool call by creation number (None:
         # evicted), the creation number of _order[0], the first entry that may be live, the
@@ -580,6 +598,19 @@ class ToolCallStore:
 
     @property
     @exclusive
+    def max_content_bytes(self) -> Optional[int]:
+        """Bytes of content kept per tool call (its items' JSON text, the newest item always;
+        None: no bound)."""
+        return self._max_content_bytes
+
+    @property
+    @exclusive
+    def max_sessions(self) -> Optional[int]:
+        """Sessions kept in the store (the least recently active dropped first; None: no bound)."""
+        return self._max_sessions
+
+    @property
+    @exclusive
     def evicted(self) -> int:
         """Tool calls dropped by the ``max_tool_calls`` bound."""
         return self._evicted
@@ -589,6 +620,12 @@ class ToolCallStore:
     def closed_sessions(self) -> int:
         """Sessions dropped by an answered ``session/close`` or ``session/delete``."""
         return self._closed_sessions
+
+    @property
+    @exclusive
+    def evicted_sessions(self) -> int:
+        """Sessions dropped by the ``max_sessions`` bound."""
+        return self._evicted_sessions
 
     @property
     @exclusive
@@ -623,13 +660,16 @@ class ToolCallStore:
         """The session ``sid``, created if needed."""
         s = self._sessions.get(sid)
         if s is None:
-            s = self._sessions[sid] = Session()
+            return new_session(self, sid)
+        if self._max_sessions is not None:
+            touch_session(self, sid, s)
         return s
 
     def _dispatch(self, value: Any, m: Any, source: Any, frame: Optional[bytes]) -> Optional[Change]:
         """Apply one valid message (Rust: ``Store::apply``) whose parsed object is ``value``.
         ``frame``: its bytes when ``value`` is orjson's parse (re-parsed exactly when needed:
         ``read.exactly``), None when already exact."""
+        self._tick += 1
         kind = m._kind
         if kind == "notification":
             method = m._method
@@ -650,6 +690,8 @@ class ToolCallStore:
                 sid = m._session_id
                 if sid is None:
                     raise BAD_SID
+                if self._max_sessions is not None:
+                    touch_session_id(self, sid)
                 return Change(sid, "session", None, "cancelled", None)
             if method == "$/cancel_request":
                 params = value.get("params")

@@ -32,14 +32,15 @@ from ..scanner import MAX_DEPTH as _FRAME_DEPTH
 from ..scanner import loads, parse_document, to_bytes
 from ..schema import DRAFTS
 from . import rules
-from .evict import LIMITS, compact, drop_permission, push_permission
+from .evict import LIMITS, activity_order, compact, drop_permission, order_sessions, push_permission
 from .permission import MAX_CANCEL_REQUESTS
-from .read import Exact, exactly, plain, text
+from .read import exactly, plain, text
 from .records import (
     MISSING,
     Entities,
     Session,
     Store,
+    exact_text,
     fresh,
     terminal_record,
     tool_call_record,
@@ -83,8 +84,7 @@ MAX_DEPTH = _FRAME_DEPTH + 4
 # `loads` gives any JSON value (typed here for the calls below).
 _loads: Callable[[Any], Any] = loads
 _orjson_dumps = orjson.dumps
-_Fragment = orjson.Fragment
-# `read.Exact` strings go to `_exact_text` (other subclasses never reach a document).
+# `read.Exact` strings go to `exact_text` (other subclasses never reach a document).
 _PASSTHROUGH = orjson.OPT_PASSTHROUGH_SUBCLASS
 _I64_MAX = 2**63 - 1
 
@@ -101,16 +101,9 @@ def to_json(store: Store) -> bytes:
     checkpoint's nesting limit."""
     doc = state(store)
     try:
-        return _orjson_dumps(doc, default=_exact_text, option=_PASSTHROUGH)
+        return _orjson_dumps(doc, default=exact_text, option=_PASSTHROUGH)
     except TypeError:  # nested deeper than orjson writes: the encoder, with a checkpoint's limit
         return write(doc, MAX_DEPTH)
-
-
-def _exact_text(value: Any) -> Any:
-    """A string value kept as received (``read.Exact``): its JSON text."""
-    if type(value) is Exact:
-        return _Fragment(value.raw)
-    raise TypeError
 
 
 # ---------------------------------------------------------------------------------------------
@@ -155,6 +148,8 @@ def state(store: Store) -> Dict[str, Any]:
     doc["evicted"] = store._evicted
     if store._closed_sessions:  # present only when a session was closed
         doc["closedSessions"] = store._closed_sessions
+    if store._evicted_sessions:  # present only when the bound dropped a session
+        doc["evictedSessions"] = store._evicted_sessions
     if any(not e.is_empty() for e in store._agent):  # present only when the agent's targets hold one
         doc["agent"] = entity_map(store._agent)
     doc["sessions"] = sessions
@@ -165,6 +160,12 @@ def state(store: Store) -> Dict[str, Any]:
         order = [key[0] for key in store._order[store._order_head :] if key is not None]
         if not _creation_is_document_order(store, order):
             doc["toolCallOrder"] = order
+    # With a bound on sessions, the sessions from the least to the most recently active (the order
+    # the bound drops them in: evict.py), when it is not the document's order.
+    if store._max_sessions is not None:
+        active = activity_order(store)
+        if active != list(store._sessions):
+            doc["sessionOrder"] = active
     if store._cancel_requests:  # present only when the store has seen a $/cancel_request
         doc["cancelRequests"] = cancel_request_list(store)
     return doc
@@ -263,6 +264,11 @@ def from_json(cls: Callable[..., S], data: Any) -> S:
         closed = _count(doc["closedSessions"], 0)
         if closed is None:
             raise _fail("state.closedSessions", "a non-negative integer", doc["closedSessions"])
+    evicted_sessions: Optional[int] = 0
+    if "evictedSessions" in doc:
+        evicted_sessions = _count(doc["evictedSessions"], 0)
+        if evicted_sessions is None:
+            raise _fail("state.evictedSessions", "a non-negative integer", doc["evictedSessions"])
     agent = read_entities(doc["agent"], "state.agent") if "agent" in doc else []
     sessions = _object(_find(doc, "sessions", "state"), "state.sessions")
     max_frame_bytes, strict, unstable, draft, wrap = options
@@ -279,6 +285,7 @@ def from_json(cls: Callable[..., S], data: Any) -> S:
     store._set_negotiated(negotiated)
     store._evicted = evicted
     store._closed_sessions = closed or 0
+    store._evicted_sessions = evicted_sessions or 0
     store._agent = agent
     records: Dict[str, List[List[Any]]] = {}
     for sid, session in sessions.items():
@@ -328,6 +335,11 @@ def from_json(cls: Callable[..., S], data: Any) -> S:
         _read_cancel_requests(store, doc["cancelRequests"])
     if "toolCallOrder" in doc:
         _read_tool_call_order(store, doc["toolCallOrder"])
+    active = list(store._sessions)
+    if "sessionOrder" in doc:
+        active = _read_session_order(store, doc["sessionOrder"])
+    if store._max_sessions is not None:
+        order_sessions(store, active)
     if store._max_tool_calls is not None:
         compact(store)
     return store
@@ -397,6 +409,26 @@ def _read_tool_call_order(store: Store, order: Any) -> None:
         # `_order` holds each session's tool calls in turn: take them in the document's order.
         queues: Dict[str, Iterator[str]] = {sid: iter(s.tool_calls) for sid, s in sessions.items()}
         store._order = [(sid, next(queues[sid])) for sid in order]
+
+
+def _read_session_order(store: Store, order: Any) -> List[str]:
+    """``state.sessionOrder`` (optional; without it, session order): every session of the document
+    once, from the least to the most recently active. With a bound on sessions it is the order the
+    bound drops them in; without one it is checked only."""
+    if type(order) is not list:
+        raise _fail("state.sessionOrder", "an array", order)
+    sessions = store._sessions
+    seen: List[str] = []
+    named = set()
+    for i, sid in enumerate(order):
+        sid = text(sid)
+        if type(sid) is not str or sid not in sessions or sid in named:
+            raise _fail(f"state.sessionOrder.{i}", "the id of a session in state.sessions not named before", sid)
+        named.add(sid)
+        seen.append(sid)
+    if len(seen) != len(sessions):
+        raise _fail("state.sessionOrder", "an array naming every session of state.sessions", order)
+    return seen
 
 
 def _read_cancel_requests(store: Store, items: Any) -> None:

@@ -55,10 +55,11 @@ entry. Rust's ``Limits`` struct is ``LIMITS`` here, the store's attributes named
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from heapq import heappop, heappush
 from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
 
-from .records import Session, Store, Terminal, finished
+from .records import BYTES, Session, Store, Terminal, finished, held_len
 
 __all__ = [
     "DEFAULT_MAX_CONTENT_ITEMS",
@@ -70,7 +71,13 @@ __all__ = [
     "DEFAULT_MAX_ENTITIES",
     "DEFAULT_MAX_FILES",
     "DEFAULT_MAX_TOOL_CALLS",
+    "DEFAULT_MAX_CONTENT_BYTES",
+    "DEFAULT_MAX_SESSIONS",
     "LIMITS",
+    "activity_order",
+    "order_sessions",
+    "touch_session",
+    "touch_session_id",
     "close_permission_holes",
     "compact",
     "drop_permission",
@@ -78,6 +85,7 @@ __all__ = [
     "number_terminals",
     "push_permission",
     "set_content",
+    "trim_content",
     "touch",
     "touch_terminal",
     "trim_front",
@@ -97,6 +105,11 @@ DEFAULT_MAX_FILES = 1000
 #: The default of ``max_tool_calls`` (and ``acp-fast proxy``'s): the tool calls kept across
 #: sessions. Rust: ``DEFAULT_MAX_TOOL_CALLS``.
 DEFAULT_MAX_TOOL_CALLS = 1000
+#: The default of ``max_content_bytes``: the bytes of a tool call's content (its items' JSON text).
+DEFAULT_MAX_CONTENT_BYTES = 1 << 20
+#: The default of ``max_sessions`` (and ``acp-fast proxy``'s): the sessions kept in the store.
+#: Rust: ``DEFAULT_MAX_SESSIONS``.
+DEFAULT_MAX_SESSIONS = 1000
 
 #: The bounds inside sessions (Rust: ``Limits``), in checkpoint order (DESIGN 7.8): (checkpoint
 #: member, store attribute, smallest value: 1 for a count of records, 0 of items; default). A
@@ -110,6 +123,8 @@ LIMITS: Tuple[Tuple[str, str, int, Optional[int]], ...] = (
     ("maxTerminals", "_max_terminals", 1, DEFAULT_MAX_TERMINALS),
     ("maxEntities", "_max_entities", 0, DEFAULT_MAX_ENTITIES),
     ("maxFiles", "_max_files", 0, DEFAULT_MAX_FILES),
+    ("maxContentBytes", "_max_content_bytes", 0, DEFAULT_MAX_CONTENT_BYTES),
+    ("maxSessions", "_max_sessions", 1, DEFAULT_MAX_SESSIONS),
 )
 
 
@@ -123,14 +138,38 @@ def trim_front(items: Deque[Any], limit: Optional[int]) -> int:
     return dropped
 
 
-def set_content(f: Dict[str, Any], content: List[Any], limit: Optional[int]) -> None:
+def set_content(f: Dict[str, Any], content: List[Any], limit: Optional[int], max_bytes: Optional[int]) -> None:
     """A tool call's ``content`` was set by an update (the list ``content``, already in ``f``): keep
-    its last ``limit`` items, its count of dropped items (``f["_truncated"]``) starting again.
-    Rust: ``tool_call.rs``'s ``patch`` (a VecDeque there; a chunk trims with ``trim_front``)."""
+    its last ``limit`` items, then within ``max_bytes`` (``trim_content``), its count of dropped
+    items (``f["_truncated"]``) starting again. Rust: ``tool_call.rs``'s ``patch``."""
     f.pop("_truncated", None)
     if limit is not None and len(content) > limit:
         f["_truncated"] = len(content) - limit
         del content[: len(content) - limit]
+    if max_bytes is not None:
+        f[BYTES] = sum(held_len(item) for item in content)
+        trim_content(f, content, None, max_bytes)
+
+
+def trim_content(f: Dict[str, Any], content: List[Any], limit: Optional[int], max_bytes: Optional[int]) -> None:
+    """Keep the last ``limit`` content items of a tool call (``f``, its list ``content``), and with
+    ``max_bytes`` (``f[BYTES]`` counting the new items) drop the oldest items while their bytes
+    pass it, never the newest one (an item larger than the bound is kept whole); counting those
+    dropped in ``f["_truncated"]``."""
+    total = f.get(BYTES, 0)
+    dropped = 0
+    while True:
+        kept = len(content) - dropped
+        if not ((limit is not None and kept > limit) or (max_bytes is not None and total > max_bytes and kept > 1)):
+            break
+        if max_bytes is not None:
+            total -= held_len(content[dropped])
+        dropped += 1
+    if dropped:
+        del content[:dropped]
+        f["_truncated"] = f.get("_truncated", 0) + dropped
+    if max_bytes is not None:
+        f[BYTES] = total
 
 
 def trim_output(term: Terminal, limit: Optional[int]) -> None:
@@ -223,6 +262,32 @@ def number_terminals(s: Session) -> None:
             exited.append((seq, tid))
     s.terminal_seq = len(s.terminals)
     s.exited = exited  # ascending: a heap already
+
+
+def touch_session(store: Store, sid: str, s: Session) -> None:
+    """Bound on sessions only: the session ``sid`` (``s``) is touched by the frame being applied:
+    it becomes the most recently active (moved to the end of the activity order). O(1)."""
+    s.active = store._tick
+    store._activity.move_to_end(sid)  # type: ignore[attr-defined]
+
+
+def touch_session_id(store: Store, sid: str) -> None:
+    """``touch_session`` of the session ``sid`` if the store holds it (``session/cancel``)."""
+    s = store._sessions.get(sid)
+    if s is not None:
+        touch_session(store, sid, s)
+
+
+def activity_order(store: Store) -> List[str]:
+    """The ids of the sessions from the least to the most recently active."""
+    return list(store._activity)
+
+
+def order_sessions(store: Store, order: List[str]) -> None:
+    """Set the activity order (a restore): the sessions ``order`` names, the least recently
+    active first."""
+    sessions = store._sessions
+    store._activity = OrderedDict((sid, sessions[sid]) for sid in order)
 
 
 def push_permission(store: Store, entry: List[Any]) -> None:

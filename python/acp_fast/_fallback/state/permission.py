@@ -15,7 +15,7 @@ from heapq import heappush
 from typing import Any, Callable, Dict, List, Optional, Tuple, cast
 
 from ..encoder import dumps
-from .evict import drop_permission, push_permission, trim_permissions
+from .evict import drop_permission, push_permission, touch_session, trim_permissions
 from .read import BAD_SID, Bad, exactly, plain, text
 from .records import MISSING, Change, Store, permission_record
 from .request import answered
@@ -66,12 +66,12 @@ def permission_request(store: Store, params: Dict[str, Any], ident: Any) -> Chan
         raise Bad("invalid_tool_call", path, "an object")
     if tcid is not None and update is not None:
         commit_tool_call(store, sid, tcid, update)
+    store._session(sid)  # first: a new session may drop another (max_sessions), and its records
     pending = store._pending
     old = pending.get(ident, MISSING)
     if old is not MISSING:
         drop_permission(store, old)
     pending[ident] = len(store._permissions)
-    store._session(sid)
     push_permission(store, [sid, permission_record(ident, sid, tcid, options, "pending", None, False, MISSING)])
     trim_permissions(store, sid)
     return Change(sid, "permission", ident, "requested", tcid)
@@ -178,5 +178,8 @@ def resolve(store: Store, index: int, kind: str, value: Dict[str, Any]) -> Chang
                 outcome = "unknown"
     tcid = record.get("toolCallId")
     entry[1] = permission_record(record["id"], sid, tcid, record["options"], outcome, option_id, approved, answer)
-    heappush(store._sessions[sid].resolved, index)
+    s = store._sessions[sid]
+    heappush(s.resolved, index)
+    if store._max_sessions is not None:
+        touch_session(store, sid, s)
     return Change(sid, "permission", record["id"], "resolved", tcid)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Dict, Optional, cast
 
+from .evict import touch_session
 from .read import Bad, U, text
 from .records import Change, Store
 
@@ -48,7 +49,11 @@ def plan_removed(store: Store, sid: str, update: Dict[str, Any]) -> Optional[Cha
     if type(pid) is not str:
         raise Bad("invalid_plan", U + ("planId",), "a string")
     s = store._sessions.get(sid)
-    if s is None or pid not in s.plans:
+    if s is None:
+        return None
+    if store._max_sessions is not None:
+        touch_session(store, sid, s)
+    if pid not in s.plans:
         return None
     del s.plans[pid]
     return Change(sid, "plan", pid, "removed", None)

@@ -24,7 +24,9 @@ import orjson
 from .read import Exact, number, text
 
 __all__ = [
+    "BYTES",
     "MISSING",
+    "exact_text",
     "OUTCOMES",
     "Change",
     "Session",
@@ -32,6 +34,7 @@ __all__ = [
     "Terminal",
     "finished",
     "fresh",
+    "held_len",
     "permission_record",
     "terminal_record",
     "tool_call_record",
@@ -42,14 +45,21 @@ __all__ = [
 MISSING: Any = object()
 
 _Fragment = orjson.Fragment
+_orjson_dumps = orjson.dumps
+_PASSTHROUGH = orjson.OPT_PASSTHROUGH_SUBCLASS
 
 # ---------------------------------------------------------------------------------------------
 # Tool calls
 
 # Tool-call fields with a fixed place in a materialized record (after toolCallId), DESIGN 7.3, and
 # `_truncated`: the count of content items the bound dropped (7.8), written last as the marker.
+#: The key of a tool call's dict that holds, with a bound on content bytes, the bytes of its
+#: content items (``held_len`` of each; Rust: ``ToolCall::content_bytes``): not a string, so no
+#: update sets it, and no member of the record.
+BYTES: Any = ("content bytes",)
+
 _TOOL_CALL_FIELDS = frozenset(
-    ("title", "kind", "status", "content", "locations", "rawInput", "rawOutput", "name", "_meta", "_truncated")
+    ("title", "kind", "status", "content", "locations", "rawInput", "rawOutput", "name", "_meta", "_truncated", BYTES)
 )
 _FINISHED = frozenset(("completed", "failed", "cancelled"))
 
@@ -132,6 +142,7 @@ class Session:
         "files",
         "replaying",
         "dropped_files",
+        "active",
     )
 
     def __init__(self) -> None:
@@ -164,6 +175,9 @@ class Session:
         # the session's history (request.py)
         self.replaying = False
         self.dropped_files = 0
+        # with a bound on sessions (evict.py): the frame that last touched the session
+        # (`store._tick`); its place in the activity order is the store's `_activity`
+        self.active = 0
 
     def dropped(self) -> List[Tuple[str, int]]:
         """The marker's members: (name, count), in materialized order (Rust: ``Dropped::counts``)."""
@@ -209,6 +223,11 @@ class Store(Protocol):
     _max_terminals: Optional[int]
     _max_entities: Optional[int]
     _max_files: Optional[int]
+    _max_content_bytes: Optional[int]
+    _max_sessions: Optional[int]
+    _tick: int
+    _activity: Dict[str, Session]
+    _evicted_sessions: int
     _wrap_bare_content: bool
     _options: Tuple[int, Any, bool, int]
     _sessions: Dict[str, Session]
@@ -412,6 +431,26 @@ def permission_record(
     if response is not MISSING:
         r["response"] = response
     return r
+
+
+def held_len(value: Any) -> int:
+    """The length of the JSON text a checkpoint writes for the stored value ``value`` (strings and
+    numbers as received): the size of a content item for ``max_content_bytes`` (Rust: the length
+    of ``write_value``'s text)."""
+    try:
+        return len(_orjson_dumps(value, default=exact_text, option=_PASSTHROUGH))
+    except TypeError:  # nested deeper than orjson writes
+        from ..encoder import write
+
+        return len(write(value, 1 << 20))
+
+
+def exact_text(value: Any) -> Any:
+    """orjson's ``default`` for a string value kept as received (``read.Exact``): its JSON text
+    (``held_len``, ``checkpoint.to_json``)."""
+    if type(value) is Exact:
+        return _Fragment(value.raw)
+    raise TypeError
 
 
 def truncated(r: Dict[str, Any], counts: List[Tuple[str, int]]) -> None:

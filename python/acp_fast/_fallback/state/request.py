@@ -23,11 +23,11 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from . import rules
 from .entity import message_entities
-from .evict import close_permission_holes, touch_terminal, trim_front, trim_order, trim_output
+from .evict import close_permission_holes, touch_session, touch_terminal, trim_front, trim_order, trim_output
 from .read import BAD_SID, Bad, exactly, text
 from .records import Change, Session, Store, Terminal
 
-__all__ = ["MAX_PENDING_REQUESTS", "answered", "drop_session", "request"]
+__all__ = ["MAX_PENDING_REQUESTS", "answered", "drop_session", "new_session", "request"]
 
 #: How many requests a store waits an answer for (the oldest forgotten first).
 MAX_PENDING_REQUESTS = 1000
@@ -279,6 +279,8 @@ def apply_answer(store: Store, value: Dict[str, Any], kind: str, pending: Pendin
         replayed = store._sessions.get(pending.session or "")
         if replayed is not None:
             replayed.replaying = False
+            if store._max_sessions is not None:
+                touch_session(store, pending.session or "", replayed)
         return Change(pending.session, "session", None, "replayed", None)
     return rules_change
 
@@ -294,6 +296,27 @@ def held_terminal(store: Store, sid: str, tid: str) -> Tuple[Session, Terminal, 
     return s, term, False
 
 
+def new_session(store: Store, sid: str) -> Session:
+    """A new session ``sid``, touched by the frame being applied. With a bound on sessions, while
+    the store holds as many as the bound, the least recently active session is dropped first
+    (``request.drop_session``), counted in ``evicted_sessions``; never one the frame being applied
+    touched (the store then holds more for a while)."""
+    limit = store._max_sessions
+    if limit is not None:
+        activity = store._activity
+        while len(store._sessions) >= limit and activity:
+            oldest, s = next(iter(activity.items()))
+            if s.active == store._tick:
+                break
+            drop_session(store, oldest)
+            store._evicted_sessions += 1
+    s = store._sessions[sid] = Session()
+    if limit is not None:
+        s.active = store._tick
+        store._activity[sid] = s
+    return s
+
+
 def drop_session(store: Store, sid: str) -> None:
     """Drop the session ``sid`` and all it holds: its tool calls (and their place in the
     ``max_tool_calls`` bound), terminals, plans, permission records (pending ones too), unknown
@@ -301,6 +324,8 @@ def drop_session(store: Store, sid: str) -> None:
     s = store._sessions.pop(sid, None)
     if s is None:
         return
+    if store._max_sessions is not None:
+        del store._activity[sid]
     store._tool_call_count -= len(s.tool_calls)
     if store._max_tool_calls is not None:
         created = store._created

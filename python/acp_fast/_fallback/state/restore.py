@@ -22,7 +22,7 @@ import orjson
 from . import rules
 from .evict import LIMITS, number_terminals
 from .read import base64_decode, plain, text
-from .records import MISSING, OUTCOMES, Entities, Session, Store, Terminal, finished, permission_record
+from .records import BYTES, MISSING, OUTCOMES, Entities, Session, Store, Terminal, finished, held_len, permission_record
 
 __all__ = [
     "SESSION_COUNTS",
@@ -132,6 +132,8 @@ def restore_tool_calls(store: Store, sid: str, s: Session, session: Dict[str, An
         f = s.tool_calls[tcid] = {k: v for k, v in record.items() if k != "toolCallId" and k != "_truncated"}
         if dropped:
             f["_truncated"] = dropped
+        if store._max_content_bytes is not None and "content" in f:
+            f[BYTES] = sum(held_len(item) for item in f["content"])
         store._tool_call_count += 1
         if bounded:
             # In document order; `compact` below numbers them and queues the finished ones.
@@ -264,7 +266,7 @@ def restore_entity(value: Any, t: rules.TargetRule, ep: str) -> Any:
 
 #: The counts of each ``_truncated`` marker (DESIGN 7.8), in document order: (member, the
 #: checkpoint member of the bound it follows); a tool call's, a terminal's, a session's.
-TOOL_CALL_COUNTS = (("droppedItems", "maxContentItems"),)
+TOOL_CALL_COUNTS = (("droppedItems", "maxContentItems", "maxContentBytes"),)
 TERMINAL_COUNTS = (("droppedBytes", "maxTerminalBytes"),)
 SESSION_COUNTS = (
     ("droppedTerminals", "maxTerminals"),
@@ -278,7 +280,7 @@ SESSION_COUNTS = (
 _BOUND_ATTRS = {name: attr for name, attr, _, _ in LIMITS}
 
 
-def read_marker(store: Store, record: Dict[str, Any], rp: str, counts: Tuple[Tuple[str, str], ...]) -> List[int]:
+def read_marker(store: Store, record: Dict[str, Any], rp: str, counts: Tuple[Tuple[str, ...], ...]) -> List[int]:
     """The ``_truncated`` marker of ``record`` at ``rp``, if any: a value for each of ``counts``
     (the tables above), each present one a positive integer whose bound in ``store`` is on, at
     least one, no other member."""
@@ -292,9 +294,10 @@ def read_marker(store: Store, record: Dict[str, Any], rp: str, counts: Tuple[Tup
         if name not in names:
             raise ValueError(f'expected "{member}" to be absent, found {_name(value)}')
         i = names.index(name)
-        bound = counts[i][1]
-        if getattr(store, _BOUND_ATTRS[bound]) is None:
-            raise ValueError(f'expected "{member}" to be absent (state.{bound} is null), found {_name(value)}')
+        bounds = counts[i][1:]
+        if all(getattr(store, _BOUND_ATTRS[bound]) is None for bound in bounds):
+            off = " and ".join(f"state.{bound}" for bound in bounds) + (" is null" if len(bounds) == 1 else " are null")
+            raise ValueError(f'expected "{member}" to be absent ({off}), found {_name(value)}')
         count = _count(value, 1)
         if count is None:
             raise _fail(member, "a positive integer", value)

@@ -19,9 +19,10 @@ from __future__ import annotations
 from typing import Any, Dict, Tuple
 
 from .entity import merge_meta
-from .evict import set_content, touch
+from .evict import set_content, touch, touch_session, trim_content
 from .read import P_UPDATE_CONTENT, P_UPDATE_LOCATIONS, P_UPDATE_TCID, Bad, text
-from .records import Change, Session, Store
+from .records import BYTES, Change, Store, held_len
+from .request import new_session
 
 __all__ = ["check_tool_call", "commit_tool_call", "content_chunk", "tool_call", "tool_call_update"]
 
@@ -48,8 +49,9 @@ def tool_call(store: Store, sid: str, update: Dict[str, Any]) -> Change:
     if content is not None and store._wrap_bare_content:
         content = update["content"] = [content_item(i) for i in content]
     limit = store._max_content_items
-    if content is not None and limit is not None and len(content) > limit:
-        set_content(update, content, limit)
+    max_bytes = store._max_content_bytes
+    if content is not None and (max_bytes is not None or (limit is not None and len(content) > limit)):
+        set_content(update, content, limit, max_bytes)
     calls = store._session(sid).tool_calls
     created = tcid not in calls
     calls[tcid] = update  # a replaced record keeps its place
@@ -77,6 +79,8 @@ def tool_call_update(store: Store, sid: str, update: Dict[str, Any]) -> Change:
     if s is not None:
         f = s.tool_calls.get(tcid)
         if f is not None and None not in update.values() and not ("_meta" in update and store._v2):
+            if store._max_sessions is not None:
+                touch_session(store, sid, s)
             if "_truncated" in update:  # a test is cheaper than a call on this path
                 del update["_truncated"]  # noqa: RUF051
             if content is not None and store._wrap_bare_content:
@@ -86,8 +90,9 @@ def tool_call_update(store: Store, sid: str, update: Dict[str, Any]) -> Change:
             del f["sessionUpdate"]
             if content is not None:
                 limit = store._max_content_items
-                if "_truncated" in f or (limit is not None and len(content) > limit):
-                    set_content(f, content, limit)
+                max_bytes = store._max_content_bytes
+                if "_truncated" in f or max_bytes is not None or (limit is not None and len(content) > limit):
+                    set_content(f, content, limit, max_bytes)
             if store._max_tool_calls is not None:
                 touch(store, sid, tcid, f, False)
             return Change(sid, "tool_call", tcid, "updated", tcid)
@@ -108,29 +113,35 @@ def content_chunk(store: Store, sid: str, update: Dict[str, Any]) -> Change:
         item = content_item(item)
     s = store._sessions.get(sid)
     if s is None:
-        s = store._sessions[sid] = Session()
+        s = new_session(store, sid)
+    elif store._max_sessions is not None:
+        touch_session(store, sid, s)
     calls = s.tool_calls
     limit = store._max_content_items
+    max_bytes = store._max_content_bytes
     f = calls.get(tcid)
     if f is None:
         f = calls[tcid] = {"content": [item]}
         if limit == 0:
             f["content"] = []
             f["_truncated"] = 1
+        elif max_bytes is not None:
+            f[BYTES] = held_len(item)
         store._tool_call_count += 1
         if store._max_tool_calls is not None:
             touch(store, sid, tcid, f, True)
         return Change(sid, "tool_call", tcid, "created", tcid)
     content = f.get("content")
+    if max_bytes is not None:
+        f[BYTES] = f.get(BYTES, 0) + held_len(item)
     if content is None:
         content = f["content"] = [item]
     else:
         content.append(item)
-    if limit is not None and len(content) > limit:
-        # the oldest items out (Rust: `trim_front` of a VecDeque)
-        excess = len(content) - limit
-        del content[:excess]
-        f["_truncated"] = f.get("_truncated", 0) + excess
+    if (limit is not None and len(content) > limit) or (
+        max_bytes is not None and f[BYTES] > max_bytes and len(content) > 1
+    ):
+        trim_content(f, content, limit, max_bytes)
     return Change(sid, "tool_call", tcid, "appended", tcid)
 
 
@@ -153,7 +164,9 @@ def commit_tool_call(store: Store, sid: str, tcid: str, update: Dict[str, Any]) 
     a new record takes the update dict itself as its fields. True if the record was created."""
     s = store._sessions.get(sid)
     if s is None:
-        s = store._sessions[sid] = Session()
+        s = new_session(store, sid)
+    elif store._max_sessions is not None:
+        touch_session(store, sid, s)
     calls = s.tool_calls
     f = calls.get(tcid)
     limit = store._max_content_items
@@ -173,7 +186,7 @@ def commit_tool_call(store: Store, sid: str, tcid: str, update: Dict[str, Any]) 
             update = {k: v for k, v in update.items() if v is not None}
         content = update.get("content")
         if content is not None:
-            set_content(update, content, limit)
+            set_content(update, content, limit, store._max_content_bytes)
         calls[tcid] = update
         store._tool_call_count += 1
         if store._max_tool_calls is not None:
@@ -190,6 +203,7 @@ def commit_tool_call(store: Store, sid: str, tcid: str, update: Dict[str, Any]) 
                     del f[k]
                 if k == "content":
                     f.pop("_truncated", None)
+                    f.pop(BYTES, None)
             elif k != "toolCallId" and k != "sessionUpdate":
                 f[k] = v
     else:
@@ -198,7 +212,7 @@ def commit_tool_call(store: Store, sid: str, tcid: str, update: Dict[str, Any]) 
                 f[k] = v
     content = update.get("content")
     if content is not None:
-        set_content(f, content, limit)
+        set_content(f, content, limit, store._max_content_bytes)
     if store._max_tool_calls is not None:
         touch(store, sid, tcid, f, False)
     return False
