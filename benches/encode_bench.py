@@ -21,8 +21,9 @@ writer are fresh for every pass (made by ``orjson.loads``, untimed): a ``str`` a
 may keep a UTF-8 copy, which would flatter the next pass.
 
 Each contender runs once per round, in an order that rotates from round to round (the machine's
-speed drifts); the figures are medians over the rounds, in ns per frame, and the ratio is orjson's
-median over the contender's (above 1: faster than orjson). ``--build NAME=PATH`` times native
+speed drifts); the figures are medians over the rounds (``--stat min``: the fastest round, for a
+machine too busy for medians), in ns per frame, and the ratio is orjson's figure over the
+contender's (above 1: faster than orjson). ``--build NAME=PATH`` times native
 builds side by side in the same rounds (as ``benches/ab.py``), each against the same orjson
 rounds. Before timing, every contender's output is checked: ``dumps`` and ``encode`` must give
 orjson's bytes, ``loads`` and ``materialize`` orjson's objects.
@@ -369,8 +370,11 @@ def load_build(name: str, path: str) -> ModuleType:
     return module
 
 
-def measure(task: str, builds: Dict[str, Any], lines: List[bytes], rounds: int) -> Tuple[float, Dict[str, float]]:
-    """orjson's median and each build's (seconds per pass), the passes interleaved."""
+def measure(
+    task: str, builds: Dict[str, Any], lines: List[bytes], rounds: int, stat: Callable[[List[float]], float]
+) -> Tuple[float, Dict[str, float]]:
+    """orjson's figure and each build's (seconds per pass: ``stat`` of the rounds), the passes
+    interleaved."""
     passes: Dict[str, Pass] = {"orjson": make_pass(task, None, lines)}
     for name, impl in builds.items():
         passes[name] = make_pass(task, impl, lines)
@@ -382,7 +386,7 @@ def measure(task: str, builds: Dict[str, Any], lines: List[bytes], rounds: int) 
         k = r % len(names)
         for name in names[k:] + names[:k]:
             times[name].append(passes[name].time())
-    medians = {n: statistics.median(t) for n, t in times.items()}
+    medians = {n: stat(t) for n, t in times.items()}
     return medians.pop("orjson"), medians
 
 
@@ -392,6 +396,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--rows", nargs="*", help="only rows whose name contains one of these words")
     parser.add_argument("--rounds", type=int, default=15, help="timed passes of each contender (default 15)")
     parser.add_argument("--kb", type=int, default=1024, help="JSON per pass and row, in KB (default 1024)")
+    parser.add_argument(
+        "--stat",
+        choices=("median", "min"),
+        default="median",
+        help="figure of a contender over its rounds (default median; min on a machine too busy for medians)",
+    )
     parser.add_argument("--min-frames", type=int, default=50, help="frames per pass at least (default 50)")
     parser.add_argument(
         "--build", action="append", default=[], metavar="NAME=PATH", help="a native build to time (repeatable)"
@@ -407,7 +417,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     header = f"{'task':12} {'row':14} {'B/frame':>8} {'orjson ns':>10}"
     for name in builds:
         header += f" {name + ' ns':>12} {'ratio':>6}"
-    print(f"backend: {getattr(acp_fast, 'BACKEND', '?')}; builds: {', '.join(builds)}; rounds {args.rounds}")
+    print(
+        f"backend: {getattr(acp_fast, 'BACKEND', '?')}; builds: {', '.join(builds)}; "
+        f"{args.stat} of {args.rounds} rounds"
+    )
     print(header)
     all_rows = rows(args.min_frames, args.kb * 1024)
     if args.rows:
@@ -421,7 +434,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                 if problem is not None:
                     print(f"{task:12} {row:14} WRONG ({name}): {problem}", flush=True)
                     problems += 1
-            base, medians = measure(task, builds, lines, args.rounds)
+            base, medians = measure(
+                task, builds, lines, args.rounds, statistics.median if args.stat == "median" else min
+            )
             n = len(lines)
             line = f"{task:12} {row:14} {per_frame:8.0f} {base / n * 1e9:10.0f}"
             for name in builds:
