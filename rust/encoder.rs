@@ -188,10 +188,15 @@ unsafe fn write_str_blocks<O: Output + ?Sized, const WIDE: bool>(out: &mut O, s:
                 len += 32;
                 continue;
             }
-            let k = mask.trailing_zeros() as usize;
-            len = escape_at(out, len + k, s[i + k], n - (i + k + 1));
+            if mask.count_ones() >= 2 && n - i >= 32 + 32 {
+                len = escape_block(out, len, s, i, 32, mask);
+                i += 32;
+            } else {
+                let k = mask.trailing_zeros() as usize;
+                len = escape_at(out, len + k, s[i + k], n - (i + k + 1));
+                i += k + 1;
+            }
             dst = out.as_mut_ptr();
-            i += k + 1;
         }
     }
     // Whole blocks of 16.
@@ -204,10 +209,15 @@ unsafe fn write_str_blocks<O: Output + ?Sized, const WIDE: bool>(out: &mut O, s:
             len += 16;
             continue;
         }
-        let k = mask.trailing_zeros() as usize;
-        len = escape_at(out, len + k, s[i + k], n - (i + k + 1));
+        if mask.count_ones() >= 2 && n - i >= 16 + 32 {
+            len = escape_block(out, len, s, i, 16, mask);
+            i += 16;
+        } else {
+            let k = mask.trailing_zeros() as usize;
+            len = escape_at(out, len + k, s[i + k], n - (i + k + 1));
+            i += k + 1;
+        }
         dst = out.as_mut_ptr();
-        i += k + 1;
     }
     // The tail (< 16 bytes): two overlapping words when it is clean, else byte by byte. Words
     // stay in registers (a stack block would stall store-to-load forwarding).
@@ -249,6 +259,56 @@ unsafe fn write_str_blocks<O: Output + ?Sized, const WIDE: bool>(out: &mut O, s:
     }
     *dst.add(len) = b'"';
     out.set_len(len + 1);
+}
+
+/// Write the block `s[i..i + width]`, whose bytes to escape are the bits of `mask` (two or
+/// more), at `len`: the clean stretches between escapes copied 16 bytes at a time (`s` has at
+/// least 32 bytes past the block: the caller checks), each escape with one store. All the escapes
+/// of a block are written in one visit (text full of quotes, backslashes or newlines has one every
+/// few bytes); a block with one escape restarts after it instead. Returns the new length; keeps
+/// `write_str_blocks`' invariant (`out` may move).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn escape_block<O: Output + ?Sized>(
+    out: &mut O,
+    len: usize,
+    s: &[u8],
+    i: usize,
+    width: usize,
+    mask: u32,
+) -> usize {
+    let n = s.len();
+    out.set_len(len);
+    // Each byte of the block may become 6 (`\\u00XX`); the text after it keeps its room.
+    out.reserve(6 * width + (n - i - width) + 2 + SLACK);
+    let dst = out.as_mut_ptr();
+    let src = s.as_ptr();
+    let mut len = len;
+    let mut mask = mask;
+    // The next byte of the block not yet written.
+    let mut pos = 0;
+    loop {
+        let k = if mask == 0 {
+            width
+        } else {
+            mask.trailing_zeros() as usize
+        };
+        let count = k - pos;
+        let from = src.add(i + pos);
+        std::ptr::copy_nonoverlapping(from, dst.add(len), 16);
+        if count > 16 {
+            std::ptr::copy_nonoverlapping(from.add(16), dst.add(len + 16), 16);
+        }
+        len += count;
+        if mask == 0 {
+            return len;
+        }
+        let (bytes, e) = ESCAPES[usize::from(*src.add(i + k))];
+        std::ptr::write_unaligned(dst.add(len).cast::<[u8; 8]>(), bytes);
+        len += usize::from(e);
+        pos = k + 1;
+        mask &= mask - 1;
+    }
 }
 
 /// Bit per byte of `v` that is `"`, `\\` or a control byte (32 bytes).

@@ -357,7 +357,7 @@ def test_results_of_every_size_in_turn(backend):
     rng = random.Random(5)
     sizes = [0, 1, 200, 253, 254, 255, 256, 1000, 100_000, 10, 3_000_000, 5, 70_000, 300, 1_100_000, 0]
     for n in sizes + sizes[::-1]:
-        value = {"t": "".join(rng.choice("ab\"é中😀\n") for _ in range(n // 4)), "n": n}
+        value = {"t": "".join(rng.choice('ab"é中😀\n') for _ in range(n // 4)), "n": n}
         assert backend.dumps(value) == orjson.dumps(value)
         assert backend.encode(value) == orjson.dumps(value) + b"\n"
         assert backend.dumps("x" * n) == orjson.dumps("x" * n)
