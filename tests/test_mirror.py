@@ -313,6 +313,7 @@ ALLOWED: list[tuple[str, str | list[str], str]] = [
             "special_sse2",
             "escape_at",
             "escape_at_max",
+            "escape_block",
             "write_escape",
             "needs_escape",
             "write_i64",
