@@ -331,6 +331,40 @@ def test_strings_of_every_width_match_orjson(backend, width_char):
             assert backend.dumps({text: [text]}) == orjson.dumps({text: [text]})
 
 
+RUN_CHARS = ["a", " ", '"', "\\", "\n", "\x01", "é", "\xff", "ā", "→", "中", "\uffff", "😀", "\U0010ffff"]
+
+
+@pytest.mark.parametrize("widest", ["\xff", "\uffff", "\U0010ffff"], ids=["latin1", "ucs2", "ucs4"])
+def test_text_changing_script_every_few_characters_matches_orjson(backend, widest):
+    # Runs of 1 to 40 of one character, the kind of each run drawn at random (ASCII, escapes,
+    # 2-, 3- and 4-byte UTF-8, up to the storage width): the writer switches between its ASCII
+    # blocks, its escapes and its non-ASCII loop at every place a run can end.
+    rng = random.Random(widest)
+    pool = [c for c in RUN_CHARS if c <= widest]
+    for _ in range(1500):
+        parts = []
+        while sum(map(len, parts)) < rng.randrange(1, 200):
+            parts.append(rng.choice(pool) * rng.choice([1, 1, 2, 3, rng.randrange(1, 41)]))
+        text = "".join(parts) + widest
+        assert backend.dumps(text) == orjson.dumps(text), text
+        assert backend.dumps({"k": text, text: 1}) == orjson.dumps({"k": text, text: 1})
+
+
+def test_results_of_every_size_in_turn(backend):
+    # Results of sizes from 2 bytes to megabytes in an order that goes up and down (the native
+    # writer guesses the size of a result from the one before and grows or shrinks its bytes),
+    # with encode's newline at each size, and a failure after a long write in between.
+    rng = random.Random(5)
+    sizes = [0, 1, 200, 253, 254, 255, 256, 1000, 100_000, 10, 3_000_000, 5, 70_000, 300, 1_100_000, 0]
+    for n in sizes + sizes[::-1]:
+        value = {"t": "".join(rng.choice('ab"é中😀\n') for _ in range(n // 4)), "n": n}
+        assert backend.dumps(value) == orjson.dumps(value)
+        assert backend.encode(value) == orjson.dumps(value) + b"\n"
+        assert backend.dumps("x" * n) == orjson.dumps("x" * n)
+        err = _encode_error(backend.dumps, ["y" * n, object()])
+        assert err.kind == "unsupported_type" and err.path == "$[1]"
+
+
 def test_unpaired_surrogate_past_the_block_paths(backend):
     for prefix in ("a" * 40, "é" * 40, "→" * 40, "😀" * 40):
         for n in (0, 7, 8, 9, 15, 16, 17):

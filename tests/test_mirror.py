@@ -51,7 +51,7 @@ CONVERT = "rust/python/convert.rs"
 MESSAGE_BINDING = "PyMessage,line_bytes,concat_bytes,Source,text,id_value,new_message,frame_object,object_in,source_of,surrogate_error,decode,encode"
 SCHEMA_BINDING = "schema_index,schema,frame_bytes,problems,validate_schema,PySchemaValidator,register"
 STRICT_BINDING = "strict_arg,strict_of,strict_setting,check_results,sent,schema_error"
-WRITER = "type_name,surrogate_failure,surrogate_error,write_str_object,str_utf8,Writer,dumps_bytes"
+WRITER = "type_name,surrogate_failure,surrogate_error,write_str_object,str_utf8,Writer,BytesOut,dumps_bytes"
 
 MAP: list[tuple[list[str], str | None, str]] = [
     (["rust/lib.rs"], "__init__.py", "the crate root / the backend's package"),
@@ -311,15 +311,20 @@ ALLOWED: list[tuple[str, str | list[str], str]] = [
     ("scanner/build.py", ["exact", "parse_document", "parse_exact", "to_bytes"], "completing orjson's values"),
     (
         "rust/encoder.rs",
-        ["descend", "write_str", "write_str_words", "write_str_sse2", "swar_special", "write_units", "ascii_run"]
+        ["descend", "write_str", "write_str_avx2", "write_str_words", "write_str_blocks", "special_avx2"]
+        + ["swar_special", "write_units", "escape_at_units", "ascii_run"]
         + [
             "first_stop8",
             "special_sse2",
+            "escape_at",
+            "escape_at_max",
+            "escape_block",
             "write_escape",
             "needs_escape",
             "write_i64",
             "write_u64",
             "write_f64",
+            "zeros",
             "parse_exp",
         ],
         "the byte-level writers: orjson's here",
@@ -327,6 +332,7 @@ ALLOWED: list[tuple[str, str | list[str], str]] = [
     (
         "rust/python/convert.rs",
         ["type_name", "surrogate_error", "str_utf8", "write_other", "write_big_int", "too_deep", "dumps_bytes"]
+        + ["BytesOut.new", "BytesOut.grow", "BytesOut.finish"]
         + ["write_list", "write_items", "write_dict", "write_members"],
         "one `write` loop with a stack here (Python's recursion limit; see the top of encoder.py)",
     ),

@@ -7,8 +7,7 @@
 //! `write_items` and `write_dict` / `write_members` here, which recurse and grow the stack
 //! (`encoder::descend`).
 
-use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::ffi;
@@ -19,7 +18,7 @@ use pyo3::types::{PyBytes, PyString, PyType};
 use super::errors::EncodeFailure;
 use super::frames::PyMessage;
 use super::strcache::{self, new_str, CacheGuard, KEYS, VALUES};
-use crate::encoder::{self, PathItem, MAX_DEPTH};
+use crate::encoder::{self, Output, PathItem, MAX_DEPTH};
 use crate::scanner::{parse_f64, parse_i64, parse_u64, unescape_into, Number, Sink, Str};
 
 // ---------------------------------------------------------------------------------------------
@@ -198,7 +197,7 @@ static ORJSON_DUMPS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 pub struct Writer<'py> {
     py: Python<'py>,
-    pub out: Vec<u8>,
+    out: BytesOut,
 }
 
 type WResult = Result<(), EncodeFailure>;
@@ -236,7 +235,7 @@ fn surrogate_error(cp: u32) -> EncodeFailure {
 /// from its PEP 393 code units straight into the output (CPython's own UTF-8 conversion would
 /// allocate and keep a copy in every fresh string).
 #[inline]
-fn write_str_object(out: &mut Vec<u8>, obj: &Bound<'_, PyAny>) -> Result<(), EncodeFailure> {
+fn write_str_object(out: &mut BytesOut, obj: &Bound<'_, PyAny>) -> Result<(), EncodeFailure> {
     // SAFETY: obj is an exact str, so a ready compact (or legacy ready) PEP 393 string on the
     // interpreters we build for: DATA holds GET_LENGTH units of KIND bytes each.
     unsafe {
@@ -562,48 +561,108 @@ impl<'py> Writer<'py> {
     }
 }
 
-/// `dumps(obj)` into a fresh `bytes`, optionally followed by a newline.
-/// One output buffer kept between calls, so that `dumps` does not grow a fresh `Vec` each time.
-/// Taken with an atomic flag; a re-entrant call (a `__str__` of a UUID subclass, say) uses its own.
-struct SpareBuffer {
-    busy: AtomicBool,
-    buf: UnsafeCell<Vec<u8>>,
+/// The `bytes` object `dumps` returns, written in place: created with room for about the size
+/// of the previous result, grown by doubling (`_PyBytes_Resize`) and cut to its length at the
+/// end, so that the text is never copied out of a buffer of our own.
+struct BytesOut {
+    /// A `bytes` object of `cap` bytes that nothing else refers to yet (null only after `finish`).
+    obj: *mut ffi::PyObject,
+    len: usize,
+    cap: usize,
 }
 
-// SAFETY: `buf` is only touched by the holder of `busy`.
-unsafe impl Sync for SpareBuffer {}
+extern "C" {
+    /// CPython's in-place resize of a `bytes` object that no one else holds yet (what
+    /// `bytes.join` and the codecs use); on failure it releases the object, sets NULL and raises.
+    fn _PyBytes_Resize(bytes: *mut *mut ffi::PyObject, size: ffi::Py_ssize_t) -> std::os::raw::c_int;
+}
 
-static SPARE: SpareBuffer = SpareBuffer {
-    busy: AtomicBool::new(false),
-    buf: UnsafeCell::new(Vec::new()),
-};
+/// Length of the last `dumps` result: the first guess of the next one's.
+static LAST_LEN: AtomicUsize = AtomicUsize::new(0);
 
-/// Buffers larger than this are not kept.
-const SPARE_MAX: usize = 1 << 20;
-
-pub fn dumps_bytes<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>, newline: bool) -> PyResult<Bound<'py, PyBytes>> {
-    let owned = !SPARE.busy.swap(true, Ordering::Acquire);
-    let out = if owned {
-        // SAFETY: we hold `busy`.
-        let mut v = std::mem::take(unsafe { &mut *SPARE.buf.get() });
-        v.clear();
-        v
-    } else {
-        Vec::with_capacity(256)
-    };
-    let mut w = Writer { py, out };
-    let result = w.write(obj, 0);
-    if newline {
-        w.out.push(b'\n');
-    }
-    let bytes = result.map(|()| PyBytes::new(py, &w.out));
-    if owned {
-        if w.out.capacity() <= SPARE_MAX {
-            // SAFETY: we still hold `busy`.
-            unsafe { *SPARE.buf.get() = std::mem::take(&mut w.out) };
+impl BytesOut {
+    fn new() -> BytesOut {
+        let cap = (LAST_LEN.load(Ordering::Relaxed) + 64).clamp(256, 1 << 20);
+        // SAFETY: a new, uninitialised bytes object of `cap` bytes (or NULL: out of memory).
+        let obj = unsafe { ffi::PyBytes_FromStringAndSize(std::ptr::null(), cap as ffi::Py_ssize_t) };
+        if obj.is_null() {
+            std::alloc::handle_alloc_error(std::alloc::Layout::new::<[u8; 256]>());
         }
-        SPARE.busy.store(false, Ordering::Release);
+        BytesOut { obj, len: 0, cap }
     }
-    crate::drop_buffer(w.out);
-    bytes.map_err(|e| e.into_pyerr(py))
+
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, additional: usize) {
+        let cap = (self.len + additional).max(self.cap * 2);
+        // SAFETY: `obj` is a bytes object only this writer holds.
+        if unsafe { _PyBytes_Resize(&raw mut self.obj, cap as ffi::Py_ssize_t) } != 0 {
+            std::alloc::handle_alloc_error(std::alloc::Layout::new::<[u8; 256]>());
+        }
+        self.cap = cap;
+    }
+
+    /// The `bytes` of the text written.
+    fn finish(mut self, py: Python<'_>) -> PyResult<Bound<'_, PyBytes>> {
+        LAST_LEN.store(self.len, Ordering::Relaxed);
+        let mut obj = std::mem::replace(&mut self.obj, std::ptr::null_mut());
+        // SAFETY: `obj` is ours alone; resizing to the written length (at most `cap`).
+        unsafe {
+            if self.len != self.cap && _PyBytes_Resize(&raw mut obj, self.len as ffi::Py_ssize_t) != 0 {
+                return Err(PyErr::fetch(py));
+            }
+            Ok(Bound::from_owned_ptr(py, obj).cast_into_unchecked())
+        }
+    }
+}
+
+impl Drop for BytesOut {
+    fn drop(&mut self) {
+        if !self.obj.is_null() {
+            // SAFETY: our own reference to the unfinished object.
+            unsafe { ffi::Py_DECREF(self.obj) };
+        }
+    }
+}
+
+impl Output for BytesOut {
+    #[inline(always)]
+    fn reserve(&mut self, additional: usize) {
+        if self.cap - self.len < additional {
+            self.grow(additional);
+        }
+    }
+
+    #[inline(always)]
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline(always)]
+    fn as_mut_ptr(&mut self) -> *mut u8 {
+        // SAFETY: `obj` is a bytes object.
+        unsafe { ffi::PyBytes_AS_STRING(self.obj).cast_mut().cast::<u8>() }
+    }
+
+    #[inline(always)]
+    unsafe fn set_len(&mut self, len: usize) {
+        self.len = len;
+    }
+}
+
+/// `dumps(obj)` into a fresh `bytes`, optionally followed by a newline.
+pub fn dumps_bytes<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>, newline: bool) -> PyResult<Bound<'py, PyBytes>> {
+    let mut w = Writer {
+        py,
+        out: BytesOut::new(),
+    };
+    match w.write(obj, 0) {
+        Ok(()) => {
+            if newline {
+                w.out.push(b'\n');
+            }
+            w.out.finish(py)
+        }
+        Err(e) => Err(e.into_pyerr(py)),
+    }
 }
