@@ -13,7 +13,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 
-use super::args::{Arg, MaxFrameBytes};
+use super::args::{Arg, MaxFrameBytes, Threads};
 use super::frames::source_of;
 use crate::columns::{Batch, FrameColumns, Validity, VarColumn, COLUMNS, MAX_LINE_BYTES};
 
@@ -95,7 +95,8 @@ fn record_batch(schema: &SchemaRef, mut b: Batch) -> PyResult<RecordBatch> {
 }
 
 /// Rows of frames built in Arrow's layout: `feed` a stream's bytes (rows numbered from
-/// `first_line + 1`), or give lines one by one (`line`, `too_large`, `invalid`); `finish` returns
+/// `first_line + 1`; its complete lines parsed in ranges on `threads` threads, the GIL released,
+/// None: every core), or give lines one by one (`line`, `too_large`, `invalid`); `finish` returns
 /// the batches as an Arrow stream.
 #[pyclass(module = "acp_fast", name = "FrameColumns")]
 pub struct PyFrameColumns {
@@ -105,16 +106,24 @@ pub struct PyFrameColumns {
 #[pymethods]
 impl PyFrameColumns {
     #[new]
-    #[pyo3(signature = (*, first_line = 0, max_frame_bytes = None), text_signature = "(*, first_line=0, max_frame_bytes=67108864)")]
-    fn new(first_line: u64, max_frame_bytes: Option<Arg<MaxFrameBytes>>) -> PyResult<Self> {
+    #[pyo3(
+        signature = (*, first_line = 0, max_frame_bytes = None, threads = None),
+        text_signature = "(*, first_line=0, max_frame_bytes=67108864, threads=None)"
+    )]
+    fn new(
+        first_line: u64,
+        max_frame_bytes: Option<Arg<MaxFrameBytes>>,
+        threads: Option<Arg<Threads>>,
+    ) -> PyResult<Self> {
         let max = MaxFrameBytes::or_default(max_frame_bytes)?;
+        let threads = Threads::or_default(threads)?;
         if max > MAX_LINE_BYTES {
             return Err(PyValueError::new_err(format!(
                 "max_frame_bytes of FrameColumns must be at most {MAX_LINE_BYTES}, found {max}"
             )));
         }
         Ok(Self {
-            inner: FrameColumns::new(first_line, max),
+            inner: FrameColumns::new(first_line, max, threads),
         })
     }
 
