@@ -180,6 +180,12 @@ def _table(pa: Any, result: Any) -> Any:
     return pa.RecordBatchReader.from_stream(result).read_all()
 
 
+def check_threads(threads: Any) -> None:
+    """TypeError / ValueError for a ``threads`` that ``frames`` refuses: the backend's own check
+    and message."""
+    _FrameColumns(threads=threads)
+
+
 def _check_source(source: Any) -> None:
     """ValueError for a ``source`` that is not ``"agent"``, ``"client"`` or None: the backend's own
     check and message (a fresh store's ``finish`` reads ``source`` and does nothing else)."""
@@ -207,7 +213,11 @@ def frames_schema(*, recording: bool = False, side: bool = False, file: bool = F
 
 
 def frames(
-    data: Data, *, source: Optional[str] = None, max_frame_bytes: int = acp_fast.DEFAULT_MAX_FRAME_BYTES
+    data: Data,
+    *,
+    source: Optional[str] = None,
+    max_frame_bytes: int = acp_fast.DEFAULT_MAX_FRAME_BYTES,
+    threads: Optional[int] = None,
 ) -> pa.Table:
     """One row per line of ``data``, an NDJSON stream or a proxy recording (its bytes, or a path;
     a ``str`` is a path): the columns of ``FRAME_COLUMNS``, null where a field is absent.
@@ -217,20 +227,33 @@ def frames(
     (``"agent"`` or ``"editor"``). A recording gives a row per recorded line, numbered by its line
     in the recording, with ``time`` (unix seconds) and ``side`` (``"editor"`` or ``"agent"``); a
     malformed record is an ``invalid`` row with the error ``invalid_record``. Lines over
-    ``max_frame_bytes`` (at most 1 GiB here) are ``invalid`` rows with ``frame_too_large``."""
-    return _frames(data, source, max_frame_bytes)
+    ``max_frame_bytes`` (at most 1 GiB here) are ``invalid`` rows with ``frame_too_large``.
+
+    ``threads`` (None: every core the process may use; 1: the calling thread only): a plain
+    stream is cut into that many newline-aligned byte ranges, parsed at once without the GIL;
+    the table is the same whatever the number (rows, order, line numbers; only its record
+    batches are cut differently). A recording is read on one thread. TypeError for a
+    ``threads`` that is not an int, ValueError for one below 1 or above 1024."""
+    return _frames(data, source, max_frame_bytes, threads=threads)
 
 
-def _frames(data: Data, source: Optional[str], max_frame_bytes: int, wrap: Optional[Wrap] = None) -> Any:
+def _frames(
+    data: Data,
+    source: Optional[str],
+    max_frame_bytes: int,
+    wrap: Optional[Wrap] = None,
+    threads: Optional[int] = None,
+) -> Any:
     pa = require_pyarrow()
     _check_source(source)
+    # the arguments are checked before any input is read
+    cols = _FrameColumns(max_frame_bytes=max_frame_bytes, threads=threads)
     inp = _open(data, wrap)
     try:
         if inp.recording:
             if source is not None:
                 raise ValueError(NO_SOURCE)
-            return _recording_frames(pa, inp.chunks, max_frame_bytes)
-        cols = _FrameColumns(max_frame_bytes=max_frame_bytes)
+            return _recording_frames(pa, inp.chunks, cols, max_frame_bytes)
         for chunk in inp.chunks:
             cols.feed(chunk)
         table = _table(pa, cols.finish())
@@ -241,8 +264,7 @@ def _frames(data: Data, source: Optional[str], max_frame_bytes: int, wrap: Optio
     return table
 
 
-def _recording_frames(pa: Any, chunks: Iterable[bytes], max_frame_bytes: int) -> Any:
-    cols = _FrameColumns(max_frame_bytes=max_frame_bytes)
+def _recording_frames(pa: Any, chunks: Iterable[bytes], cols: Any, max_frame_bytes: int) -> Any:
     times: List[Optional[float]] = []
     sides: List[Optional[str]] = []
     for number, record in parse_lines(chunks, record_limit(max_frame_bytes)):
@@ -273,11 +295,13 @@ def range_frames(
     first_line: int,
     *,
     max_frame_bytes: int = acp_fast.DEFAULT_MAX_FRAME_BYTES,
+    threads: Optional[int] = None,
 ) -> pa.Table:
     """:func:`frames` of the lines of a plain stream's file that start in ``[start, end)`` (both
-    just after a newline, or the ends of the file), ``first_line`` lines coming before them."""
+    just after a newline, or the ends of the file), ``first_line`` lines coming before them,
+    parsed on ``threads`` threads (as for :func:`frames`)."""
     pa = require_pyarrow()
-    cols = _FrameColumns(first_line=first_line, max_frame_bytes=max_frame_bytes)
+    cols = _FrameColumns(first_line=first_line, max_frame_bytes=max_frame_bytes, threads=threads)
     with open_file(path) as stream:
         for chunk in _read(stream, start, end):
             cols.feed(chunk)
@@ -509,29 +533,37 @@ def conform(table: pa.Table, file: str, schema: pa.Schema) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=schema)
 
 
-def file_table(path: str, table: str, schema: pa.Schema, *, wrap: Optional[Wrap] = None) -> pa.Table:
+def file_table(
+    path: str, table: str, schema: pa.Schema, *, wrap: Optional[Wrap] = None, threads: Optional[int] = None
+) -> pa.Table:
     """One file's :func:`frames` or :func:`tool_calls`, in ``schema`` (see :func:`conform`);
-    ``wrap`` sees the file's chunks as they are read (a progress display)."""
+    ``wrap`` sees the file's chunks as they are read (a progress display); ``threads`` as for
+    :func:`frames` (checked for both tables; :func:`tool_calls` runs on one thread)."""
     if table == "frames":
-        result = _frames(path, None, acp_fast.DEFAULT_MAX_FRAME_BYTES, wrap)
+        result = _frames(path, None, acp_fast.DEFAULT_MAX_FRAME_BYTES, wrap, threads)
     else:
+        check_threads(threads)
         result = _tool_calls(path, None, wrap)
     return conform(result, path, schema)
 
 
-def iter_files(paths: Paths, table: str = "frames") -> Tuple[List[str], pa.Schema, Iterator[pa.Table]]:
+def iter_files(
+    paths: Paths, table: str = "frames", *, threads: Optional[int] = None
+) -> Tuple[List[str], pa.Schema, Iterator[pa.Table]]:
     """(files, schema, a table per file): what :func:`read_frames` and ``acp-fast export`` read."""
+    check_threads(threads)
     files = expand(paths)
     schema = schema_of(table, any(is_recording_file(p) for p in files))
-    return files, schema, (file_table(p, table, schema) for p in files)
+    return files, schema, (file_table(p, table, schema, threads=threads) for p in files)
 
 
-def read_frames(paths: Paths) -> pa.Table:
+def read_frames(paths: Paths, *, threads: Optional[int] = None) -> pa.Table:
     """:func:`frames` of every file of ``paths`` (files, directories, globs; see :func:`expand`),
     in order, as one table with a ``file`` column first. When some files are recordings, the
-    rows of plain streams have null ``time`` and ``side``."""
+    rows of plain streams have null ``time`` and ``side``. Each file is parsed on ``threads``
+    threads, as by :func:`frames`."""
     pa = require_pyarrow()
-    _files, schema, tables = iter_files(paths, "frames")
+    _files, schema, tables = iter_files(paths, "frames", threads=threads)
     return pa.concat_tables(list(tables)) if _files else schema.empty_table()
 
 
