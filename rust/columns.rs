@@ -72,7 +72,9 @@ pub fn threads_not_an_int(type_name: &str) -> String {
 
 /// The default `threads`: the cores this process may use (1 when unknown).
 pub fn default_threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get()).min(MAX_THREADS)
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(MAX_THREADS)
 }
 
 /// `data` (complete lines: it ends with a newline) cut into at most `parts` ranges of about equal
@@ -430,11 +432,7 @@ impl FrameColumns {
 
     /// Feed bytes of the stream: a row for every line they complete.
     pub fn feed(&mut self, data: &[u8]) {
-        let data = if self.threads > 1 {
-            self.feed_ranges(data)
-        } else {
-            data
-        };
+        let data = if self.threads > 1 { self.feed_ranges(data) } else { data };
         self.feed_here(data);
     }
 

@@ -89,9 +89,7 @@ def read_frames(
             continue
         counts: List[Any] = [dask.delayed(arrow.count_lines)(path, start, end) for start, end in ranges[:-1]]
         for i, (start, end) in enumerate(ranges):
-            parts.append(
-                dask.delayed(_frames_part)(path, start, end, schema, max_frame_bytes, threads, *counts[:i])
-            )
+            parts.append(dask.delayed(_frames_part)(path, start, end, schema, max_frame_bytes, threads, *counts[:i]))
     meta = _pandas(schema.empty_table())
     if not parts:
         return cast("dd.DataFrame", dataframe.from_pandas(meta, npartitions=1))

@@ -157,7 +157,11 @@ fn threads_give_the_rows_of_one_thread() {
         assert!(one.len() > 300);
         for threads in [2, 3, 4, 8, 64, 1024] {
             for piece in [data.len(), 1000, 77, 1] {
-                assert_eq!(rows_of(&parse(&data, 3, max, threads, piece)), one, "{threads} {piece} {max}");
+                assert_eq!(
+                    rows_of(&parse(&data, 3, max, threads, piece)),
+                    one,
+                    "{threads} {piece} {max}"
+                );
             }
         }
     }
