@@ -13,7 +13,7 @@ several files (benches/RESULTS.md, "Columnar export").
 
 frames() and the engines: two corpora of about ``--frames-mb`` MB, generated once into ``--dir``
 and read from the page cache: ``mixed`` traffic (about half its frames hold non-ASCII text) and
-``cjk``, the same frames with every text content in CJK and emoji. After a warm-up pass (which also
+``cjk``, the same frames with every text content in CJK and emoji (as many as make ``--frames-mb``). After a warm-up pass (which also
 checks that every engine reads the same rows and statuses as frames()), ``--repeats`` passes run
 the contenders interleaved (each pass times every engine at every thread count once, in a rotated
 order); each figure is the median, in MB/s of the file. The thread counts are 1 and every core
@@ -95,9 +95,13 @@ def make_frames_corpora(folder: str, mb: int) -> Dict[str, str]:
     if not os.path.exists(paths["cjk"]):
         rng = random.Random(1)
         with open(paths["mixed"], "rb") as src, open(paths["cjk"] + ".tmp", "wb") as f:
-            for line in src:
-                f.write(json.dumps(_cjk(json.loads(line), rng), ensure_ascii=False, separators=(",", ":")).encode())
-                f.write(b"\n")
+            written = 0
+            for line in src:  # until it is as large as the mixed corpus (CJK takes 3 bytes a character)
+                frame = json.dumps(_cjk(json.loads(line), rng), ensure_ascii=False, separators=(",", ":")).encode()
+                f.write(frame + b"\n")
+                written += len(frame) + 1
+                if written >= mb * 1_000_000:
+                    break
         os.replace(paths["cjk"] + ".tmp", paths["cjk"])
     return paths
 
