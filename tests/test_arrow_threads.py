@@ -182,3 +182,42 @@ def test_any_stream_any_threads(
     data = b"".join(line.rstrip(b"\n") + end for line, end in lines) + tail
     one = table_of(backend, data, 1, max(len(data), 1), max_frame_bytes)
     assert table_of(backend, data, threads, piece, max_frame_bytes).equals(one)
+
+
+def test_files_read_on_threads_in_small_chunks(
+    on_backend: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = INPUTS["mixed"] + INPUTS["crlf"]
+    path = tmp_path / "s.ndjson"
+    path.write_bytes(data)
+    one = arrow.frames(path, threads=1)
+    monkeypatch.setattr(arrow, "CHUNK_BYTES", 1000)  # many chunks, lines cut by their ends
+    with open(path, "rb") as stream:
+        for start, end in ((0, None), (5, 7777), (100, len(data) + 50), (0, 0)):
+            for threads in (2, 3, 8):
+                chunks = [bytes(c) for c in arrow._read_threads(stream, start, end, threads)]
+                assert b"".join(chunks) == data[start:end], (start, end, threads)
+                assert all(len(c) <= 1000 for c in chunks)
+    for threads in (2, 3, 8):
+        assert arrow.frames(path, threads=threads).equals(one)
+        parts, before = [], 0
+        for start, end in arrow.byte_ranges(str(path), 30000):
+            parts.append(arrow.range_frames(str(path), start, end, before, threads=threads))
+            before += arrow.count_lines(str(path), start, end)
+        assert pa.concat_tables(parts).equals(one)
+
+
+def test_feed_takes_any_buffer(on_backend: Any, tmp_path: Path) -> None:
+    import mmap
+
+    data = INPUTS["mixed"]
+    one = table_of(on_backend, data, 1, len(data), 1 << 26)
+    path = tmp_path / "s.ndjson"
+    path.write_bytes(data)
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+        writable = bytearray(data)
+        for threads in (1, 4):
+            for buffer in (memoryview(data), memoryview(m), writable, memoryview(writable), memoryview(data)[::1]):
+                cols = on_backend.FrameColumns(threads=threads)
+                cols.feed(buffer)
+                assert arrow._table(pa, cols.finish()).equals(one)

@@ -9,9 +9,10 @@ use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use arrow_array::{ArrayRef, BinaryArray, Int64Array, RecordBatch, RecordBatchIterator, StringArray};
 use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyCapsule;
+use pyo3::types::{PyBytes, PyCapsule, PyString};
 
 use super::args::{Arg, MaxFrameBytes, Threads};
 use super::frames::source_of;
@@ -127,11 +128,24 @@ impl PyFrameColumns {
         })
     }
 
-    /// Feed bytes of the stream: a row for every line they complete.
+    /// Feed bytes of the stream: a row for every line they complete. A read-only buffer (a
+    /// `memoryview` of an `mmap` opened for reading, of `bytes`) is read in place, not copied.
     fn feed(&mut self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
+        let inner = &mut self.inner;
+        if !data.is_instance_of::<PyBytes>() && !data.is_instance_of::<PyString>() {
+            if let Ok(buf) = PyBuffer::<u8>::get(data) {
+                if buf.readonly() && buf.is_c_contiguous() {
+                    // SAFETY: a C-contiguous buffer of `len_bytes` bytes at `buf_ptr`, which no
+                    // one can write (read-only) and which stays exported, so valid, while `buf`
+                    // lives: until the end of this call.
+                    let bytes = unsafe { std::slice::from_raw_parts(buf.buf_ptr() as *const u8, buf.len_bytes()) };
+                    py.detach(|| inner.feed(bytes));
+                    return Ok(());
+                }
+            }
+        }
         let source = source_of(data)?;
         let bytes = source.bytes.as_bytes();
-        let inner = &mut self.inner;
         py.detach(|| inner.feed(bytes));
         Ok(())
     }
