@@ -20,7 +20,10 @@ order); each figure is the median, in MB/s of the file. The thread counts are 1 
 (``os.cpu_count()``): frames(threads=N); pyarrow with ``pa.set_cpu_count(N)`` and
 ``use_threads=N > 1``; DuckDB with ``SET threads=N``; Polars in a child process per thread count
 started with ``POLARS_MAX_THREADS=N`` (read before Polars starts its pool), told by a pipe when to
-run. The ratio of a thread count is frames() against the fastest engine at that count.
+run. The ratio of a thread count is frames() against the fastest engine at that count. Each
+engine's CPU time (``time.process_time``: every thread of its process) is reported too, as MB per
+CPU-second: on a loaded machine the wall-clock figures depend on the share of the CPUs each engine
+gets (a process with more threads gets more of it), the CPU figures much less.
 
 Dask and Ray: a worker is one process with one thread (frames(threads=1) in each); the task is a
 reduction (the sum of ``bytes``), so that the rows are parsed on the workers and not shipped back.
@@ -170,13 +173,13 @@ select = [pl.col("method"), pl.col("id"), p.struct.field("sessionId").alias("ses
 print("READY", pl.thread_pool_size(), flush=True)
 for line in sys.stdin:
     path, check = line.rstrip("\n").split("\t")
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     df = pl.read_ndjson(path, schema=schema).select(select)
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     extra = ""
     if check == "1":
         extra = "\t" + str(df["status"].null_count()) + "\t" + str(df["method"].null_count())
-    print(seconds, df.height, extra, sep="\t", flush=True)
+    print(seconds, cpu, df.height, extra, sep="\t", flush=True)
 """
 
 
@@ -194,12 +197,12 @@ class PolarsChild:
             raise RuntimeError("the Polars child did not start")
         self.pool = int(ready[1])
 
-    def run(self, path: str, check: bool = False) -> Tuple[float, int, List[int]]:
+    def run(self, path: str, check: bool = False) -> Tuple[float, float, int, List[int]]:
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.proc.stdin.write(f"{path}\t{int(check)}\n")
         self.proc.stdin.flush()
         fields = self.proc.stdout.readline().rstrip("\n").split("\t")
-        return float(fields[0]), int(fields[1]), [int(f) for f in fields[2:] if f]
+        return float(fields[0]), float(fields[1]), int(fields[2]), [int(f) for f in fields[3:] if f]
 
     def close(self) -> None:
         assert self.proc.stdin is not None
@@ -219,29 +222,30 @@ def bench_frames(mb: int, folder: str, repeats: int) -> Dict[str, Any]:
     out: Dict[str, Any] = {"thread_counts": counts, "polars_pool": {n: polars[n].pool for n in counts}}
     try:
 
-        def timed(engine: str, path: str, threads: int, check: bool = False) -> Tuple[float, Any]:
+        def timed(engine: str, path: str, threads: int, check: bool = False) -> Tuple[float, float, Any]:
+            """(wall seconds, CPU seconds of the process, the result)."""
             if engine == "polars":
-                seconds, rows, nulls = polars[threads].run(path, check)
-                return seconds, (rows, nulls)
-            start = time.perf_counter()
+                seconds, cpu, rows, nulls = polars[threads].run(path, check)
+                return seconds, cpu, (rows, nulls)
+            start, cpu = time.perf_counter(), time.process_time()
             if engine == "acp-fast":
                 table = arrow.frames(path, threads=threads)
             elif engine == "pyarrow":
                 table = run_pyarrow(path, threads)
             else:
                 table = run_duckdb(path, threads)
-            return time.perf_counter() - start, table
+            return time.perf_counter() - start, time.process_time() - cpu, table
 
         for corpus, path in paths.items():  # warm-up and check: the same rows everywhere
             expected = None
             for threads in counts:
-                _, ours = timed("acp-fast", path, threads)
+                _, _, ours = timed("acp-fast", path, threads)
                 if expected is None:
                     expected = ours
                     nulls = [ours.column("status").null_count, ours.column("method").null_count]
                 assert ours.equals(expected), (corpus, threads)
                 for engine in ENGINE_NAMES[1:]:
-                    _, got = timed(engine, path, threads, check=True)
+                    _, _, got = timed(engine, path, threads, check=True)
                     if engine == "polars":
                         assert got == (expected.num_rows, nulls), (corpus, engine, got)
                     else:
@@ -249,12 +253,14 @@ def bench_frames(mb: int, folder: str, repeats: int) -> Dict[str, Any]:
                             if name != "id":
                                 assert got.column(name).to_pylist() == expected.column(name).to_pylist(), (engine, name)
         times: Dict[Tuple[str, str, int], List[float]] = {}
+        cpus: Dict[Tuple[str, str, int], List[float]] = {}
         jobs = [(c, e, n) for c in paths for n in counts for e in ENGINE_NAMES]
         for i in range(repeats):
             shift = i % len(jobs)
             for corpus, engine, threads in jobs[shift:] + jobs[:shift]:
-                seconds, _ = timed(engine, paths[corpus], threads)
+                seconds, cpu, _ = timed(engine, paths[corpus], threads)
                 times.setdefault((corpus, engine, threads), []).append(seconds)
+                cpus.setdefault((corpus, engine, threads), []).append(cpu)
     finally:
         for child in polars.values():
             child.close()
@@ -267,9 +273,12 @@ def bench_frames(mb: int, folder: str, repeats: int) -> Dict[str, Any]:
             mbs = {e: size / 1e6 / statistics.median(times[(corpus, e, threads)]) for e in ENGINE_NAMES}
             best = max(ENGINE_NAMES[1:], key=lambda e: mbs[e])
             ratio = mbs["acp-fast"] / mbs[best]
-            rows[str(threads)] = {"mb_s": mbs, "best_peer": best, "ratio": ratio}
+            per_cpu = {e: size / 1e6 / statistics.median(cpus[(corpus, e, threads)]) for e in ENGINE_NAMES}
+            rows[str(threads)] = {"mb_s": mbs, "best_peer": best, "ratio": ratio, "mb_per_cpu_s": per_cpu}
             figures = ", ".join(f"{e} {mbs[e]:.0f}" for e in ENGINE_NAMES)
             print(f"  {threads} thread(s), MB/s: {figures}; frames() / {best} x{ratio:.2f}")
+            figures = ", ".join(f"{e} {per_cpu[e]:.0f}" for e in ENGINE_NAMES)
+            print(f"    MB per CPU-second (all the process's threads): {figures}")
         out[corpus] = rows
     return out
 
