@@ -10,8 +10,17 @@
 //! and `raw` (the line's bytes). Absent fields are null. Rows are cut into batches of at most
 //! about `BATCH_BYTES` of `raw`, so that 32-bit offsets always suffice.
 //!
+//! On several threads (`FrameColumns::new(.., threads)`), `feed` cuts the complete lines it is
+//! given into `threads` newline-aligned byte ranges of about equal size (`split_ranges`), builds
+//! each range's rows on its own thread (a framer and rows of its own, numbered from 0), then adds
+//! to each range's line numbers the lines of the ranges before it (its framer's count, blank and
+//! oversized lines included) and appends its batches in order: the rows are those of one thread,
+//! in the same order, cut into more batches. A partial line left from the previous `feed` is
+//! completed first on the calling thread, and the bytes after the last newline go to the framer.
+//!
 //! Mirror: `_fallback/columns.py`. Differences on purpose: the fallback fills Python lists from
-//! `decode` and builds the table with pyarrow; this fills the buffers from `parse_line` spans.
+//! `decode` and builds the table with pyarrow; this fills the buffers from `parse_line` spans. The
+//! fallback cuts the same ranges but parses them one after the other, on the calling thread.
 
 use crate::error::DecodeError;
 use crate::framing::{Event, Framer};
@@ -39,6 +48,63 @@ pub const BATCH_BYTES: usize = 1 << 30;
 /// The largest `max_frame_bytes` of a `FrameColumns`: a batch then stays under 2 GiB, the reach
 /// of 32-bit offsets.
 pub const MAX_LINE_BYTES: usize = 1 << 30;
+
+/// The most threads a `FrameColumns` takes.
+pub const MAX_THREADS: usize = 1024;
+
+/// A caller's `threads`: an integer from 1 to `MAX_THREADS`, else why not.
+pub fn check_threads(value: i64) -> Result<usize, String> {
+    match usize::try_from(value) {
+        Ok(n) if (1..=MAX_THREADS).contains(&n) => Ok(n),
+        _ => Err(threads_out_of_range(value)),
+    }
+}
+
+/// Why a `threads` of `found` (an integer, maybe beyond 64 bits) is refused.
+pub fn threads_out_of_range(found: impl std::fmt::Display) -> String {
+    format!("threads must be between 1 and {MAX_THREADS}, found {found}")
+}
+
+/// Why a `threads` that is not an integer (a value of type `type_name`) is refused.
+pub fn threads_not_an_int(type_name: &str) -> String {
+    format!("threads must be an int or None, found {type_name}")
+}
+
+/// The default `threads`: the cores this process may use (1 when unknown).
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(MAX_THREADS)
+}
+
+/// `data` (complete lines: it ends with a newline) cut into at most `parts` ranges of about equal
+/// size, each ending just after a newline; no range is empty (none at all for empty `data`).
+pub fn split_ranges(data: &[u8], parts: usize) -> Vec<std::ops::Range<usize>> {
+    let parts = parts.max(1);
+    let mut out = Vec::with_capacity(parts);
+    let mut start = 0;
+    for i in 1..=parts {
+        if start >= data.len() {
+            break;
+        }
+        let target = (data.len() as u128 * i as u128 / parts as u128) as usize;
+        if target <= start {
+            continue;
+        }
+        // The cut: just after the first newline at or after `target - 1` (the end of the data
+        // for the last range).
+        let end = match memchr::memchr(b'\n', &data[target - 1..]) {
+            Some(nl) => target + nl,
+            None => data.len(),
+        };
+        out.push(start..end);
+        start = end;
+    }
+    if start < data.len() {
+        out.push(start..data.len());
+    }
+    out
+}
 
 /// A validity bitmap (bit set: a value; least significant bit first).
 #[derive(Debug, Default, Clone)]
@@ -309,6 +375,22 @@ impl Rows {
         }
     }
 
+    /// Batches built elsewhere, after the rows so far: their line numbers moved on by `before`.
+    /// Empty ones are left out.
+    fn append(&mut self, batches: Vec<Batch>, before: u64) {
+        if !self.batch.is_empty() {
+            self.done.push(std::mem::take(&mut self.batch));
+        }
+        for mut b in batches.into_iter().filter(|b| !b.is_empty()) {
+            if before != 0 {
+                for line in &mut b.line {
+                    *line += before as i64;
+                }
+            }
+            self.done.push(b);
+        }
+    }
+
     /// Every batch so far (the open one included when not empty); the rows start afresh.
     pub fn take(&mut self) -> Vec<Batch> {
         let mut out = std::mem::take(&mut self.done);
@@ -326,15 +408,18 @@ pub struct FrameColumns {
     framer: Framer,
     first_line: u64,
     rows: Rows,
+    threads: usize,
 }
 
 impl FrameColumns {
-    /// `max_frame_bytes` as checked by `framing::check_max_frame_bytes`, at most `MAX_LINE_BYTES`.
-    pub fn new(first_line: u64, max_frame_bytes: usize) -> Self {
+    /// `max_frame_bytes` as checked by `framing::check_max_frame_bytes`, at most `MAX_LINE_BYTES`;
+    /// `threads` as checked by `check_threads` (1: all on the calling thread).
+    pub fn new(first_line: u64, max_frame_bytes: usize, threads: usize) -> Self {
         Self {
             framer: Framer::new(max_frame_bytes.min(MAX_LINE_BYTES)),
             first_line,
             rows: Rows::default(),
+            threads: threads.max(1),
         }
     }
 
@@ -347,6 +432,69 @@ impl FrameColumns {
 
     /// Feed bytes of the stream: a row for every line they complete.
     pub fn feed(&mut self, data: &[u8]) {
+        let data = if self.threads > 1 { self.feed_ranges(data) } else { data };
+        self.feed_here(data);
+    }
+
+    /// The complete lines of `data` in ranges on `threads` threads (module docs); returns the
+    /// bytes left for the framer (those of a partial line, or all of `data` when it completes no
+    /// more than the framer's partial line).
+    fn feed_ranges<'a>(&mut self, mut data: &'a [u8]) -> &'a [u8] {
+        if !self.framer.at_line_start() {
+            let Some(nl) = memchr::memchr(b'\n', data) else {
+                return data;
+            };
+            self.feed_here(&data[..=nl]);
+            data = &data[nl + 1..];
+        }
+        let Some(last) = memchr::memrchr(b'\n', data) else {
+            return data;
+        };
+        let (lines, rest) = data.split_at(last + 1);
+        let ranges = split_ranges(lines, self.threads);
+        if ranges.len() < 2 {
+            self.feed_here(lines);
+            return rest;
+        }
+        let max = self.framer.max_frame_bytes();
+        let parsed: Vec<(Vec<Batch>, u64)> = std::thread::scope(|scope| {
+            let others: Vec<_> = ranges[1..]
+                .iter()
+                .map(|r| {
+                    let piece = &lines[r.clone()];
+                    scope.spawn(move || Self::range(piece, max))
+                })
+                .collect();
+            let first = Self::range(&lines[ranges[0].clone()], max);
+            std::iter::once(first)
+                .chain(
+                    others
+                        .into_iter()
+                        .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))),
+                )
+                .collect()
+        });
+        let mut before = self.first_line + self.framer.line();
+        let mut counted = 0;
+        for (batches, count) in parsed {
+            self.rows.append(batches, before);
+            before += count;
+            counted += count;
+        }
+        self.framer.skip_lines(counted);
+        rest
+    }
+
+    /// The rows of `data` (complete lines), numbered from 1, and how many lines it held.
+    fn range(data: &[u8], max_frame_bytes: usize) -> (Vec<Batch>, u64) {
+        let mut cols = Self::new(0, max_frame_bytes, 1);
+        cols.feed_here(data);
+        let lines = cols.framer.line();
+        (cols.finish(), lines)
+    }
+
+    /// `feed` on the calling thread.
+    fn feed_here(&mut self, data: &[u8]) {
         // The lines' bytes are at most the data's: one allocation for `raw` instead of doublings.
         let raw = &mut self.rows.batch.raw.values;
         raw.reserve(data.len().min(BATCH_BYTES.saturating_sub(raw.len())));

@@ -221,6 +221,18 @@ impl Framer {
         self.partial.len()
     }
 
+    /// Whether the next byte fed starts a line (no partial line held, none being skipped).
+    pub fn at_line_start(&self) -> bool {
+        self.partial.is_empty() && !self.skipping
+    }
+
+    /// Count `lines` complete lines read by others (the ranges `columns::FrameColumns` parses on
+    /// other threads); only at the start of a line.
+    pub fn skip_lines(&mut self, lines: u64) {
+        debug_assert!(self.at_line_start());
+        self.line += lines;
+    }
+
     /// Hand a complete line to `sink`. `S::EXACT`: `data` keeps its line ending (`eol`: it has
     /// a `\n`), else it has none and may still end in `\r`.
     #[inline(always)]

@@ -74,6 +74,12 @@ def test_dask_reads_the_rows_of_one_process(dask_client: Any, corpus: Path) -> N
         assert ddf.npartitions == sum(ranges) + 1  # the recording is never split
         assert ddf.npartitions == 3 or ddf.npartitions > 6
         same(pa.Table.from_pandas(ddf.compute(), preserve_index=False), expected)
+    # Each partition parsed on several threads, or on one: the same rows.
+    for threads in (1, 3):
+        ddf = adask.read_frames(corpus, blocksize=150_000, threads=threads)
+        same(pa.Table.from_pandas(ddf.compute(), preserve_index=False), expected)
+    with pytest.raises(ValueError, match="threads must be between 1 and 1024, found 0"):
+        adask.read_frames(corpus, threads=0)
     tool_calls = adask.read_tool_calls(str(corpus / "*"))
     assert tool_calls.npartitions == 3
     same(pa.Table.from_pandas(tool_calls.compute(), preserve_index=False), arrow.read_tool_calls(corpus))
@@ -104,6 +110,11 @@ def test_ray_reads_the_rows_of_one_process(ray_session: Any, corpus: Path) -> No
     expected = arrow.read_frames(corpus)
     ds = aray.read_frames(corpus, blocksize=150_000)
     same(pa.concat_tables(ray_session.get(ds.to_arrow_refs())), expected, "file", "line")
+    for threads in (1, 3):
+        ds = aray.read_frames(corpus, blocksize=150_000, threads=threads)
+        same(pa.concat_tables(ray_session.get(ds.to_arrow_refs())), expected, "file", "line")
+    with pytest.raises(TypeError, match="threads must be an int or None, found float"):
+        aray.read_frames(corpus, threads=1.0)
     calls = aray.read_tool_calls(corpus)
     got = pa.concat_tables(ray_session.get(calls.to_arrow_refs()))
     same(got, arrow.read_tool_calls(corpus), "file", "session_id", "first_line")

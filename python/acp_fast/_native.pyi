@@ -521,10 +521,17 @@ class FrameColumns:
     [`FrameDecoder`][acp_fast.FrameDecoder] numbers lines), or give lines one by one (``line``, ``too_large``,
     ``invalid``); ``finish`` returns the rows."""
 
-    def __new__(cls, *, first_line: int = 0, max_frame_bytes: Optional[int] = 67108864) -> FrameColumns:
-        """An empty table; ``max_frame_bytes`` as for [`Framer`][acp_fast.Framer], at most 1 GiB."""
+    def __new__(
+        cls, *, first_line: int = 0, max_frame_bytes: Optional[int] = 67108864, threads: Optional[int] = None
+    ) -> FrameColumns:
+        """An empty table; ``max_frame_bytes`` as for [`Framer`][acp_fast.Framer], at most 1 GiB; ``threads``
+        (1 to 1024; None: every core the process may use) the threads ``feed`` parses on.
+        TypeError for a ``threads`` that is not an int, ValueError for one out of range."""
     def feed(self, data: _Buffer) -> None:
-        """Feed bytes of the stream: a row for every line they complete."""
+        """Feed bytes of the stream: a row for every line they complete. With ``threads`` above 1
+        the complete lines are cut into that many newline-aligned byte ranges, parsed at once
+        without the GIL; the rows, their order and their line numbers are those of one thread
+        (only the table's record batches are cut differently)."""
     def line(self, number: int, data: _Buffer) -> None:
         """One line (line ending optional, as ``decode`` takes it), numbered ``number``."""
     def too_large(self, number: int, length: Optional[int] = None) -> None:

@@ -14,6 +14,7 @@ pyarrow is imported only when one of these runs; without it they raise ImportErr
 
 from __future__ import annotations
 
+import mmap
 import os
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union
@@ -128,11 +129,61 @@ def _read(stream: IO[bytes], start: int = 0, end: Optional[int] = None) -> Itera
         yield chunk
 
 
+def _read_at(fd: int, buf: memoryview, offset: int) -> int:
+    """Bytes read into ``buf`` from ``offset`` of the file ``fd`` (fewer than its length only at
+    the end of the file)."""
+    done = 0
+    while done < len(buf):
+        n = os.preadv(fd, [buf[done:]], offset + done)
+        if n == 0:
+            break
+        done += n
+    return done
+
+
+def _read_threads(stream: IO[bytes], start: int, end: Optional[int], threads: int) -> Iterator[Any]:
+    """`_read` with ``threads`` threads reading each chunk at once (``os.preadv`` releases
+    the GIL; the reads and the page faults of the fresh buffer share out over the cores), into an
+    anonymous map handed out as a read-only ``memoryview``, valid until the next chunk is asked
+    for: ``FrameColumns.feed`` reads it in place. Bytes added to the file after it was measured
+    are read as `_read` reads them."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    fd = stream.fileno()
+    size = os.fstat(fd).st_size
+    stop = size if end is None else min(end, size)
+    at = start
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        while at < stop:
+            n = min(CHUNK_BYTES, stop - at)
+            with mmap.mmap(-1, n) as buf, memoryview(buf) as view:
+                parts = [(i * n // threads, (i + 1) * n // threads) for i in range(threads)]
+                views = [view[a:b] for a, b in parts]
+                try:
+                    got = list(pool.map(_read_at, [fd] * threads, views, [at + a for a, _ in parts]))
+                finally:
+                    for v in views:
+                        v.release()
+                filled = 0  # the bytes read up to the first part cut short (the file shrank)
+                for (a, b), g in zip(parts, got):
+                    filled = a + g
+                    if g < b - a:
+                        break
+                with view[:filled] as piece, piece.toreadonly() as chunk:
+                    yield chunk
+            at += filled
+            if filled < n:
+                return
+    if end is None or at < end:
+        yield from _read(stream, at, end)
+
+
 Wrap = Callable[[Iterable[bytes]], Iterator[bytes]]
 
 
-def _open(data: Data, wrap: Optional[Wrap] = None) -> _Input:
-    """``data`` as chunks (``wrap``: a progress display's ``wrap``)."""
+def _open(data: Data, wrap: Optional[Wrap] = None, threads: int = 1) -> _Input:
+    """``data`` as chunks (``wrap``: a progress display's ``wrap``; ``threads``: the threads a
+    plain stream's file is read on)."""
     if isinstance(data, (bytes, bytearray, memoryview)):
         data = bytes(data)
         chunks: Iterator[bytes] = iter([data])
@@ -140,8 +191,9 @@ def _open(data: Data, wrap: Optional[Wrap] = None) -> _Input:
     if isinstance(data, (str, os.PathLike)):
         stream = open_file(os.fspath(data))  # closed by _Input.close
         head = stream.read(64)
-        chunks = _read(stream)
-        return _Input(is_recording(head), wrap(chunks) if wrap else chunks, stream)
+        recording = is_recording(head)
+        chunks = _read(stream) if recording or threads < 2 else _read_threads(stream, 0, None, threads)
+        return _Input(recording, wrap(chunks) if wrap else chunks, stream)
     raise TypeError(f"expected bytes or a path, found {type(data).__name__}")
 
 
@@ -181,6 +233,22 @@ def _table(pa: Any, result: Any) -> Any:
     return pa.RecordBatchReader.from_stream(result).read_all()
 
 
+def check_threads(threads: Any) -> None:
+    """TypeError / ValueError for a ``threads`` that ``frames`` refuses: the backend's own check
+    and message."""
+    _FrameColumns(threads=threads)
+
+
+def _thread_count(threads: Optional[int]) -> int:
+    """The number ``threads`` (checked) stands for: None is every core the process may use."""
+    if threads is not None:
+        return int(threads)
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def _check_source(source: Any) -> None:
     """ValueError for a ``source`` that is not ``"agent"``, ``"client"`` or None: the backend's own
     check and message (a fresh store's ``finish`` reads ``source`` and does nothing else)."""
@@ -208,7 +276,11 @@ def frames_schema(*, recording: bool = False, side: bool = False, file: bool = F
 
 
 def frames(
-    data: Data, *, source: Optional[str] = None, max_frame_bytes: int = acp_fast.DEFAULT_MAX_FRAME_BYTES
+    data: Data,
+    *,
+    source: Optional[str] = None,
+    max_frame_bytes: int = acp_fast.DEFAULT_MAX_FRAME_BYTES,
+    threads: Optional[int] = None,
 ) -> pa.Table:
     """One row per line of ``data``, an NDJSON stream or a proxy recording (its bytes, or a path;
     a ``str`` is a path): the columns of ``FRAME_COLUMNS``, null where a field is absent.
@@ -218,20 +290,33 @@ def frames(
     (``"agent"`` or ``"editor"``). A recording gives a row per recorded line, numbered by its line
     in the recording, with ``time`` (unix seconds) and ``side`` (``"editor"`` or ``"agent"``); a
     malformed record is an ``invalid`` row with the error ``invalid_record``. Lines over
-    ``max_frame_bytes`` (at most 1 GiB here) are ``invalid`` rows with ``frame_too_large``."""
-    return _frames(data, source, max_frame_bytes)
+    ``max_frame_bytes`` (at most 1 GiB here) are ``invalid`` rows with ``frame_too_large``.
+
+    ``threads`` (None: every core the process may use; 1: the calling thread only): a plain
+    stream is cut into that many newline-aligned byte ranges, parsed at once without the GIL;
+    the table is the same whatever the number (rows, order, line numbers; only its record
+    batches are cut differently). A recording is read on one thread. TypeError for a
+    ``threads`` that is not an int, ValueError for one below 1 or above 1024."""
+    return _frames(data, source, max_frame_bytes, threads=threads)
 
 
-def _frames(data: Data, source: Optional[str], max_frame_bytes: int, wrap: Optional[Wrap] = None) -> Any:
+def _frames(
+    data: Data,
+    source: Optional[str],
+    max_frame_bytes: int,
+    wrap: Optional[Wrap] = None,
+    threads: Optional[int] = None,
+) -> Any:
     pa = require_pyarrow()
     _check_source(source)
-    inp = _open(data, wrap)
+    # the arguments are checked before any input is read
+    cols = _FrameColumns(max_frame_bytes=max_frame_bytes, threads=threads)
+    inp = _open(data, wrap, _thread_count(threads))
     try:
         if inp.recording:
             if source is not None:
                 raise ValueError(NO_SOURCE)
-            return _recording_frames(pa, inp.chunks, max_frame_bytes)
-        cols = _FrameColumns(max_frame_bytes=max_frame_bytes)
+            return _recording_frames(pa, inp.chunks, cols, max_frame_bytes)
         for chunk in inp.chunks:
             cols.feed(chunk)
         table = _table(pa, cols.finish())
@@ -242,8 +327,7 @@ def _frames(data: Data, source: Optional[str], max_frame_bytes: int, wrap: Optio
     return table
 
 
-def _recording_frames(pa: Any, chunks: Iterable[bytes], max_frame_bytes: int) -> Any:
-    cols = _FrameColumns(max_frame_bytes=max_frame_bytes)
+def _recording_frames(pa: Any, chunks: Iterable[bytes], cols: Any, max_frame_bytes: int) -> Any:
     times: List[Optional[float]] = []
     sides: List[Optional[str]] = []
     for number, record in parse_lines(chunks, record_limit(max_frame_bytes)):
@@ -274,13 +358,16 @@ def range_frames(
     first_line: int,
     *,
     max_frame_bytes: int = acp_fast.DEFAULT_MAX_FRAME_BYTES,
+    threads: Optional[int] = None,
 ) -> pa.Table:
     """[`frames`][acp_fast.arrow.frames] of the lines of a plain stream's file that start in ``[start, end)`` (both
-    just after a newline, or the ends of the file), ``first_line`` lines coming before them."""
+    just after a newline, or the ends of the file), ``first_line`` lines coming before them,
+    parsed on ``threads`` threads (as for [`frames`][acp_fast.arrow.frames])."""
     pa = require_pyarrow()
-    cols = _FrameColumns(first_line=first_line, max_frame_bytes=max_frame_bytes)
+    cols = _FrameColumns(first_line=first_line, max_frame_bytes=max_frame_bytes, threads=threads)
+    count = _thread_count(threads)
     with open_file(path) as stream:
-        for chunk in _read(stream, start, end):
+        for chunk in _read(stream, start, end) if count < 2 else _read_threads(stream, start, end, count):
             cols.feed(chunk)
     return _table(pa, cols.finish())
 
@@ -530,29 +617,37 @@ def conform(table: pa.Table, file: str, schema: pa.Schema) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=schema)
 
 
-def file_table(path: str, table: str, schema: pa.Schema, *, wrap: Optional[Wrap] = None) -> pa.Table:
+def file_table(
+    path: str, table: str, schema: pa.Schema, *, wrap: Optional[Wrap] = None, threads: Optional[int] = None
+) -> pa.Table:
     """One file's [`frames`][acp_fast.arrow.frames] or [`tool_calls`][acp_fast.arrow.tool_calls], in ``schema`` (see [`conform`][acp_fast.arrow.conform]);
-    ``wrap`` sees the file's chunks as they are read (a progress display)."""
+    ``wrap`` sees the file's chunks as they are read (a progress display); ``threads`` as for
+    [`frames`][acp_fast.arrow.frames] (checked for both tables; [`tool_calls`][acp_fast.arrow.tool_calls] runs on one thread)."""
     if table == "frames":
-        result = _frames(path, None, acp_fast.DEFAULT_MAX_FRAME_BYTES, wrap)
+        result = _frames(path, None, acp_fast.DEFAULT_MAX_FRAME_BYTES, wrap, threads)
     else:
+        check_threads(threads)
         result = _tool_calls(path, None, wrap)
     return conform(result, path, schema)
 
 
-def iter_files(paths: Paths, table: str = "frames") -> Tuple[List[str], pa.Schema, Iterator[pa.Table]]:
+def iter_files(
+    paths: Paths, table: str = "frames", *, threads: Optional[int] = None
+) -> Tuple[List[str], pa.Schema, Iterator[pa.Table]]:
     """(files, schema, a table per file): what [`read_frames`][acp_fast.arrow.read_frames] and ``acp-fast export`` read."""
+    check_threads(threads)
     files = expand(paths)
     schema = schema_of(table, any(is_recording_file(p) for p in files))
-    return files, schema, (file_table(p, table, schema) for p in files)
+    return files, schema, (file_table(p, table, schema, threads=threads) for p in files)
 
 
-def read_frames(paths: Paths) -> pa.Table:
+def read_frames(paths: Paths, *, threads: Optional[int] = None) -> pa.Table:
     """[`frames`][acp_fast.arrow.frames] of every file of ``paths`` (files, directories, globs; see [`expand`][acp_fast.arrow.expand]),
     in order, as one table with a ``file`` column first. When some files are recordings, the
-    rows of plain streams have null ``time`` and ``side``."""
+    rows of plain streams have null ``time`` and ``side``. Each file is parsed on ``threads``
+    threads, as by [`frames`][acp_fast.arrow.frames]."""
     pa = require_pyarrow()
-    _files, schema, tables = iter_files(paths, "frames")
+    _files, schema, tables = iter_files(paths, "frames", threads=threads)
     return pa.concat_tables(list(tables)) if _files else schema.empty_table()
 
 

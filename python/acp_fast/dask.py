@@ -47,13 +47,15 @@ def _pandas(table: Any) -> Any:
     return table.to_pandas(types_mapper=pd.ArrowDtype)
 
 
-def _frames_part(path: str, start: int, end: Optional[int], schema: Any, max_frame_bytes: int, *before: int) -> Any:
+def _frames_part(
+    path: str, start: int, end: Optional[int], schema: Any, max_frame_bytes: int, threads: Optional[int], *before: int
+) -> Any:
     """A partition of frames: the lines of ``path`` in ``[start, end)``, ``sum(before)`` lines
-    before them (a recording: the whole file)."""
+    before them (a recording: the whole file), parsed on ``threads`` threads."""
     if start == 0 and end is None:
-        table = arrow.frames(path, max_frame_bytes=max_frame_bytes)
+        table = arrow.frames(path, max_frame_bytes=max_frame_bytes, threads=threads)
     else:
-        table = arrow.range_frames(path, start, end, sum(before), max_frame_bytes=max_frame_bytes)
+        table = arrow.range_frames(path, start, end, sum(before), max_frame_bytes=max_frame_bytes, threads=threads)
     return _pandas(arrow.conform(table, path, schema))
 
 
@@ -66,12 +68,16 @@ def read_frames(
     *,
     blocksize: Optional[int] = None,
     max_frame_bytes: int = acp_fast.DEFAULT_MAX_FRAME_BYTES,
+    threads: Optional[int] = None,
 ) -> dd.DataFrame:
     """A Dask DataFrame of [`acp_fast.arrow.frames`][acp_fast.arrow.frames] of every file of ``paths`` (files,
     directories, globs), with a ``file`` column first: the rows of
-    [`acp_fast.arrow.read_frames`][acp_fast.arrow.read_frames], in the same order. ``blocksize`` (bytes) splits plain
-    streams into partitions of about that size; None (the default) gives one per file."""
+    [`read_frames`][acp_fast.arrow.read_frames], in the same order. ``blocksize`` (bytes) splits plain
+    streams into partitions of about that size; None (the default) gives one per file.
+    ``threads``: the threads each partition is parsed on, as by [`frames`][acp_fast.arrow.frames]
+    (None: every core of the worker; 1 when the workers already fill the cores)."""
     dask, dataframe, _pd = _modules()
+    arrow.check_threads(threads)
     files = arrow.expand(paths)
     recordings = [arrow.is_recording_file(p) for p in files]
     schema = arrow.schema_of("frames", any(recordings))
@@ -79,11 +85,11 @@ def read_frames(
     for path, recording in zip(files, recordings):
         ranges = [(0, None)] if recording else arrow.byte_ranges(path, blocksize)
         if len(ranges) == 1:
-            parts.append(dask.delayed(_frames_part)(path, 0, None, schema, max_frame_bytes))
+            parts.append(dask.delayed(_frames_part)(path, 0, None, schema, max_frame_bytes, threads))
             continue
         counts: List[Any] = [dask.delayed(arrow.count_lines)(path, start, end) for start, end in ranges[:-1]]
         for i, (start, end) in enumerate(ranges):
-            parts.append(dask.delayed(_frames_part)(path, start, end, schema, max_frame_bytes, *counts[:i]))
+            parts.append(dask.delayed(_frames_part)(path, start, end, schema, max_frame_bytes, threads, *counts[:i]))
     meta = _pandas(schema.empty_table())
     if not parts:
         return cast("dd.DataFrame", dataframe.from_pandas(meta, npartitions=1))

@@ -41,7 +41,7 @@ def _ray() -> Any:
     return ray
 
 
-def _frames_block(batch: Dict[str, Any], schema: Any, max_frame_bytes: int) -> Any:
+def _frames_block(batch: Dict[str, Any], schema: Any, max_frame_bytes: int, threads: Optional[int]) -> Any:
     """The frames of one task (a row of ``path``, ``start``, ``end``, ``first_line``)."""
     pa = arrow.require_pyarrow()
     tables = []
@@ -49,9 +49,9 @@ def _frames_block(batch: Dict[str, Any], schema: Any, max_frame_bytes: int) -> A
         path, start, first = str(path), int(start), int(first)
         stop = None if end is None or int(end) < 0 else int(end)
         if start == 0 and stop is None:
-            table = arrow.frames(path, max_frame_bytes=max_frame_bytes)
+            table = arrow.frames(path, max_frame_bytes=max_frame_bytes, threads=threads)
         else:
-            table = arrow.range_frames(path, start, stop, first, max_frame_bytes=max_frame_bytes)
+            table = arrow.range_frames(path, start, stop, first, max_frame_bytes=max_frame_bytes, threads=threads)
         tables.append(arrow.conform(table, path, schema))
     return pa.concat_tables(tables) if tables else schema.empty_table()
 
@@ -67,12 +67,16 @@ def read_frames(
     *,
     blocksize: Optional[int] = None,
     max_frame_bytes: int = acp_fast.DEFAULT_MAX_FRAME_BYTES,
+    threads: Optional[int] = None,
 ) -> ray.data.Dataset:
     """A Ray Dataset of [`acp_fast.arrow.frames`][acp_fast.arrow.frames] of every file of ``paths`` (files,
     directories, globs), with a ``file`` column first: the rows of
-    [`acp_fast.arrow.read_frames`][acp_fast.arrow.read_frames]. ``blocksize`` (bytes) splits plain streams into blocks of
-    about that size; None (the default) gives one per file. Call after ``ray.init``."""
+    [`read_frames`][acp_fast.arrow.read_frames]. ``blocksize`` (bytes) splits plain streams into blocks of
+    about that size; None (the default) gives one per file. ``threads``: the threads each block
+    is parsed on, as by [`frames`][acp_fast.arrow.frames] (None: every core of the node; 1 when the
+    tasks already fill the cores). Call after ``ray.init``."""
     rt = _ray()
+    arrow.check_threads(threads)
     files = arrow.expand(paths)
     recordings = [arrow.is_recording_file(p) for p in files]
     schema = arrow.schema_of("frames", any(recordings))
@@ -97,7 +101,7 @@ def read_frames(
             _frames_block,
             batch_size=1,
             batch_format="numpy",
-            fn_kwargs={"schema": schema, "max_frame_bytes": max_frame_bytes},
+            fn_kwargs={"schema": schema, "max_frame_bytes": max_frame_bytes, "threads": threads},
         ),
     )
 

@@ -27,7 +27,7 @@ fn rows_of_a_stream() {
         "\n",
         r#"{"jsonrpc":"2.0","id":-0,"error":{"code":1,"message":"m"}}"#,
     );
-    let mut cols = FrameColumns::new(10, 1 << 20);
+    let mut cols = FrameColumns::new(10, 1 << 20, 1);
     let bytes = stream.as_bytes();
     cols.feed(&bytes[..50]);
     cols.feed(&bytes[50..]);
@@ -58,7 +58,7 @@ fn rows_of_a_stream() {
 
 #[test]
 fn too_large_lines_and_given_lines() {
-    let mut cols = FrameColumns::new(0, 8);
+    let mut cols = FrameColumns::new(0, 8, 1);
     cols.feed(b"0123456789\n{}\n");
     cols.line(7, b"{\"jsonrpc\":\"2.0\",\"method\":\"m\"}\r\n");
     cols.line(8, b"a\nb");
@@ -85,10 +85,137 @@ fn too_large_lines_and_given_lines() {
 
 #[test]
 fn no_rows_is_one_empty_batch() {
-    let mut cols = FrameColumns::new(0, 100);
+    let mut cols = FrameColumns::new(0, 100, 1);
     cols.feed(b"\n \n");
     let batches = cols.finish();
     assert_eq!(batches.len(), 1);
     assert!(batches[0].is_empty());
     assert_eq!(batches[0].kind.offsets, vec![0]);
+}
+
+/// Every row of `batches`, each as its columns' values (the line and bytes as text).
+fn rows_of(batches: &[Batch]) -> Vec<Vec<Option<String>>> {
+    let mut out = Vec::new();
+    for b in batches {
+        let cols = [
+            &b.kind,
+            &b.method,
+            &b.id,
+            &b.session_id,
+            &b.update_kind,
+            &b.tool_call_id,
+            &b.status,
+            &b.error,
+            &b.raw,
+        ]
+        .map(texts);
+        for i in 0..b.len() {
+            let valid = b.bytes_validity.bits[i / 8] & (1 << (i % 8)) != 0;
+            let mut row = vec![Some(b.line[i].to_string()), valid.then(|| b.bytes[i].to_string())];
+            row.extend(cols.iter().map(|c| c[i].clone()));
+            out.push(row);
+        }
+    }
+    out
+}
+
+/// A stream with every kind of line: messages, blank lines, CRLF, invalid JSON, invalid UTF-8,
+/// lines over 40 bytes (the limit used), non-ASCII strings, batches, many sessions.
+fn mixed_stream(lines: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    for i in 0..lines {
+        let line: Vec<u8> = match i % 9 {
+            0 => format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"m"}}"#).into_bytes(),
+            1 => b"".to_vec(),
+            2 => format!(r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s{}","update":{{"sessionUpdate":"tool_call","toolCallId":"é{i}","status":"ok"}}}}}}"#, i % 7).into_bytes(),
+            3 => b"not json".to_vec(),
+            4 => b"{\"jsonrpc\":\"2.0\",\"id\":\"\xff\",\"result\":1}".to_vec(),
+            5 => format!(r#"{{"jsonrpc":"2.0","id":"日本{i}","result":null}}"#).into_bytes(),
+            6 => b"  \r".to_vec(),
+            7 => br#"[{"jsonrpc":"2.0","method":"x"}]"#.to_vec(),
+            _ => format!(r#"{{"jsonrpc":"2.0","id":{i},"error":{{"code":1,"message":"m"}}}}"#).into_bytes(),
+        };
+        out.extend_from_slice(&line);
+        out.extend_from_slice(if i % 4 == 0 { b"\r\n" } else { b"\n" });
+    }
+    out
+}
+
+fn parse(data: &[u8], first_line: u64, max: usize, threads: usize, piece: usize) -> Vec<Batch> {
+    let mut cols = FrameColumns::new(first_line, max, threads);
+    for chunk in data.chunks(piece.max(1)) {
+        cols.feed(chunk);
+    }
+    cols.finish()
+}
+
+#[test]
+fn threads_give_the_rows_of_one_thread() {
+    let data = mixed_stream(500);
+    for max in [40, 1 << 20] {
+        let one = rows_of(&parse(&data, 3, max, 1, data.len()));
+        assert!(one.len() > 300);
+        for threads in [2, 3, 4, 8, 64, 1024] {
+            for piece in [data.len(), 1000, 77, 1] {
+                assert_eq!(
+                    rows_of(&parse(&data, 3, max, threads, piece)),
+                    one,
+                    "{threads} {piece} {max}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn threads_with_no_trailing_newline_and_no_lines() {
+    for data in [
+        &b""[..],
+        b"\n\n\n",
+        b"{}",
+        b"{\"jsonrpc\":\"2.0\",\"method\":\"m\"}\n{}",
+        b"{\"jsonrpc\":\"2.0\",\"method\":\"m\"}\r\n\r\n{}\r",
+        b"0123456789012345678901234567890123456789012345\n{}\n0123456789012345678901234567890123456789012345",
+    ] {
+        for max in [40, 1 << 20] {
+            let one = rows_of(&parse(data, 0, max, 1, 1 << 20));
+            for threads in [2, 4, 8] {
+                for piece in [1 << 20, 5, 1] {
+                    assert_eq!(rows_of(&parse(data, 0, max, threads, piece)), one);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn ranges_end_after_a_newline_and_cover_the_data() {
+    let data = mixed_stream(100);
+    for parts in [1, 2, 3, 7, 100, 10_000] {
+        let ranges = split_ranges(&data, parts);
+        assert!(ranges.len() <= parts);
+        assert_eq!(ranges.first().map(|r| r.start), Some(0));
+        assert_eq!(ranges.last().map(|r| r.end), Some(data.len()));
+        for pair in ranges.windows(2) {
+            assert_eq!(pair[0].end, pair[1].start);
+        }
+        for r in &ranges {
+            assert!(r.start < r.end);
+            assert_eq!(data[r.end - 1], b'\n');
+        }
+    }
+    // A line longer than a range: the ranges that would cut it are left out.
+    let long = [vec![b'x'; 1000], b"\n{}\n".to_vec()].concat();
+    assert_eq!(split_ranges(&long, 8), vec![0..1001, 1001..1004]);
+    assert!(split_ranges(b"", 4).is_empty());
+}
+
+#[test]
+fn threads_are_checked() {
+    assert_eq!(check_threads(1), Ok(1));
+    assert_eq!(check_threads(MAX_THREADS as i64), Ok(MAX_THREADS));
+    for bad in [0, -1, MAX_THREADS as i64 + 1] {
+        assert_eq!(check_threads(bad), Err(threads_out_of_range(bad)));
+    }
+    assert!(default_threads() >= 1);
 }

@@ -8,6 +8,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyInt, PyString};
 
+use crate::columns::{check_threads, default_threads, threads_not_an_int, threads_out_of_range};
 use crate::framing::{check_max_frame_bytes, max_frame_bytes_not_an_int, max_frame_bytes_out_of_range};
 use crate::schema::{unknown_draft, DRAFTS};
 use crate::state::{Limits, Source};
@@ -141,6 +142,29 @@ impl MaxFrameBytes {
     /// The value of an argument that may be left out (the default).
     pub fn or_default(arg: Option<Arg<Self>>) -> PyResult<usize> {
         Ok(Arg::get(arg)?.map_or(crate::framing::DEFAULT_MAX_FRAME_BYTES, |m| m.0))
+    }
+}
+
+/// `threads` of `FrameColumns`: an int from 1 to `columns::MAX_THREADS` (None: every core).
+pub struct Threads(pub usize);
+
+impl Check for Threads {
+    fn check(obj: Borrowed<'_, '_>) -> PyResult<Self> {
+        if obj.is_instance_of::<PyBool>() || !obj.is_instance_of::<PyInt>() {
+            let name = obj.get_type().name()?;
+            return Err(PyTypeError::new_err(threads_not_an_int(&name.to_string())));
+        }
+        match obj.extract::<i64>() {
+            Ok(v) => check_threads(v).map(Self).map_err(PyValueError::new_err),
+            Err(_) => Err(PyValueError::new_err(threads_out_of_range(obj.str()?))),
+        }
+    }
+}
+
+impl Threads {
+    /// The value of an argument that may be left out (every core).
+    pub fn or_default(arg: Option<Arg<Self>>) -> PyResult<usize> {
+        Ok(Arg::get(arg)?.map_or_else(default_threads, |t| t.0))
     }
 }
 

@@ -9,11 +9,12 @@ use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use arrow_array::{ArrayRef, BinaryArray, Int64Array, RecordBatch, RecordBatchIterator, StringArray};
 use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyCapsule;
+use pyo3::types::{PyBytes, PyCapsule, PyString};
 
-use super::args::{Arg, MaxFrameBytes};
+use super::args::{Arg, MaxFrameBytes, Threads};
 use super::frames::source_of;
 use crate::columns::{Batch, FrameColumns, Validity, VarColumn, COLUMNS, MAX_LINE_BYTES};
 
@@ -95,7 +96,8 @@ fn record_batch(schema: &SchemaRef, mut b: Batch) -> PyResult<RecordBatch> {
 }
 
 /// Rows of frames built in Arrow's layout: `feed` a stream's bytes (rows numbered from
-/// `first_line + 1`), or give lines one by one (`line`, `too_large`, `invalid`); `finish` returns
+/// `first_line + 1`; its complete lines parsed in ranges on `threads` threads, the GIL released,
+/// None: every core), or give lines one by one (`line`, `too_large`, `invalid`); `finish` returns
 /// the batches as an Arrow stream.
 #[pyclass(module = "acp_fast", name = "FrameColumns")]
 pub struct PyFrameColumns {
@@ -105,24 +107,45 @@ pub struct PyFrameColumns {
 #[pymethods]
 impl PyFrameColumns {
     #[new]
-    #[pyo3(signature = (*, first_line = 0, max_frame_bytes = None), text_signature = "(*, first_line=0, max_frame_bytes=67108864)")]
-    fn new(first_line: u64, max_frame_bytes: Option<Arg<MaxFrameBytes>>) -> PyResult<Self> {
+    #[pyo3(
+        signature = (*, first_line = 0, max_frame_bytes = None, threads = None),
+        text_signature = "(*, first_line=0, max_frame_bytes=67108864, threads=None)"
+    )]
+    fn new(
+        first_line: u64,
+        max_frame_bytes: Option<Arg<MaxFrameBytes>>,
+        threads: Option<Arg<Threads>>,
+    ) -> PyResult<Self> {
         let max = MaxFrameBytes::or_default(max_frame_bytes)?;
+        let threads = Threads::or_default(threads)?;
         if max > MAX_LINE_BYTES {
             return Err(PyValueError::new_err(format!(
                 "max_frame_bytes of FrameColumns must be at most {MAX_LINE_BYTES}, found {max}"
             )));
         }
         Ok(Self {
-            inner: FrameColumns::new(first_line, max),
+            inner: FrameColumns::new(first_line, max, threads),
         })
     }
 
-    /// Feed bytes of the stream: a row for every line they complete.
+    /// Feed bytes of the stream: a row for every line they complete. A read-only buffer (a
+    /// `memoryview` of an `mmap` opened for reading, of `bytes`) is read in place, not copied.
     fn feed(&mut self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
+        let inner = &mut self.inner;
+        if !data.is_instance_of::<PyBytes>() && !data.is_instance_of::<PyString>() {
+            if let Ok(buf) = PyBuffer::<u8>::get(data) {
+                if buf.readonly() && buf.is_c_contiguous() {
+                    // SAFETY: a C-contiguous buffer of `len_bytes` bytes at `buf_ptr`, which no
+                    // one can write (read-only) and which stays exported, so valid, while `buf`
+                    // lives: until the end of this call.
+                    let bytes = unsafe { std::slice::from_raw_parts(buf.buf_ptr() as *const u8, buf.len_bytes()) };
+                    py.detach(|| inner.feed(bytes));
+                    return Ok(());
+                }
+            }
+        }
         let source = source_of(data)?;
         let bytes = source.bytes.as_bytes();
-        let inner = &mut self.inner;
         py.detach(|| inner.feed(bytes));
         Ok(())
     }

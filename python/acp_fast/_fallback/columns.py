@@ -6,16 +6,22 @@ this class is both. Differences on purpose: Rust fills Arrow buffers from the en
 this decodes each line with ``decode`` and fills Python lists, which pyarrow turns into a table
 (``finish`` returns the ``pyarrow.Table``, whose ``__arrow_c_stream__`` the native stream has
 too). pyarrow is imported only by ``finish``.
+
+``threads``: ``feed`` cuts the complete lines it is given into the same newline-aligned ranges as
+Rust (``split_ranges``) and numbers each range's rows after the lines of the ranges before it, but
+parses the ranges one after the other on the calling thread (on purpose: decoding here holds the
+GIL, so threads would not run at once). The rows are the same as with one range.
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+import os
+from typing import Any, Dict, List, Optional, Tuple
 
 from ..batch import Batch
 from ..errors import DecodeError
 from .encoder import dumps
-from .framing import DEFAULT_MAX_FRAME_BYTES, Framer
+from .framing import DEFAULT_MAX_FRAME_BYTES, Framer, bytes_of
 from .message import decode
 
 __all__ = ["FrameColumns"]
@@ -38,6 +44,60 @@ COLUMNS = (
 BATCH_BYTES = 1 << 30
 #: The largest ``max_frame_bytes`` of a ``FrameColumns``.
 MAX_LINE_BYTES = 1 << 30
+#: The most threads a ``FrameColumns`` takes.
+MAX_THREADS = 1024
+
+
+def check_threads(value: Any) -> int:
+    """A caller's ``threads``: an int (not a bool) from 1 to ``MAX_THREADS``, or None for every
+    core; else TypeError / ValueError saying why not."""
+    if value is None:
+        return default_threads()
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(threads_not_an_int(type(value).__name__))
+    if not 1 <= value <= MAX_THREADS:
+        raise ValueError(threads_out_of_range(value))
+    return int(value)
+
+
+def threads_out_of_range(found: Any) -> str:
+    """Why a ``threads`` of ``found`` is refused."""
+    return f"threads must be between 1 and {MAX_THREADS}, found {found}"
+
+
+def threads_not_an_int(type_name: str) -> str:
+    """Why a ``threads`` that is not an int (of type ``type_name``) is refused."""
+    return f"threads must be an int or None, found {type_name}"
+
+
+def default_threads() -> int:
+    """The default ``threads``: the cores this process may use (1 when unknown)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, MAX_THREADS))
+
+
+def split_ranges(data: bytes, parts: int) -> List[Tuple[int, int]]:
+    """``data`` (complete lines: it ends with a newline) cut into at most ``parts`` ranges of about
+    equal size, each ending just after a newline; no range is empty (none for empty ``data``)."""
+    parts = max(parts, 1)
+    out: List[Tuple[int, int]] = []
+    start = 0
+    for i in range(1, parts + 1):
+        if start >= len(data):
+            break
+        target = len(data) * i // parts
+        if target <= start:
+            continue
+        nl = data.find(b"\n", target - 1)
+        end = len(data) if nl < 0 else nl + 1
+        out.append((start, end))
+        start = end
+    if start < len(data):
+        out.append((start, len(data)))
+    return out
 
 
 def _status_of(message: Any) -> Optional[str]:
@@ -122,6 +182,18 @@ class _Rows:
             self._batch = {name: [] for name in COLUMNS}
             self._raw_bytes = 0
 
+    def append(self, batches: List[Dict[str, List[Any]]], before: int) -> None:
+        """Batches built elsewhere, after the rows so far: their line numbers moved on by
+        ``before``. Empty ones are left out."""
+        if self._batch["line"]:
+            self._done.append(self._batch)
+            self._batch = {name: [] for name in COLUMNS}
+            self._raw_bytes = 0
+        for b in batches:
+            if b["line"]:
+                b["line"] = [line + before for line in b["line"]]
+                self._done.append(b)
+
     def take(self) -> List[Dict[str, List[Any]]]:
         out, self._done = self._done, []
         if self._batch["line"] or not out:
@@ -136,14 +208,21 @@ class FrameColumns:
     lines one by one (``line``, ``too_large``, ``invalid``); ``finish`` returns the rows as a
     ``pyarrow.Table``."""
 
-    __slots__ = ("_first", "_framer", "_rows")
+    __slots__ = ("_first", "_framer", "_rows", "_threads")
 
-    def __init__(self, *, first_line: int = 0, max_frame_bytes: Optional[int] = DEFAULT_MAX_FRAME_BYTES) -> None:
+    def __init__(
+        self,
+        *,
+        first_line: int = 0,
+        max_frame_bytes: Optional[int] = DEFAULT_MAX_FRAME_BYTES,
+        threads: Optional[int] = None,
+    ) -> None:
         framer = Framer(max_frame_bytes=max_frame_bytes)
         if framer.max_frame_bytes > MAX_LINE_BYTES:
             raise ValueError(
                 f"max_frame_bytes of FrameColumns must be at most {MAX_LINE_BYTES}, found {framer.max_frame_bytes}"
             )
+        self._threads = check_threads(threads)
         self._framer: Any = framer
         self._first = first_line
         self._rows = _Rows()
@@ -158,6 +237,49 @@ class FrameColumns:
 
     def feed(self, data: Any) -> None:
         """Feed bytes of the stream: a row for every line they complete."""
+        if self._threads > 1:
+            data = self._feed_ranges(bytes_of(data))
+        self._feed_here(data)
+
+    def _feed_ranges(self, data: bytes) -> bytes:
+        """The complete lines of ``data`` range by range (module docs); returns the bytes left for
+        the framer."""
+        framer = self._framer
+        if not framer._at_line_start():
+            nl = data.find(b"\n")
+            if nl < 0:
+                return data
+            self._feed_here(data[: nl + 1])
+            data = data[nl + 1 :]
+        last = data.rfind(b"\n")
+        if last < 0:
+            return data
+        lines, rest = data[: last + 1], data[last + 1 :]
+        ranges = split_ranges(lines, self._threads)
+        if len(ranges) < 2:
+            self._feed_here(lines)
+            return rest
+        before = self._first + framer.line
+        counted = 0
+        for start, end in ranges:
+            batches, count = self._range(lines[start:end], framer.max_frame_bytes)
+            self._rows.append(batches, before)
+            before += count
+            counted += count
+        framer._skip_lines(counted)
+        return rest
+
+    @staticmethod
+    def _range(data: bytes, max_frame_bytes: int) -> Tuple[List[Dict[str, List[Any]]], int]:
+        """The rows of ``data`` (complete lines), numbered from 1, and how many lines it held."""
+        cols = FrameColumns(max_frame_bytes=max_frame_bytes, threads=1)
+        cols._feed_here(data)
+        lines = cols._framer.line
+        cols._events(cols._framer.finish())
+        return cols._rows.take(), lines
+
+    def _feed_here(self, data: Any) -> None:
+        """``feed`` on one range."""
         self._events(self._framer.feed(data))
 
     def line(self, number: int, data: Any) -> None:

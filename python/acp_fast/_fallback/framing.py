@@ -253,6 +253,15 @@ class Framer:
         """Bytes held for the current partial line."""
         return self._buffered
 
+    def _at_line_start(self) -> bool:
+        """Whether the next byte fed starts a line (no partial line held, none being skipped)."""
+        return not self._buffered and not self._chunks and not self._skipping
+
+    def _skip_lines(self, lines: int) -> None:
+        """Count ``lines`` complete lines read by others (the ranges ``FrameColumns`` parses as
+        separate pieces); only at the start of a line."""
+        self._line += lines
+
     @staticmethod
     def _complete(limit: int, line: int, data: bytes) -> Union[bytes, PyDecodeError, None]:
         """A complete line (without its ``\\n``) as the default reading gives it: the line without

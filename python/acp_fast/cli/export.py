@@ -52,6 +52,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         "--compression", choices=COMPRESSIONS, default="zstd", help="Parquet compression (default zstd)"
     )
     parser.add_argument("--force", action="store_true", help="overwrite OUT.parquet if it exists")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        metavar="N",
+        help="threads a file's frames are parsed on, 1 to 1024 (default: every core); the output is the same",
+    )
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--progress", dest="progress", action="store_true", default=None, help="show progress on stderr")
     group.add_argument("--no-progress", dest="progress", action="store_false", help="never show progress")
@@ -69,6 +76,10 @@ def main(argv: Optional[List[str]] = None) -> int:
             arrow.require_pyarrow()
         except ImportError:
             parser.error(f"needs pyarrow, which is not installed: {arrow.INSTALL}")
+    try:
+        arrow.check_threads(args.threads)
+    except ValueError as exc:
+        parser.error(f"--threads: {exc}")
 
     def skipped(path: str, first: str) -> None:
         print(
@@ -108,7 +119,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         with pq.ParquetWriter(out.file, schema, compression=args.compression) as writer:
             for path in files:
-                table = arrow.file_table(path, args.table, schema, wrap=progress.wrap)
+                table = arrow.file_table(path, args.table, schema, wrap=progress.wrap, threads=args.threads)
                 writer.write_table(table)
                 rows += len(table)
                 if args.table == "frames":
