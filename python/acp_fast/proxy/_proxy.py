@@ -30,6 +30,7 @@ from ._relay import (
     _strip_cr,
     change_line,
     line_error,
+    located,
     request_id,
 )
 
@@ -347,14 +348,14 @@ class Proxy:
         elif side == "agent":  # never passed on in the agent's version: diverted
             direction.stats["invalid"] += 1
             direction.stats["diverted"] += 1
-            self.note(f"agent line {error.line}: {error} (diverted)")
+            self.note(f"{located('agent', error.line, error)} (diverted)")
             self.divert(line)
             action = "diverted"
         else:
             action = "answered" if asks else "dropped"
             direction.stats["invalid"] += 1
             direction.stats[action] += 1
-            self.note(f"editor line {error.line}: {error} ({action}, not forwarded)")
+            self.note(f"{located('editor', error.line, error)} ({action}, not forwarded)")
         if self.recorder is not None:
             self.record(side, line, True, time.time(), False, True, action)
         if not asks:
