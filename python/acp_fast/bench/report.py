@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
@@ -45,8 +46,8 @@ from ..cli._usage import Parser, integer, number
 from . import contenders as C
 from .noise import noisy_rows as noisy_rows
 from .plot import _matplotlib, plot
+from .render import fit, render, to_json
 from .render import noise_lines as noise_lines
-from .render import render, to_json
 from .render import table as table
 from .results import Row as Row
 from .results import Run as Run
@@ -211,7 +212,10 @@ def parser() -> argparse.ArgumentParser:
     )
     out = ap.add_argument_group("output (by default a short summary that fits 100 columns)")
     out.add_argument(
-        "--detail", action="store_true", help="print the full Markdown report (every table) instead of the summary"
+        "--detail",
+        action="store_true",
+        help="print the full Markdown report (every table) instead of the summary; at a terminal, fitted to its width "
+        "(--markdown FILE writes it as it is)",
     )
     out.add_argument("--markdown", metavar="FILE", help="write the full Markdown report to FILE")
     out.add_argument("--json", metavar="FILE", help="write every result as JSON to FILE")
@@ -283,7 +287,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
         sizes = {k: max(1, round(n * args.long_output)) for k, n in coalesce.DETAIL_SIZES.items()}
         run.coalesce = coalesce.run_all("abc", sizes, ["--coalesce 50"], note)
-    sys.stdout.write(render(run, args.targets) if args.detail else summary(run, args.targets))
+    if args.detail:
+        text = render(run, args.targets)
+        if sys.stdout.isatty():  # fit the terminal; piped or redirected, the Markdown as it is
+            text = fit(text, shutil.get_terminal_size().columns)
+        sys.stdout.write(text)
+    else:
+        sys.stdout.write(summary(run, args.targets))
     sys.stdout.flush()
     if args.markdown:
         Path(args.markdown).write_text(render(run, args.targets), encoding="utf-8")

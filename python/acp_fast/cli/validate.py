@@ -52,7 +52,7 @@ import acp_fast
 from ..recording import DELIVERED, RecordingError, parse_lines, record_limit
 from ._shapes import protocol
 from ._streams import Progress, open_input, read_chunks, sniff, string_offset
-from ._usage import Parser, integer
+from ._usage import Parser, bound, integer
 
 DEFAULT_MAX_FRAME_BYTES = acp_fast.DEFAULT_MAX_FRAME_BYTES
 KINDS = ("json", "jsonrpc", "acp", "schema", "protocol", "recording")
@@ -154,6 +154,9 @@ class Validator:
         self.messages = 0  # valid JSON-RPC messages (batch entries counted one by one)
         self.batches = 0
         self.by_direction: Counter[str] = Counter()
+        self.responses = 0  # responses and error replies, and how many answered a request seen
+        self.paired = 0
+        self.unpaired = 0  # responses reported as answering no request (unexpected-response)
         self.recording: Dict[str, Any] = {}
         # pending requests: (sender or None, id key) -> (method, line, sender)
         self._pending: Dict[Tuple[Optional[str], Tuple[str, Any]], Tuple[str, int, Optional[str]]] = {}
@@ -171,6 +174,17 @@ class Validator:
     def ok(self) -> bool:
         """No problem of severity ``error`` (warnings are reported, but do not fail the input)."""
         return self.problem_count == self.warning_count
+
+    def hint(self, name: str) -> Optional[str]:
+        """A line that explains the problems, or None: a stream none of whose responses answers a
+        request it holds looks like one direction of a conversation (an agent's output alone)."""
+        if self.format == "recording" or not self.unpaired or self.paired:
+            return None
+        return (
+            f"hint: none of the {_plural(self.responses, 'response')} in {name} answers a request it holds: "
+            "it looks like one direction of a conversation (one side's output alone); validate a "
+            "recording of both directions instead (acp-fast proxy --record FILE)"
+        )
 
     def unanswered(self) -> List[Dict[str, Any]]:
         """Requests still without a response (not a problem: a stream may stop mid-conversation)."""
@@ -390,6 +404,9 @@ class Validator:
                 self._register(msg, method, line, column, sender)
             return
         found = self._find(msg.id, sender)
+        if msg.id is not None or kind != "error":  # an error reply with id null answers no request
+            self.responses += 1
+            self.paired += found is not None
         if action not in DELIVERED:
             self._undelivered_response(msg, found, line, column, sender)
             return
@@ -471,6 +488,7 @@ class Validator:
             else:  # unexpected-response, tool-call-title: the conversation
                 kind = "protocol"
                 code = None
+                self.unpaired += rule == "unexpected-response"
             if what and location[:1] in (("params",), ("result",), ("error",)):
                 message = f"{what}: {message}"
             self.report(line, column(location), kind, message, code, p.severity)
@@ -676,10 +694,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--max-problems",
-        type=integer(0),
+        type=bound(0, zero_was_none="acp-fast validate: --max-problems"),
         default=200,
         metavar="N",
-        help="print at most N problems (all are counted; 0: no limit; default 200)",
+        help="print at most N problems (all are counted; default 200; none: all)",
     )
     parser.add_argument("-q", "--quiet", action="store_true", help="print only the summary")
     progress = parser.add_mutually_exclusive_group()
@@ -746,6 +764,7 @@ def to_json(name: str, v: Validator) -> Dict[str, Any]:
         "problems": [p.to_json() for p in v.problems],
         "truncated": len(v.problems) < v.problem_count,
         "unanswered": v.unanswered(),
+        "hint": v.hint(name),
     }
     if v.format == "recording":
         rec = v.recording
@@ -768,7 +787,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: 0 for --help, 2 for usage errors
         return int(exc.code or 0)
-    limit = args.max_problems or None
+    limit = args.max_problems
     out = sys.stdout
     if hasattr(out, "reconfigure"):
         try:
@@ -824,6 +843,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         if rec:
             out.write(rec + "\n")
         out.write(summary_line(name, validator) + "\n")
+        hint = validator.hint(name)
+        if hint:
+            out.write(hint + "\n")
     return 0 if validator.ok else 1
 
 
