@@ -1087,7 +1087,48 @@ def test_draft_option(tmp_path, backend_id):
         assert backend.SchemaValidator().draft == "latest"
 
 
-# -- issue 32: one direction of a conversation ----------------------------------------------------
+# -- issue 32: a correct error reply with "id": null; one direction of a conversation ------------
+
+
+def test_an_error_reply_with_a_null_id_answers_no_request_and_is_no_problem(codec):
+    """JSON-RPC 2.0 answers a frame whose id could not be read (a parse error, an invalid request)
+    with ``"id": null``: nothing to pair it with, nothing wrong. A result with a null id still is."""
+    v = V.Validator()
+    v.run(
+        [
+            B.request(0, "initialize", {"protocolVersion": 1}),
+            B.error_response(None, -32700, "expected a JSON value, found 'h'"),
+            B.error_response(None, -32600, "expected a JSON-RPC message object"),
+            b'{"jsonrpc":"2.0","id":null,"result":{}}\n',
+        ]
+    )
+    assert [(p.line, p.message) for p in v.problems] == [
+        (4, "expected a response to a request that was made, found one for id null (no such request pending)")
+    ]
+
+
+def test_the_proxy_answer_to_a_bad_line_validates(tmp_path, backend_id):
+    """The README's proxy example with a line of garbage typed by the editor: the agent's error
+    reply (``id: null``) is correct, the one problem is the garbage line itself."""
+    agent = [PY, "-m", "acp_fast.cli", "demo-agent", "--no-permission"]
+    editor = (
+        B.request(0, "initialize", {"protocolVersion": 1})
+        + b"hello\n"
+        + B.request(1, "session/new", {"cwd": "/repo", "mcpServers": []})
+    )
+    env = dict(os.environ, ACP_FAST_BACKEND=backend_id)
+    rec = tmp_path / "session.ndjson"
+    done = subprocess.run(
+        [PY, "-m", "acp_fast.cli", "proxy", "--quiet", "--record", str(rec), "--", *agent],
+        input=editor,
+        capture_output=True,
+        env=env,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert b'"id":null,"error"' in done.stdout
+    checked = run(str(rec), backend_id=backend_id)
+    assert [p[2:] for p in problems_of(checked.stdout, str(rec))] == [("json", "expected a JSON value, found 'h'")]
 
 
 def test_one_direction_of_a_conversation_gets_a_hint(tmp_path, backend_id):
