@@ -868,7 +868,7 @@ def test_usage_errors(tmp_path):
     assert run(str(BAD), "--protocol", "3").returncode == 2
     missing = run(str(tmp_path / "nope.ndjson"))
     assert missing.returncode == 2
-    assert b"acp-fast validate: cannot read" in missing.stderr and b"No such file" in missing.stderr
+    assert b"acp-fast validate: error: cannot read" in missing.stderr and b"No such file" in missing.stderr
     assert run(str(BAD), "--max-frame-bytes", "0").returncode == 2
     helped = run("--help")
     assert helped.returncode == 0 and b"FILE:LINE:COLUMN" in helped.stdout

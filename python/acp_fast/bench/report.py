@@ -42,7 +42,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 # `from .m import X as X`: re-exported, the names tests and benches use from this module.
 from .. import traffic
 from .._outputs import check_target
-from ..cli._usage import Parser, integer, number
+from ..cli._usage import Parser, fail, integer, number
 from . import contenders as C
 from .noise import noisy_rows as noisy_rows
 from .plot import _matplotlib, plot
@@ -254,28 +254,24 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.scaling_budget is None:
         args.scaling_budget = 5.0 if args.scaling_max <= 100_000 else 15.0
     if args.max_runs < args.min_runs:
-        print("acp-fast bench: need 1 <= --min-runs <= --max-runs", file=sys.stderr)
-        return 2
+        return fail("acp-fast bench", "need 1 <= --min-runs <= --max-runs")
     if args.scaling_max < args.scaling_min:
-        print("acp-fast bench: need 1 <= --scaling-min <= --scaling-max", file=sys.stderr)
-        return 2
+        return fail("acp-fast bench", "need 1 <= --scaling-min <= --scaling-max")
     for option, path in (("--json", args.json), ("--markdown", args.markdown), ("--plot", args.plot)):
         problem = check_target(path) if path else None
         if problem is not None:
             ap.error(f"{option} {path}: {problem}")
     if args.plot and _matplotlib() is None:
-        print(
-            "acp-fast bench: --plot needs matplotlib, which is not installed here.\n"
-            "Install it with `pip install matplotlib` (or `pip install 'acp-fast[bench]'`), or run without --plot.",
-            file=sys.stderr,
+        return fail(
+            "acp-fast bench",
+            "--plot needs matplotlib, which is not installed here: pip install matplotlib "
+            "(or pip install 'acp-fast[bench]'), or run without --plot",
         )
-        return 2
     try:
         backends = C.load_backends()
     except C.DebugBuildError as exc:
         if "rust" in args.contenders:
-            print(f"acp-fast bench: {exc}", file=sys.stderr)
-            return 2
+            return fail("acp-fast bench", str(exc))
         backends = {"rust": f"{exc}", "python": __import__("acp_fast._fallback", fromlist=["x"])}
     run = execute(args, backends)
     if (args.detail or args.markdown) and args.long_output > 0:

@@ -23,17 +23,24 @@ import math
 import sys
 from typing import Callable, NoReturn, Optional
 
-__all__ = ["Parser", "bound", "integer", "number"]
+__all__ = ["Parser", "bound", "fail", "integer", "number"]
 
 #: The largest limit (the library's bounds are 64-bit).
 LIMIT_MAX = 2**63 - 1
 
 
+def fail(prog: str, message: str, status: int = 2) -> int:
+    """Every command's error, worded one way: ``PROG: error: MESSAGE`` on stderr, one line;
+    returns ``status`` (2: usage or input, 1: the work failed) for ``return fail(...)``."""
+    print(f"{prog}: error: {message}", file=sys.stderr)
+    return status
+
+
 class Parser(argparse.ArgumentParser):
-    """``argparse.ArgumentParser`` with one-line usage errors (status 2)."""
+    """``argparse.ArgumentParser`` with one-line usage errors (status 2), worded by :func:`fail`."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        self.exit(fail(self.prog, message))
 
 
 def _expected(noun: str, low: Optional[float], high: Optional[float]) -> str:

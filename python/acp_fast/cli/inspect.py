@@ -38,7 +38,7 @@ import acp_fast
 from .._terminal import printable
 from ..recording import RecordingError, parse_lines, record_limit
 from ._streams import Progress, chunks_of, open_input, read_chunks, sniff, string_offset
-from ._usage import Parser, bound, integer
+from ._usage import Parser, bound, fail, integer
 
 #: The longest line a replay reads by default (``acp_fast.DEFAULT_MAX_FRAME_BYTES``).
 DEFAULT_MAX_FRAME_BYTES = acp_fast.DEFAULT_MAX_FRAME_BYTES
@@ -676,8 +676,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         stream, size, name = open_input(args.file)
     except OSError as exc:
-        print(f"acp-fast inspect: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
+        return fail("acp-fast inspect", f"cannot read {args.file}: {exc.strerror or exc}")
     progress = Progress(f"inspect {name}", size, enabled=Progress.wanted(args.progress))
     try:
         result = replay_file(
@@ -693,8 +692,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             progress=progress,
         )
     except OSError as exc:
-        print(f"acp-fast inspect: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
+        return fail("acp-fast inspect", f"cannot read {args.file}: {exc.strerror or exc}")
     finally:
         if stream is not sys.stdin.buffer:
             stream.close()

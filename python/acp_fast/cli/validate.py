@@ -52,7 +52,7 @@ import acp_fast
 from ..recording import DELIVERED, RecordingError, parse_lines, record_limit
 from ._shapes import protocol
 from ._streams import Progress, open_input, read_chunks, sniff, string_offset
-from ._usage import Parser, bound, integer
+from ._usage import Parser, bound, fail, integer
 
 DEFAULT_MAX_FRAME_BYTES = acp_fast.DEFAULT_MAX_FRAME_BYTES
 KINDS = ("json", "jsonrpc", "acp", "schema", "protocol", "recording")
@@ -797,8 +797,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         stream, size, name = open_input(args.file)
     except OSError as exc:
-        print(f"acp-fast validate: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
+        return fail("acp-fast validate", f"cannot read {args.file}: {exc.strerror or exc}")
     printed = [0]
 
     def show(problem: Problem) -> None:
@@ -819,8 +818,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             on_problem=show,
         )
     except ImportError as exc:  # the pure-Python backend without jsonschema-rs or jsonschema
-        print(f"acp-fast validate: {exc}", file=sys.stderr)
-        return 2
+        return fail("acp-fast validate", str(exc))
     try:
         validator.run(progress.wrap(read_chunks(stream)), input_format=args.input)
     except KeyboardInterrupt:  # pragma: no cover - interactive
@@ -828,8 +826,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 130
     except OSError as exc:
         progress.close()
-        print(f"acp-fast validate: cannot read {name}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
+        return fail("acp-fast validate", f"cannot read {name}: {exc.strerror or exc}")
     finally:
         if stream is not sys.stdin.buffer:
             stream.close()
