@@ -3,20 +3,27 @@
 #
 # Which Python runs the tasks: PYTHON=... on the command line (or in the environment) wins.
 # Otherwise the project's virtual environment $(VENV) (default .venv) when it exists, else python3.
-# `make bench` and `make test` first run `make env`: when that Python does not
-# import this checkout's acp_fast with its native module and the test and bench extras, it
-# creates $(VENV) (`python3 -m venv`) and installs the package into it, editable, with those
-# extras (the Rust core is built in release mode), so that they work where the system Python
-# refuses pip installs; a second run finds everything and installs nothing. Nothing is ever
-# installed into a Python this Makefile did not create: with the package already installed in
-# python3 (CI's .ci/run, or `pip install -e '.[test,lint]'` by hand) the tasks simply use it, and
-# a PYTHON given on the command line that lacks something is an error, not an install.
+# `make bench` and `make test` first run `make env`: when that Python does not import this
+# checkout's acp_fast with its native module and the modules of the extras the task needs
+# (`make bench`: BENCH_EXTRAS, the `bench` extra; `make test`: TEST_EXTRAS, `test` and `lint`,
+# with the analytics engines whose tests it runs), it creates $(VENV) (`python3 -m venv`) when
+# missing and installs the package into it, editable, with those extras (the Rust core is built in
+# release mode; pip's progress shows), so that they work where the system Python refuses pip
+# installs; a second run finds everything and installs nothing. Nothing is ever installed into a
+# Python this Makefile did not create: with the package already installed in python3
+# (`pip install -e '.[test,lint]'` by hand) the tasks simply use it, and a PYTHON given on the
+# command line or in the environment (CI's .ci/run gives its own venv's) that lacks something is an
+# error, not an install.
 # (`make wheels` and `make docs` keep their tools in environments of their own, .venv-build and
 # .venv-docs, and do not need the package installed.)
 VENV ?= .venv
 PYTHON ?= $(shell if [ -x $(VENV)/bin/python ]; then echo $(VENV)/bin/python; else echo python3; fi)
-# The extras `make env` installs into $(VENV).
-ENV_EXTRAS ?= test,bench,lint
+# The extras `make env` installs into $(VENV): per task, and for `make env` itself.
+BENCH_EXTRAS ?= bench
+TEST_EXTRAS ?= test,lint
+ENV_EXTRAS ?= $(TEST_EXTRAS)
+bench: ENV_EXTRAS = $(BENCH_EXTRAS)
+test: ENV_EXTRAS = $(TEST_EXTRAS)
 
 .PHONY: install build env test test-rust test-python test-aarch64 miri fuzz soak soak-sessions hostile interop bench bench-suite bench-rust ab \
 	lint format lint-format lint-ruff lint-mypy lint-stubtest lint-imports lint-mirror lint-rust schemas env-setup build-tools wheels wheel-test docs docs-tools docs-serve clean-venv
@@ -28,16 +35,31 @@ build:  ## rebuild the native module in place after a Rust change
 	$(PYTHON) -m pip install -e . --no-deps --no-build-isolation
 
 # What `make env` checks: this checkout's package with its native module, and the modules of the
-# test and bench extras. Exit status 1 (and a line saying what is missing) when something is.
+# extras named on the command line (ENV_EXTRAS). Exit status 1 (and a line saying what is missing)
+# when something is. The extras' modules are found, not imported (importing ray takes seconds).
 define ENV_CHECK
-import importlib, pathlib, sys
+import importlib, importlib.util, pathlib, sys
+MODULES = {
+    "bench": ["msgspec", "acp", "jsonschema", "jsonschema_rs", "matplotlib", "pytest_benchmark"],
+    "test": ["pytest", "hypothesis", "jsonschema", "jsonschema_rs", "pytest_benchmark", "acp", "msgspec",
+             "pyarrow", "polars", "duckdb", "dask", "distributed", "ray", "mkdocs", "mkdocstrings", "griffe",
+             "opentelemetry.sdk", "opentelemetry.exporter.otlp.proto.http"],
+    "lint": ["ruff", "mypy", "grimp"],
+    "sdk": ["acp"], "schema": ["jsonschema_rs"], "arrow": ["pyarrow"], "dask": ["pyarrow", "dask"],
+    "ray": ["pyarrow", "ray"], "docs": ["mkdocs", "mkdocstrings", "griffe"],
+    "otel": ["opentelemetry.sdk", "opentelemetry.exporter.otlp.proto.http"],
+}
 missing = []
-for name in ("acp_fast", "acp_fast._native", "pytest", "hypothesis", "jsonschema", "jsonschema_rs", "msgspec", "acp"):
+for name in ("acp_fast", "acp_fast._native"):
     try:
         importlib.import_module(name)
     except ImportError as exc:
         missing.append(f"{name} ({exc})")
-if not missing:
+for extra in ",".join(sys.argv[1:]).split(","):
+    for name in MODULES.get(extra, []) if extra else []:
+        if importlib.util.find_spec(name) is None and f"{name} (extra {extra})" not in missing:
+            missing.append(f"{name} (extra {extra})")
+if "acp_fast" not in " ".join(missing):
     import acp_fast
     here = pathlib.Path.cwd().resolve()
     if here not in pathlib.Path(acp_fast.__file__).resolve().parents:
@@ -49,25 +71,25 @@ endef
 export ENV_CHECK
 
 env-setup:
-	@if $(PYTHON) -c "$$ENV_CHECK" >/dev/null 2>&1; then \
+	@if $(PYTHON) -c "$$ENV_CHECK" $(ENV_EXTRAS) >/dev/null 2>&1; then \
 		echo "make env: using $(PYTHON)"; \
 	elif [ "$(origin PYTHON)" = "command line" ] || [ "$(origin PYTHON)" = "environment" ]; then \
-		$(PYTHON) -c "$$ENV_CHECK"; echo "make env: PYTHON=$(PYTHON) cannot run the tasks (see above); install into it yourself, or leave PYTHON unset to use $(VENV)"; exit 1; \
+		$(PYTHON) -c "$$ENV_CHECK" $(ENV_EXTRAS); echo "make env: PYTHON=$(PYTHON) cannot run the tasks (see above); install into it yourself, or leave PYTHON unset to use $(VENV)"; exit 1; \
 	else \
 		echo "make env: setting up $(VENV) (editable install with the $(ENV_EXTRAS) extras; builds the Rust core, a few minutes the first time)"; \
 		[ -x $(VENV)/bin/python ] || python3 -m venv $(VENV) || { echo "make env: python3 -m venv failed (on Debian/Ubuntu: apt install python3-venv)"; exit 1; }; \
 		$(VENV)/bin/python -m pip install --quiet --upgrade pip && \
-		$(VENV)/bin/python -m pip install --quiet 'maturin>=1.9.4,<2' && \
-		$(VENV)/bin/python -m pip install --quiet -e '.[$(ENV_EXTRAS)]' && touch $(VENV)/.built && \
-		$(VENV)/bin/python -c "$$ENV_CHECK" && echo "make env: $(VENV) is ready"; \
+		$(VENV)/bin/python -m pip install 'maturin>=1.9.4,<2' && \
+		$(VENV)/bin/python -m pip install -e '.[$(ENV_EXTRAS)]' && touch $(VENV)/.built && \
+		$(VENV)/bin/python -c "$$ENV_CHECK" $(ENV_EXTRAS) && echo "make env: $(VENV) is ready"; \
 	fi
 
 # A separate target so that $(PYTHON) is read again once env-setup may have created $(VENV).
-env: env-setup  ## make sure $(PYTHON) can run the tests and the bench; else create $(VENV) and install into it
+env: env-setup  ## make sure $(PYTHON) has the package and ENV_EXTRAS (default test,lint); else create $(VENV) and install into it
 	@if [ "$(PYTHON)" = "$(VENV)/bin/python" ] && [ -f $(VENV)/.built ] && \
 		[ -n "$$(find rust build.rs Cargo.toml -newer $(VENV)/.built -type f 2>/dev/null | head -1)" ]; then \
 		echo "make env: the Rust sources changed since $(VENV)'s native module was built: rebuilding it"; \
-		$(VENV)/bin/python -m pip install --quiet -e . --no-deps --no-build-isolation && touch $(VENV)/.built; \
+		$(VENV)/bin/python -m pip install -e . --no-deps --no-build-isolation && touch $(VENV)/.built; \
 	fi
 
 # The schema files under python/acp_fast/schema/, generated from the official schema crate by
@@ -245,7 +267,7 @@ build-tools:  ## maturin (with zig) and auditwheel in $(BUILD_VENV)
 	@$(BUILD_VENV)/bin/python -c "import maturin, ziglang, auditwheel" >/dev/null 2>&1 || { \
 		echo "make build-tools: setting up $(BUILD_VENV) (maturin, ziglang, auditwheel)"; \
 		python3 -m venv $(BUILD_VENV) && \
-		$(BUILD_VENV)/bin/python -m pip install --quiet 'maturin[zig]>=1.9.4,<2' 'auditwheel>=6'; }
+		$(BUILD_VENV)/bin/python -m pip install 'maturin[zig]>=1.9.4,<2' 'auditwheel>=6'; }
 
 wheels: build-tools  ## manylinux wheels (MANYLINUX, default manylinux2014) for CPython 3.10-3.13 and the sdist, in $(DIST)/
 	rm -rf $(DIST)
@@ -272,7 +294,7 @@ wheel-test: build-tools  ## build the wheel for python3, install it in a clean v
 	PATH="$(CURDIR)/$(BUILD_VENV)/bin:$$PATH" $(BUILD_VENV)/bin/maturin build --release --zig --compatibility $(MANYLINUX) \
 		--out $(DIST)/wheel-test -i "$$(python3 -c 'import sys; print(sys.executable)')"
 	python3 -m venv $(WHEEL_VENV)
-	$(WHEEL_VENV)/bin/python -m pip install --quiet "$$(ls $(DIST)/wheel-test/*.whl)[test]"
+	$(WHEEL_VENV)/bin/python -m pip install "$$(ls $(DIST)/wheel-test/*.whl)[test]"
 	env -u PYTHONPATH PATH="$(CURDIR)/$(WHEEL_VENV)/bin:/usr/local/bin:/usr/bin:/bin" $(WHEEL_VENV)/bin/python -c "$$WHEEL_CHECK"
 	env -u PYTHONPATH PATH="$(CURDIR)/$(WHEEL_VENV)/bin:/usr/local/bin:/usr/bin:/bin" \
 		$(WHEEL_VENV)/bin/python -m pytest -p no:cacheprovider tests
@@ -315,7 +337,7 @@ docs-tools:  ## mkdocs, mkdocstrings and ruff (the `docs` extra) in $(DOCS_VENV)
 		echo "make docs-tools: setting up $(DOCS_VENV) (the docs extra)"; \
 		{ [ -x $(DOCS_VENV)/bin/python ] || python3 -m venv $(DOCS_VENV); } && \
 		python3 -c "$$EXTRA_REQUIREMENTS" docs > $(DOCS_VENV)/requirements.txt && \
-		$(DOCS_VENV)/bin/python -m pip install --quiet -r $(DOCS_VENV)/requirements.txt; }
+		$(DOCS_VENV)/bin/python -m pip install -r $(DOCS_VENV)/requirements.txt; }
 
 docs: docs-tools  ## build the documentation site into site/, warnings as errors
 	$(DOCS_VENV)/bin/mkdocs build --strict

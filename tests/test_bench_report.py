@@ -171,3 +171,44 @@ def test_the_speed_table_fits_even_when_every_contender_is_stopped():
     text = summary.summary(run)
     assert max(len(line) for line in text.splitlines()) <= summary.WIDTH
     assert "stop (1)" in text and "(6) acp-fast (fallback), passthrough · large: stopped" in text.replace("\n  ", " ")
+
+
+# -- issue 32: the commit in the summary, --detail at a terminal, every bar of the chart ----------
+
+
+def test_the_summary_names_the_commit():
+    run = Run(args=argparse.Namespace(argv=[]), environment={"cpus": 2, "commit": "e548a29+dirty"})
+    assert "commit e548a29+dirty" in " ".join(summary.header(run))
+    run = Run(args=argparse.Namespace(argv=[]), environment={"cpus": 2, "commit": None})
+    assert "not a source checkout" in " ".join(summary.header(run))
+
+
+def test_detail_fits_the_terminal():
+    from acp_fast.bench.render import fit, table
+
+    headers = ["task · profile", *(f"contender {i} median / min / max" for i in range(8))]
+    rows = [[f"decode · p{r}", *(f"{r}.{i}5 µs / {r}.{i}1 µs / {r}.{i}9 µs" for i in range(8))] for r in range(3)]
+    markdown = "# report\n\n" + "\n".join(table(headers, rows, [False] + [True] * 8)) + "\n\n" + "word " * 60 + "\n"
+    assert max(map(len, markdown.splitlines())) >= 300
+    fitted = fit(markdown, 80)
+    assert max(map(len, fitted.splitlines())) <= 80
+    flat = " ".join(fitted.split())
+    for row in rows:  # every cell is still there, with its column's name
+        assert f"- {row[0]}:" in flat
+        for header, cell in zip(headers[1:], row[1:]):
+            assert f"{header} {cell}" in flat
+    narrow = "| a | b |\n|---|--:|\n| x | 1 |\n"
+    assert fit(narrow, 80) == narrow  # what fits stays Markdown
+
+
+def test_every_contender_has_a_visible_bar_json_included():
+    from acp_fast.bench.plot import speed_bars
+
+    run = Run(args=argparse.Namespace(argv=[]), environment={"cpus": 2})
+    for cid, t in (("rust", 1e-6), ("json", 6e-6), ("orjson", 2e-6), ("sdk", 1.3e-5)):
+        run.rows.append(Row("decode", "mixed", cid, "x", True, 10, 1000, times=[t, t, t]))
+    present, height, base, bars = speed_bars(run)
+    assert present == ["rust", "json", "orjson", "sdk"] and height > 0
+    ratios = {cid: xs[0] for cid, (ys, xs) in bars.items()}
+    assert ratios["json"] == pytest.approx(1.0) and ratios["sdk"] < 1.0
+    assert all(x - base > 0 for x in ratios.values())  # json's bar too, and the slower SDK's

@@ -203,7 +203,7 @@ def assert_one_line_usage_error(code: object, err: str, command: str, words: Tup
     lines = err.strip().splitlines()
     assert len(lines) == 1, err
     prefix = "acp-fast: " if command not in cli.COMMANDS else f"acp-fast {command}: "
-    assert lines[0].startswith(prefix), lines[0]
+    assert lines[0].startswith(prefix + "error: "), lines[0]  # one wording in every command (issue 32)
     for word in words:
         assert word.format(**places) in lines[0], (word, lines[0])
 

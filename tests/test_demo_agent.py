@@ -408,3 +408,88 @@ def test_usage_errors():
         assert done.returncode == 2, bad
     helped = subprocess.run([*AGENT, "--help"], capture_output=True, timeout=30)
     assert helped.returncode == 0 and b"--chunks" in helped.stdout
+
+
+# -- at a terminal (issue 32) ------------------------------------------------------------------
+
+
+class TerminalDriver(Driver):
+    """The agent as ``acp-fast proxy`` run at a terminal starts it: frames over pipes, its
+    stderr a terminal (a pseudo-terminal whose output this driver collects)."""
+
+    def __init__(self, *options: str, backend_id: str = "rust"):
+        import pty
+
+        leader, follower = pty.openpty()
+        env = dict(os.environ, ACP_FAST_BACKEND=backend_id, TERM="dumb")
+        self.proc = subprocess.Popen(
+            [*AGENT, *options], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=follower, env=env
+        )
+        os.close(follower)
+        self.leader = leader
+        self.terminal = bytearray()
+        self.lines = queue.Queue()
+        self.transcript = []
+        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._read_terminal, daemon=True).start()
+
+    def _read_terminal(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self.leader, 4096)
+            except OSError:  # EIO: the agent is gone
+                return
+            if not chunk:
+                return
+            self.terminal += chunk
+
+    def terminal_text(self, containing: str, timeout: float = 30.0) -> str:
+        import time
+
+        deadline = time.monotonic() + timeout
+        while containing not in self.terminal.decode(errors="replace") and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return self.terminal.decode(errors="replace").replace("\r\n", "\n")
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_at_a_terminal_the_agent_says_how_to_answer_its_permission_request(backend_id, version):
+    d = TerminalDriver("--protocol", str(version), backend_id=backend_id)
+    initialize(d, version)
+    prompt(d, new_session(d))
+    request = d.until(lambda m: m.get("method") == "session/request_permission")[-1]
+    text = d.terminal_text("reject:")
+    assert f"permission request {request['id']}; paste one line:" in text
+    lines = {line.split(":", 1)[0].strip(): line.split(":", 1)[1].strip() for line in text.splitlines()[1:3]}
+    assert set(lines) == {"allow", "reject"}
+    # the line shown, pasted as is, answers the request and the edit is applied
+    d.send(lines["allow"].encode() + b"\n")
+    seen = d.until(turn_over(version))
+    edit = [u for u in updates(seen) if u.get("toolCallId") == "call_1_edit" and u.get("status")]
+    assert edit[-1]["status"] == "completed"
+    assert d.close() == 0
+    os.close(d.leader)
+
+
+def test_without_a_terminal_the_agent_prints_nothing_on_stderr(backend_id):
+    d, _ = full_turn(1, "allow", backend_id=backend_id)  # the permission request answered, stdin closed
+    assert d.proc.stderr.read() == b""
+
+
+def test_ctrl_c_ends_the_agent_without_a_traceback(backend_id):
+    """Ctrl-C at ``acp-fast proxy -- acp-fast demo-agent`` reaches the agent too (SIGINT to the
+    terminal's foreground job): status 130, nothing on stderr, even mid-turn."""
+    import signal
+
+    d = Driver(backend_id=backend_id)
+    initialize(d, 1)
+    prompt(d, new_session(d))
+    d.until(lambda m: m.get("method") == "session/request_permission")  # waiting for the answer
+    d.proc.send_signal(signal.SIGINT)
+    assert d.proc.wait(timeout=30) == 130
+    assert d.proc.stderr.read() == b""
+
+
+def test_version_help_exits_0():
+    done = subprocess.run([PY, "-m", "acp_fast.cli", "version", "--help"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.startswith("usage: acp-fast version"), done

@@ -188,12 +188,12 @@ def test_non_json_lines_from_the_agent(tmp_path, env):
 
     passed = proxy(env, "--agent-invalid", "pass", agent=agent)
     assert passed.returncode == 0 and passed.stdout == everything
-    assert b"agent line 2: expected a JSON value" in passed.stderr
+    assert b"agent line 2 column 1: expected a JSON value, found" in passed.stderr
 
     dropped = proxy(env, "--agent-invalid", "drop", agent=agent)
     assert dropped.returncode == 0 and dropped.stdout == b"".join(good)
     assert b"Debug: starting up" not in dropped.stderr
-    assert b"agent line 4: " in dropped.stderr and b"(dropped)" in dropped.stderr
+    assert b"agent line 4 column 1: " in dropped.stderr and b"(dropped)" in dropped.stderr
 
 
 def test_batch_with_an_invalid_entry_is_a_frame(tmp_path, env):
@@ -459,7 +459,7 @@ def test_agent_invalid_fail_stops_the_session(tmp_path, env, limit):
     assert b"junk %d" % n not in done.stderr
     plural = "lines from the agent were" if n > 1 else "line from the agent was"
     message = done.stderr.decode().splitlines()[-1]
-    assert message.startswith(f"acp-fast proxy: agent line {2 * n}: expected a JSON value, found 'j'")
+    assert message.startswith(f"acp-fast proxy: agent line {2 * n} column 1: expected a JSON value, found 'j'")
     assert message.endswith(
         f"; {n} {plural} not JSON-RPC (--agent-invalid fail={n}); stopping the session (exit status 76)"
     )

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -80,26 +81,26 @@ P = "acp-fast proxy:"
 TOOL_CALL_ID = 'expected "params.update.toolCallId" to be a string'
 NO_JSONRPC = 'expected "jsonrpc": "2.0", found no "jsonrpc" member'
 EXPECTED_STDERR = [
-    f"{P} editor line 2: expected 'null', found 'o' at line 2 column 2 (answered with an error, not forwarded)",
-    f"{P} editor line 3: expected a JSON-RPC message object, found number at line 3 column 2 (answered with an error, not forwarded)",
-    f'{P} editor line 5: expected a "method", "result" or "error" member, found none at line 5 column 1 (answered with an error, not forwarded)',
-    f"{P} editor line 7: {NO_JSONRPC} at line 7 column 3 (answered with an error, not forwarded)",
+    f"{P} editor line 2 column 2: expected 'null', found 'o' (answered with an error, not forwarded)",
+    f"{P} editor line 3 column 2: expected a JSON-RPC message object, found number (answered with an error, not forwarded)",
+    f'{P} editor line 5 column 1: expected a "method", "result" or "error" member, found none (answered with an error, not forwarded)',
+    f"{P} editor line 7 column 3: {NO_JSONRPC} (answered with an error, not forwarded)",
     f"{P} editor line 8: expected a frame of at most 2000 bytes, found 2501 bytes; not forwarded",
-    f"{P} editor line 9: expected a JSON value, found '}}' at line 9 column 48 (answered with an error, not forwarded)",
-    f"{P} agent line 2: expected 'null', found 'o' at line 2 column 2 (dropped)",
-    f"{P} agent line 3: {NO_JSONRPC} at line 3 column 1 (dropped)",
-    f"{P} agent line 6: expected a JSON-RPC message object, found number at line 6 column 2 (dropped)",
-    f"{P} agent line 7: {NO_JSONRPC} at line 7 column 5 (dropped)",
-    f"{P} agent line 9: {TOOL_CALL_ID}, found none at line 9 column 79 (forwarded)",
-    f"{P} agent line 10: {TOOL_CALL_ID}, found none at line 10 column 80 (forwarded)",
-    f"{P} agent line 10: {TOOL_CALL_ID}, found number 7 at line 10 column 263 (forwarded)",
-    f"{P} agent line 11: {TOOL_CALL_ID}, found number 7 at line 11 column 124 (forwarded)",
-    f"{P} agent line 11: {TOOL_CALL_ID}, found none at line 11 column 208 (forwarded)",
+    f"{P} editor line 9 column 48: expected a JSON value, found '}}' (answered with an error, not forwarded)",
+    f"{P} agent line 2 column 2: expected 'null', found 'o' (dropped)",
+    f"{P} agent line 3 column 1: {NO_JSONRPC} (dropped)",
+    f"{P} agent line 6 column 2: expected a JSON-RPC message object, found number (dropped)",
+    f"{P} agent line 7 column 5: {NO_JSONRPC} (dropped)",
+    f"{P} agent line 9 column 79: {TOOL_CALL_ID}, found none (forwarded)",
+    f"{P} agent line 10 column 80: {TOOL_CALL_ID}, found none (forwarded)",
+    f"{P} agent line 10 column 263: {TOOL_CALL_ID}, found number 7 (forwarded)",
+    f"{P} agent line 11 column 124: {TOOL_CALL_ID}, found number 7 (forwarded)",
+    f"{P} agent line 11 column 208: {TOOL_CALL_ID}, found none (forwarded)",
     f"{P} agent line 12: expected a frame of at most 2000 bytes, found 3001 bytes; not forwarded",
-    f"{P} agent line 13: invalid UTF-8 byte 0xFF at line 13 column 1 (dropped)",
-    f"{P} agent line 15: expected at least one message in the batch, found an empty array at line 15 column 1 (dropped)",
-    f"{P} agent line 16: expected ',' or '}}', found end of input at line 16 column 30 (dropped)",
-    f"{P} agent line 17: expected 'true', found 'a' at line 17 column 3 (dropped)",
+    f"{P} agent line 13 column 1: invalid UTF-8 byte 0xFF (dropped)",
+    f"{P} agent line 15 column 1: expected at least one message in the batch, found an empty array (dropped)",
+    f"{P} agent line 16 column 30: expected ',' or '}}', found end of input (dropped)",
+    f"{P} agent line 17 column 3: expected 'true', found 'a' (dropped)",
 ]
 
 # The editor's answers (--strict): the data of each is its line and position, as in the message.
@@ -138,15 +139,16 @@ def test_the_same_diagnostics_whichever_loop_runs(backend_id: str, mode: str, tm
     done = _run(backend_id, mode, tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stderr.decode().splitlines() == EXPECTED_STDERR
+    # one line number per note: the line's own on its side (issue 32), never a second one
+    assert all(note.count(" line ") == 1 for note in done.stderr.decode().splitlines())
     out = done.stdout.split(b"\n")
     answers = [json.loads(line) for line in out[: len(EXPECTED_ANSWERS)]]
     assert [
         (a["id"], a["error"]["code"], a["error"]["data"]["line"], a["error"]["data"]["position"]) for a in answers
     ] == EXPECTED_ANSWERS
-    # each answer's message is the diagnostic's error
-    assert [a["error"]["message"] for a in answers] == [
-        line.split(": ", 2)[2].rsplit(" (answered", 1)[0] for line in EXPECTED_STDERR if "(answered" in line
-    ]
+    # each answer's message is the diagnostic's error, with its position as the decoder words it
+    notes = [re.match(r".* line (\d+) column (\d+): (.*) \(answered", n) for n in EXPECTED_STDERR if "(answered" in n]
+    assert [a["error"]["message"] for a in answers] == [f"{m[3]} at line {m[1]} column {m[2]}" for m in notes if m]
     # the agent's frames (and blank lines) forwarded byte-exact, in order
     forwarded = out[len(EXPECTED_ANSWERS) :]
     assert forwarded[0] == b'{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1}}'

@@ -58,8 +58,11 @@ EXAMPLES = [text for heading, text in sh_blocks() if heading != "Quickstart"]
 
 
 def test_the_readme_has_the_blocks_this_file_checks():
-    assert len(QUICKSTART) == 1 and len(EXAMPLES) >= 1
+    assert len(QUICKSTART) == 2 and len(EXAMPLES) >= 1
     assert "make bench" in QUICKSTART[0] and "make test" in QUICKSTART[0]
+    # then how to use what they installed: the environment, the command, an extra into it
+    assert ". .venv/bin/activate" in QUICKSTART[1] and "acp-fast --help" in QUICKSTART[1]
+    assert "python -m pip install -e '.[arrow]'" in QUICKSTART[1]
     assert any("acp-fast proxy" in text for text in EXAMPLES)
 
 
@@ -87,11 +90,42 @@ def test_quickstart_make_targets_resolve():
     )
 
 
+def _dry_run(target: str) -> str:
+    done = subprocess.run(
+        ["make", "-n", target, "PYTHON=/nonexistent/python"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "MAKEFLAGS": ""},
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_make_bench_installs_the_bench_extra_only_and_make_test_the_engines():
+    """``make bench`` needs none of the analytics engines (issue 32): it checks for and installs the
+    ``bench`` extra; ``make test`` the ``test`` and ``lint`` extras; each long pip install shows its
+    progress (no ``--quiet``)."""
+    bench, test = _dry_run("bench"), _dry_run("test")
+    assert "pip install -e '.[bench]'" in bench and '-c "$ENV_CHECK" bench' in bench
+    assert "pip install -e '.[test,lint]'" in test and '-c "$ENV_CHECK" test,lint' in test
+    for text in (bench, test):
+        for line in text.splitlines():
+            if "pip install" in line and "--upgrade pip" not in line:
+                assert "--quiet" not in line and " -q " not in line, line
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    bench_extra = re.search(r"^bench = \[(.*)\]$", pyproject, re.M).group(1)
+    for engine in ("pyarrow", "polars", "duckdb", "dask", "ray", "pandas"):
+        assert engine not in bench_extra
+        assert engine in re.search(r"^test = \[(.*)\]$", pyproject, re.M).group(1) or engine == "pandas"
+
+
 def test_pip_install_lines_name_declared_extras():
     pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     table = pyproject.split("[project.optional-dependencies]")[1].split("\n[")[0]
     extras = set(re.findall(r"^(\w+) = \[", table, re.M))
-    assert any(cmd.startswith("pip install ") for cmd in _commands(QUICKSTART[0]))
+    assert any(" pip install " in cmd for cmd in _commands(QUICKSTART[1]))
     named = re.findall(r"pip install '[^'\[]*\[([a-z,]+)\]'", README)
     assert len(named) >= 3
     for spec in named:

@@ -52,3 +52,8 @@ def test_docs_sdk_examples_run(index: int, backend: Any) -> None:
         env=env,
     )
     assert out.returncode == 0, out.stderr
+    if "connect_to_agent(object()" in code:  # the one-connection example says what it did (issue 32)
+        assert out.stdout == (
+            "initialize answered over acp-fast: protocol version 1\ninstalled for the whole SDK: False\n"
+        )
+        assert "._conn" not in code  # public API only

@@ -240,7 +240,7 @@ def _expected_columns() -> List[Tuple[int, int, str, str]]:
 
 
 def test_bad_frames_every_defect_with_line_and_column(backend_id):
-    done = run(str(BAD), "--max-problems", "0", backend_id=backend_id, cwd=DATA)
+    done = run(str(BAD), "--max-problems", "none", backend_id=backend_id, cwd=DATA)
     assert done.returncode == 1, done.stderr
     assert done.stderr == b""
     found = problems_of(done.stdout, str(BAD))
@@ -273,8 +273,8 @@ def test_bad_frames_json_output(backend_id):
 
 def test_schema_option_changes_nothing():
     # The schema is always checked; --schema is accepted for compatibility.
-    plain = run(str(BAD), "--max-problems", "0")
-    done = run(str(BAD), "--schema", "--max-problems", "0")
+    plain = run(str(BAD), "--max-problems", "none")
+    done = run(str(BAD), "--schema", "--max-problems", "none")
     assert done.returncode == plain.returncode == 1
     assert done.stdout == plain.stdout
     assert problems_of(done.stdout, str(BAD)) == _expected_columns()
@@ -573,7 +573,7 @@ def test_recording_problems_at_the_recording_lines_and_columns(tmp_path, backend
     )
     path = tmp_path / "rec.ndjson"
     path.write_bytes(rec)
-    done = run(str(path), "--max-problems", "0", backend_id=backend_id)
+    done = run(str(path), "--max-problems", "none", backend_id=backend_id)
     assert done.returncode == 1
     lines = rec.split(b"\n")
     found = problems_of(done.stdout, str(path))
@@ -868,7 +868,7 @@ def test_usage_errors(tmp_path):
     assert run(str(BAD), "--protocol", "3").returncode == 2
     missing = run(str(tmp_path / "nope.ndjson"))
     assert missing.returncode == 2
-    assert b"acp-fast validate: cannot read" in missing.stderr and b"No such file" in missing.stderr
+    assert b"acp-fast validate: error: cannot read" in missing.stderr and b"No such file" in missing.stderr
     assert run(str(BAD), "--max-frame-bytes", "0").returncode == 2
     helped = run("--help")
     assert helped.returncode == 0 and b"FILE:LINE:COLUMN" in helped.stdout
@@ -1085,3 +1085,72 @@ def test_draft_option(tmp_path, backend_id):
             backend.FrameDecoder(draft=5)
         assert backend.SchemaValidator(protocol_version=2, draft="alpha.5").draft == "alpha.5"
         assert backend.SchemaValidator().draft == "latest"
+
+
+# -- issue 32: a correct error reply with "id": null; one direction of a conversation ------------
+
+
+def test_an_error_reply_with_a_null_id_answers_no_request_and_is_no_problem(codec):
+    """JSON-RPC 2.0 answers a frame whose id could not be read (a parse error, an invalid request)
+    with ``"id": null``: nothing to pair it with, nothing wrong. A result with a null id still is."""
+    v = V.Validator()
+    v.run(
+        [
+            B.request(0, "initialize", {"protocolVersion": 1}),
+            B.error_response(None, -32700, "expected a JSON value, found 'h'"),
+            B.error_response(None, -32600, "expected a JSON-RPC message object"),
+            b'{"jsonrpc":"2.0","id":null,"result":{}}\n',
+        ]
+    )
+    assert [(p.line, p.message) for p in v.problems] == [
+        (4, "expected a response to a request that was made, found one for id null (no such request pending)")
+    ]
+
+
+def test_the_proxy_answer_to_a_bad_line_validates(tmp_path, backend_id):
+    """The README's proxy example with a line of garbage typed by the editor: the agent's error
+    reply (``id: null``) is correct, the one problem is the garbage line itself."""
+    agent = [PY, "-m", "acp_fast.cli", "demo-agent", "--no-permission"]
+    editor = (
+        B.request(0, "initialize", {"protocolVersion": 1})
+        + b"hello\n"
+        + B.request(1, "session/new", {"cwd": "/repo", "mcpServers": []})
+    )
+    env = dict(os.environ, ACP_FAST_BACKEND=backend_id)
+    rec = tmp_path / "session.ndjson"
+    done = subprocess.run(
+        [PY, "-m", "acp_fast.cli", "proxy", "--quiet", "--record", str(rec), "--", *agent],
+        input=editor,
+        capture_output=True,
+        env=env,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert b'"id":null,"error"' in done.stdout
+    checked = run(str(rec), backend_id=backend_id)
+    assert [p[2:] for p in problems_of(checked.stdout, str(rec))] == [("json", "expected a JSON value, found 'h'")]
+
+
+def test_one_direction_of_a_conversation_gets_a_hint(tmp_path, backend_id):
+    """The agent's side alone (what the proxy writes to the editor): its responses answer requests
+    the file does not hold; the summary says what the file looks like."""
+    agent = tmp_path / "agent.ndjson"
+    agent.write_bytes(
+        B.response(0, {"protocolVersion": 1})
+        + B.response(1, {"sessionId": "sess_1"})
+        + B.session_update(
+            "sess_1", {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}}
+        )
+        + B.response(2, {"stopReason": "end_turn"})
+    )
+    done = run(str(agent), backend_id=backend_id)
+    assert done.returncode == 1
+    last = done.stdout.decode().splitlines()[-1]
+    assert last.startswith(f"hint: none of the 3 responses in {agent} answers a request it holds: ")
+    assert "looks like one direction of a conversation" in last and "acp-fast proxy --record" in last
+    report = json.loads(run(str(agent), "--format", "json", backend_id=backend_id).stdout)
+    assert report["hint"] == last
+    # both directions: no hint
+    both = tmp_path / "both.ndjson"
+    both.write_bytes(B.request(0, "initialize", {"protocolVersion": 1}) + B.response(0, {"protocolVersion": 1}))
+    assert "hint" not in run(str(both), backend_id=backend_id).stdout.decode()

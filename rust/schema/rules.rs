@@ -421,7 +421,11 @@ impl Conversation {
             if method.as_deref() == Some(b"session/update") {
                 self.tool_call(data, tape, at, &path, out);
             }
-        } else if let Some(id) = &id {
+        } else if let Some(id) = id.as_ref().filter(|id| {
+            // An error reply with "id": null answers a frame whose id could not be read (JSON-RPC
+            // 2.0: a parse error, an invalid request): there is no request to pair it with.
+            !(id.first() == Some(&(JsonType::Null as u8)) && tape.member(data, at, b"error").is_some())
+        }) {
             let found = self.answer(id, sender);
             match found {
                 Some(method) => hint = Some(method),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import platform
-from typing import Any
+from typing import Any, Dict, List, Tuple
 
 from . import contenders as C
 from .results import SCALING_PROFILE, Run
@@ -18,6 +18,28 @@ def _matplotlib() -> Any:
     except ImportError:
         return None
     return plt
+
+
+def speed_bars(run: Any) -> Tuple[List[str], float, float, Dict[str, Tuple[List[float], List[float]]]]:
+    """The speed panel's bars: the contenders shown, the bar height, the base every bar grows
+    from (half the smallest ratio, and at most 0.5: below 1.0, json's own ratio, so that every
+    bar has a length on the log scale) and, per contender, the bars' y positions and ratios."""
+    cells = run.cells()
+    present = [cid for cid in C.CONTENDERS if any(r.contender == cid and r.timed for r in run.rows)]
+    height = 0.8 / max(1, len(present))
+    bars: Dict[str, Tuple[List[float], List[float]]] = {}
+    for k, cid in enumerate(present):
+        ys: List[float] = []
+        xs: List[float] = []
+        for i, (task, profile) in enumerate(cells):
+            row = run.find(task, profile, cid)
+            value = run.ratio(row, "json") if row is not None else None
+            if value is not None:
+                ys.append(i + (k - (len(present) - 1) / 2) * height)
+                xs.append(value)
+        bars[cid] = (ys, xs)
+    smallest = min((x for _, xs in bars.values() for x in xs if x > 0), default=1.0)
+    return present, height, min(0.5, smallest / 2), bars
 
 
 def plot(run: Run, path: str) -> None:
@@ -40,19 +62,13 @@ def plot(run: Run, path: str) -> None:
     }
     if cells:
         ax = axes.pop(0)
-        present = [cid for cid in C.CONTENDERS if any(r.contender == cid and r.timed for r in run.rows)]
-        height = 0.8 / max(1, len(present))
+        present, height, base, bars = speed_bars(run)
         for k, cid in enumerate(present):
-            ys, xs = [], []
-            for i, (task, profile) in enumerate(cells):
-                row = run.find(task, profile, cid)
-                value = run.ratio(row, "json") if row is not None else None
-                if value is not None:
-                    ys.append(i + (k - (len(present) - 1) / 2) * height)
-                    xs.append(value)
-            # bars grow from 1.0 (as fast as json): right = faster, left = slower
+            ys, xs = bars[cid]
+            # bars grow from a base below every ratio (log scale), so that each contender's bar
+            # shows, stdlib json's (1.0) included; the black line at 1.0 is json's speed
             ax.barh(
-                ys, [x - 1.0 for x in xs], left=1.0, height=height, color=colors[cid], label=C.CONTENDER_LABELS[cid]
+                ys, [x - base for x in xs], left=base, height=height, color=colors[cid], label=C.CONTENDER_LABELS[cid]
             )
             for i, (task, profile) in enumerate(cells):
                 row = run.find(task, profile, cid)

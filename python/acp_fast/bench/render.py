@@ -30,6 +30,43 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[str]], right: Sequence
     return [line(headers), rule, *(line(r) for r in rows)]
 
 
+def fit(markdown: str, width: int) -> str:
+    """The Markdown report for a terminal of ``width`` columns (``--detail`` at a terminal): a
+    table wider than that becomes one entry per row (its first cell, then ``header value`` pairs),
+    a longer line of text is wrapped; code blocks and what fits stay as they are."""
+    import textwrap
+
+    out: List[str] = []
+    lines = markdown.splitlines()
+    i = 0
+    code = False
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("```"):
+            code = not code
+        if not code and line.startswith("|"):
+            block = []
+            while i < len(lines) and lines[i].startswith("|"):
+                block.append(lines[i])
+                i += 1
+            if max(len(b) for b in block) <= width or len(block) < 2:
+                out += block
+                continue
+            cells = [[c.strip() for c in b.strip().strip("|").split("|")] for b in block]
+            headers, rows = cells[0], cells[2:]
+            for row in rows:
+                pairs = "; ".join(f"{h} {c}" for h, c in zip(headers[1:], row[1:]) if c)
+                out += textwrap.wrap(f"{row[0]}: {pairs}", width, initial_indent="- ", subsequent_indent="    ") or [""]
+            continue
+        if not code and len(line) > width:
+            indent = " " * (len(line) - len(line.lstrip()))
+            out += textwrap.wrap(line, width, subsequent_indent=indent + "  ") or [""]
+        else:
+            out.append(line)
+        i += 1
+    return "\n".join(out) + ("\n" if markdown.endswith("\n") else "")
+
+
 def per_frame(seconds: float) -> str:
     ns = seconds * 1e9
     if ns < 1e3:

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
@@ -41,12 +42,12 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 # `from .m import X as X`: re-exported, the names tests and benches use from this module.
 from .. import traffic
 from .._outputs import check_target
-from ..cli._usage import Parser, integer, number
+from ..cli._usage import Parser, fail, integer, number
 from . import contenders as C
 from .noise import noisy_rows as noisy_rows
 from .plot import _matplotlib, plot
+from .render import fit, render, to_json
 from .render import noise_lines as noise_lines
-from .render import render, to_json
 from .render import table as table
 from .results import Row as Row
 from .results import Run as Run
@@ -211,7 +212,10 @@ def parser() -> argparse.ArgumentParser:
     )
     out = ap.add_argument_group("output (by default a short summary that fits 100 columns)")
     out.add_argument(
-        "--detail", action="store_true", help="print the full Markdown report (every table) instead of the summary"
+        "--detail",
+        action="store_true",
+        help="print the full Markdown report (every table) instead of the summary; at a terminal, fitted to its width "
+        "(--markdown FILE writes it as it is)",
     )
     out.add_argument("--markdown", metavar="FILE", help="write the full Markdown report to FILE")
     out.add_argument("--json", metavar="FILE", help="write every result as JSON to FILE")
@@ -250,28 +254,24 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.scaling_budget is None:
         args.scaling_budget = 5.0 if args.scaling_max <= 100_000 else 15.0
     if args.max_runs < args.min_runs:
-        print("acp-fast bench: need 1 <= --min-runs <= --max-runs", file=sys.stderr)
-        return 2
+        return fail("acp-fast bench", "need 1 <= --min-runs <= --max-runs")
     if args.scaling_max < args.scaling_min:
-        print("acp-fast bench: need 1 <= --scaling-min <= --scaling-max", file=sys.stderr)
-        return 2
+        return fail("acp-fast bench", "need 1 <= --scaling-min <= --scaling-max")
     for option, path in (("--json", args.json), ("--markdown", args.markdown), ("--plot", args.plot)):
         problem = check_target(path) if path else None
         if problem is not None:
             ap.error(f"{option} {path}: {problem}")
     if args.plot and _matplotlib() is None:
-        print(
-            "acp-fast bench: --plot needs matplotlib, which is not installed here.\n"
-            "Install it with `pip install matplotlib` (or `pip install 'acp-fast[bench]'`), or run without --plot.",
-            file=sys.stderr,
+        return fail(
+            "acp-fast bench",
+            "--plot needs matplotlib, which is not installed here: pip install matplotlib "
+            "(or pip install 'acp-fast[bench]'), or run without --plot",
         )
-        return 2
     try:
         backends = C.load_backends()
     except C.DebugBuildError as exc:
         if "rust" in args.contenders:
-            print(f"acp-fast bench: {exc}", file=sys.stderr)
-            return 2
+            return fail("acp-fast bench", str(exc))
         backends = {"rust": f"{exc}", "python": __import__("acp_fast._fallback", fromlist=["x"])}
     run = execute(args, backends)
     if (args.detail or args.markdown) and args.long_output > 0:
@@ -283,7 +283,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
         sizes = {k: max(1, round(n * args.long_output)) for k, n in coalesce.DETAIL_SIZES.items()}
         run.coalesce = coalesce.run_all("abc", sizes, ["--coalesce 50"], note)
-    sys.stdout.write(render(run, args.targets) if args.detail else summary(run, args.targets))
+    if args.detail:
+        text = render(run, args.targets)
+        if sys.stdout.isatty():  # fit the terminal; piped or redirected, the Markdown as it is
+            text = fit(text, shutil.get_terminal_size().columns)
+        sys.stdout.write(text)
+    else:
+        sys.stdout.write(summary(run, args.targets))
     sys.stdout.flush()
     if args.markdown:
         Path(args.markdown).write_text(render(run, args.targets), encoding="utf-8")

@@ -72,8 +72,9 @@ def header(run: Run) -> List[str]:
     env = run.environment
     native = f"{env['native_build']} build" if env.get("native_build") else "native module unavailable"
     python = str(env.get("python", "?")).split(" ")[0]
+    commit = f"commit {env['commit']}" if env.get("commit") else "not a source checkout"
     return _wrap(
-        f"acp-fast bench: acp-fast {env.get('acp_fast', '?')} ({native}), Python {python}, "
+        f"acp-fast bench: acp-fast {env.get('acp_fast', '?')} ({native}), {commit}, Python {python}, "
         f"{env.get('cpu', '?')} ({env.get('cpus', '?')} CPUs), {run.elapsed:.0f} s"
     )
 

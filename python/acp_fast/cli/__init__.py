@@ -46,17 +46,25 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(usage(), end="")
         return 0
     command, rest = args[0], args[1:]
+    from ._usage import fail
+
     if command in ("version", "--version"):
+        if rest in (["-h"], ["--help"]):
+            print(f"usage: acp-fast version\n\n{COMMANDS['version'][1].capitalize()}.")
+            return 0
         if rest:
-            print(f"acp-fast version: error: takes no arguments, found {' '.join(rest)}", file=sys.stderr)
-            return 2
+            return fail("acp-fast version", f"takes no arguments, found {' '.join(rest)}")
         import acp_fast
 
         print(f"acp-fast {acp_fast.__version__} ({acp_fast.BACKEND} backend)")
         return 0
     if command not in COMMANDS:
         known = ", ".join(COMMANDS)
-        print(f"acp-fast: error: unknown command {command!r} (one of {known}; acp-fast --help)", file=sys.stderr)
-        return 2
-    module = importlib.import_module(COMMANDS[command][0])
-    return int(module.main(rest) or 0)
+        return fail("acp-fast", f"unknown command {command!r} (one of {known}; acp-fast --help)")
+    try:
+        module = importlib.import_module(COMMANDS[command][0])
+        return int(module.main(rest) or 0)
+    except KeyboardInterrupt:
+        # Ctrl-C (at a terminal it reaches every process of the job, the proxy's agent too): the
+        # usual status of a command ended by SIGINT, without a traceback
+        return 130

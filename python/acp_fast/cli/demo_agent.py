@@ -20,6 +20,10 @@ It answers ``initialize`` (``protocolVersion`` = ``--protocol``), ``session/new`
 reason is ``cancelled``. Unknown requests get a ``-32601`` error
 response; bad lines get ``-32700`` / ``-32600`` error responses with ``id: null``.
 
+When a person types the frames (stdin or stderr is a terminal, as at ``acp-fast proxy -- acp-fast
+demo-agent`` run in a shell), the agent prints on stderr, after each permission request, the two
+answer lines to paste (allow, reject). Ctrl-C ends it with status 130 and no traceback.
+
 Frames are written with [`acp_fast.builders`][acp_fast.builders] and read with [`acp_fast.FrameDecoder`][acp_fast.FrameDecoder].
 ``--chunks N`` makes the streams longer (N message chunks, N terminal output chunks), ``--delay
 SECONDS`` paces every frame of a turn (a ``session/cancel`` is noticed during the pauses).
@@ -31,7 +35,7 @@ import os
 import queue
 import sys
 import threading
-from typing import Any, BinaryIO, Dict, List, Optional
+from typing import Any, BinaryIO, Dict, List, Optional, TextIO
 
 import acp_fast
 from acp_fast import builders
@@ -71,6 +75,7 @@ class DemoAgent:
         chunks: int = 4,
         delay: float = 0.0,
         permission: bool = True,
+        hint: Optional[TextIO] = None,
     ):
         if protocol_version not in (1, 2):
             raise ValueError(f"protocol_version must be 1 or 2, found {protocol_version!r}")
@@ -78,6 +83,8 @@ class DemoAgent:
         self.chunks = max(1, chunks)
         self.delay = max(0.0, delay)
         self.permission = permission
+        #: where to say how to answer a permission request (a person at a terminal), or None
+        self.hint = hint
         self._stdin = stdin
         self._stdout = stdout
         self._inbox: queue.Queue[Any] = queue.Queue()
@@ -269,6 +276,9 @@ class DemoAgent:
         self._waiting_for = request_id
         self._answer = None
         self._send(frame)
+        if self.hint is not None:
+            self.hint.write(permission_hint(request_id))
+            self.hint.flush()
         try:
             while self._answer is None:
                 item = self._inbox.get()
@@ -481,6 +491,18 @@ class DemoAgent:
         self._emit(chunk(sid, "Done." if approved else "Done, without the edit.", message_id=self._message_id(turn, 2)))
 
 
+def permission_hint(request_id: int) -> str:
+    """What the demo agent prints on stderr at a terminal after it asks for permission: the
+    answer frames to paste, one line each (the ``allow`` and ``reject`` options)."""
+    allow = builders.permission_response(request_id, "allow").decode().rstrip("\n")
+    reject = builders.permission_response(request_id, "reject").decode().rstrip("\n")
+    return (
+        f"acp-fast demo-agent: waiting for the answer to permission request {request_id}; paste one line:\n"
+        f"  allow:  {allow}\n"
+        f"  reject: {reject}\n"
+    )
+
+
 def _approved(answer: Any) -> tuple[bool, str]:
     """(approved, why not) from the client's answer to a permission request."""
     if answer.kind == "error":
@@ -526,8 +548,21 @@ def main(argv: Optional[List[str]] = None) -> int:
         chunks=args.chunks,
         delay=args.delay,
         permission=not args.no_permission,
+        hint=sys.stderr if _at_a_terminal() else None,
     )
     return agent.run()
+
+
+def _at_a_terminal() -> bool:
+    """A person is typing the frames: stdin is a terminal, or (behind ``acp-fast proxy`` run at a
+    terminal, which relays what is typed) stderr, which reaches the same terminal."""
+    for stream in (sys.stdin, sys.stderr):
+        try:
+            if stream is not None and stream.isatty():
+                return True
+        except (AttributeError, ValueError, OSError):
+            continue
+    return False
 
 
 if __name__ == "__main__":  # pragma: no cover

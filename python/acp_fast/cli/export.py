@@ -18,7 +18,7 @@ from typing import Any, List, Optional
 from .._outputs import PendingOutput, check_output, output_error
 from .._terminal import printable
 from ._streams import Progress
-from ._usage import Parser
+from ._usage import Parser, fail
 
 COMPRESSIONS = ("zstd", "snappy", "gzip", "lz4", "none")
 #: ``--to`` names ending so are traces (``acp_fast.trace``), not Parquet files.
@@ -105,8 +105,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         sizes = [os.path.getsize(p) for p in files]
         schema = arrow.schema_of(args.table, any(arrow.is_recording_file(p) for p in files))
     except OSError as exc:
-        print(f"acp-fast export: cannot read {exc.filename}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
+        return fail("acp-fast export", f"cannot read {exc.filename}: {exc.strerror or exc}")
 
     progress = Progress("export", sum(sizes), enabled=Progress.wanted(args.progress))
     start = time.monotonic()
@@ -114,8 +113,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         out = PendingOutput(args.to, args.force)
     except OSError as exc:
-        print(f"acp-fast export: {output_error(args.to, exc)}", file=sys.stderr)
-        return 1
+        return fail("acp-fast export", output_error(args.to, exc), 1)
     try:
         with pq.ParquetWriter(out.file, schema, compression=args.compression) as writer:
             for path in files:
@@ -129,10 +127,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         out.discard()
         progress.close()
         if exc.filename is None or exc.filename == out.temp:
-            print(f"acp-fast export: {output_error(args.to, exc)}", file=sys.stderr)
-        else:
-            print(f"acp-fast export: {exc.filename}: {exc.strerror or exc}", file=sys.stderr)
-        return 1
+            return fail("acp-fast export", output_error(args.to, exc), 1)
+        return fail("acp-fast export", f"{exc.filename}: {exc.strerror or exc}", 1)
     except BaseException:
         out.discard()
         raise

@@ -39,7 +39,7 @@ from .._terminal import printable
 from ..recording import RecordingError, parse_lines, record_limit
 from ..trace import parse_lines as trace_lines
 from ._streams import Progress, chunks_of, open_input, read_chunks, sniff, string_offset
-from ._usage import Parser, integer
+from ._usage import Parser, bound, fail, integer
 
 #: The longest line a replay reads by default (``acp_fast.DEFAULT_MAX_FRAME_BYTES``).
 DEFAULT_MAX_FRAME_BYTES = acp_fast.DEFAULT_MAX_FRAME_BYTES
@@ -636,30 +636,30 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--forwarded-only", action="store_true", help="skip recorded frames the proxy did not forward")
     parser.add_argument(
         "--max-errors",
-        type=integer(0),
+        type=bound(0),
         default=20,
         metavar="N",
-        help="list at most N errors (all are counted; default 20)",
+        help="list at most N errors (all are counted; default 20; none: all)",
     )
     parser.add_argument(
         "--max-tool-calls",
-        type=integer(1),
+        type=bound(1),
         metavar="N",
-        help="bound the store (oldest finished tool calls are dropped)",
+        help="bound the store (oldest finished tool calls are dropped; default none: all)",
     )
     parser.add_argument(
         "--max-updates",
-        type=integer(0, 2**63 - 1),
+        type=bound(0),
         default=DEFAULT_MAX_UPDATES,
         metavar="N",
-        help=f"keep the updates no rule handles, the last N per session, counting those dropped (default {DEFAULT_MAX_UPDATES}; 0: none)",
+        help=f"keep the updates no rule handles, the last N per session, counting those dropped (default {DEFAULT_MAX_UPDATES}; none: all; 0: none kept)",
     )
     parser.add_argument(
         "--max-entities",
-        type=integer(0, 2**63 - 1),
+        type=bound(0),
         default=DEFAULT_MAX_ENTITIES,
         metavar="N",
-        help=f"keep the v2 entities (messages, state, usage, ...), the last N per target and session (default {DEFAULT_MAX_ENTITIES}; 0: none)",
+        help=f"keep the v2 entities (messages, state, usage, ...), the last N per target and session (default {DEFAULT_MAX_ENTITIES}; none: all; 0: not tracked)",
     )
     parser.add_argument(
         "--max-frame-bytes",
@@ -684,8 +684,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         stream, size, name = open_input(args.file)
     except OSError as exc:
-        print(f"acp-fast inspect: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
+        return fail("acp-fast inspect", f"cannot read {args.file}: {exc.strerror or exc}")
     progress = Progress(f"inspect {name}", size, enabled=Progress.wanted(args.progress))
     try:
         result = replay_file(
@@ -701,8 +700,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             progress=progress,
         )
     except OSError as exc:
-        print(f"acp-fast inspect: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
+        return fail("acp-fast inspect", f"cannot read {args.file}: {exc.strerror or exc}")
     finally:
         if stream is not sys.stdin.buffer:
             stream.close()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import acp_fast
 
@@ -27,34 +27,13 @@ from ..proxy import (
     Proxy,
 )
 from ..proxy.cancel import DEFAULT_GRACE, CancelledPermissions
-from ._usage import Parser, integer, number
+from ._usage import Parser, bound, integer, number
 
 __all__ = ["main", "parser", "Proxy"]
 
 
-#: ``--max-tool-calls``: 0 (keep all) or a positive integer.
-_count = integer(0)
 #: ``--max-frame-bytes``: 1 to ``MAX_FRAME_BYTES``.
 _positive = integer(1, acp_fast.MAX_FRAME_BYTES)
-
-
-def _bound(least: int) -> Callable[[str], Optional[int]]:
-    """A bound of the state engine (``--max-updates``, ...): an integer from ``least`` to 2**63-1,
-    or ``none`` (no bound)."""
-
-    def parse(text: str) -> Optional[int]:
-        if text.strip().lower() == "none":
-            return None
-        what = f"an integer from {least} to 2**63-1 or none"
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {what}, found {text!r}") from None
-        if not least <= value < 2**63:
-            raise argparse.ArgumentTypeError(f"expected {what}, found {value}")
-        return value
-
-    return parse
 
 
 def _bridge_versions(text: str) -> Tuple[int, int]:
@@ -206,10 +185,10 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--max-tool-calls",
-        type=_count,
+        type=bound(1, zero_was_none="acp-fast proxy: --max-tool-calls"),
         default=DEFAULT_MAX_TOOL_CALLS,
         metavar="N",
-        help=f"tool calls kept in the state, the oldest finished dropped first (default {DEFAULT_MAX_TOOL_CALLS}; 0 keeps all)",
+        help=f"tool calls kept in the state, the oldest finished dropped first (default {DEFAULT_MAX_TOOL_CALLS}; none: all)",
     )
     # The bounds inside sessions (docs/API.md "Bounds and checkpoints"), the store's defaults.
     defaults = acp_fast.ToolCallStore()
@@ -230,7 +209,7 @@ def parser() -> argparse.ArgumentParser:
     ):
         default = getattr(defaults, option[2:].replace("-", "_"))
         help = f"{what} (default {default}; none: all)"
-        p.add_argument(option, type=_bound(least), default=default, metavar="N", help=help)
+        p.add_argument(option, type=bound(least), default=default, metavar="N", help=help)
     return p
 
 

@@ -53,7 +53,7 @@ from ..recording import DELIVERED, RecordingError, parse_lines, record_limit
 from ..trace import parse_lines as trace_lines
 from ._shapes import protocol
 from ._streams import Progress, open_input, read_chunks, sniff, string_offset
-from ._usage import Parser, integer
+from ._usage import Parser, bound, fail, integer
 
 DEFAULT_MAX_FRAME_BYTES = acp_fast.DEFAULT_MAX_FRAME_BYTES
 KINDS = ("json", "jsonrpc", "acp", "schema", "protocol", "recording")
@@ -155,6 +155,9 @@ class Validator:
         self.messages = 0  # valid JSON-RPC messages (batch entries counted one by one)
         self.batches = 0
         self.by_direction: Counter[str] = Counter()
+        self.responses = 0  # responses and error replies, and how many answered a request seen
+        self.paired = 0
+        self.unpaired = 0  # responses reported as answering no request (unexpected-response)
         self.recording: Dict[str, Any] = {}
         # pending requests: (sender or None, id key) -> (method, line, sender)
         self._pending: Dict[Tuple[Optional[str], Tuple[str, Any]], Tuple[str, int, Optional[str]]] = {}
@@ -172,6 +175,17 @@ class Validator:
     def ok(self) -> bool:
         """No problem of severity ``error`` (warnings are reported, but do not fail the input)."""
         return self.problem_count == self.warning_count
+
+    def hint(self, name: str) -> Optional[str]:
+        """A line that explains the problems, or None: a stream none of whose responses answers a
+        request it holds looks like one direction of a conversation (an agent's output alone)."""
+        if self.format == "recording" or not self.unpaired or self.paired:
+            return None
+        return (
+            f"hint: none of the {_plural(self.responses, 'response')} in {name} answers a request it holds: "
+            "it looks like one direction of a conversation (one side's output alone); validate a "
+            "recording of both directions instead (acp-fast proxy --record FILE)"
+        )
 
     def unanswered(self) -> List[Dict[str, Any]]:
         """Requests still without a response (not a problem: a stream may stop mid-conversation)."""
@@ -397,6 +411,9 @@ class Validator:
                 self._register(msg, method, line, column, sender)
             return
         found = self._find(msg.id, sender)
+        if msg.id is not None or kind != "error":  # an error reply with id null answers no request
+            self.responses += 1
+            self.paired += found is not None
         if action not in DELIVERED:
             self._undelivered_response(msg, found, line, column, sender)
             return
@@ -478,6 +495,7 @@ class Validator:
             else:  # unexpected-response, tool-call-title: the conversation
                 kind = "protocol"
                 code = None
+                self.unpaired += rule == "unexpected-response"
             if what and location[:1] in (("params",), ("result",), ("error",)):
                 message = f"{what}: {message}"
             self.report(line, column(location), kind, message, code, p.severity)
@@ -683,10 +701,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--max-problems",
-        type=integer(0),
+        type=bound(0, zero_was_none="acp-fast validate: --max-problems"),
         default=200,
         metavar="N",
-        help="print at most N problems (all are counted; 0: no limit; default 200)",
+        help="print at most N problems (all are counted; default 200; none: all)",
     )
     parser.add_argument("-q", "--quiet", action="store_true", help="print only the summary")
     progress = parser.add_mutually_exclusive_group()
@@ -755,6 +773,7 @@ def to_json(name: str, v: Validator) -> Dict[str, Any]:
         "problems": [p.to_json() for p in v.problems],
         "truncated": len(v.problems) < v.problem_count,
         "unanswered": v.unanswered(),
+        "hint": v.hint(name),
     }
     if v.format == "recording":
         rec = v.recording
@@ -777,7 +796,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: 0 for --help, 2 for usage errors
         return int(exc.code or 0)
-    limit = args.max_problems or None
+    limit = args.max_problems
     out = sys.stdout
     if hasattr(out, "reconfigure"):
         try:
@@ -787,8 +806,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         stream, size, name = open_input(args.file)
     except OSError as exc:
-        print(f"acp-fast validate: cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
+        return fail("acp-fast validate", f"cannot read {args.file}: {exc.strerror or exc}")
     printed = [0]
 
     def show(problem: Problem) -> None:
@@ -809,8 +827,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             on_problem=show,
         )
     except ImportError as exc:  # the pure-Python backend without jsonschema-rs or jsonschema
-        print(f"acp-fast validate: {exc}", file=sys.stderr)
-        return 2
+        return fail("acp-fast validate", str(exc))
     try:
         validator.run(progress.wrap(read_chunks(stream)), input_format=args.input)
     except KeyboardInterrupt:  # pragma: no cover - interactive
@@ -818,8 +835,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 130
     except OSError as exc:
         progress.close()
-        print(f"acp-fast validate: cannot read {name}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
+        return fail("acp-fast validate", f"cannot read {name}: {exc.strerror or exc}")
     finally:
         if stream is not sys.stdin.buffer:
             stream.close()
@@ -833,6 +849,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         if rec:
             out.write(rec + "\n")
         out.write(summary_line(name, validator) + "\n")
+        hint = validator.hint(name)
+        if hint:
+            out.write(hint + "\n")
     return 0 if validator.ok else 1
 
 

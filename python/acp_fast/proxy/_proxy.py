@@ -33,6 +33,7 @@ from ._relay import (
     _strip_cr,
     change_line,
     line_error,
+    located,
     request_id,
 )
 from .chain import Successor
@@ -394,7 +395,7 @@ class Proxy:
             action = "answered" if asks else "dropped"
             direction.stats["invalid"] += 1
             direction.stats[action] += 1
-            self.note(f"editor line {error.line}: {error} ({action}, not forwarded)")
+            self.note(f"{located('editor', error.line, error)} ({action}, not forwarded)")
         if self.recorder is not None:
             self.record(side, line, True, time.time(), False, True, action)
         if not asks:

@@ -460,7 +460,7 @@ class Direction:
     def state_error(self, line: int, error: Any) -> None:
         """A bad state update (−32602) at line ``line``: reported; the frame is forwarded."""
         self.stats["state_errors"] += 1
-        self.host.note(f"{self.side} line {line}: {error} (forwarded)")
+        self.host.note(f"{located(self.side, line, error)} (forwarded)")
 
     def show_change(self, change: Any) -> None:
         """``--watch``: one stderr line for a state change."""
@@ -786,15 +786,15 @@ class Direction:
         host = self.host
         settings = self.settings
         self.stats["invalid"] += 1
-        where = f"{self.side} line {line}"
+        where = located(self.side, line, error)
         if self.side == "agent":
             policy = settings.agent_invalid
             if policy == "pass" and passable:
-                host.note(f"{where}: {error} (passed on)")
+                host.note(f"{where} (passed on)")
                 return None
             if policy == "drop":
                 self.stats["dropped"] += 1
-                host.note(f"{where}: {error} (dropped)")
+                host.note(f"{where} (dropped)")
                 return "dropped"
             self.stats["diverted"] += 1
             host.divert(data)
@@ -802,15 +802,15 @@ class Direction:
                 n = self.stats["invalid"]
                 host.stop(
                     INVALID_LINES_STATUS,
-                    f"{where}: {error}; {n} line{'s' if n > 1 else ''} from the agent "
+                    f"{where}; {n} line{'s' if n > 1 else ''} from the agent "
                     f"{'were' if n > 1 else 'was'} not JSON-RPC (--agent-invalid fail={settings.agent_invalid_limit})",
                 )
             return "diverted"
         if not (settings.strict or (host.schema is not None and error.kind == "schema")):
-            host.note(f"{where}: {error} (forwarded)")
+            host.note(f"{where} (forwarded)")
             return None
         self.stats["answered"] += 1
-        host.note(f"{where}: {error} (answered with an error, not forwarded)")
+        host.note(f"{where} (answered with an error, not forwarded)")
         host.answer_editor(data, error)
         return "answered"
 
@@ -904,6 +904,17 @@ class Direction:
         self.stats["undelivered"] += len(data)
         self.host.lost(self.side)
         return False
+
+
+def located(side: str, line: int, error: Any) -> str:
+    """``"editor line 5 column 1: expected a JSON value, found 'h'"``: where ``error`` is, with one
+    line number, the line's on its side (a decode error's own message without the position it
+    carries), for the proxy's stderr notes."""
+    msg = getattr(error, "msg", None)
+    column = getattr(error, "colno", None)
+    if isinstance(msg, str) and isinstance(column, int) and column > 0:
+        return f"{side} line {line} column {column}: {msg}"
+    return f"{side} line {line}: {error}"
 
 
 def _relined(error: Any, line: int, data: bytes) -> Any:

@@ -236,7 +236,9 @@ class Conversation:
                     self.asked = (_asked_version(msg), sender)
             if method == "session/update":
                 self._tool_call(msg, path, out)
-        elif "id" in msg:
+        elif "id" in msg and not (msg["id"] is None and "error" in msg):
+            # an error reply with "id": null answers a frame whose id could not be read (JSON-RPC
+            # 2.0: a parse error, an invalid request): there is no request to pair it with
             hint = self._answer(_id_key(msg["id"]), sender)
             if hint is None:
                 n = self.evicted
