@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List
 
+import pytest
+
 from acp_fast import recording
 
 PY = sys.executable
@@ -50,12 +52,14 @@ class Component:
         return self.p.wait(timeout=30)
 
 
-def test_a_session_through_the_chain(tmp_path: Path, backend_id: str) -> None:
+@pytest.mark.parametrize("ns", ["", "_"], ids=["released", "underscored"])
+def test_a_session_through_the_chain(tmp_path: Path, backend_id: str, ns: str) -> None:
+    """The conductor's released names (`proxy/...`) and its newer sources' (`_proxy/...`)."""
     c = Component(tmp_path, backend_id)
     # upstream initializes the component as a proxy: it initializes its successor first
-    c.send({"jsonrpc": "2.0", "id": 0, "method": "_proxy/initialize", "params": {"protocolVersion": 1}})
+    c.send({"jsonrpc": "2.0", "id": 0, "method": f"{ns}proxy/initialize", "params": {"protocolVersion": 1}})
     wrapped = c.receive()
-    assert wrapped["method"] == "_proxy/successor" and isinstance(wrapped["id"], str)
+    assert wrapped["method"] == f"{ns}proxy/successor" and isinstance(wrapped["id"], str)
     assert wrapped["params"] == {"method": "initialize", "params": {"protocolVersion": 1}}
     result = {"protocolVersion": 1, "agentCapabilities": {"loadSession": False}, "authMethods": []}
     c.send({"jsonrpc": "2.0", "id": wrapped["id"], "result": result})
@@ -73,11 +77,13 @@ def test_a_session_through_the_chain(tmp_path: Path, backend_id: str) -> None:
     assert prompt["params"]["method"] == "session/prompt"
     update = {"sessionId": "s1", "update": {"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "ls",
                                              "kind": "execute", "status": "pending"}}  # fmt: skip
-    c.send({"jsonrpc": "2.0", "method": "_proxy/successor", "params": {"method": "session/update", "params": update}})
+    c.send(
+        {"jsonrpc": "2.0", "method": f"{ns}proxy/successor", "params": {"method": "session/update", "params": update}}
+    )
     assert c.receive() == {"jsonrpc": "2.0", "method": "session/update", "params": update}
     ask = {"sessionId": "s1", "toolCall": {"toolCallId": "t1"},
            "options": [{"optionId": "ok", "name": "Allow", "kind": "allow_once"}]}  # fmt: skip
-    c.send({"jsonrpc": "2.0", "id": 77, "method": "_proxy/successor",
+    c.send({"jsonrpc": "2.0", "id": 77, "method": f"{ns}proxy/successor",
             "params": {"method": "session/request_permission", "params": ask}})  # fmt: skip
     asked = c.receive()
     assert asked["method"] == "session/request_permission" and asked["params"] == ask
@@ -89,7 +95,7 @@ def test_a_session_through_the_chain(tmp_path: Path, backend_id: str) -> None:
         "sessionId": "s1",
         "update": {"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "completed"},
     }
-    c.send({"jsonrpc": "2.0", "method": "_proxy/successor", "params": {"method": "session/update", "params": done}})
+    c.send({"jsonrpc": "2.0", "method": f"{ns}proxy/successor", "params": {"method": "session/update", "params": done}})
     assert c.receive()["params"] == done
     c.send({"jsonrpc": "2.0", "id": prompt["id"], "error": {"code": -32000, "message": "no"}})
     assert c.receive() == {"jsonrpc": "2.0", "id": 2, "error": {"code": -32000, "message": "no"}}

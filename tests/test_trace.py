@@ -397,3 +397,20 @@ def test_members_are_found_in_any_layout(backend: Any, frame: bytes) -> None:
     assert record is not None and json.loads(record.data) == {
         k: expected[k] for k in ("jsonrpc", "id", "method", "params")
     }
+
+
+@pytest.mark.parametrize("name", ["proxy/initialize", "_proxy/initialize"])
+def test_the_conductors_initialize_of_a_proxy_reads_as_initialize(name: str) -> None:
+    line = (
+        b'{"type":"request","ts":0.1,"protocol":"acp","from":"Client","to":"Proxy(0)","id":"u1","method":"'
+        + name.encode()
+        + b'","params":{"protocolVersion":1}}'
+    )
+    record = trace.parse_record(line, 1)
+    assert record is not None and record.direction == "editor" and record.action == "replaced"
+    assert json.loads(record.data) == {
+        "jsonrpc": "2.0",
+        "id": "u1",
+        "method": "initialize",
+        "params": {"protocolVersion": 1},
+    }

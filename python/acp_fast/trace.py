@@ -75,7 +75,10 @@ def _spans(text: bytes, pattern: re.Pattern[bytes], keys: Tuple[str, ...]) -> Di
         except acp_fast.DecodeError:
             pass
         else:
-            found = {k: m.span(k) for k in ("id", "method") if k in keys and m.group(k) is not None}
+            found: Dict[str, Tuple[int, int]] = {}
+            for k in ("id", "method"):
+                if k in keys and m.group(k) is not None:
+                    found[k] = m.span(k)
             found[m.group("last").decode()] = (start, end)
             return found
     first = text.index(b"{")
@@ -262,6 +265,9 @@ def from_recording(
 # ---------------------------------------------------------------------------------------------
 # Reading: a trace as the records of a recording (`acp-fast validate` and `inspect`)
 
+#: The conductor's `initialize` of a proxy in its chain (its releases' name, its newer sources'):
+#: read as the `initialize` it stands for.
+PROXY_INITIALIZE = ("proxy/initialize", "_proxy/initialize")
 #: How a trace starts: its first event (the conductor writes `type` first).
 STARTS = (b'{"type":"request"', b'{"type":"response"', b'{"type":"notification"')
 
@@ -337,10 +343,13 @@ def parse_record(line: bytes, number: int) -> Optional[ParsedRecord]:
             ident = span("id")
             head += b',"id":' + line[ident[0] : ident[1]]
         head += b',"method":'
+        token = line[method[0] : method[1]]
+        if value["method"] in PROXY_INITIALIZE:  # the conductor's initialize of a proxy: the client's
+            token = b'"initialize"'
         if value["params"] is None:  # a frame without params: placed by its method
             body = method
         else:
-            head += line[method[0] : method[1]] + b',"params":'
+            head += token + b',"params":'
             body = span("params")
     frame = head + line[body[0] : body[1]] + b"}"
     record = {"t": value["ts"], "from": side, **({"action": action} if action else {})}

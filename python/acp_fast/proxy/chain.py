@@ -5,17 +5,18 @@ the proxy's features (state, recording, trace, strict mode, bridge, coalescing, 
 A component has one stdio connection, to the conductor, which carries both sides:
 
 * what comes from upstream (the editor, or the proxy before this one) arrives as plain ACP, the
-  first request being `_proxy/initialize` instead of `initialize`;
+  first request being `proxy/initialize` instead of `initialize` (`_proxy/...` in the
+  conductor's newer sources: both are read, and answered in the names the conductor used);
 * what the component sends on to its successor (the next proxy, or the agent) goes out wrapped
-  in `_proxy/successor` (`{"method": M, "params": P}`, a request when the inner message is one:
+  in `proxy/successor` (`{"method": M, "params": P}`, a request when the inner message is one:
   the conductor answers it with the inner answer);
-* what the successor sends this way arrives wrapped in `_proxy/successor` too (a request when
+* what the successor sends this way arrives wrapped in `proxy/successor` too (a request when
   the successor asks something: the component answers it with what upstream answered).
 
 `Successor` stands in for the agent process: it splits the conductor's lines between the proxy's
 editor side and its agent side, unwrapped, and wraps what the proxy writes to its agent, so that
 the proxy (and its recording) sees an editor and an agent as without the conductor.
-`_proxy/initialize` reaches the proxy as `initialize` and is answered upstream with the
+`proxy/initialize` reaches the proxy as `initialize` and is answered upstream with the
 successor's answer to it. Ids: the component's own requests to the conductor are strings
 `acp-fast-successor-N`, the successor's requests are relayed upstream with ids
 `acp-fast-chain-N`; both are mapped back on the answers (what is still unanswered is bounded by
@@ -25,6 +26,7 @@ successor's answer to it. Ids: the component's own requests to the conductor are
 from __future__ import annotations
 
 import os
+import signal
 import threading
 from collections import OrderedDict
 from typing import Any, Dict, Optional, Set
@@ -33,11 +35,14 @@ import acp_fast
 
 from ._relay import Output
 
-__all__ = ["INITIALIZE_PROXY", "MAX_PENDING", "SUCCESSOR", "Successor"]
+__all__ = ["INITIALIZE_PROXY", "MAX_PENDING", "NAMES", "SUCCESSOR", "Successor"]
 
-#: The conductor's methods (its proxy extension).
-SUCCESSOR = "_proxy/successor"
-INITIALIZE_PROXY = "_proxy/initialize"
+#: The conductor's methods (its proxy extension), as its releases name them (5.x on crates.io);
+#: the underscored names of its newer sources are read too, and a component answers in the
+#: names its conductor used for `initialize`.
+SUCCESSOR = "proxy/successor"
+INITIALIZE_PROXY = "proxy/initialize"
+NAMES = {INITIALIZE_PROXY: SUCCESSOR, "_proxy/initialize": "_proxy/successor"}
 #: Requests waiting for their answer, per direction (the oldest forgotten beyond it).
 MAX_PENDING = 10_000
 
@@ -87,6 +92,7 @@ class Successor:
         self._upstream = upstream
         self._ours = _Pending("acp-fast-successor-")  # our _proxy/successor requests: -> inner id
         self._theirs = _Pending("acp-fast-chain-")  # the successor's requests: -> the outer id
+        self._successor = SUCCESSOR  # the name the conductor uses (set by its initialize)
         self._done = threading.Event()
         self._closing = threading.Lock()
         self._closed: Set[int] = set()
@@ -105,7 +111,11 @@ class Successor:
         return 0 if self._done.is_set() else None
 
     def send_signal(self, signum: int) -> None:
-        """A signal for the agent: the conductor owns the successor; nothing to do here."""
+        """A signal the proxy forwards to its agent: the conductor owns the successor, so a
+        signal that ends a process (the conductor's SIGTERM at its exit, a Ctrl-C) ends the
+        session here: the agent side is closed and the proxy finishes (its reports written)."""
+        if signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            self.terminate()
 
     def terminate(self) -> None:
         self._close(self._agent)
@@ -140,10 +150,11 @@ class Successor:
         line = bytes(event[1])
         message = self._load(line)
         method = message.get("method") if message is not None else None
-        if message is not None and method == INITIALIZE_PROXY:
+        if message is not None and method in NAMES:
+            self._successor = NAMES[method]
             message["method"] = "initialize"
             self._write(self._editor, _line(message))
-        elif message is not None and method == SUCCESSOR and isinstance(message.get("params"), dict):
+        elif message is not None and method in NAMES.values() and isinstance(message.get("params"), dict):
             outer = message["params"]
             inner: Dict[str, Any] = {"jsonrpc": "2.0"}
             if "id" in message:
@@ -198,7 +209,7 @@ class Successor:
             outer: Dict[str, Any] = {"jsonrpc": "2.0"}
             if "id" in message:
                 outer["id"] = self._ours.new(message["id"])
-            outer.update(method=SUCCESSOR, params=inner)
+            outer.update(method=self._successor, params=inner)
             return _line(outer)
         theirs = self._theirs.answered(message.get("id"))
         if theirs is self._theirs:
