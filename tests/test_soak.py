@@ -93,11 +93,10 @@ def test_soak_sessions(backend_id, proxy_args, tmp_path):
     options = ["--sessions", str(sessions), "--interval", "0.005", "--no-progress", "--json", str(out)]
     done = soak(*options, "--proxy-args", *proxy_args, backend=backend_id)
     report = json.loads(out.read_text())
-    # The store keeps every session until its session bound (max_sessions) is merged: its RSS grows
-    # with the sessions here, which the soak reports; every other check must pass.
-    checks = [p for p in report["problems"] if not p.startswith("RSS not flat")]
-    assert checks == [] and report["status"] == 0, done.stdout + done.stderr
-    assert done.returncode == (1 if report["problems"] else 0)
+    # Every check passes, the RSS flat included: the store keeps 1,000 sessions (max_sessions) and
+    # the bridge its own bounds, whatever the number of sessions relayed.
+    assert report["problems"] == [] and report["status"] == 0, done.stdout + done.stderr
+    assert done.returncode == 0
     assert sessions <= report["sessions"] <= sessions + 3
     assert report["proxy_args"] == proxy_args and report["copies"] * 2 <= report["sessions"]
     assert report["sessions_planned"] == report["sessions"] and report["garbage_lines"] > 0
