@@ -314,7 +314,7 @@ def test_proxy_and_inspect_outputs_carry_deep_frames(tmp_path: Path, env, raw_in
     assert done.returncode == 0, done.stderr
     kept = raw_input_depth + 3 <= LIMIT
     assert done.stdout == (sent if kept else b"")  # an agent's line that is not JSON goes to stderr
-    store = backend.ToolCallStore(max_tool_calls=None)  # as inspect's
+    store = backend.ToolCallStore(max_tool_calls=None, max_sessions=None)  # as inspect's
     store.feed(sent)
     checkpoint = store.to_json()
     assert (b'"rawInput":' in checkpoint) == kept
