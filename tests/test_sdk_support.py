@@ -54,7 +54,11 @@ def _runtime_warnings(caught: List[warnings.WarningMessage]) -> List[str]:
 
 def test_the_fast_paths_are_on_with_the_installed_sdk(fresh_warnings: None, monkeypatch: Any) -> None:
     """On the SDK installed (CI: 0.12.1 and the newest 1.0 pre-release), the update validators are
-    the stripped ones for every tag, the client's update fast path is on, and nothing warns."""
+    the stripped ones for every tag, the client's update fast path is on, and nothing warns: with
+    the SDK's telemetry off, as without opentelemetry and logfire (the `otel` extra installs
+    opentelemetry, which turns the SDK's spans on: the next test has that case)."""
+    monkeypatch.setattr(acp.telemetry, "TRACER", None, raising=False)
+    monkeypatch.setattr(acp.telemetry, "logfire_span", None, raising=False)
     monkeypatch.setattr(_sdk_validation, "_strict_update_validators", None)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
