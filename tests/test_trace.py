@@ -292,6 +292,49 @@ def test_a_trace_reads_as_its_recording(tmp_path: Path, backend_id: str) -> None
         assert json.loads(check.stdout)["problemCount"] == 0
 
 
+def test_arrow_and_export_read_a_trace_as_its_recording(tmp_path: Path, backend_id: str) -> None:
+    """`acp_fast.arrow` (frames, tool_calls) and `acp-fast export` read a trace as the recording
+    it was made from: the same rows, sides and routing fields (lines and times are the trace's)."""
+    pa = pytest.importorskip("pyarrow")
+    from acp_fast import arrow
+
+    rec = tmp_path / "r.ndjson"
+    run = subprocess.run(
+        [PY, "-m", "acp_fast.cli", "proxy", "--record", str(rec), "--",
+         PY, "-m", "acp_fast.cli", "demo-agent", "--no-permission"],
+        input=b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}\n'
+        b'{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}\n'
+        b'{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"sess_1","prompt":[{"type":"text","text":"go"}]}}\n',
+        capture_output=True, env=dict(os.environ, ACP_FAST_BACKEND=backend_id), timeout=60,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    out = tmp_path / "t.jsons"
+    with open(out, "wb") as f:
+        trace.from_recording([rec.read_bytes()], f)
+    assert arrow.is_recording_file(str(out))
+    keep = ["method", "id", "session_id", "update_kind", "tool_call_id", "status", "kind", "side"]
+    from_rec, from_trace = arrow.frames(str(rec)), arrow.frames(out.read_bytes())
+    assert set(keep) <= set(from_trace.column_names)
+    assert from_trace.select(keep).to_pylist() == from_rec.select(keep).to_pylist()
+    assert len(from_trace) > 10 and from_trace.column("time").null_count == 0
+    # a trace's lines are its own: line n of the trace is the event of row n
+    assert from_trace.column("line").to_pylist() == list(range(1, len(from_trace) + 1))
+    calls = ["session_id", "tool_call_id", "kind", "title", "status", "updates", "content_items"]
+    rec_calls, trace_calls = arrow.tool_calls(str(rec)), arrow.tool_calls(str(out))
+    assert len(rec_calls) > 0 and "first_time" in trace_calls.column_names
+    assert trace_calls.select(calls).to_pylist() == rec_calls.select(calls).to_pylist()
+    # export: a trace beside a recording in one Parquet file
+    pq = pytest.importorskip("pyarrow.parquet")
+    parquet = tmp_path / "both.parquet"
+    done = _export(str(rec), str(out), "--to", str(parquet))
+    assert done.returncode == 0, done.stderr
+    table = pq.read_table(parquet)
+    assert table.column("file").to_pylist() == [str(rec)] * len(from_rec) + [str(out)] * len(from_trace)
+    assert table.filter(pa.compute.equal(table.column("file"), str(out))).select(keep).to_pylist() == (
+        from_trace.select(keep).to_pylist()
+    )
+
+
 @pytest.mark.parametrize(
     "sender, receiver, side, action",
     [

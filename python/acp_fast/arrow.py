@@ -21,7 +21,7 @@ from typing import IO, TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, L
 
 import acp_fast
 
-from . import _inputs
+from . import _inputs, trace
 from ._inputs import open_file
 from .recording import SOURCES, RecordingError, is_recording, parse_lines, record_limit
 
@@ -103,13 +103,34 @@ def require_pyarrow() -> Any:
 # Input
 
 
+#: Reads the records of a recording or of a trace (``acp_fast.recording.parse_lines`` or
+#: ``acp_fast.trace.parse_lines``).
+Records = Callable[[Iterable[bytes], int], Iterator[Tuple[int, Any]]]
+
+
+def _records_of(head: bytes) -> Optional[Records]:
+    """How to read the records of the input starting with ``head``: a recording's, a trace's
+    (a trace is read as the recording it stands for), or None for a plain stream."""
+    if is_recording(head):
+        return parse_lines
+    if trace.is_trace(head):
+        return trace.parse_lines
+    return None
+
+
 @dataclass
 class _Input:
-    """A stream or recording as byte chunks."""
+    """A stream, a recording or a trace as byte chunks (``records``: how to read a recording's
+    or a trace's records; None for a plain stream)."""
 
-    recording: bool
+    records: Optional[Records]
     chunks: Iterator[bytes]
     stream: Optional[IO[bytes]] = None
+
+    @property
+    def recording(self) -> bool:
+        """A recording or a trace: its lines are records, with their time and side."""
+        return self.records is not None
 
     def close(self) -> None:
         if self.stream is not None:
@@ -187,13 +208,12 @@ def _open(data: Data, wrap: Optional[Wrap] = None, threads: int = 1) -> _Input:
     if isinstance(data, (bytes, bytearray, memoryview)):
         data = bytes(data)
         chunks: Iterator[bytes] = iter([data])
-        return _Input(is_recording(data[:64]), wrap(chunks) if wrap else chunks)
+        return _Input(_records_of(data[:64]), wrap(chunks) if wrap else chunks)
     if isinstance(data, (str, os.PathLike)):
         stream = open_file(os.fspath(data))  # closed by _Input.close
-        head = stream.read(64)
-        recording = is_recording(head)
-        chunks = _read(stream) if recording or threads < 2 else _read_threads(stream, 0, None, threads)
-        return _Input(recording, wrap(chunks) if wrap else chunks, stream)
+        records = _records_of(stream.read(64))
+        chunks = _read(stream) if records or threads < 2 else _read_threads(stream, 0, None, threads)
+        return _Input(records, wrap(chunks) if wrap else chunks, stream)
     raise TypeError(f"expected bytes or a path, found {type(data).__name__}")
 
 
@@ -216,9 +236,10 @@ def expand(paths: Paths, *, on_duplicate: Optional[Callable[[str, str], None]] =
 
 
 def is_recording_file(path: str) -> bool:
-    """Whether the file ``path`` holds a recording (it starts with the recording header)."""
+    """Whether the file ``path`` holds a recording (it starts with the recording header) or a
+    trace (`acp_fast.trace`: it starts with an event), read as the recording it stands for."""
     with open_file(path) as f:
-        return is_recording(f.read(64))
+        return _records_of(f.read(64)) is not None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -289,13 +310,14 @@ def frames(
     numbers them; ``source`` (``"agent"`` or ``"client"``: who sent it) adds a ``side`` column
     (``"agent"`` or ``"editor"``). A recording gives a row per recorded line, numbered by its line
     in the recording, with ``time`` (unix seconds) and ``side`` (``"editor"`` or ``"agent"``); a
-    malformed record is an ``invalid`` row with the error ``invalid_record``. Lines over
+    malformed record is an ``invalid`` row with the error ``invalid_record``. A trace
+    (`acp_fast.trace`) reads as the recording it stands for (``time``: its ``ts``). Lines over
     ``max_frame_bytes`` (at most 1 GiB here) are ``invalid`` rows with ``frame_too_large``.
 
     ``threads`` (None: every core the process may use; 1: the calling thread only): a plain
     stream is cut into that many newline-aligned byte ranges, parsed at once without the GIL;
     the table is the same whatever the number (rows, order, line numbers; only its record
-    batches are cut differently). A recording is read on one thread. TypeError for a
+    batches are cut differently). A recording or a trace is read on one thread. TypeError for a
     ``threads`` that is not an int, ValueError for one below 1 or above 1024."""
     return _frames(data, source, max_frame_bytes, threads=threads)
 
@@ -313,10 +335,10 @@ def _frames(
     cols = _FrameColumns(max_frame_bytes=max_frame_bytes, threads=threads)
     inp = _open(data, wrap, _thread_count(threads))
     try:
-        if inp.recording:
+        if inp.records is not None:
             if source is not None:
                 raise ValueError(NO_SOURCE)
-            return _recording_frames(pa, inp.chunks, cols, max_frame_bytes)
+            return _recording_frames(pa, inp.records, inp.chunks, cols, max_frame_bytes)
         for chunk in inp.chunks:
             cols.feed(chunk)
         table = _table(pa, cols.finish())
@@ -327,10 +349,10 @@ def _frames(
     return table
 
 
-def _recording_frames(pa: Any, chunks: Iterable[bytes], cols: Any, max_frame_bytes: int) -> Any:
+def _recording_frames(pa: Any, records: Records, chunks: Iterable[bytes], cols: Any, max_frame_bytes: int) -> Any:
     times: List[Optional[float]] = []
     sides: List[Optional[str]] = []
-    for number, record in parse_lines(chunks, record_limit(max_frame_bytes)):
+    for number, record in records(chunks, record_limit(max_frame_bytes)):
         if record is None:
             continue
         if isinstance(record, RecordingError):
@@ -518,7 +540,7 @@ def tool_calls_schema(*, recording: bool = False, file: bool = False) -> pa.Sche
 
 
 def tool_calls(data: Data, *, source: Optional[str] = None) -> pa.Table:
-    """One row per tool call of ``data`` (an NDJSON stream or a recording, as for [`frames`][acp_fast.arrow.frames]),
+    """One row per tool call of ``data`` (an NDJSON stream, a recording or a trace, as for [`frames`][acp_fast.arrow.frames]),
     replayed through a new [`acp_fast.ToolCallStore`][acp_fast.ToolCallStore] in stream order, in the store's order
     (sessions, then tool calls, first seen first): ``kind``, ``title`` and ``status`` of the final
     state (a value that is not a string as its JSON text), ``first_line`` / ``last_line`` (the
@@ -543,10 +565,10 @@ def _tool_calls(data: Data, source: Optional[str], wrap: Optional[Wrap] = None) 
     tracker = _Tracker()
     inp = _open(data, wrap)
     try:
-        if inp.recording:
+        if inp.records is not None:
             if source is not None:
                 raise ValueError(NO_SOURCE)
-            for number, record in parse_lines(inp.chunks, record_limit(acp_fast.DEFAULT_MAX_FRAME_BYTES)):
+            for number, record in inp.records(inp.chunks, record_limit(acp_fast.DEFAULT_MAX_FRAME_BYTES)):
                 if record is None or isinstance(record, RecordingError) or record.kind != "line":
                     continue
                 if record.data is not None:
