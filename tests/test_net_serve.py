@@ -249,10 +249,15 @@ def test_clean_shutdown_ends_agents_and_completes_recordings(backend_id, tmp_pat
         assert records[1]["from"] == "editor" and records[2]["from"] == "agent"
 
 
-def test_a_slow_sse_client_pauses_the_agent_instead_of_buffering(backend_id):
-    """--queue 2: the session's stream is never read while the agent writes a long turn; the
-    gateway holds 2 messages and stops reading the agent, whose writes then block; once the
-    client reads, the whole turn arrives, in order."""
+def test_a_slow_sse_client_pauses_the_agent_instead_of_buffering(backend_id, tmp_path):
+    """--queue 2: the session's stream is not read while the agent writes a long turn; the
+    gateway holds 2 messages and stops reading the agent (the recording, which has every line
+    the gateway read, stays far short of the turn); once the client reads, the whole turn
+    arrives, in order."""
+
+    def agent_lines():
+        (path,) = tmp_path.glob("*.jsonl")
+        return path.read_bytes().count(b'"from":"agent"')
 
     async def go(url):
         async with aiohttp.ClientSession() as http:
@@ -262,7 +267,8 @@ def test_a_slow_sse_client_pauses_the_agent_instead_of_buffering(backend_id):
             _, answer = await peer.recv()
             sid = answer["result"]["sessionId"]
             assert (await peer.post(prompt(sid), sid)).status == 202
-            await asyncio.sleep(0.5)  # the agent writes; nobody reads the session's stream yet
+            await asyncio.sleep(1.0)  # the agent writes; nobody reads the session's stream yet
+            paused = agent_lines()
             peer.open(sid)
             seen = []
             while True:
@@ -273,15 +279,16 @@ def test_a_slow_sse_client_pauses_the_agent_instead_of_buffering(backend_id):
                 if message.get("id") == 2 and "method" not in message:
                     break
             await peer.close()
-            return seen
+            return paused, seen
 
-    agent = [PY, "-m", "acp_fast.cli", "demo-agent", "--chunks", "2000"]
-    with Serve("--queue", "2", backend_id=backend_id, agent=agent) as gw:
-        seen = asyncio.run(go(gw.url))
+    agent = [PY, "-m", "acp_fast.cli", "demo-agent", "--chunks", "5000"]
+    with Serve("--queue", "2", "--record", str(tmp_path), backend_id=backend_id, agent=agent) as gw:
+        paused, seen = asyncio.run(go(gw.url))
         check_turn(seen)
-        chunks = [m for m in seen if m.get("method") == "session/update"]
-        assert len(chunks) > 4000
+        assert len([m for m in seen if m.get("method") == "session/update"]) > 5000
+        assert paused < 2000, paused
         assert gw.stop() == 0
+    assert agent_lines() > 5000
 
 
 def test_non_loopback_needs_allow_remote_and_warns(backend_id):
