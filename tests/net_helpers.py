@@ -33,9 +33,7 @@ def env(backend_id: str, **extra: str) -> Dict[str, str]:
 class Serve:
     """`acp-fast serve [options] -- AGENT` on 127.0.0.1 and a free port; `url` once it listens."""
 
-    def __init__(
-        self, *options: str, backend_id: str = "rust", agent: Sequence[str] = AGENT, **environ: str
-    ) -> None:
+    def __init__(self, *options: str, backend_id: str = "rust", agent: Sequence[str] = AGENT, **environ: str) -> None:
         listen = [] if any(o.startswith("--listen") for o in options) else ["--listen", "127.0.0.1:0"]
         self.proc = subprocess.Popen(
             [PY, "-m", "acp_fast.cli", "serve", *listen, *options, "--", *agent],
@@ -90,10 +88,10 @@ class Serve:
         self._reader.join(TIMEOUT)
         return status
 
-    def __enter__(self) -> "Serve":
+    def __enter__(self):
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(TIMEOUT)
@@ -141,11 +139,13 @@ class HttpPeer:
         self.url = url
         self.headers = dict(headers or {})
         self.cid: Optional[str] = None
-        self.inbox: "asyncio.Queue[Any]" = asyncio.Queue()
-        self.tasks: List["asyncio.Task[None]"] = []
+        self.inbox: asyncio.Queue[Any] = asyncio.Queue()
+        self.tasks: List[asyncio.Task[None]] = []
 
     async def initialize(self) -> Dict[str, Any]:
-        async with self.http.post(self.url, data=INITIALIZE, headers={**self.headers, "Content-Type": "application/json"}) as r:
+        async with self.http.post(
+            self.url, data=INITIALIZE, headers={**self.headers, "Content-Type": "application/json"}
+        ) as r:
             assert r.status == 200, await r.text()
             self.cid = r.headers["Acp-Connection-Id"]
             body = await r.read()
@@ -225,7 +225,9 @@ async def http_turn(url: str, headers: Optional[Dict[str, str]] = None) -> Dict[
             rest.append((stream, message))
         await peer.close()
         async with http.post(
-            url, data=NEW_SESSION, headers={"Content-Type": "application/json", "Acp-Connection-Id": peer.cid or "", **(headers or {})}
+            url,
+            data=NEW_SESSION,
+            headers={"Content-Type": "application/json", "Acp-Connection-Id": peer.cid or "", **(headers or {})},
         ) as after:
             after_status = after.status
         return {"sid": sid, "seen": seen, "deleted": deleted, "after": after_status, "cid": peer.cid}

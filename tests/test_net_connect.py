@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-from pathlib import Path
 from typing import Any, List
 
 import pytest
+
 from net_helpers import INITIALIZE, NEW_SESSION, PY, TIMEOUT, Serve, allow, check_turn, env, normalised, prompt
 
 
@@ -138,6 +138,3 @@ def test_usage_errors(args, expected):
     p = subprocess.run([PY, "-m", "acp_fast.cli", "connect", *args], capture_output=True, text=True, env=env("python"))
     assert p.returncode == 2
     assert expected in p.stderr and "Traceback" not in p.stderr
-
-
-_ = Path

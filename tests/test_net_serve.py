@@ -11,11 +11,10 @@ import asyncio
 import json
 import signal
 import subprocess
-import sys
-from pathlib import Path
 
 import aiohttp
 import pytest
+
 from net_helpers import (
     INITIALIZE,
     NEW_SESSION,
@@ -82,9 +81,9 @@ def test_the_recording_of_a_network_turn_equals_the_stdio_one(backend_id, tmp_pa
 
 
 async def _post(url, body, **headers):
-    async with aiohttp.ClientSession() as http:
-        async with http.post(url, data=body, headers={"Content-Type": "application/json", **headers}) as r:
-            return r.status, await r.text(), dict(r.headers)
+    headers = {"Content-Type": "application/json", **headers}
+    async with aiohttp.ClientSession() as http, http.post(url, data=body, headers=headers) as r:
+        return r.status, await r.text(), dict(r.headers)
 
 
 def test_errors_are_clear_http_statuses(backend_id):
@@ -101,9 +100,9 @@ def test_errors_are_clear_http_statuses(backend_id):
         assert status == 501
 
         async def get_without_accept():
-            async with aiohttp.ClientSession() as http:
-                async with http.get(gw.url, headers={"Accept": "application/json"}) as r:
-                    return r.status
+            headers = {"Accept": "application/json"}
+            async with aiohttp.ClientSession() as http, http.get(gw.url, headers=headers) as r:
+                return r.status
 
         assert asyncio.run(get_without_accept()) == 406
         assert gw.stop() == 0
@@ -342,6 +341,3 @@ def test_import_acp_fast_does_not_need_aiohttp():
     p = subprocess.run([PY, "-c", code], capture_output=True, text=True, env=env("python"))
     assert p.returncode == 2
     assert "pip install 'acp-fast[net]'" in p.stderr and "Traceback" not in p.stderr
-
-
-_ = (Path, sys)

@@ -23,6 +23,7 @@ __all__ = ["main", "parser", "listen_address", "check_template", "TOKEN_ENV"]
 #: The environment variable read for `--token` when the option is not given.
 TOKEN_ENV = "ACP_FAST_TOKEN"
 DEFAULT_LISTEN = "127.0.0.1:8765"
+NO_TOKEN = " and require a token (--token); anyone who reaches this port can run the agent"
 
 
 def listen_address(text: str) -> Tuple[str, int]:
@@ -78,10 +79,11 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--max-connections",
-        type=integer(1, 1 << 20),
+        type=bound(1),
         default=DEFAULT_MAX_CONNECTIONS,
         metavar="N",
-        help=f"connections (agent processes) at once; more are answered 503 (default {DEFAULT_MAX_CONNECTIONS})",
+        help="connections (agent processes) at once; more are answered 503 "
+        f"(default {DEFAULT_MAX_CONNECTIONS}; none: no limit)",
     )
     p.add_argument(
         "--max-body-bytes",
@@ -106,9 +108,7 @@ def parser() -> argparse.ArgumentParser:
         help="messages held per SSE stream for a slow client before the agent's output is paused "
         f"(default {DEFAULT_QUEUE})",
     )
-    p.add_argument(
-        "--strict", action="store_true", help="answer client messages that are not JSON-RPC with an error"
-    )
+    p.add_argument("--strict", action="store_true", help="answer client messages that are not JSON-RPC with an error")
     p.add_argument(
         "--record",
         metavar="DIR|TEMPLATE",
@@ -169,12 +169,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 f"--listen {host}:{port} is reachable from other machines; expected a loopback address "
                 "(127.0.0.1, ::1, localhost), or add --allow-remote (and use --token and TLS: docs/NETWORK.md)"
             )
+        advice = "" if (ns.token or os.environ.get(TOKEN_ENV)) else NO_TOKEN
         print(
             f"acp-fast serve: warning: listening on {host}:{port}, reachable from other machines, over plain "
-            "HTTP: put a TLS reverse proxy in front"
-            + ("" if (ns.token or os.environ.get(TOKEN_ENV)) else " and require a token (--token); anyone who reaches "
-               "this port can run the agent")  # fmt: skip
-            + " (docs/NETWORK.md)",
+            f"HTTP: put a TLS reverse proxy in front{advice} (docs/NETWORK.md)",
             file=sys.stderr,
         )
     for option, template in (("--record", ns.record), ("--trace", ns.trace)):

@@ -64,13 +64,13 @@ class Endpoint:
         self.cid: Optional[str] = None
         self.streams: Set[str] = set()
         self.loads: Dict[str, str] = {}
-        self.tasks: Set["asyncio.Task[None]"] = set()
+        self.tasks: Set[asyncio.Task[None]] = set()
         self.done = asyncio.Event()
         self.failure: Optional[str] = None
         self.closing = False
         self.editor_lines = 0
         self.http: Optional[aiohttp.ClientSession] = None
-        self.connection_stream: Optional["asyncio.Task[None]"] = None
+        self.connection_stream: Optional[asyncio.Task[None]] = None
 
     def note(self, text: str) -> None:
         sys.stderr.write(f"acp-fast connect: {printable(text)}\n")
@@ -117,7 +117,7 @@ class Endpoint:
         """Read stdin, frame it, give each line to `send`; at its end, the connection ends."""
         loop = asyncio.get_running_loop()
         framer = acp_fast.Framer(max_frame_bytes=self.max_frame_bytes, keepends=True)
-        chunks: "asyncio.Queue[bytes]" = asyncio.Queue(4)
+        chunks: asyncio.Queue[bytes] = asyncio.Queue(4)
         fd = self.stdin
 
         def read() -> None:  # a daemon thread: a blocked read never holds the exit
@@ -140,7 +140,9 @@ class Endpoint:
         threading.Thread(target=read, name="acp-fast connect stdin", daemon=True).start()
         while not self.done.is_set():
             chunk = await chunks.get()
-            for number, raw in framer.feed(chunk) if chunk else framer.finish():
+            events: List[Any] = framer.feed(chunk) if chunk else framer.finish()
+            for event in events:
+                number, raw = event[0], event[1]
                 if isinstance(raw, int):
                     self.tap.too_large("editor", raw)
                     self.note(f"editor line {number}: longer than {self.max_frame_bytes} bytes (dropped)")
@@ -203,8 +205,7 @@ class Endpoint:
                     self.fail(f"WebSocket error: {ws.exception()}")
                     return
             if not self.closing:
-                why = ws.close_code, (msg.extra if msg is not None else "")  # type: ignore[possibly-undefined]
-                self.fail(f"the gateway closed the WebSocket (code {why[0]}{': ' + str(why[1]) if why[1] else ''})")
+                self.fail(f"the gateway closed the WebSocket (code {ws.close_code})")
             else:
                 self.done.set()
 
@@ -330,7 +331,9 @@ class Endpoint:
             async with http.get(self.url, headers=headers, timeout=aiohttp.ClientTimeout(total=None)) as r:
                 if r.status != 200:
                     body = await r.read()
-                    self.note(f"GET {'session ' + sid if sid else 'the connection'}'s stream: HTTP {r.status}: {_text(body)}")
+                    self.note(
+                        f"GET {'session ' + sid if sid else 'the connection'}'s stream: HTTP {r.status}: {_text(body)}"
+                    )
                     return
                 data: List[bytes] = []
                 async for raw in r.content:
@@ -401,7 +404,7 @@ def _text(body: bytes) -> str:
     except orjson.JSONDecodeError:
         return body.decode("utf-8", "replace").strip()[:300]
     if isinstance(value, dict) and isinstance(value.get("error"), str):
-        return value["error"]
+        return str(value["error"])
     return body.decode("utf-8", "replace").strip()[:300]
 
 
@@ -412,4 +415,3 @@ def run(url: str, **options: Any) -> int:
         return await Endpoint(url, **options).run()
 
     return asyncio.run(main())
-

@@ -25,7 +25,7 @@ import signal
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Deque, Dict, List, Optional, Sequence, Set
+from typing import Any, Deque, Dict, List, Optional, Set
 
 import orjson
 from aiohttp import WSMsgType, web
@@ -73,7 +73,7 @@ class Options:
     host: str = "127.0.0.1"
     port: int = 8765
     token: Optional[str] = None
-    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    max_connections: Optional[int] = DEFAULT_MAX_CONNECTIONS
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     idle_timeout: float = DEFAULT_IDLE_TIMEOUT
     queue: int = DEFAULT_QUEUE
@@ -435,7 +435,8 @@ class Gateway:
         if request.path != wire.ACP_PATH:
             return _error(404, f"expected the endpoint {wire.ACP_PATH}, found {request.path}")
         try:
-            return await handler(request)
+            response: web.StreamResponse = await handler(request)
+            return response
         except web.HTTPException:
             raise
         except Exception as e:  # noqa: BLE001 - one line, never a traceback
@@ -445,7 +446,8 @@ class Gateway:
     def _full(self) -> Optional[web.Response]:
         if self.stopping:
             return _error(503, "the gateway is shutting down", {"Retry-After": "5"})
-        if len(self.connections) + self.starting >= self.options.max_connections:
+        limit = self.options.max_connections
+        if limit is not None and len(self.connections) + self.starting >= limit:
             return _error(
                 503,
                 f"the gateway holds its maximum of {self.options.max_connections} connections (--max-connections)",
@@ -540,9 +542,7 @@ class Gateway:
             if asyncio.current_task() is not None and asyncio.current_task().cancelling():  # type: ignore[union-attr]
                 raise
             return _error(502, "the agent exited before it answered initialize")
-        return web.Response(
-            body=answer, content_type="application/json", headers={wire.CONNECTION_HEADER: conn.id}
-        )
+        return web.Response(body=answer, content_type="application/json", headers={wire.CONNECTION_HEADER: conn.id})
 
     # -- GET: SSE or WebSocket ------------------------------------------------------------------
 
@@ -599,7 +599,7 @@ class Gateway:
         conn.ws = ws
         try:
             await ws.prepare(request)
-        except Exception:  # noqa: BLE001 - a failed handshake: the agent goes
+        except Exception:
             conn.ws = None
             await conn.end("WebSocket handshake failed")
             raise
@@ -690,8 +690,8 @@ async def serve(options: Options, ready: Optional[Any] = None) -> int:
             file=sys.stderr,
         )
         return 1
-    bound = site._server.sockets[0].getsockname() if site._server and site._server.sockets else None  # type: ignore[union-attr]
-    port = bound[1] if bound else options.port
+    addresses = runner.addresses
+    port = int(addresses[0][1]) if addresses else options.port
     host = options.host if ":" not in options.host else f"[{options.host}]"
     gateway.note(
         f"listening on http://{host}:{port}{wire.ACP_PATH} (WebSocket: ws://{host}:{port}{wire.ACP_PATH}); "
