@@ -331,6 +331,15 @@ def test_an_agent_that_cannot_start_is_a_502(backend_id):
         assert gw.stop() == 0
 
 
+def test_an_agent_that_exits_before_answering_initialize_is_a_502(backend_id):
+    with Serve(backend_id=backend_id, agent=[PY, "-c", "import sys; sys.exit(3)"]) as gw:
+        status, text, _ = asyncio.run(_post(gw.url, INITIALIZE))
+        assert status == 502 and "the agent exited before it answered initialize" in text
+        gw.wait_for("agent exit status 3")
+        assert gw.stop() == 0
+        assert "Traceback" not in gw.stderr and "never retrieved" not in gw.stderr
+
+
 def test_import_acp_fast_does_not_need_aiohttp():
     code = (
         "import sys; sys.modules['aiohttp'] = None\n"

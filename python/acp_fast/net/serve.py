@@ -24,7 +24,7 @@ import secrets
 import signal
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Deque, Dict, List, Optional, Set
 
 import orjson
@@ -84,7 +84,6 @@ class Options:
     max_sessions: Optional[int] = DEFAULT_MAX_SESSIONS
     quiet: bool = False
     stop_grace: float = STOP_GRACE
-    extra: Dict[str, Any] = field(default_factory=dict)
 
 
 def _error(status: int, text: str, headers: Optional[Dict[str, str]] = None) -> web.Response:
@@ -257,7 +256,8 @@ class Connection:
         for ch in self.sessions.values():
             ch.close()
         if self.init_answer is not None and not self.init_answer.done():
-            self.init_answer.cancel()
+            self.init_answer.set_exception(ConnectionError("the agent exited"))
+            self.init_answer.exception()  # retrieved: no warning when nobody waits for it any more
 
     # -- client -> agent ------------------------------------------------------------------------
 
@@ -530,18 +530,22 @@ class Gateway:
         conn.init_id = wire.key(message.get("id"))
         conn.init_answer = asyncio.get_running_loop().create_future()
         conn.stream = Channel(self.options.queue)
-        conn.invalid(line)
+        refused = conn.invalid(line)
+        if refused is not None:
+            conn.end("initialize is not JSON-RPC (--strict)")
+            return web.Response(status=400, body=refused, content_type="application/json")
         try:
             await conn.to_agent(line, message)
             answer = await asyncio.wait_for(asyncio.shield(conn.init_answer), INITIALIZE_TIMEOUT)
         except asyncio.TimeoutError:
             conn.end("no answer to initialize")
             return _error(504, f"the agent did not answer initialize within {INITIALIZE_TIMEOUT:g} s")
-        except (asyncio.CancelledError, ConnectionError):
+        except ConnectionError:
             conn.end("initialize not answered")
-            if asyncio.current_task() is not None and asyncio.current_task().cancelling():  # type: ignore[union-attr]
-                raise
             return _error(502, "the agent exited before it answered initialize")
+        except asyncio.CancelledError:  # the client went away
+            conn.end("the client went away during initialize")
+            raise
         return web.Response(body=answer, content_type="application/json", headers={wire.CONNECTION_HEADER: conn.id})
 
     # -- GET: SSE or WebSocket ------------------------------------------------------------------
