@@ -331,6 +331,22 @@ def test_an_agent_that_cannot_start_is_a_502(backend_id):
         assert gw.stop() == 0
 
 
+def test_a_port_in_use_is_a_clear_error(backend_id):
+    with Serve(backend_id=backend_id) as gw:
+        port = gw.url.rsplit(":", 1)[1].split("/")[0]
+        p = subprocess.run(
+            [PY, "-m", "acp_fast.cli", "serve", "--listen", f"127.0.0.1:{port}", "--", "true"],
+            capture_output=True,
+            text=True,
+            env=env(backend_id),
+            timeout=60,
+        )
+        assert p.returncode == 1
+        assert f"acp-fast serve: error: cannot listen on 127.0.0.1:{port}" in p.stderr
+        assert "Traceback" not in p.stderr
+        assert gw.stop() == 0
+
+
 def test_an_agent_that_exits_before_answering_initialize_is_a_502(backend_id):
     with Serve(backend_id=backend_id, agent=[PY, "-c", "import sys; sys.exit(3)"]) as gw:
         status, text, _ = asyncio.run(_post(gw.url, INITIALIZE))

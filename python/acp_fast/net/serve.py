@@ -679,9 +679,13 @@ class Gateway:
             await asyncio.gather(*ends, return_exceptions=True)
 
 
-async def serve(options: Options, ready: Optional[Any] = None) -> int:
+async def serve(options: Options) -> int:
     """Run the gateway until SIGTERM or SIGINT; 0 after a clean shutdown."""
     gateway = Gateway(options)
+    stop = asyncio.Event()  # SIGTERM / SIGINT: from before the gateway says it listens
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
     runner = web.AppRunner(gateway.app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
     await runner.setup()
     site = web.TCPSite(runner, options.host, options.port, reuse_address=True)
@@ -701,13 +705,7 @@ async def serve(options: Options, ready: Optional[Any] = None) -> int:
         f"listening on http://{host}:{port}{wire.ACP_PATH} (WebSocket: ws://{host}:{port}{wire.ACP_PATH}); "
         f"agent: {' '.join(options.command)}"
     )
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
     keeper = asyncio.ensure_future(gateway.housekeeping())
-    if ready is not None:
-        ready(port)
     await stop.wait()
     gateway.note(f"shutting down: {len(gateway.connections)} connections to end")
     await site.stop()
