@@ -85,6 +85,21 @@ def test_a_prompt_turn_through_connect(backend_id, scheme, tmp_path):
     assert at_editor[0]["argv"] == [url]
 
 
+def test_connect_strict_answers_editor_lines_that_are_not_json_rpc(backend_id, tmp_path):
+    with Serve("--record", str(tmp_path), backend_id=backend_id) as gw:
+        editor = Editor(gw.ws_url, "--strict", backend_id=backend_id)
+        editor.send(INITIALIZE)
+        editor.recv()
+        editor.send(b'{"id":5,"method":"session/new"}')  # no "jsonrpc": answered here, not sent
+        answer = editor.recv()
+        assert answer["id"] == 5 and answer["error"]["code"] == -32600
+        assert editor.close() == 0
+        gw.wait_for("ended (")
+        assert gw.stop() == 0
+    (path,) = tmp_path.glob("*.jsonl")
+    assert [r["from"] for r in normalised(path)[1:-1]] == ["editor", "agent"]  # the gateway saw initialize only
+
+
 def test_connect_sends_the_token(backend_id):
     with Serve("--token", "t0k", backend_id=backend_id) as gw:
         editor = Editor(gw.url, "--token", "t0k", backend_id=backend_id)
