@@ -347,6 +347,19 @@ def test_a_port_in_use_is_a_clear_error(backend_id):
         assert gw.stop() == 0
 
 
+def test_a_recording_that_cannot_be_written_refuses_the_connection(backend_id, tmp_path):
+    (tmp_path / "1.jsonl").write_text("kept\n")  # never overwritten
+    with Serve("--record", str(tmp_path / "{n}.jsonl"), backend_id=backend_id) as gw:
+        status, text, _ = asyncio.run(_post(gw.url, INITIALIZE))
+        assert status == 500 and "cannot write this connection's --record file" in text
+        gw.wait_for("already exists")
+        assert asyncio.run(_post(gw.url, INITIALIZE))[0] == 200  # the next one: 2.jsonl
+        assert gw.stop() == 0
+        assert "Traceback" not in gw.stderr
+    assert (tmp_path / "1.jsonl").read_text() == "kept\n"
+    assert normalised(tmp_path / "2.jsonl")[-1] == {"event": "exit", "status": 0}
+
+
 def test_an_agent_that_exits_before_answering_initialize_is_a_502(backend_id):
     with Serve(backend_id=backend_id, agent=[PY, "-c", "import sys; sys.exit(3)"]) as gw:
         status, text, _ = asyncio.run(_post(gw.url, INITIALIZE))

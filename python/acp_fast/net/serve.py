@@ -32,6 +32,7 @@ from aiohttp import WSMsgType, web
 
 import acp_fast
 
+from .._outputs import output_error
 from .._terminal import printable
 from ..proxy import DEFAULT_MAX_SESSIONS, DEFAULT_MAX_TOOL_CALLS
 from ..proxy._relay import line_error, request_id
@@ -91,6 +92,14 @@ def _error(status: int, text: str, headers: Optional[Dict[str, str]] = None) -> 
     return web.Response(
         status=status, body=orjson.dumps({"error": text}), content_type="application/json", headers=headers
     )
+
+
+class StartError(Exception):
+    """A connection that could not start: the HTTP status and the reason for the client."""
+
+    def __init__(self, status: int, text: str) -> None:
+        super().__init__(text)
+        self.status = status
 
 
 class Channel:
@@ -176,14 +185,20 @@ class Connection:
         o = g.options
         record = output_path(o.record, self.id, self.number, ".jsonl") if o.record else None
         trace = output_path(o.trace, self.id, self.number, ".jsons") if o.trace else None
-        self.tap = Tap(
-            o.command,
-            record=record,
-            trace=trace,
-            max_frame_bytes=o.max_body_bytes,
-            max_tool_calls=o.max_tool_calls,
-            max_sessions=o.max_sessions,
-        )
+        try:
+            self.tap = Tap(
+                o.command,
+                record=record,
+                trace=trace,
+                max_frame_bytes=o.max_body_bytes,
+                max_tool_calls=o.max_tool_calls,
+                max_sessions=o.max_sessions,
+            )
+        except OSError as e:
+            path = e.filename if isinstance(e.filename, str) else (record or trace or "")
+            option = "--trace" if trace and path == trace else "--record"
+            self.note(f"not started: {option} {output_error(path, e)}")
+            raise StartError(500, f"the gateway cannot write this connection's {option} file") from None
         try:
             self.proc = await asyncio.create_subprocess_exec(
                 *o.command,
@@ -195,7 +210,7 @@ class Connection:
         except OSError as e:
             self.tap.close(None)
             self.tap = None
-            raise RuntimeError(f"cannot start the agent {printable(o.command[0])}: {e.strerror or e}") from None
+            raise StartError(502, f"cannot start the agent {printable(o.command[0])}: {e.strerror or e}") from None
         g.connections[self.id] = self
         self.reader = asyncio.ensure_future(self._read_agent())
 
@@ -525,8 +540,8 @@ class Gateway:
             return full
         try:
             conn = await self._start("http")
-        except RuntimeError as e:
-            return _error(502, str(e))
+        except StartError as e:
+            return _error(e.status, str(e))
         conn.init_id = wire.key(message.get("id"))
         conn.init_answer = asyncio.get_running_loop().create_future()
         conn.stream = Channel(self.options.queue)
@@ -597,8 +612,8 @@ class Gateway:
             return _error(400, "expected a WebSocket upgrade request (Connection: Upgrade, Sec-WebSocket-Key)")
         try:
             conn = await self._start("ws")
-        except RuntimeError as e:
-            return _error(502, str(e))
+        except StartError as e:
+            return _error(e.status, str(e))
         ws.headers[wire.CONNECTION_HEADER] = conn.id
         conn.ws = ws
         try:
