@@ -47,13 +47,19 @@ def test_a_prompt_turn_over_streamable_http(backend_id, tmp_path):
     assert [p.stem for p in recordings] == [out["cid"]]
 
 
-def test_a_prompt_turn_over_websocket(backend_id):
-    with Serve(backend_id=backend_id) as gw:
+def test_a_prompt_turn_over_websocket(backend_id, tmp_path):
+    with Serve("--trace", str(tmp_path), backend_id=backend_id) as gw:
         out = asyncio.run(ws_turn(gw.ws_url))
         check_turn(out["seen"])
         assert out["cid"] and len(out["cid"]) == 32
         gw.wait_for("ended (the client closed the WebSocket")
         assert gw.stop() == 0
+    # a trace per connection, named by the connection id
+    (trace,) = tmp_path.glob("*.jsons")
+    assert trace.stem == out["cid"]
+    events = [json.loads(line) for line in trace.read_bytes().splitlines()]
+    assert len(events) >= 20
+    assert any("session/request_permission" in json.dumps(e) for e in events)
 
 
 def test_the_recording_of_a_network_turn_equals_the_stdio_one(backend_id, tmp_path):
