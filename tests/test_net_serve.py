@@ -111,6 +111,15 @@ def test_errors_are_clear_http_statuses(backend_id):
                 return r.status
 
         assert asyncio.run(get_without_accept()) == 406
+
+        async def ws_too_large():
+            async with aiohttp.ClientSession() as http, http.ws_connect(gw.ws_url) as ws:
+                await ws.send_str("x" * 2000)
+                await ws.receive()
+                return ws.close_code
+
+        assert asyncio.run(ws_too_large()) == 1009  # message too big
+        gw.wait_for("exceeds limit 1000")
         assert gw.stop() == 0
         assert "Traceback" not in gw.stderr
 
