@@ -694,8 +694,23 @@ class Gateway:
             await asyncio.gather(*ends, return_exceptions=True)
 
 
+def _more_files() -> None:
+    """Each connection holds several descriptors (its sockets, the agent's three pipes): the soft
+    limit on open files is raised to the hard one (often 1,024 soft, too few for 500 connections)."""
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        want = hard if hard != resource.RLIM_INFINITY else 1 << 20
+        if soft != resource.RLIM_INFINITY and soft < want:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+    except (ImportError, ValueError, OSError):  # not POSIX, or not allowed: the limit stays
+        pass
+
+
 async def serve(options: Options) -> int:
     """Run the gateway until SIGTERM or SIGINT; 0 after a clean shutdown."""
+    _more_files()
     gateway = Gateway(options)
     stop = asyncio.Event()  # SIGTERM / SIGINT: from before the gateway says it listens
     loop = asyncio.get_running_loop()
