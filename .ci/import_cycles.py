@@ -81,6 +81,8 @@ ACP_FAST = Contract(
             ),
         ),
         ("proxy", ("acp_fast.proxy",)),
+        # `acp-fast serve` / `connect`: the proxy's pieces per network connection
+        ("network", ("acp_fast.net",)),
         ("faces", ("acp_fast.cli", "acp_fast.bench")),
     ),
     closed=("backends",),

@@ -25,6 +25,20 @@ from acp_fast import cli
 # (argv, words the error line must hold). In argv, {dir} is an existing folder, {missing} a path
 # that does not exist, {nofolder} a file in a folder that does not exist, {file} a valid stream.
 CASES: List[Tuple[str, Tuple[str, ...]]] = [
+    # serve and connect (docs/NETWORK.md)
+    ("serve --max-connections 0 -- true", ("--max-connections", "or none", "0")),
+    ("serve --max-body-bytes 0 -- true", ("--max-body-bytes", "found 0")),
+    ("serve --listen nowhere -- true", ("--listen", "expected HOST:PORT", "'nowhere'")),
+    ("serve --listen 0.0.0.0:8765 -- true", ("--listen", "0.0.0.0:8765", "--allow-remote")),
+    ("serve --idle-timeout -1 -- true", ("--idle-timeout", "'-1'")),
+    ("serve --queue 0 -- true", ("--queue", "found 0")),
+    ("serve --record {nofolder} -- true", ("--record", "expected a directory or a file name with")),
+    ("serve --token x", ("expected the agent command after --",)),
+    ("serve true", ("expected the agent command after --", "true")),
+    ("connect ftp://host/acp", ("expected an http://, https://, ws:// or wss:// URL", "ftp://host/acp")),
+    ("connect http://127.0.0.1:1/acp --record {dir}", ("--record", "is a directory")),
+    ("connect http://127.0.0.1:1/acp --max-frame-bytes 0", ("--max-frame-bytes", "found 0")),
+    ("connect", ("URL",)),
     # proxy
     ("proxy --max-tool-calls -5 -- true", ("--max-tool-calls", "-5")),
     ("proxy --max-tool-calls x -- true", ("--max-tool-calls", "'x'")),
@@ -191,6 +205,11 @@ def nothing_runs(monkeypatch):
     monkeypatch.setattr(demo_agent, "DemoAgent", refuse)
     monkeypatch.setattr(bench, "execute", refuse)
     monkeypatch.setattr(arrow, "file_table", refuse)
+    import acp_fast.net.connect as connect
+    import acp_fast.net.serve as serve
+
+    monkeypatch.setattr(serve, "run", refuse)
+    monkeypatch.setattr(connect, "run", refuse)
 
 
 def _argv(text: str, places: dict) -> List[str]:
@@ -233,6 +252,8 @@ SAMPLE = [
     "demo-agent --delay nan",
     "bench --json {nofolder}",
     "version extra",
+    "serve --listen nowhere -- true",
+    "connect ftp://host/acp",
 ]
 
 

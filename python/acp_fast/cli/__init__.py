@@ -26,6 +26,14 @@ COMMANDS: Dict[str, Tuple[str, str]] = {
         "replay a stream or recording through the state engine and show the final state",
     ),
     "export": ("acp_fast.cli.export", "write streams and recordings to Parquet: frames or tool calls (needs pyarrow)"),
+    "serve": (
+        "acp_fast.cli.serve",
+        "expose a stdio agent over Streamable HTTP and WebSocket (acp-fast serve -- AGENT...; needs acp-fast[net])",
+    ),
+    "connect": (
+        "acp_fast.cli.connect",
+        "a stdio endpoint for an editor, to a remote agent over HTTP/SSE or WebSocket (acp-fast connect URL)",
+    ),
     "demo-agent": ("acp_fast.cli.demo_agent", "a small scripted ACP agent on stdio, for demos and tests"),
     "version": ("", "print the version and the backend in use"),
 }
