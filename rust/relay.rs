@@ -3,8 +3,12 @@
 //! loop (`engine::Engine`: parse, strict check, apply), and gather the lines to forward,
 //! byte-exact, in order. The binding
 //! (`rust/python/relay.rs`) runs it with the interpreter released; `acp_fast.proxy` uses it when
-//! nothing per frame needs Python (no middleware, no recording, no `--watch`, no schema check,
-//! no bridge). Docs: docs/PROXY.md, "Performance".
+//! nothing per frame needs Python (no middleware, no `--watch`, no schema check, no bridge, no
+//! `--otlp`). Docs: docs/PROXY.md, "Performance".
+//!
+//! `--record` and `--trace` (`record::Recorder`, given by `record`): the lines forwarded are
+//! recorded here as they are forwarded; a line the caller must decide about (not JSON-RPC,
+//! refused, over the limit) stops the step, so that the caller records it in its place.
 //!
 //! A step is `read` (one chunk into a buffer reused from step to step), then `process` (under
 //! the store's lock): the lines of the chunk are applied and appended to `out`; what the caller
@@ -30,6 +34,7 @@ use crate::engine::{Engine, Framed, Item};
 use crate::error::{DecodeError, INVALID_PARAMS};
 use crate::framing::{Framer, Piece};
 use crate::message::strip_line_ending;
+use crate::record::Recorder;
 use crate::schema::Problem;
 use crate::state::{Source, Store};
 
@@ -101,6 +106,8 @@ pub struct Relay {
     /// relay's own clock (seconds since `clock`).
     coalescer: Option<Coalescer>,
     clock: Instant,
+    /// `--record` / `--trace`: what the lines forwarded are recorded in.
+    recorder: Option<Recorder>,
 }
 
 fn is_blank(line: &[u8]) -> bool {
@@ -130,12 +137,24 @@ impl Relay {
             lines: 0,
             coalescer: None,
             clock: Instant::now(),
+            recorder: None,
         }
     }
 
     /// Coalesce the lines forwarded (`--coalesce`: the agent's side only).
     pub fn coalesce(&mut self, coalescer: Coalescer) {
         self.coalescer = Some(coalescer);
+    }
+
+    /// Record the lines forwarded (`--record`, `--trace`); a line over the limit then stops the
+    /// step too (the caller records it, and its answer, in their place).
+    pub fn record(&mut self, recorder: Recorder) {
+        self.recorder = Some(recorder);
+    }
+
+    /// The recorder, when recording.
+    pub fn recorder(&mut self) -> Option<&mut Recorder> {
+        self.recorder.as_mut()
     }
 
     fn now(&self) -> f64 {
@@ -179,6 +198,9 @@ impl Relay {
     /// A line to forward (`data` with its line ending; `tracked`: applied without error), through
     /// the coalescer when there is one.
     fn forward(&mut self, engine: &Engine, data: &[u8], tracked: bool) {
+        if let Some(r) = self.recorder.as_mut() {
+            r.forwarded(data, !is_blank(strip_line_ending(data)));
+        }
         let now = if self.coalescer.is_some() { self.now() } else { 0.0 };
         match self.coalescer.as_mut() {
             None => self.out.extend_from_slice(data),
@@ -210,6 +232,9 @@ impl Relay {
                 Ok(n) => {
                     self.fresh = n;
                     self.bytes_in += n as u64;
+                    if let Some(r) = self.recorder.as_mut() {
+                        r.clock();
+                    }
                     self.eof = n == 0;
                     return Ok(());
                 }
@@ -229,6 +254,7 @@ impl Relay {
                 Queued::Line(line, data) => self.line(engine, line, &data, notices),
                 Queued::TooLarge(line, bytes, head) => {
                     self.lines += 1;
+                    self.stopped = self.recorder.is_some();
                     notices.push(Notice::TooLarge { line, bytes, head });
                 }
             }
@@ -254,6 +280,7 @@ impl Relay {
                 Piece::Line { line, data } => self.line(engine, line, data, notices),
                 Piece::TooLarge { line, bytes, head } => {
                     self.lines += 1;
+                    self.stopped = self.recorder.is_some();
                     notices.push(Notice::TooLarge {
                         line,
                         bytes,

@@ -88,6 +88,10 @@ def _spans(text: bytes, pattern: re.Pattern[bytes], keys: Tuple[str, ...]) -> Di
             for k in ("id", "method"):
                 if k in keys and m.group(k) is not None:
                     found[k] = m.span(k)
+            while text[start] in b" \t\r\n":  # the value's own span, as the scanner gives it
+                start += 1
+            while text[end - 1] in b" \t\r\n":
+                end -= 1
             found[m.group("last").decode()] = (start, end)
             return found
     first = text.index(b"{")
