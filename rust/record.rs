@@ -99,14 +99,26 @@ fn base64(out: &mut Vec<u8>, data: &[u8]) {
         let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
         out.push(ALPHABET[(n >> 18) as usize & 63]);
         out.push(ALPHABET[(n >> 12) as usize & 63]);
-        out.push(if chunk.len() > 1 { ALPHABET[(n >> 6) as usize & 63] } else { b'=' });
-        out.push(if chunk.len() > 2 { ALPHABET[n as usize & 63] } else { b'=' });
+        out.push(if chunk.len() > 1 {
+            ALPHABET[(n >> 6) as usize & 63]
+        } else {
+            b'='
+        });
+        out.push(if chunk.len() > 2 {
+            ALPHABET[n as usize & 63]
+        } else {
+            b'='
+        });
     }
 }
 
 /// (from, to) of a line of `side` (`"editor"` or `"agent"`) that the proxy handled as `action`.
 pub fn route(side: &str, action: Option<&str>) -> (&'static str, &'static str) {
-    let (own, other) = if side == "editor" { (CLIENT, AGENT) } else { (AGENT, CLIENT) };
+    let (own, other) = if side == "editor" {
+        (CLIENT, AGENT)
+    } else {
+        (AGENT, CLIENT)
+    };
     match action {
         None => (own, other),
         Some("injected") => (PROXY, other),
@@ -118,15 +130,19 @@ pub fn route(side: &str, action: Option<&str>) -> (&'static str, &'static str) {
 /// `receiver`, `ts` (written by `stamp`) seconds after the trace began: how many (none for a
 /// line that is not JSON-RPC).
 pub fn events(out: &mut Vec<u8>, data: &[u8], ts: &[u8], sender: &str, receiver: &str) -> usize {
-    match parse_frame(data) {
-        Err(_) => 0,
-        Ok(Frame::Single(env)) => {
-            event(out, data, &env, ts, sender, receiver);
+    parse_frame(data).map_or(0, |frame| frame_events(out, data, &frame, ts, sender, receiver))
+}
+
+/// `events` of a frame already parsed (`frame`, of `data`).
+pub fn frame_events(out: &mut Vec<u8>, data: &[u8], frame: &Frame, ts: &[u8], sender: &str, receiver: &str) -> usize {
+    match frame {
+        Frame::Single(env) => {
+            event(out, data, env, ts, sender, receiver);
             1
         }
-        Ok(Frame::Batch(entries)) => {
+        Frame::Batch(entries) => {
             let mut n = 0;
-            for entry in &entries {
+            for entry in entries {
                 if let Ok(env) = &entry.result {
                     event(out, &data[entry.start..entry.end], env, ts, sender, receiver);
                     n += 1;
@@ -155,7 +171,11 @@ fn event(out: &mut Vec<u8>, raw: &[u8], env: &Envelope, ts: &[u8], sender: &str,
             route(out);
             out.extend_from_slice(b",\"id\":");
             out.extend_from_slice(member(env.id, b"null"));
-            out.extend_from_slice(if error { b",\"is_error\":true" } else { b",\"is_error\":false" });
+            out.extend_from_slice(if error {
+                b",\"is_error\":true"
+            } else {
+                b",\"is_error\":false"
+            });
             out.extend_from_slice(b",\"payload\":");
             out.extend_from_slice(member(if error { env.error } else { env.result }, b"null"));
         }
@@ -187,7 +207,9 @@ fn event(out: &mut Vec<u8>, raw: &[u8], env: &Envelope, ts: &[u8], sender: &str,
 
 /// Seconds since the epoch (`time.time()`).
 pub fn unix_now() -> f64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 /// What one direction of the relay records: the record lines (`--record`) and trace events
@@ -235,9 +257,14 @@ impl Recorder {
         }
     }
 
+    /// Whether trace events are built (the relay then keeps each frame parsed for `forwarded`).
+    pub fn tracing(&self) -> bool {
+        self.trace.is_some()
+    }
+
     /// A line forwarded as it came (`wire`: with its line ending, none for a last line without
-    /// one). `is_json`: it is not blank (a frame).
-    pub fn forwarded(&mut self, wire: &[u8], is_json: bool) {
+    /// one). `is_json`: it is not blank (a frame); `frame`: it parsed as that (for the trace).
+    pub fn forwarded(&mut self, wire: &[u8], is_json: bool, frame: Option<&Frame>) {
         let eol = wire.last() == Some(&b'\n');
         let mut data = if eol { &wire[..wire.len() - 1] } else { wire };
         let crlf = eol && data.last() == Some(&b'\r');
@@ -259,7 +286,11 @@ impl Recorder {
         }
         if let Some((out, _)) = self.trace.as_mut() {
             let (sender, receiver) = route(self.side, None);
-            if !is_json || events(out, data, &self.ts, sender, receiver) == 0 {
+            let found = match frame {
+                Some(frame) if is_json => frame_events(out, data, frame, &self.ts, sender, receiver),
+                _ => 0,
+            };
+            if found == 0 {
                 self.skipped += 1;
             }
         }

@@ -197,9 +197,10 @@ impl Relay {
 
     /// A line to forward (`data` with its line ending; `tracked`: applied without error), through
     /// the coalescer when there is one.
-    fn forward(&mut self, engine: &Engine, data: &[u8], tracked: bool) {
+    fn forward(&mut self, engine: &mut Engine, data: &[u8], tracked: bool) {
         if let Some(r) = self.recorder.as_mut() {
-            r.forwarded(data, !is_blank(strip_line_ending(data)));
+            let frame = engine.take_kept();
+            r.forwarded(data, !is_blank(strip_line_ending(data)), frame.as_ref());
         }
         let now = if self.coalescer.is_some() { self.now() } else { 0.0 };
         match self.coalescer.as_mut() {
@@ -341,7 +342,14 @@ impl Relay {
             }
             Ok(())
         };
+        let tracing = self.recorder.as_ref().is_some_and(Recorder::tracing);
+        if tracing {
+            engine.keep_frames(true);
+        }
         let Ok(framed) = engine.line_frame(content, utf8, self.source, &mut on_item);
+        if tracing {
+            engine.keep_frames(false); // the frame parsed stays for `forward`
+        }
         let not_json_rpc = match framed {
             Framed::Unparsed => first.as_ref().is_some_and(not_json_rpc),
             Framed::Batch { messages: 0 } => true,

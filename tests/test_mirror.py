@@ -136,7 +136,7 @@ ALLOWED: list[tuple[str, str | list[str], str]] = [
     ("rust/python/mod.rs", ALL, "the binding's plumbing; the fallback's lock is framing.py's `exclusive`"),
     (
         "rust/engine.rs",
-        ["new", "store", "strict", "line", "max_frame_bytes", "framed"],
+        ["new", "store", "strict", "line", "max_frame_bytes", "keep_frames", "take_kept", "framed"],
         "the Engine's own fields and accessors: the ToolCallStore holds them here, the functions take it",
     ),
     (
