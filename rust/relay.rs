@@ -459,6 +459,59 @@ mod tests {
     }
 
     #[test]
+    fn recording_records_the_lines_forwarded_and_stops_at_a_line_over_the_limit() {
+        let mut store = Engine::new(Store::new(None, None), 1000, None);
+        let mut relay = Relay::new(1000, Source::Agent);
+        relay.record(Recorder::new("agent", true, Some(1.5)));
+        relay.recorder().unwrap().clock_at(2.0);
+        let first = b"{\"jsonrpc\":\"2.0\",\"method\":\"m\"}\r\n\n";
+        let mut input = first.to_vec();
+        input.extend_from_slice(&[b'x'; 1200]);
+        input.extend_from_slice(b"\n{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":null}");
+        relay.buf[..input.len()].copy_from_slice(&input);
+        relay.fresh = input.len();
+        let mut notices = Vec::new();
+        relay.process(&mut store, &mut notices);
+        // The line over the limit ends the step: its record is the caller's, in its place.
+        assert!(matches!(
+            notices.as_slice(),
+            [Notice::TooLarge {
+                line: 3,
+                bytes: 1201,
+                ..
+            }]
+        ));
+        assert_eq!(relay.out, first);
+        relay.out.clear();
+        let (out, rest) = run(&mut relay, &mut store, b"");
+        assert_eq!(out, b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":null}");
+        assert!(rest.is_empty());
+        let (record, trace, skipped) = relay.recorder().unwrap().drain(|r, t, s| {
+            (
+                String::from_utf8(r.to_vec()).unwrap(),
+                String::from_utf8(t.to_vec()).unwrap(),
+                s,
+            )
+        });
+        assert_eq!(
+            record,
+            concat!(
+                "{\"t\":2.000000,\"from\":\"agent\",\"frame\":{\"jsonrpc\":\"2.0\",\"method\":\"m\"},\"crlf\":true}\n",
+                "{\"t\":2.000000,\"from\":\"agent\",\"text\":\"\"}\n",
+                "{\"t\":2.000000,\"from\":\"agent\",\"frame\":{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":null},\"eol\":false}\n",
+            )
+        );
+        assert_eq!(
+            trace,
+            concat!(
+                "{\"type\":\"notification\",\"ts\":0.500000,\"protocol\":\"acp\",\"from\":\"Agent\",\"to\":\"Client\",\"method\":\"m\",\"params\":null}\n",
+                "{\"type\":\"response\",\"ts\":0.500000,\"from\":\"Agent\",\"to\":\"Client\",\"id\":1,\"is_error\":false,\"payload\":null}\n",
+            )
+        );
+        assert_eq!(skipped, 1); // the blank line
+    }
+
+    #[test]
     fn lines_are_forwarded_and_tracked_invalid_ones_stop_a_step() {
         let mut store = Engine::new(Store::new(None, None), 1000, None);
         let mut relay = Relay::new(1000, Source::Agent);
