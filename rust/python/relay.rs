@@ -153,9 +153,8 @@ impl PyRelay {
     fn records<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, u64)> {
         let mut guard = self.relay.lock(py)?;
         let relay: &mut Relay = &mut guard;
-        let to_py = |record: &[u8], trace: &[u8], skipped: u64| {
-            (PyBytes::new(py, record), PyBytes::new(py, trace), skipped)
-        };
+        let to_py =
+            |record: &[u8], trace: &[u8], skipped: u64| (PyBytes::new(py, record), PyBytes::new(py, trace), skipped);
         Ok(match relay.recorder() {
             Some(r) => r.drain(to_py),
             None => to_py(&[], &[], 0),
