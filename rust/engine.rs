@@ -53,6 +53,9 @@ pub struct Engine {
     framer: Framer,
     strict: Option<Strict>,
     cap: Captured,
+    /// `keep_frames`: the last frame parsed is kept here for the caller (the relay's `--trace`).
+    keep: bool,
+    kept: Option<Frame>,
 }
 
 impl Engine {
@@ -62,7 +65,24 @@ impl Engine {
             framer: Framer::new(max_frame_bytes),
             strict,
             cap: Captured::new(),
+            keep: false,
+            kept: None,
         }
+    }
+
+    /// Keep each frame parsed from now on (`on`) or not, for `take_kept`, so that a caller that
+    /// needs it again (the relay's `--trace`) does not parse it twice. Turning it on forgets the
+    /// frame kept; turning it off leaves it.
+    pub fn keep_frames(&mut self, on: bool) {
+        self.keep = on;
+        if on {
+            self.kept = None;
+        }
+    }
+
+    /// The last frame parsed, when `keep_frames` is on and it parsed.
+    pub fn take_kept(&mut self) -> Option<Frame> {
+        self.kept.take()
     }
 
     pub fn store(&self) -> &Store {
@@ -186,6 +206,9 @@ impl Engine {
                 return Ok(Framed::Unparsed);
             }
         };
+        if self.keep {
+            self.kept = Some(frame.clone());
+        }
         if matches!(frame, Frame::Batch(_)) && self.store.version() >= 2 {
             out(
                 &self.store,

@@ -14,6 +14,7 @@ pub mod engine;
 pub mod error;
 pub mod framing;
 pub mod message;
+pub mod record;
 #[cfg(unix)]
 pub mod relay;
 pub mod scanner;

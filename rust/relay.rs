@@ -3,8 +3,12 @@
 //! loop (`engine::Engine`: parse, strict check, apply), and gather the lines to forward,
 //! byte-exact, in order. The binding
 //! (`rust/python/relay.rs`) runs it with the interpreter released; `acp_fast.proxy` uses it when
-//! nothing per frame needs Python (no middleware, no recording, no `--watch`, no schema check,
-//! no bridge). Docs: docs/PROXY.md, "Performance".
+//! nothing per frame needs Python (no middleware, no `--watch`, no schema check, no bridge, no
+//! `--otlp`). Docs: docs/PROXY.md, "Performance".
+//!
+//! `--record` and `--trace` (`record::Recorder`, given by `record`): the lines forwarded are
+//! recorded here as they are forwarded; a line the caller must decide about (not JSON-RPC,
+//! refused, over the limit) stops the step, so that the caller records it in its place.
 //!
 //! A step is `read` (one chunk into a buffer reused from step to step), then `process` (under
 //! the store's lock): the lines of the chunk are applied and appended to `out`; what the caller
@@ -30,6 +34,7 @@ use crate::engine::{Engine, Framed, Item};
 use crate::error::{DecodeError, INVALID_PARAMS};
 use crate::framing::{Framer, Piece};
 use crate::message::strip_line_ending;
+use crate::record::Recorder;
 use crate::schema::Problem;
 use crate::state::{Source, Store};
 
@@ -101,6 +106,8 @@ pub struct Relay {
     /// relay's own clock (seconds since `clock`).
     coalescer: Option<Coalescer>,
     clock: Instant,
+    /// `--record` / `--trace`: what the lines forwarded are recorded in.
+    recorder: Option<Recorder>,
 }
 
 fn is_blank(line: &[u8]) -> bool {
@@ -130,12 +137,24 @@ impl Relay {
             lines: 0,
             coalescer: None,
             clock: Instant::now(),
+            recorder: None,
         }
     }
 
     /// Coalesce the lines forwarded (`--coalesce`: the agent's side only).
     pub fn coalesce(&mut self, coalescer: Coalescer) {
         self.coalescer = Some(coalescer);
+    }
+
+    /// Record the lines forwarded (`--record`, `--trace`); a line over the limit then stops the
+    /// step too (the caller records it, and its answer, in their place).
+    pub fn record(&mut self, recorder: Recorder) {
+        self.recorder = Some(recorder);
+    }
+
+    /// The recorder, when recording.
+    pub fn recorder(&mut self) -> Option<&mut Recorder> {
+        self.recorder.as_mut()
     }
 
     fn now(&self) -> f64 {
@@ -178,7 +197,11 @@ impl Relay {
 
     /// A line to forward (`data` with its line ending; `tracked`: applied without error), through
     /// the coalescer when there is one.
-    fn forward(&mut self, engine: &Engine, data: &[u8], tracked: bool) {
+    fn forward(&mut self, engine: &mut Engine, data: &[u8], tracked: bool) {
+        if let Some(r) = self.recorder.as_mut() {
+            let frame = engine.take_kept();
+            r.forwarded(data, !is_blank(strip_line_ending(data)), frame.as_ref());
+        }
         let now = if self.coalescer.is_some() { self.now() } else { 0.0 };
         match self.coalescer.as_mut() {
             None => self.out.extend_from_slice(data),
@@ -210,6 +233,9 @@ impl Relay {
                 Ok(n) => {
                     self.fresh = n;
                     self.bytes_in += n as u64;
+                    if let Some(r) = self.recorder.as_mut() {
+                        r.clock();
+                    }
                     self.eof = n == 0;
                     return Ok(());
                 }
@@ -229,6 +255,7 @@ impl Relay {
                 Queued::Line(line, data) => self.line(engine, line, &data, notices),
                 Queued::TooLarge(line, bytes, head) => {
                     self.lines += 1;
+                    self.stopped = self.recorder.is_some();
                     notices.push(Notice::TooLarge { line, bytes, head });
                 }
             }
@@ -254,6 +281,7 @@ impl Relay {
                 Piece::Line { line, data } => self.line(engine, line, data, notices),
                 Piece::TooLarge { line, bytes, head } => {
                     self.lines += 1;
+                    self.stopped = self.recorder.is_some();
                     notices.push(Notice::TooLarge {
                         line,
                         bytes,
@@ -314,7 +342,14 @@ impl Relay {
             }
             Ok(())
         };
+        let tracing = self.recorder.as_ref().is_some_and(Recorder::tracing);
+        if tracing {
+            engine.keep_frames(true);
+        }
         let Ok(framed) = engine.line_frame(content, utf8, self.source, &mut on_item);
+        if tracing {
+            engine.keep_frames(false); // the frame parsed stays for `forward`
+        }
         let not_json_rpc = match framed {
             Framed::Unparsed => first.as_ref().is_some_and(not_json_rpc),
             Framed::Batch { messages: 0 } => true,
@@ -421,6 +456,59 @@ mod tests {
             }
         }
         (out, all)
+    }
+
+    #[test]
+    fn recording_records_the_lines_forwarded_and_stops_at_a_line_over_the_limit() {
+        let mut store = Engine::new(Store::new(None, None), 1000, None);
+        let mut relay = Relay::new(1000, Source::Agent);
+        relay.record(Recorder::new("agent", true, Some(1.5)));
+        relay.recorder().unwrap().clock_at(2.0);
+        let first = b"{\"jsonrpc\":\"2.0\",\"method\":\"m\"}\r\n\n";
+        let mut input = first.to_vec();
+        input.extend_from_slice(&[b'x'; 1200]);
+        input.extend_from_slice(b"\n{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":null}");
+        relay.buf[..input.len()].copy_from_slice(&input);
+        relay.fresh = input.len();
+        let mut notices = Vec::new();
+        relay.process(&mut store, &mut notices);
+        // The line over the limit ends the step: its record is the caller's, in its place.
+        assert!(matches!(
+            notices.as_slice(),
+            [Notice::TooLarge {
+                line: 3,
+                bytes: 1201,
+                ..
+            }]
+        ));
+        assert_eq!(relay.out, first);
+        relay.out.clear();
+        let (out, rest) = run(&mut relay, &mut store, b"");
+        assert_eq!(out, b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":null}");
+        assert!(rest.is_empty());
+        let (record, trace, skipped) = relay.recorder().unwrap().drain(|r, t, s| {
+            (
+                String::from_utf8(r.to_vec()).unwrap(),
+                String::from_utf8(t.to_vec()).unwrap(),
+                s,
+            )
+        });
+        assert_eq!(
+            record,
+            concat!(
+                "{\"t\":2.000000,\"from\":\"agent\",\"frame\":{\"jsonrpc\":\"2.0\",\"method\":\"m\"},\"crlf\":true}\n",
+                "{\"t\":2.000000,\"from\":\"agent\",\"text\":\"\"}\n",
+                "{\"t\":2.000000,\"from\":\"agent\",\"frame\":{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":null},\"eol\":false}\n",
+            )
+        );
+        assert_eq!(
+            trace,
+            concat!(
+                "{\"type\":\"notification\",\"ts\":0.500000,\"protocol\":\"acp\",\"from\":\"Agent\",\"to\":\"Client\",\"method\":\"m\",\"params\":null}\n",
+                "{\"type\":\"response\",\"ts\":0.500000,\"from\":\"Agent\",\"to\":\"Client\",\"id\":1,\"is_error\":false,\"payload\":null}\n",
+            )
+        );
+        assert_eq!(skipped, 1); // the blank line
     }
 
     #[test]

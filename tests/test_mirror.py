@@ -81,6 +81,7 @@ MAP: list[tuple[list[str], str | None, str]] = [
     (["rust/engine.rs"], "engine.py", "the per-frame loop: parse, strict check, apply, batches"),
     (["rust/columns.rs", "rust/python/arrow.rs"], "columns.py", "columnar frames (`FrameColumns`)"),
     (["rust/relay.rs", "rust/python/relay.rs"], None, "the proxy's native relay (`_Relay`)"),
+    (["rust/record.rs"], None, "`--record` lines and `--trace` events of the native relay"),
     (["rust/coalesce.rs", "rust/python/coalesce.rs"], "coalesce.py", "`--coalesce`: tool-call updates held and merged"),
     (
         ["rust/schema/mod.rs", f"rust/python/schema.rs::{SCHEMA_BINDING}"],
@@ -135,7 +136,7 @@ ALLOWED: list[tuple[str, str | list[str], str]] = [
     ("rust/python/mod.rs", ALL, "the binding's plumbing; the fallback's lock is framing.py's `exclusive`"),
     (
         "rust/engine.rs",
-        ["new", "store", "strict", "line", "max_frame_bytes", "framed"],
+        ["new", "store", "strict", "line", "max_frame_bytes", "keep_frames", "take_kept", "framed"],
         "the Engine's own fields and accessors: the ToolCallStore holds them here, the functions take it",
     ),
     (
@@ -151,6 +152,11 @@ ALLOWED: list[tuple[str, str | list[str], str]] = [
     ),
     ("rust/relay.rs", ALL, "the native relay; the fallback's is the proxy's Python loop (proxy/_relay.py)"),
     ("rust/python/relay.rs", ALL, "as rust/relay.rs"),
+    (
+        "rust/record.rs",
+        ALL,
+        "mirrored by recording.py `RecordWriter.line` / `too_large` and trace.py `events` / `_event` / `route`",
+    ),
     (
         "rust/coalesce.rs",
         ["Class.of", "find", "key", "session_of", "Coalescer.oldest"],

@@ -44,6 +44,7 @@ import acp_fast
 __all__ = [
     "FLUSH_SECONDS",
     "FORMAT_VERSION",
+    "FlushedWriter",
     "Record",
     "RecordingError",
     "RecordWriter",
@@ -134,38 +135,23 @@ class Record:
 FLUSH_SECONDS = 0.1
 
 
-class RecordWriter:
-    """Writes a recording. Calls are serialised by the caller (the proxy does); the flushes of
-    ``flush_every`` take the writer's own lock.
+class FlushedWriter:
+    """The one background flush of the proxy's outputs (`RecordWriter` here,
+    `acp_fast.trace.TraceWriter`): bytes written under the writer's own lock, and with
+    ``flush_every`` (seconds; None: only on [`flush`][acp_fast.recording.FlushedWriter.flush] and when ``out`` flushes
+    itself) a thread that writes what is buffered at most that long after the first write since
+    the last flush. [`close`][acp_fast.recording.FlushedWriter.close] stops the thread and flushes;
+    the file stays open (its owner closes it)."""
 
-    ``flush_every`` (seconds; None: only on [`flush`][acp_fast.recording.RecordWriter.flush] and when ``out`` flushes itself): a
-    background thread writes what is buffered at most that long after the first record since
-    the last flush (the proxy passes [`FLUSH_SECONDS`][acp_fast.recording.FLUSH_SECONDS], 0.1 s). A record therefore reaches the
-    file within that time whether the traffic goes on or stops (a killed proxy loses at most
-    the last 0.1 s), and under load there is at most one write per interval, not one per
-    record. [`close`][acp_fast.recording.RecordWriter.close] (after [`exit`][acp_fast.recording.RecordWriter.exit]) stops the thread and flushes."""
-
-    def __init__(
-        self, out: IO[bytes], argv: Sequence[str], version: str, *, flush_every: Optional[float] = None
-    ) -> None:
+    def __init__(self, out: IO[bytes], flush_every: Optional[float], name: str) -> None:
         self._out = out
         self._lock = threading.Lock()
         self._dirty = threading.Event()
         self._closed = threading.Event()
         self._flusher: Optional[threading.Thread] = None
-        header = {
-            "acp-fast-recording": FORMAT_VERSION,
-            "t": round(time.time(), 6),
-            "argv": list(argv),
-            "version": version,
-        }
-        out.write(orjson.dumps(header) + b"\n")
         if flush_every is not None:
-            self._flusher = threading.Thread(
-                target=self._flush_loop, args=(flush_every,), name="acp-fast record flush", daemon=True
-            )
+            self._flusher = threading.Thread(target=self._flush_loop, args=(flush_every,), name=name, daemon=True)
             self._flusher.start()
-            self._dirty.set()  # the header
 
     def _write(self, data: bytes) -> None:
         with self._lock:
@@ -173,14 +159,20 @@ class RecordWriter:
         if self._flusher is not None and not self._dirty.is_set():
             self._dirty.set()
 
+    def write_lines(self, data: bytes) -> None:
+        """Whole lines built elsewhere (the proxy's native relay, rust/record.rs), written as
+        they are."""
+        if data:
+            self._write(data)
+
     def _flush_loop(self, every: float) -> None:
-        """The background flush: wait for a record, let ``every`` seconds of records gather, write
-        them out; again until [`close`][acp_fast.recording.RecordWriter.close]."""
+        """The background flush: wait for a write, let ``every`` seconds of writes gather, write
+        them out; again until [`close`][acp_fast.recording.FlushedWriter.close]."""
         while True:
             self._dirty.wait()
             if self._closed.wait(every):
                 return
-            self._dirty.clear()  # before the flush: a record written during it sets it again
+            self._dirty.clear()  # before the flush: a write during it sets it again
             with self._lock:
                 if self._closed.is_set():
                     return
@@ -188,6 +180,47 @@ class RecordWriter:
                     self._out.flush()
                 except (OSError, ValueError):  # a full disk, a closed file: seen again at close
                     pass
+
+    def flush(self) -> None:
+        """Flush the underlying file."""
+        with self._lock:
+            self._out.flush()
+
+    def close(self) -> None:
+        """Stop the background flush (``flush_every``) and flush; the file stays open (its
+        owner closes it)."""
+        with self._lock:
+            self._closed.set()
+        self._dirty.set()
+        if self._flusher is not None and self._flusher is not threading.current_thread():
+            self._flusher.join()
+        self.flush()
+
+
+class RecordWriter(FlushedWriter):
+    """Writes a recording. Calls are serialised by the caller (the proxy does); the flushes of
+    ``flush_every`` take the writer's own lock.
+
+    ``flush_every`` (seconds; None: only on [`flush`][acp_fast.recording.FlushedWriter.flush] and when ``out`` flushes itself): a
+    background thread writes what is buffered at most that long after the first record since
+    the last flush (the proxy passes [`FLUSH_SECONDS`][acp_fast.recording.FLUSH_SECONDS], 0.1 s). A record therefore reaches the
+    file within that time whether the traffic goes on or stops (a killed proxy loses at most
+    the last 0.1 s), and under load there is at most one write per interval, not one per
+    record. [`close`][acp_fast.recording.FlushedWriter.close] (after [`exit`][acp_fast.recording.RecordWriter.exit]) stops the thread and flushes."""
+
+    def __init__(
+        self, out: IO[bytes], argv: Sequence[str], version: str, *, flush_every: Optional[float] = None
+    ) -> None:
+        header = {
+            "acp-fast-recording": FORMAT_VERSION,
+            "t": round(time.time(), 6),
+            "argv": list(argv),
+            "version": version,
+        }
+        out.write(orjson.dumps(header) + b"\n")
+        super().__init__(out, flush_every, "acp-fast record flush")
+        if self._flusher is not None:
+            self._dirty.set()  # the header
 
     def line(
         self,
@@ -235,21 +268,6 @@ class RecordWriter:
     def exit(self, status: int) -> None:
         """Write the footer: the agent's exit ``status``."""
         self._write(orjson.dumps({"t": round(time.time(), 6), "event": "exit", "status": status}) + b"\n")
-
-    def flush(self) -> None:
-        """Flush the underlying file."""
-        with self._lock:
-            self._out.flush()
-
-    def close(self) -> None:
-        """Stop the background flush (``flush_every``) and flush; the file stays open (its
-        owner closes it)."""
-        with self._lock:
-            self._closed.set()
-        self._dirty.set()
-        if self._flusher is not None and self._flusher is not threading.current_thread():
-            self._flusher.join()
-        self.flush()
 
 
 class Writers:

@@ -28,12 +28,21 @@ left out (`TraceWriter.skipped` counts the lines); a recording keeps them all.
 from __future__ import annotations
 
 import re
-import threading
 from typing import IO, Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 import acp_fast
 
-from .recording import ParsedRecord, Record, RecordingError, _dumps, _load, _seconds, iter_lines, read_chunks
+from .recording import (
+    FlushedWriter,
+    ParsedRecord,
+    Record,
+    RecordingError,
+    _dumps,
+    _load,
+    _seconds,
+    iter_lines,
+    read_chunks,
+)
 
 __all__ = ["CLIENT", "AGENT", "PROXY", "TraceWriter", "events", "from_recording", "is_trace", "parse_lines"]
 
@@ -79,6 +88,10 @@ def _spans(text: bytes, pattern: re.Pattern[bytes], keys: Tuple[str, ...]) -> Di
             for k in ("id", "method"):
                 if k in keys and m.group(k) is not None:
                     found[k] = m.span(k)
+            while text[start] in b" \t\r\n":  # the value's own span, as the scanner gives it
+                start += 1
+            while text[end - 1] in b" \t\r\n":
+                end -= 1
             found[m.group("last").decode()] = (start, end)
             return found
     first = text.index(b"{")
@@ -149,39 +162,16 @@ def route(side: str, action: Optional[str]) -> Tuple[str, str]:
     return COMPONENTS[side], PROXY
 
 
-class TraceWriter:
+class TraceWriter(FlushedWriter):
     """Writes a trace, with the calls of `acp_fast.recording.RecordWriter` (the proxy
     gives every line to both). `start`: the time (`time.time()`) `ts` counts from.
     `flush_every` as for a recording (events reach the file within that many seconds)."""
 
     def __init__(self, out: IO[bytes], start: float, *, flush_every: Optional[float] = None) -> None:
-        self._out = out
         self.start = start
         #: Lines that give no event (not JSON-RPC, withheld, oversized).
         self.skipped = 0
-        self._lock = threading.Lock()
-        self._dirty = threading.Event()
-        self._closed = threading.Event()
-        self._flusher: Optional[threading.Thread] = None
-        if flush_every is not None:
-            self._flusher = threading.Thread(
-                target=self._flush_loop, args=(flush_every,), name="acp-fast trace flush", daemon=True
-            )
-            self._flusher.start()
-
-    def _flush_loop(self, every: float) -> None:
-        while True:
-            self._dirty.wait()
-            if self._closed.wait(every):
-                return
-            self._dirty.clear()
-            with self._lock:
-                if self._closed.is_set():
-                    return
-                try:
-                    self._out.flush()
-                except (OSError, ValueError):  # seen again at close
-                    pass
+        super().__init__(out, flush_every, "acp-fast trace flush")
 
     def line(
         self,
@@ -202,10 +192,13 @@ class TraceWriter:
         if not found:
             self.skipped += 1
             return
-        with self._lock:
-            self._out.write(b"".join(found))
-        if self._flusher is not None and not self._dirty.is_set():
-            self._dirty.set()
+        self._write(b"".join(found))
+
+    def write_events(self, data: bytes, skipped: int) -> None:
+        """Events built elsewhere (the proxy's native relay, rust/record.rs), and the number of
+        lines that gave none."""
+        self.skipped += skipped
+        self.write_lines(data)
 
     def too_large(self, side: str, length: int, t: float) -> None:
         """An oversized line: no event."""
@@ -213,20 +206,6 @@ class TraceWriter:
 
     def exit(self, status: int) -> None:
         """The agent's exit: no event."""
-
-    def flush(self) -> None:
-        """Flush the underlying file."""
-        with self._lock:
-            self._out.flush()
-
-    def close(self) -> None:
-        """Stop the background flush and flush; the file stays open (its owner closes it)."""
-        with self._lock:
-            self._closed.set()
-        self._dirty.set()
-        if self._flusher is not None and self._flusher is not threading.current_thread():
-            self._flusher.join()
-        self.flush()
 
 
 def from_recording(

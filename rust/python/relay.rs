@@ -21,6 +21,7 @@ use super::schema::schema_error;
 use super::state::PyToolCallStore;
 use super::Exclusive;
 use crate::coalesce::{DEFAULT_MAX_HELD, DEFAULT_MAX_HELD_BYTES};
+use crate::record::Recorder;
 use crate::relay::{Notice, Relay};
 use crate::state::Source;
 
@@ -34,21 +35,26 @@ pub struct PyRelay {
 
 #[pymethods]
 impl PyRelay {
-    /// `_Relay(store, fd, source, max_frame_bytes, coalesce=None)`: the lines read from `fd`, sent
-    /// by `source` (`"agent"` or `"client"`), tracked in `store`; `coalesce`: milliseconds to hold
-    /// the agent's tool-call updates for (`--coalesce`), with the default bounds.
+    /// `_Relay(store, fd, source, max_frame_bytes, coalesce=None, record=False, trace_start=None)`:
+    /// the lines read from `fd`, sent by `source` (`"agent"` or `"client"`), tracked in `store`;
+    /// `coalesce`: milliseconds to hold the agent's tool-call updates for (`--coalesce`), with the
+    /// default bounds; `record`: build the record lines of the lines forwarded (`--record`),
+    /// `trace_start`: their trace events, `ts` counting from it (`--trace`), taken by `records()`
+    /// (not with `coalesce`).
     #[new]
-    #[pyo3(signature = (store, fd, source, max_frame_bytes = None, coalesce = None))]
+    #[pyo3(signature = (store, fd, source, max_frame_bytes = None, coalesce = None, record = false, trace_start = None))]
     fn new(
         store: Bound<'_, PyToolCallStore>,
         fd: i32,
         source: &str,
         max_frame_bytes: Option<Arg<MaxFrameBytes>>,
         coalesce: Option<f64>,
+        record: bool,
+        trace_start: Option<f64>,
     ) -> PyResult<Self> {
-        let source = match source {
-            "agent" => Source::Agent,
-            "client" => Source::Client,
+        let (source, side) = match source {
+            "agent" => (Source::Agent, "agent"),
+            "client" => (Source::Client, "editor"),
             other => {
                 return Err(PyValueError::new_err(format!(
                     "expected source to be 'agent' or 'client', found {other:?}"
@@ -57,6 +63,14 @@ impl PyRelay {
         };
         let max = MaxFrameBytes::or_default(max_frame_bytes)?;
         let mut relay = Relay::new(max, source);
+        if record || trace_start.is_some() {
+            if coalesce.is_some() {
+                return Err(PyValueError::new_err(
+                    "expected no coalesce with record or trace_start (the proxy's Python loop records coalescing)",
+                ));
+            }
+            relay.record(Recorder::new(side, record, trace_start));
+        }
         if let Some(ms) = coalesce {
             relay.coalesce(new_coalescer(
                 ms,
@@ -132,6 +146,19 @@ impl PyRelay {
             list.append(item)?;
         }
         Ok(Some((data, list)))
+    }
+
+    /// `(record lines, trace events, lines without an event)` built since the last call (empty
+    /// when not recording).
+    fn records<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, u64)> {
+        let mut guard = self.relay.lock(py)?;
+        let relay: &mut Relay = &mut guard;
+        let to_py =
+            |record: &[u8], trace: &[u8], skipped: u64| (PyBytes::new(py, record), PyBytes::new(py, trace), skipped);
+        Ok(match relay.recorder() {
+            Some(r) => r.drain(to_py),
+            None => to_py(&[], &[], 0),
+        })
     }
 
     /// What the coalescer holds, released now (when the relay stops early); empty without one.

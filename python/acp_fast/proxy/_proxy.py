@@ -201,6 +201,7 @@ class Proxy:
                 self._close_outputs()
                 raise
             self._outputs.append(("--trace", trace, TraceWriter(out, time.time(), flush_every=FLUSH_SECONDS), out))
+        trace_start = next((w.start for o, _, w, _ in self._outputs if o == "--trace"), None)
         #: `--otlp`: the OpenTelemetry mapping (`acp_fast.otel.Spans`), given every line too.
         self.spans: Optional[Spans] = None
         if otlp:
@@ -222,6 +223,9 @@ class Proxy:
         self._lost_reported: Set[str] = set()
         self.bridge = None if bridge is None else Bridge(editor=bridge[0], agent=bridge[1], coalesce=coalesce)
         bridge_holds = self.bridge is not None and self.bridge.window is not None
+        # --record and --trace alone are written by the core's relay (not --otlp, nor with
+        # --coalesce, whose held and merged lines the Python loop records).
+        native_record = self.recorder is not None and coalesce is None and otlp is None
         self.bridge_lock = threading.Lock()
         self.chain = Chain(self, middleware)
         #: What the directions read of the options.
@@ -232,7 +236,13 @@ class Proxy:
             strict=strict,
             watch=watch,
             recording=self.recorder is not None,
-            per_frame=bool(self.chain) or self.recorder is not None or watch or strict_schema or bridge is not None,
+            per_frame=bool(self.chain)
+            or (self.recorder is not None and not native_record)
+            or watch
+            or strict_schema
+            or bridge is not None,
+            record_lines=bool(record),
+            trace_start=trace_start,
             coalesce=None if bridge_holds else coalesce,
             protocol=protocol,
             bridge_holds=bridge_holds,
@@ -303,6 +313,16 @@ class Proxy:
         assert recorder is not None  # called only while recording
         with self.record_lock:
             recorder.line(side, data, is_json, t, crlf=crlf, eol=eol, action=action, reason=reason, withheld=withheld)
+
+    def recorded(self, record: bytes, trace: bytes, skipped: int) -> None:
+        """Record lines and trace events the core's relay built (``skipped``: lines without an
+        event), written to ``--record`` and ``--trace`` as they are."""
+        with self.record_lock:
+            for option, _, writer, _ in self._outputs:
+                if option == "--record":
+                    writer.write_lines(record)
+                elif option == "--trace":
+                    writer.write_events(trace, skipped)
 
     def record_too_large(self, side: str, length: int) -> None:
         """Record a line of ``side`` that was over the frame limit (``length`` bytes)."""

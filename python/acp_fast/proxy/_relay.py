@@ -106,11 +106,15 @@ class Settings:
     strict: bool = False
     #: ``--watch``: a stderr line for each change of the state.
     watch: bool = False
-    #: Every line is recorded (``--record``).
+    #: Every line is recorded (``--record``, ``--trace``, ``--otlp``).
     recording: bool = False
-    #: Something per frame needs Python (middleware, recording, ``--watch``, ``--strict-schema``,
-    #: ``--bridge``): the core's relay is not used.
+    #: Something per frame needs Python (middleware, ``--watch``, ``--strict-schema``,
+    #: ``--bridge``, ``--otlp``, a recording with ``--coalesce``): the core's relay is not used.
     per_frame: bool = False
+    #: The core's relay builds the record lines (``--record``) of the lines it forwards...
+    record_lines: bool = False
+    #: ... and their trace events (``--trace``), ``ts`` counting from this (unix seconds).
+    trace_start: Optional[float] = None
     #: ``--coalesce MS``: the agent's tool-call updates held up to MS milliseconds and merged
     #: (``acp_fast.Coalescer``); None: off.
     coalesce: Optional[float] = None
@@ -188,6 +192,10 @@ class Host(Protocol):
 
     def record_too_large(self, side: str, length: int) -> None:
         """Record a line of ``side`` over the frame limit."""
+
+    def recorded(self, record: bytes, trace: bytes, skipped: int) -> None:
+        """Record lines and trace events the core's relay built (``skipped``: lines that gave no
+        event)."""
 
     def deliver(self, to: str, frames: List[bytes], now: float) -> None:
         """Frames injected by the middleware, going to ``to``."""
@@ -319,7 +327,18 @@ class Direction:
         if relay_type is None or acp_fast.BACKEND != "rust":
             return None
         coalesce = self.settings.coalesce if self.side == "agent" else None
-        return relay_type(self.host.store, self.src, self.source, self.settings.max_frame_bytes, coalesce)
+        settings = self.settings
+        if settings.recording:  # --record / --trace: recorded by the core's relay (never with --coalesce)
+            return relay_type(
+                self.host.store,
+                self.src,
+                self.source,
+                settings.max_frame_bytes,
+                None,
+                record=settings.record_lines,
+                trace_start=settings.trace_start,
+            )
+        return relay_type(self.host.store, self.src, self.source, settings.max_frame_bytes, coalesce)
 
     def run(self) -> None:
         relay = self.native_relay()
@@ -368,9 +387,13 @@ class Direction:
         """The loop in the core (``_native._Relay``, rust/relay.rs): each step reads a chunk,
         tracks its lines and gives back the lines to forward, with the interpreter released;
         what needs Python (lines that are not JSON-RPC, lines over the limit, bad state updates)
-        comes back as notices, handled here as in the Python loop."""
+        comes back as notices, handled here as in the Python loop. With ``--record`` /
+        ``--trace`` the core builds the record lines and trace events of the lines it forwards
+        (rust/record.rs), given to the writers once per step; the lines of the notices are
+        recorded here, in their place (a notice's line stops the step)."""
         host = self.host
         stats = self.stats
+        recording = self.settings.recording
         try:
             while not host.stopping:
                 try:
@@ -382,6 +405,8 @@ class Direction:
                 if step is None:
                     break
                 data, notices = step
+                if recording:
+                    host.recorded(*relay.records())
                 if data and self.write(data, coalesce=False):
                     stats["bytes_out"] += len(data)
                 for notice in notices:
@@ -397,6 +422,8 @@ class Direction:
             host.note(f"{self.side} relay stopped: {type(e).__name__}: {e}")
             raise
         finally:
+            if recording:
+                host.recorded(*relay.records())
             rest = relay.flush()  # what --coalesce held (on a stop; at the end pump gave it)
             if rest and self.write(rest, coalesce=False):
                 stats["bytes_out"] += len(rest)
@@ -421,7 +448,16 @@ class Direction:
             data = wire[:-1] if wire.endswith(b"\n") else wire
             if data.endswith(b"\r"):
                 data = data[:-1]
-            if self.invalid(data, error, line) is None and self.write(wire, coalesce=False):
+            action = self.invalid(data, error, line)
+            if self.settings.recording:  # as slow_block records it
+                eol = wire.endswith(b"\n")
+                data = wire[:-1] if eol else wire
+                crlf = eol and data.endswith(b"\r")
+                if crlf:
+                    data = data[:-1]
+                is_json = error.code != -32700 and bool(data.strip())
+                self.host.record(self.side, data, is_json, time.time(), crlf, eol, action)
+            if action is None and self.write(wire, coalesce=False):
                 self.stats["bytes_out"] += len(wire)
 
     def events(self, events: List[Any], eol: bool) -> None:
