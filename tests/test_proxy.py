@@ -488,3 +488,20 @@ def test_the_native_relay_runs_when_nothing_per_frame_needs_python(backend_id):
     assert done.returncode == 0, done.stderr
     expected = [True, True, False, False, False, False] if backend_id == "rust" else [False] * 6
     assert done.stdout.strip() == str(expected)
+
+
+def test_a_relay_that_cannot_start_ends_the_proxy_instead_of_hanging(backend_id):
+    # The direction closes its output when its relay cannot be made (it once left the agent's
+    # stdin open: the proxy waited for ever).
+    code = (
+        "import sys\n"
+        "from acp_fast.proxy import _relay\n"
+        "def broken(self):\n"
+        "    raise RuntimeError('no relay here')\n"
+        "_relay.Direction.native_relay = broken\n"
+        "from acp_fast.proxy import Proxy\n"
+        "sys.exit(Proxy(['cat']).run())\n"
+    )
+    env = {**os.environ, "ACP_FAST_BACKEND": backend_id}
+    done = subprocess.run([PY, "-c", code], input=b"", capture_output=True, env=env, timeout=30)
+    assert done.stderr.count(b"relay stopped: RuntimeError: no relay here") == 2  # both directions

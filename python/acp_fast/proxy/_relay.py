@@ -341,7 +341,12 @@ class Direction:
         return relay_type(self.host.store, self.src, self.source, settings.max_frame_bytes, coalesce)
 
     def run(self) -> None:
-        relay = self.native_relay()
+        try:
+            relay = self.native_relay()
+        except BaseException as e:  # never die silently: the direction still closes its output
+            self.host.note(f"{self.side} relay stopped: {type(e).__name__}: {e}")
+            self.dst.close()
+            raise
         if relay is not None:
             self.run_native(relay)
             return
