@@ -17,7 +17,7 @@ from __future__ import annotations
 import mmap
 import os
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union
+from typing import IO, TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import acp_fast
 
@@ -281,6 +281,7 @@ def frames(
     source: Optional[str] = None,
     max_frame_bytes: int = acp_fast.DEFAULT_MAX_FRAME_BYTES,
     threads: Optional[int] = None,
+    columns: Optional[Sequence[str]] = None,
 ) -> pa.Table:
     """One row per line of ``data``, an NDJSON stream or a proxy recording (its bytes, or a path;
     a ``str`` is a path): the columns of ``FRAME_COLUMNS``, null where a field is absent.
@@ -296,8 +297,16 @@ def frames(
     stream is cut into that many newline-aligned byte ranges, parsed at once without the GIL;
     the table is the same whatever the number (rows, order, line numbers; only its record
     batches are cut differently). A recording is read on one thread. TypeError for a
-    ``threads`` that is not an int, ValueError for one below 1 or above 1024."""
-    return _frames(data, source, max_frame_bytes, threads=threads)
+    ``threads`` that is not an int, ValueError for one below 1 or above 1024.
+
+    ``columns`` (a list or tuple of names of ``FRAME_COLUMNS``; None: all of them): the table has
+    only these, in that order, and the others are not built at all (without ``raw`` the lines'
+    bytes are not copied): the table is ``frames(data).select(columns)``, with ``time`` and
+    ``side`` still added after them for a recording or a ``source``. Every line is still parsed
+    and checked in full (a line that is not a valid message has null routing columns, as
+    always). TypeError for a ``columns`` that is not a list or tuple of str, ValueError for an
+    unknown name, a name given twice or no name."""
+    return _frames(data, source, max_frame_bytes, threads=threads, columns=columns)
 
 
 def _frames(
@@ -306,11 +315,12 @@ def _frames(
     max_frame_bytes: int,
     wrap: Optional[Wrap] = None,
     threads: Optional[int] = None,
+    columns: Optional[Sequence[str]] = None,
 ) -> Any:
     pa = require_pyarrow()
     _check_source(source)
     # the arguments are checked before any input is read
-    cols = _FrameColumns(max_frame_bytes=max_frame_bytes, threads=threads)
+    cols = _FrameColumns(max_frame_bytes=max_frame_bytes, threads=threads, columns=columns)
     inp = _open(data, wrap, _thread_count(threads))
     try:
         if inp.recording:
