@@ -78,6 +78,10 @@ TIME_COLUMNS = ("first_time", "last_time", "permission_time", "permission_resolv
 # Files are read in pieces this large: most in one piece, so the Rust builder reserves its `raw`
 # column once (smaller pieces make it grow by doubling, copying it each time).
 CHUNK_BYTES = 256 << 20
+# Without a `raw` column, files are read in pieces this large into one buffer used again for each
+# piece: its pages are touched once (a fresh buffer as large as the file costs a page fault per
+# page, as much as the copy), and it stays small.
+PIECE_BYTES = 16 << 20
 Data = Union[bytes, bytearray, memoryview, str, "os.PathLike[str]"]
 PathArg = Union[str, "os.PathLike[str]"]
 Paths = Union[PathArg, Iterable[PathArg]]
@@ -141,39 +145,43 @@ def _read_at(fd: int, buf: memoryview, offset: int) -> int:
     return done
 
 
-def _read_threads(stream: IO[bytes], start: int, end: Optional[int], threads: int) -> Iterator[Any]:
-    """`_read` with ``threads`` threads reading each chunk at once (``os.preadv`` releases
-    the GIL; the reads and the page faults of the fresh buffer share out over the cores), into an
-    anonymous map handed out as a read-only ``memoryview``, valid until the next chunk is asked
-    for: ``FrameColumns.feed`` reads it in place. Bytes added to the file after it was measured
-    are read as `_read` reads them."""
+def _read_threads(
+    stream: IO[bytes], start: int, end: Optional[int], threads: int, chunk_bytes: Optional[int] = None
+) -> Iterator[Any]:
+    """`_read` in chunks of ``chunk_bytes`` (None: ``CHUNK_BYTES``) with ``threads`` threads reading each chunk at once
+    (``os.preadv`` releases the GIL; the reads and the page faults of the buffer share out over
+    the cores), into one anonymous map used again for every chunk, handed out as a read-only
+    ``memoryview``, valid until the next chunk is asked for: ``FrameColumns.feed`` reads it in
+    place. Bytes added to the file after it was measured are read as `_read` reads them."""
     from concurrent.futures import ThreadPoolExecutor
 
+    chunk_bytes = CHUNK_BYTES if chunk_bytes is None else chunk_bytes
     fd = stream.fileno()
     size = os.fstat(fd).st_size
     stop = size if end is None else min(end, size)
     at = start
-    with ThreadPoolExecutor(max_workers=threads) as pool:
-        while at < stop:
-            n = min(CHUNK_BYTES, stop - at)
-            with mmap.mmap(-1, n) as buf, memoryview(buf) as view:
-                parts = [(i * n // threads, (i + 1) * n // threads) for i in range(threads)]
-                views = [view[a:b] for a, b in parts]
-                try:
-                    got = list(pool.map(_read_at, [fd] * threads, views, [at + a for a, _ in parts]))
-                finally:
-                    for v in views:
-                        v.release()
-                filled = 0  # the bytes read up to the first part cut short (the file shrank)
-                for (a, b), g in zip(parts, got):
-                    filled = a + g
-                    if g < b - a:
-                        break
-                with view[:filled] as piece, piece.toreadonly() as chunk:
-                    yield chunk
-            at += filled
-            if filled < n:
-                return
+    if at < stop:
+        with ThreadPoolExecutor(max_workers=threads) as pool, mmap.mmap(-1, min(chunk_bytes, stop - at)) as buf:
+            while at < stop:
+                n = min(chunk_bytes, stop - at)
+                with memoryview(buf) as whole, whole[:n] as view:
+                    parts = [(i * n // threads, (i + 1) * n // threads) for i in range(threads)]
+                    views = [view[a:b] for a, b in parts]
+                    try:
+                        got = list(pool.map(_read_at, [fd] * threads, views, [at + a for a, _ in parts]))
+                    finally:
+                        for v in views:
+                            v.release()
+                    filled = 0  # the bytes read up to the first part cut short (the file shrank)
+                    for (a, b), g in zip(parts, got):
+                        filled = a + g
+                        if g < b - a:
+                            break
+                    with view[:filled] as piece, piece.toreadonly() as chunk:
+                        yield chunk
+                at += filled
+                if filled < n:
+                    return
     if end is None or at < end:
         yield from _read(stream, at, end)
 
@@ -181,9 +189,10 @@ def _read_threads(stream: IO[bytes], start: int, end: Optional[int], threads: in
 Wrap = Callable[[Iterable[bytes]], Iterator[bytes]]
 
 
-def _open(data: Data, wrap: Optional[Wrap] = None, threads: int = 1) -> _Input:
+def _open(data: Data, wrap: Optional[Wrap] = None, threads: int = 1, raw: bool = True) -> _Input:
     """``data`` as chunks (``wrap``: a progress display's ``wrap``; ``threads``: the threads a
-    plain stream's file is read on)."""
+    plain stream's file is read on; ``raw``: whether the lines' bytes are kept: without, a plain
+    stream's file is read in pieces of ``PIECE_BYTES`` into one buffer, on any thread count)."""
     if isinstance(data, (bytes, bytearray, memoryview)):
         data = bytes(data)
         chunks: Iterator[bytes] = iter([data])
@@ -192,7 +201,10 @@ def _open(data: Data, wrap: Optional[Wrap] = None, threads: int = 1) -> _Input:
         stream = open_file(os.fspath(data))  # closed by _Input.close
         head = stream.read(64)
         recording = is_recording(head)
-        chunks = _read(stream) if recording or threads < 2 else _read_threads(stream, 0, None, threads)
+        if recording or (threads < 2 and raw):
+            chunks = _read(stream)
+        else:
+            chunks = _read_threads(stream, 0, None, threads, CHUNK_BYTES if raw else PIECE_BYTES)
         return _Input(recording, wrap(chunks) if wrap else chunks, stream)
     raise TypeError(f"expected bytes or a path, found {type(data).__name__}")
 
@@ -321,7 +333,7 @@ def _frames(
     _check_source(source)
     # the arguments are checked before any input is read
     cols = _FrameColumns(max_frame_bytes=max_frame_bytes, threads=threads, columns=columns)
-    inp = _open(data, wrap, _thread_count(threads))
+    inp = _open(data, wrap, _thread_count(threads), raw=columns is None or "raw" in columns)
     try:
         if inp.recording:
             if source is not None:
