@@ -57,6 +57,31 @@ pub const MAX_LINE_BYTES: usize = 1 << 30;
 /// The most threads a `FrameColumns` takes.
 pub const MAX_THREADS: usize = 1024;
 
+/// A caller's `threads`: an integer from 1 to `MAX_THREADS`, else why not.
+pub fn check_threads(value: i64) -> Result<usize, String> {
+    match usize::try_from(value) {
+        Ok(n) if (1..=MAX_THREADS).contains(&n) => Ok(n),
+        _ => Err(threads_out_of_range(value)),
+    }
+}
+
+/// Why a `threads` of `found` (an integer, maybe beyond 64 bits) is refused.
+pub fn threads_out_of_range(found: impl std::fmt::Display) -> String {
+    format!("threads must be between 1 and {MAX_THREADS}, found {found}")
+}
+
+/// Why a `threads` that is not an integer (a value of type `type_name`) is refused.
+pub fn threads_not_an_int(type_name: &str) -> String {
+    format!("threads must be an int or None, found {type_name}")
+}
+
+/// The default `threads`: the cores this process may use (1 when unknown).
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(MAX_THREADS)
+}
+
 /// Which of `COLUMNS` a `FrameColumns` builds (`select`): the others are not filled at all (no
 /// `raw` copy of the lines without `raw`, no status capture without `status`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,31 +160,6 @@ pub fn check_columns<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<Vec
         return Err("columns must name at least one column".to_owned());
     }
     Ok(out)
-}
-
-/// A caller's `threads`: an integer from 1 to `MAX_THREADS`, else why not.
-pub fn check_threads(value: i64) -> Result<usize, String> {
-    match usize::try_from(value) {
-        Ok(n) if (1..=MAX_THREADS).contains(&n) => Ok(n),
-        _ => Err(threads_out_of_range(value)),
-    }
-}
-
-/// Why a `threads` of `found` (an integer, maybe beyond 64 bits) is refused.
-pub fn threads_out_of_range(found: impl std::fmt::Display) -> String {
-    format!("threads must be between 1 and {MAX_THREADS}, found {found}")
-}
-
-/// Why a `threads` that is not an integer (a value of type `type_name`) is refused.
-pub fn threads_not_an_int(type_name: &str) -> String {
-    format!("threads must be an int or None, found {type_name}")
-}
-
-/// The default `threads`: the cores this process may use (1 when unknown).
-pub fn default_threads() -> usize {
-    std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(MAX_THREADS)
 }
 
 /// `data` (complete lines: it ends with a newline) cut into at most `parts` ranges of about equal

@@ -101,19 +101,6 @@ def check_columns(names: Any) -> List[int]:
     return out
 
 
-def columns_arg(columns: Any) -> List[int]:
-    """A caller's ``columns`` (a list or tuple of names of ``COLUMNS``; None: all) as indexes into
-    ``COLUMNS``, in the caller's order; TypeError / ValueError saying why not."""
-    if columns is None:
-        return list(range(len(COLUMNS)))
-    if not isinstance(columns, (list, tuple)):
-        raise TypeError(columns_not_names(type(columns).__name__))
-    for item in columns:
-        if not isinstance(item, str):
-            raise TypeError(columns_not_names(type(item).__name__))
-    return check_columns(columns)
-
-
 def split_ranges(data: bytes, parts: int) -> List[Tuple[int, int]]:
     """``data`` (complete lines: it ends with a newline) cut into at most ``parts`` ranges of about
     equal size, each ending just after a newline; no range is empty (none for empty ``data``)."""
@@ -350,3 +337,16 @@ def schema(order: Optional[List[int]] = None) -> Any:
     types = [pa.int64(), pa.string(), *[pa.string()] * 6, pa.int64(), pa.string(), pa.binary()]
     order = list(range(len(COLUMNS))) if order is None else order
     return pa.schema([pa.field(COLUMNS[i], types[i], nullable=i >= 2) for i in order])
+
+
+def columns_arg(columns: Any) -> List[int]:
+    """A caller's ``columns`` (a list or tuple of names of ``COLUMNS``; None: all) as indexes into
+    ``COLUMNS``, in the caller's order; TypeError / ValueError saying why not."""
+    if columns is None:
+        return list(range(len(COLUMNS)))
+    if not isinstance(columns, (list, tuple)):
+        raise TypeError(columns_not_names(type(columns).__name__))
+    for item in columns:
+        if not isinstance(item, str):
+            raise TypeError(columns_not_names(type(item).__name__))
+    return check_columns(columns)
