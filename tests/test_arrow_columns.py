@@ -15,9 +15,20 @@ import pytest
 from acp_fast import arrow, traffic
 from conftest import get_backend
 from test_arrow import make_recording
-from test_arrow_threads import INPUTS, on_backend  # noqa: F401 (a fixture)
+from test_arrow_threads import INPUTS
 
 ROUTING = ["method", "id", "session_id", "update_kind", "tool_call_id", "status"]
+
+
+@pytest.fixture
+def on_backend(backend: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """acp_fast.arrow running on ``backend``."""
+    monkeypatch.setattr(arrow, "_FrameColumns", backend.FrameColumns)
+    monkeypatch.setattr(arrow, "_FrameDecoder", backend.FrameDecoder)
+    monkeypatch.setattr(arrow, "_ToolCallStore", backend.ToolCallStore)
+    return backend
+
+
 SELECTIONS: List[List[str]] = [
     ROUTING,
     ["status", "method"],

@@ -382,8 +382,10 @@ ALLOWED: list[tuple[str, str | list[str], str]] = [
     (
         "rust/columns.rs",
         ["Wanted.of", "capture", "select"],
-        "the columns built as flags (every column is filled in Python and the table selected in "
-        "`finish`), and the capture of `params.update` for `status`; the constructor takes `columns`",
+        (
+            "the columns built as flags (every column is filled in Python and the table selected in "
+            "`finish`), and the capture of `params.update` for `status`; the constructor takes `columns`"
+        ),
     ),
     (
         "rust/python/arrow.rs",

@@ -230,8 +230,12 @@ fn selected_columns_are_those_of_all_and_the_others_stay_empty() {
             let mut cols = FrameColumns::new(3, max, threads).select(Wanted::of(&routing));
             cols.feed(&data);
             let some = cols.finish();
-            assert_eq!(some.iter().map(Batch::len).sum::<usize>(), all.iter().map(Batch::len).sum::<usize>());
-            let cat = |bs: &[Batch], f: fn(&Batch) -> &VarColumn| bs.iter().flat_map(|b| texts(f(b))).collect::<Vec<_>>();
+            assert_eq!(
+                some.iter().map(Batch::len).sum::<usize>(),
+                all.iter().map(Batch::len).sum::<usize>()
+            );
+            let cat =
+                |bs: &[Batch], f: fn(&Batch) -> &VarColumn| bs.iter().flat_map(|b| texts(f(b))).collect::<Vec<_>>();
             for f in [
                 (|b: &Batch| &b.method) as fn(&Batch) -> &VarColumn,
                 |b| &b.id,

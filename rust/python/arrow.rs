@@ -10,9 +10,9 @@ use arrow_array::{ArrayRef, BinaryArray, Int64Array, RecordBatch, RecordBatchIte
 use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use pyo3::buffer::PyBuffer;
+use pyo3::exceptions::PyTypeError;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::exceptions::PyTypeError;
 use pyo3::types::{PyBytes, PyCapsule, PyList, PyString, PyTuple};
 
 use super::args::{Arg, MaxFrameBytes, Threads};
@@ -109,13 +109,17 @@ fn columns_arg(columns: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<usize>> {
         return Ok((0..COLUMNS.len()).collect());
     };
     if !columns.is_instance_of::<PyList>() && !columns.is_instance_of::<PyTuple>() {
-        return Err(PyTypeError::new_err(columns_not_names(&columns.get_type().name()?.to_string())));
+        return Err(PyTypeError::new_err(columns_not_names(
+            &columns.get_type().name()?.to_string(),
+        )));
     }
     let mut names = Vec::new();
     for item in columns.try_iter()? {
         let item = item?;
         let Ok(name) = item.cast::<PyString>() else {
-            return Err(PyTypeError::new_err(columns_not_names(&item.get_type().name()?.to_string())));
+            return Err(PyTypeError::new_err(columns_not_names(
+                &item.get_type().name()?.to_string(),
+            )));
         };
         names.push(name.to_str()?.to_owned());
     }
