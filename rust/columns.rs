@@ -10,6 +10,11 @@
 //! and `raw` (the line's bytes). Absent fields are null. Rows are cut into batches of at most
 //! about `BATCH_BYTES` of `raw`, so that 32-bit offsets always suffice.
 //!
+//! Only some columns (`FrameColumns::select`, `Wanted`): the others are not filled at all (no copy
+//! of the lines without `raw`, no capture of `params.update`'s members without `status`); every
+//! line is still parsed and checked in full, and the batches are cut at the same rows (their
+//! `raw_bytes` is counted whether `raw` is built or not).
+//!
 //! On several threads (`FrameColumns::new(.., threads)`), `feed` cuts the complete lines it is
 //! given into `threads` newline-aligned byte ranges of about equal size (`split_ranges`), builds
 //! each range's rows on its own thread (a framer and rows of its own, numbered from 0), then adds
@@ -75,6 +80,86 @@ pub fn default_threads() -> usize {
     std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(MAX_THREADS)
+}
+
+/// Which of `COLUMNS` a `FrameColumns` builds (`select`): the others are not filled at all (no
+/// `raw` copy of the lines without `raw`, no status capture without `status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Wanted {
+    pub line: bool,
+    pub kind: bool,
+    pub method: bool,
+    pub id: bool,
+    pub session_id: bool,
+    pub update_kind: bool,
+    pub tool_call_id: bool,
+    pub status: bool,
+    pub bytes: bool,
+    pub error: bool,
+    pub raw: bool,
+}
+
+impl Wanted {
+    /// Every column.
+    pub const ALL: Self = Self {
+        line: true,
+        kind: true,
+        method: true,
+        id: true,
+        session_id: true,
+        update_kind: true,
+        tool_call_id: true,
+        status: true,
+        bytes: true,
+        error: true,
+        raw: true,
+    };
+
+    /// The columns at these indexes of `COLUMNS`.
+    pub fn of(indexes: &[usize]) -> Self {
+        let has = |i: usize| indexes.contains(&i);
+        Self {
+            line: has(0),
+            kind: has(1),
+            method: has(2),
+            id: has(3),
+            session_id: has(4),
+            update_kind: has(5),
+            tool_call_id: has(6),
+            status: has(7),
+            bytes: has(8),
+            error: has(9),
+            raw: has(10),
+        }
+    }
+}
+
+/// Why a `columns` holding a value of type `type_name` (or being one, not a list or tuple) is
+/// refused.
+pub fn columns_not_names(type_name: &str) -> String {
+    format!("columns must be a list or tuple of column names, found {type_name}")
+}
+
+/// A caller's `columns`: names of `COLUMNS`, none twice, at least one, as indexes into `COLUMNS`
+/// in the caller's order; else why not.
+pub fn check_columns<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<Vec<usize>, String> {
+    let mut out: Vec<usize> = Vec::new();
+    for name in names {
+        let Some(i) = COLUMNS.iter().position(|c| *c == name) else {
+            return Err(format!(
+                "columns: unknown column '{name}', expected some of {}",
+                COLUMNS.join(", ")
+            ));
+        };
+        if out.contains(&i) {
+            return Err(format!("columns: '{name}' is named twice"));
+        }
+        out.push(i);
+    }
+    if out.is_empty() {
+        return Err("columns must name at least one column".to_owned());
+    }
+    Ok(out)
 }
 
 /// `data` (complete lines: it ends with a newline) cut into at most `parts` ranges of about equal
@@ -198,6 +283,10 @@ impl VarColumn {
 /// The rows of one batch, column by column (`COLUMNS`).
 #[derive(Debug, Default, Clone)]
 pub struct Batch {
+    /// The rows, whichever columns are built.
+    pub rows: usize,
+    /// The bytes of `raw`, whether it is built or not (what cuts the batches).
+    pub raw_bytes: usize,
     pub line: Vec<i64>,
     pub kind: VarColumn,
     pub method: VarColumn,
@@ -214,32 +303,65 @@ pub struct Batch {
 
 impl Batch {
     pub fn len(&self) -> usize {
-        self.line.len()
+        self.rows
     }
 
     pub fn is_empty(&self) -> bool {
-        self.line.is_empty()
+        self.rows == 0
     }
 
     /// The routing columns of a row that is not one message: all null.
     #[inline(always)]
-    fn no_message(&mut self) {
-        for c in [
-            &mut self.method,
-            &mut self.id,
-            &mut self.session_id,
-            &mut self.update_kind,
-            &mut self.tool_call_id,
-            &mut self.status,
+    fn no_message(&mut self, w: &Wanted) {
+        for (wanted, c) in [
+            (w.method, &mut self.method),
+            (w.id, &mut self.id),
+            (w.session_id, &mut self.session_id),
+            (w.update_kind, &mut self.update_kind),
+            (w.tool_call_id, &mut self.tool_call_id),
+            (w.status, &mut self.status),
         ] {
-            c.push_null();
+            if wanted {
+                c.push_null();
+            }
         }
     }
 
+    /// The columns every row has: `line`, `kind`, `bytes`, `error`, `raw` (those wanted).
     #[inline(always)]
-    fn push_bytes(&mut self, bytes: Option<u64>) {
-        self.bytes.push(bytes.unwrap_or(0) as i64);
-        self.bytes_validity.push(bytes.is_some());
+    fn push_common(
+        &mut self,
+        w: &Wanted,
+        line: u64,
+        kind: &[u8],
+        bytes: Option<u64>,
+        error: Option<&[u8]>,
+        raw: Option<&[u8]>,
+    ) {
+        self.rows += 1;
+        if w.line {
+            self.line.push(line as i64);
+        }
+        if w.kind {
+            self.kind.push(kind);
+        }
+        if w.bytes {
+            self.bytes.push(bytes.unwrap_or(0) as i64);
+            self.bytes_validity.push(bytes.is_some());
+        }
+        if w.error {
+            match error {
+                Some(e) => self.error.push(e),
+                None => self.error.push_null(),
+            }
+        }
+        self.raw_bytes += raw.map_or(0, <[u8]>::len);
+        if w.raw {
+            match raw {
+                Some(r) => self.raw.push(r),
+                None => self.raw.push_null(),
+            }
+        }
     }
 }
 
@@ -273,65 +395,97 @@ fn status_of(data: &[u8], cap: &Captured) -> Option<Str> {
     value.str()
 }
 
-/// Rows being built: the open batch and the closed ones.
-#[derive(Debug, Default)]
+/// Rows being built: the open batch and the closed ones, of the `wanted` columns.
+#[derive(Debug)]
 pub struct Rows {
     batch: Batch,
     done: Vec<Batch>,
     cap: Captured,
     scratch: Vec<u8>,
+    wanted: Wanted,
+}
+
+impl Default for Rows {
+    fn default() -> Self {
+        Self::new(Wanted::ALL)
+    }
 }
 
 impl Rows {
+    /// No rows yet, of the `wanted` columns.
+    pub fn new(wanted: Wanted) -> Self {
+        Self {
+            batch: Batch::default(),
+            done: Vec::new(),
+            cap: Captured::default(),
+            scratch: Vec::new(),
+            wanted,
+        }
+    }
+
     /// One row for a line (`data` without its line ending) and what it parsed to.
+    #[inline(always)]
     fn push_parsed(&mut self, line: u64, data: &[u8], frame: &Result<Frame, DecodeError>) {
-        let b = &mut self.batch;
-        b.line.push(line as i64);
-        match frame {
+        let (b, w) = (&mut self.batch, &self.wanted);
+        let (kind, error): (&[u8], Option<&[u8]>) = match frame {
             Ok(Frame::Single(env)) => {
-                b.kind.push(env.kind.as_str().as_bytes());
-                b.method.push_span(data, env.method);
-                match env.id {
-                    Some(span) => {
-                        write_id(data, span, &mut b.id.values, &mut self.scratch);
-                        b.id.close(true);
+                if w.method {
+                    b.method.push_span(data, env.method);
+                }
+                if w.id {
+                    match env.id {
+                        Some(span) => {
+                            write_id(data, span, &mut b.id.values, &mut self.scratch);
+                            b.id.close(true);
+                        }
+                        None => b.id.push_null(),
                     }
-                    None => b.id.push_null(),
                 }
-                b.session_id.push_span(data, env.session_id);
-                b.update_kind.push_span(data, env.update_kind);
-                b.tool_call_id.push_span(data, env.tool_call_id);
-                let status = match env.update {
-                    Some(u) if u.ty == crate::error::JsonType::Object => status_of(data, &self.cap),
-                    _ => None,
-                };
-                match status {
-                    Some(s) => b.status.push_str(data, s),
-                    None => b.status.push_null(),
+                if w.session_id {
+                    b.session_id.push_span(data, env.session_id);
                 }
-                b.error.push_null();
+                if w.update_kind {
+                    b.update_kind.push_span(data, env.update_kind);
+                }
+                if w.tool_call_id {
+                    b.tool_call_id.push_span(data, env.tool_call_id);
+                }
+                if w.status {
+                    let status = match env.update {
+                        Some(u) if u.ty == crate::error::JsonType::Object => status_of(data, &self.cap),
+                        _ => None,
+                    };
+                    match status {
+                        Some(s) => b.status.push_str(data, s),
+                        None => b.status.push_null(),
+                    }
+                }
+                (env.kind.as_str().as_bytes(), None)
             }
             Ok(Frame::Batch(_)) => {
-                b.kind.push(b"batch");
-                b.no_message();
-                b.error.push_null();
+                b.no_message(w);
+                (b"batch", None)
             }
             Err(e) => {
-                b.kind.push(b"invalid");
-                b.no_message();
-                b.error.push(e.kind.as_bytes());
+                b.no_message(w);
+                (b"invalid", Some(e.kind.as_bytes()))
             }
-        }
-        b.push_bytes(Some(data.len() as u64));
-        b.raw.push(data);
+        };
+        b.push_common(w, line, kind, Some(data.len() as u64), error, Some(data));
         self.cut();
+    }
+
+    /// The capture `parse_line_utf8` fills: the members of `params.update`, read for `status`.
+    #[inline(always)]
+    fn capture(&mut self) -> Option<&mut Captured> {
+        self.wanted.status.then_some(&mut self.cap)
     }
 
     /// A line of the stream, as the framer cut it (a `\r` it left is stripped, as `decode` does).
     #[inline]
     fn frame(&mut self, line: u64, data: &[u8], utf8: bool) {
         let data = strip_line_ending(data);
-        let frame = parse_line_utf8(data, Some(&mut self.cap), utf8);
+        let frame = parse_line_utf8(data, self.capture(), utf8);
         self.push_parsed(line, data, &frame);
     }
 
@@ -342,7 +496,7 @@ impl Rows {
         let frame = if memchr::memchr(b'\n', data).is_some() {
             parse_frame(data)
         } else {
-            parse_line_utf8(data, Some(&mut self.cap), false)
+            parse_line_utf8(data, self.capture(), false)
         };
         self.push_parsed(line, data, &frame);
     }
@@ -354,23 +508,17 @@ impl Rows {
 
     /// An invalid row with the error kind `error` (and the line's bytes when kept).
     pub fn invalid(&mut self, line: u64, error: &str, bytes: Option<u64>, raw: Option<&[u8]>) {
-        let b = &mut self.batch;
-        b.line.push(line as i64);
-        b.kind.push(b"invalid");
-        b.no_message();
-        b.error.push(error.as_bytes());
-        b.push_bytes(bytes);
-        match raw {
-            Some(raw) => b.raw.push(raw),
-            None => b.raw.push_null(),
-        }
+        let (b, w) = (&mut self.batch, &self.wanted);
+        b.no_message(w);
+        b.push_common(w, line, b"invalid", bytes, Some(error.as_bytes()), raw);
         self.cut();
     }
 
-    /// Close the batch when its `raw` is full.
+    /// Close the batch when its `raw` is full (counted when `raw` is not built too, so that the
+    /// batches are cut at the same rows whatever the columns).
     #[inline(always)]
     fn cut(&mut self) {
-        if self.batch.raw.values.len() >= BATCH_BYTES {
+        if self.batch.raw_bytes >= BATCH_BYTES {
             self.done.push(std::mem::take(&mut self.batch));
         }
     }
@@ -382,7 +530,7 @@ impl Rows {
             self.done.push(std::mem::take(&mut self.batch));
         }
         for mut b in batches.into_iter().filter(|b| !b.is_empty()) {
-            if before != 0 {
+            if before != 0 && self.wanted.line {
                 for line in &mut b.line {
                     *line += before as i64;
                 }
@@ -409,6 +557,7 @@ pub struct FrameColumns {
     first_line: u64,
     rows: Rows,
     threads: usize,
+    wanted: Wanted,
 }
 
 impl FrameColumns {
@@ -420,7 +569,15 @@ impl FrameColumns {
             first_line,
             rows: Rows::default(),
             threads: threads.max(1),
+            wanted: Wanted::ALL,
         }
+    }
+
+    /// Build only the `wanted` columns (before any row: the rows so far are dropped).
+    pub fn select(mut self, wanted: Wanted) -> Self {
+        self.rows = Rows::new(wanted);
+        self.wanted = wanted;
+        self
     }
 
     fn event(rows: &mut Rows, first: u64, event: Event<'_>) {
@@ -456,16 +613,16 @@ impl FrameColumns {
             self.feed_here(lines);
             return rest;
         }
-        let max = self.framer.max_frame_bytes();
+        let (max, wanted) = (self.framer.max_frame_bytes(), self.wanted);
         let parsed: Vec<(Vec<Batch>, u64)> = std::thread::scope(|scope| {
             let others: Vec<_> = ranges[1..]
                 .iter()
                 .map(|r| {
                     let piece = &lines[r.clone()];
-                    scope.spawn(move || Self::range(piece, max))
+                    scope.spawn(move || Self::range(piece, max, wanted))
                 })
                 .collect();
-            let first = Self::range(&lines[ranges[0].clone()], max);
+            let first = Self::range(&lines[ranges[0].clone()], max, wanted);
             std::iter::once(first)
                 .chain(
                     others
@@ -486,8 +643,8 @@ impl FrameColumns {
     }
 
     /// The rows of `data` (complete lines), numbered from 1, and how many lines it held.
-    fn range(data: &[u8], max_frame_bytes: usize) -> (Vec<Batch>, u64) {
-        let mut cols = Self::new(0, max_frame_bytes, 1);
+    fn range(data: &[u8], max_frame_bytes: usize, wanted: Wanted) -> (Vec<Batch>, u64) {
+        let mut cols = Self::new(0, max_frame_bytes, 1).select(wanted);
         cols.feed_here(data);
         let lines = cols.framer.line();
         (cols.finish(), lines)
@@ -496,8 +653,10 @@ impl FrameColumns {
     /// `feed` on the calling thread.
     fn feed_here(&mut self, data: &[u8]) {
         // The lines' bytes are at most the data's: one allocation for `raw` instead of doublings.
-        let raw = &mut self.rows.batch.raw.values;
-        raw.reserve(data.len().min(BATCH_BYTES.saturating_sub(raw.len())));
+        if self.wanted.raw {
+            let raw = &mut self.rows.batch.raw.values;
+            raw.reserve(data.len().min(BATCH_BYTES.saturating_sub(raw.len())));
+        }
         let (rows, first) = (&mut self.rows, self.first_line);
         self.framer.feed(data, |event| Self::event(rows, first, event));
     }

@@ -382,15 +382,23 @@ ALLOWED: list[tuple[str, str | list[str], str]] = [
     (
         "rust/columns.rs",
         ["Validity.push", "close", "VarColumn.push", "push_null", "push_str", "push_span", "len", "is_empty"]
-        + ["no_message", "push_bytes", "write_id", "event"],
+        + ["no_message", "push_common", "write_id", "event"],
         "Arrow buffers filled from spans; Python lists here, and a list of events per feed",
     ),
     (
+        "rust/columns.rs",
+        ["Wanted.of", "capture", "select"],
+        (
+            "the columns built as flags (every column is filled in Python and the table selected in "
+            "`finish`), and the capture of `params.update` for `status`; the constructor takes `columns`"
+        ),
+    ),
+    (
         "rust/python/arrow.rs",
-        ["register", "nulls", "offsets", "utf8", "binary", "record_batch", "__arrow_c_stream__", "__len__"],
+        ["register", "nulls", "offsets", "utf8", "binary", "column", "record_batch", "__arrow_c_stream__", "__len__"],
         "Arrow record batches; pyarrow builds the Table here",
     ),
-    ("columns.py", ["_Rows.new", "events"], "Rows is a Default struct in Rust; the framer's events come as a list"),
+    ("columns.py", ["events"], "the framer's events come as a list"),
     (
         "rust/schema/compile.rs",
         ["text", "key_text", "list", "index_flags", "index_required", "prop_sig", "wrapped"] + ["only_lit"],

@@ -3,7 +3,7 @@ exposes the same names with the same signatures). ``acp_fast/__init__.py`` impor
 names from here for type checkers, whichever backend runs; ``make lint`` checks this file against
 the built module with stubtest."""
 
-from typing import Any, Dict, Final, Iterator, List, Optional, Protocol, Tuple, TypeAlias, Union, final
+from typing import Any, Dict, Final, Iterator, List, Optional, Protocol, Sequence, Tuple, TypeAlias, Union, final
 
 from .batch import Batch
 from .errors import DecodeError
@@ -522,11 +522,20 @@ class FrameColumns:
     ``invalid``); ``finish`` returns the rows."""
 
     def __new__(
-        cls, *, first_line: int = 0, max_frame_bytes: Optional[int] = 67108864, threads: Optional[int] = None
+        cls,
+        *,
+        first_line: int = 0,
+        max_frame_bytes: Optional[int] = 67108864,
+        threads: Optional[int] = None,
+        columns: Optional[Sequence[str]] = None,
     ) -> FrameColumns:
         """An empty table; ``max_frame_bytes`` as for [`Framer`][acp_fast.Framer], at most 1 GiB; ``threads``
         (1 to 1024; None: every core the process may use) the threads ``feed`` parses on.
-        TypeError for a ``threads`` that is not an int, ValueError for one out of range."""
+        ``columns`` (a list or tuple of names of ``acp_fast.arrow.FRAME_COLUMNS``; None: all): the
+        table has only these, in that order, and the others are not built (every line is still
+        parsed and checked). TypeError for a ``threads`` that is not an int or a ``columns`` that is
+        not a list or tuple of str, ValueError for a ``threads`` out of range or a ``columns`` with
+        an unknown name, a name twice or no name."""
     def feed(self, data: _Buffer) -> None:
         """Feed bytes of the stream: a row for every line they complete. With ``threads`` above 1
         the complete lines are cut into that many newline-aligned byte ranges, parsed at once

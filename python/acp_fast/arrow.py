@@ -17,7 +17,7 @@ from __future__ import annotations
 import mmap
 import os
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union
+from typing import IO, TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import acp_fast
 
@@ -78,6 +78,10 @@ TIME_COLUMNS = ("first_time", "last_time", "permission_time", "permission_resolv
 # Files are read in pieces this large: most in one piece, so the Rust builder reserves its `raw`
 # column once (smaller pieces make it grow by doubling, copying it each time).
 CHUNK_BYTES = 256 << 20
+# Without a `raw` column, files are read in pieces this large into one buffer used again for each
+# piece: its pages are touched once (a fresh buffer as large as the file costs a page fault per
+# page, as much as the copy), and it stays small.
+PIECE_BYTES = 16 << 20
 Data = Union[bytes, bytearray, memoryview, str, "os.PathLike[str]"]
 PathArg = Union[str, "os.PathLike[str]"]
 Paths = Union[PathArg, Iterable[PathArg]]
@@ -162,39 +166,43 @@ def _read_at(fd: int, buf: memoryview, offset: int) -> int:
     return done
 
 
-def _read_threads(stream: IO[bytes], start: int, end: Optional[int], threads: int) -> Iterator[Any]:
-    """`_read` with ``threads`` threads reading each chunk at once (``os.preadv`` releases
-    the GIL; the reads and the page faults of the fresh buffer share out over the cores), into an
-    anonymous map handed out as a read-only ``memoryview``, valid until the next chunk is asked
-    for: ``FrameColumns.feed`` reads it in place. Bytes added to the file after it was measured
-    are read as `_read` reads them."""
+def _read_threads(
+    stream: IO[bytes], start: int, end: Optional[int], threads: int, chunk_bytes: Optional[int] = None
+) -> Iterator[Any]:
+    """`_read` in chunks of ``chunk_bytes`` (None: ``CHUNK_BYTES``) with ``threads`` threads reading each chunk at once
+    (``os.preadv`` releases the GIL; the reads and the page faults of the buffer share out over
+    the cores), into one anonymous map used again for every chunk, handed out as a read-only
+    ``memoryview``, valid until the next chunk is asked for: ``FrameColumns.feed`` reads it in
+    place. Bytes added to the file after it was measured are read as `_read` reads them."""
     from concurrent.futures import ThreadPoolExecutor
 
+    chunk_bytes = CHUNK_BYTES if chunk_bytes is None else chunk_bytes
     fd = stream.fileno()
     size = os.fstat(fd).st_size
     stop = size if end is None else min(end, size)
     at = start
-    with ThreadPoolExecutor(max_workers=threads) as pool:
-        while at < stop:
-            n = min(CHUNK_BYTES, stop - at)
-            with mmap.mmap(-1, n) as buf, memoryview(buf) as view:
-                parts = [(i * n // threads, (i + 1) * n // threads) for i in range(threads)]
-                views = [view[a:b] for a, b in parts]
-                try:
-                    got = list(pool.map(_read_at, [fd] * threads, views, [at + a for a, _ in parts]))
-                finally:
-                    for v in views:
-                        v.release()
-                filled = 0  # the bytes read up to the first part cut short (the file shrank)
-                for (a, b), g in zip(parts, got):
-                    filled = a + g
-                    if g < b - a:
-                        break
-                with view[:filled] as piece, piece.toreadonly() as chunk:
-                    yield chunk
-            at += filled
-            if filled < n:
-                return
+    if at < stop:
+        with ThreadPoolExecutor(max_workers=threads) as pool, mmap.mmap(-1, min(chunk_bytes, stop - at)) as buf:
+            while at < stop:
+                n = min(chunk_bytes, stop - at)
+                with memoryview(buf) as whole, whole[:n] as view:
+                    parts = [(i * n // threads, (i + 1) * n // threads) for i in range(threads)]
+                    views = [view[a:b] for a, b in parts]
+                    try:
+                        got = list(pool.map(_read_at, [fd] * threads, views, [at + a for a, _ in parts]))
+                    finally:
+                        for v in views:
+                            v.release()
+                    filled = 0  # the bytes read up to the first part cut short (the file shrank)
+                    for (a, b), g in zip(parts, got):
+                        filled = a + g
+                        if g < b - a:
+                            break
+                    with view[:filled] as piece, piece.toreadonly() as chunk:
+                        yield chunk
+                at += filled
+                if filled < n:
+                    return
     if end is None or at < end:
         yield from _read(stream, at, end)
 
@@ -202,9 +210,10 @@ def _read_threads(stream: IO[bytes], start: int, end: Optional[int], threads: in
 Wrap = Callable[[Iterable[bytes]], Iterator[bytes]]
 
 
-def _open(data: Data, wrap: Optional[Wrap] = None, threads: int = 1) -> _Input:
+def _open(data: Data, wrap: Optional[Wrap] = None, threads: int = 1, raw: bool = True) -> _Input:
     """``data`` as chunks (``wrap``: a progress display's ``wrap``; ``threads``: the threads a
-    plain stream's file is read on)."""
+    plain stream's file is read on; ``raw``: whether the lines' bytes are kept: without, a plain
+    stream's file is read in pieces of ``PIECE_BYTES`` into one buffer, on any thread count)."""
     if isinstance(data, (bytes, bytearray, memoryview)):
         data = bytes(data)
         chunks: Iterator[bytes] = iter([data])
@@ -212,7 +221,10 @@ def _open(data: Data, wrap: Optional[Wrap] = None, threads: int = 1) -> _Input:
     if isinstance(data, (str, os.PathLike)):
         stream = open_file(os.fspath(data))  # closed by _Input.close
         records = _records_of(stream.read(64))
-        chunks = _read(stream) if records or threads < 2 else _read_threads(stream, 0, None, threads)
+        if records or (threads < 2 and raw):
+            chunks = _read(stream)
+        else:
+            chunks = _read_threads(stream, 0, None, threads, CHUNK_BYTES if raw else PIECE_BYTES)
         return _Input(records, wrap(chunks) if wrap else chunks, stream)
     raise TypeError(f"expected bytes or a path, found {type(data).__name__}")
 
@@ -302,6 +314,7 @@ def frames(
     source: Optional[str] = None,
     max_frame_bytes: int = acp_fast.DEFAULT_MAX_FRAME_BYTES,
     threads: Optional[int] = None,
+    columns: Optional[Sequence[str]] = None,
 ) -> pa.Table:
     """One row per line of ``data``, an NDJSON stream or a proxy recording (its bytes, or a path;
     a ``str`` is a path): the columns of ``FRAME_COLUMNS``, null where a field is absent.
@@ -318,8 +331,16 @@ def frames(
     stream is cut into that many newline-aligned byte ranges, parsed at once without the GIL;
     the table is the same whatever the number (rows, order, line numbers; only its record
     batches are cut differently). A recording or a trace is read on one thread. TypeError for a
-    ``threads`` that is not an int, ValueError for one below 1 or above 1024."""
-    return _frames(data, source, max_frame_bytes, threads=threads)
+    ``threads`` that is not an int, ValueError for one below 1 or above 1024.
+
+    ``columns`` (a list or tuple of names of ``FRAME_COLUMNS``; None: all of them): the table has
+    only these, in that order, and the others are not built at all (without ``raw`` the lines'
+    bytes are not copied): the table is ``frames(data).select(columns)``, with ``time`` and
+    ``side`` still added after them for a recording or a ``source``. Every line is still parsed
+    and checked in full (a line that is not a valid message has null routing columns, as
+    always). TypeError for a ``columns`` that is not a list or tuple of str, ValueError for an
+    unknown name, a name given twice or no name."""
+    return _frames(data, source, max_frame_bytes, threads=threads, columns=columns)
 
 
 def _frames(
@@ -328,12 +349,13 @@ def _frames(
     max_frame_bytes: int,
     wrap: Optional[Wrap] = None,
     threads: Optional[int] = None,
+    columns: Optional[Sequence[str]] = None,
 ) -> Any:
     pa = require_pyarrow()
     _check_source(source)
     # the arguments are checked before any input is read
-    cols = _FrameColumns(max_frame_bytes=max_frame_bytes, threads=threads)
-    inp = _open(data, wrap, _thread_count(threads))
+    cols = _FrameColumns(max_frame_bytes=max_frame_bytes, threads=threads, columns=columns)
+    inp = _open(data, wrap, _thread_count(threads), raw=columns is None or "raw" in columns)
     try:
         if inp.records is not None:
             if source is not None:

@@ -219,3 +219,45 @@ fn threads_are_checked() {
     }
     assert!(default_threads() >= 1);
 }
+
+#[test]
+fn selected_columns_are_those_of_all_and_the_others_stay_empty() {
+    let data = mixed_stream(300);
+    for max in [40, 1 << 20] {
+        let all = parse(&data, 3, max, 1, data.len());
+        let routing = check_columns(["method", "id", "session_id", "update_kind", "tool_call_id", "status"]).unwrap();
+        for threads in [1, 3] {
+            let mut cols = FrameColumns::new(3, max, threads).select(Wanted::of(&routing));
+            cols.feed(&data);
+            let some = cols.finish();
+            assert_eq!(
+                some.iter().map(Batch::len).sum::<usize>(),
+                all.iter().map(Batch::len).sum::<usize>()
+            );
+            let cat =
+                |bs: &[Batch], f: fn(&Batch) -> &VarColumn| bs.iter().flat_map(|b| texts(f(b))).collect::<Vec<_>>();
+            for f in [
+                (|b: &Batch| &b.method) as fn(&Batch) -> &VarColumn,
+                |b| &b.id,
+                |b| &b.session_id,
+                |b| &b.update_kind,
+                |b| &b.tool_call_id,
+                |b| &b.status,
+            ] {
+                assert_eq!(cat(&some, f), cat(&all, f));
+            }
+            for b in &some {
+                assert!(b.line.is_empty() && b.bytes.is_empty());
+                assert!(b.kind.is_empty() && b.error.is_empty() && b.raw.is_empty() && b.raw.values.is_empty());
+            }
+        }
+    }
+}
+
+#[test]
+fn columns_are_checked() {
+    assert_eq!(check_columns(["raw", "line"]), Ok(vec![10, 0]));
+    assert!(check_columns(["nope"]).unwrap_err().contains("unknown column 'nope'"));
+    assert!(check_columns(["id", "id"]).unwrap_err().contains("'id' is named twice"));
+    assert!(check_columns([]).unwrap_err().contains("at least one"));
+}

@@ -10,20 +10,24 @@ use arrow_array::{ArrayRef, BinaryArray, Int64Array, RecordBatch, RecordBatchIte
 use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use pyo3::buffer::PyBuffer;
+use pyo3::exceptions::PyTypeError;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyCapsule, PyString};
+use pyo3::types::{PyBytes, PyCapsule, PyList, PyString, PyTuple};
 
 use super::args::{Arg, MaxFrameBytes, Threads};
 use super::frames::source_of;
-use crate::columns::{Batch, FrameColumns, Validity, VarColumn, COLUMNS, MAX_LINE_BYTES};
+use crate::columns::{
+    check_columns, columns_not_names, Batch, FrameColumns, Validity, VarColumn, Wanted, COLUMNS, MAX_LINE_BYTES,
+};
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyFrameColumns>()
 }
 
-/// The schema of `COLUMNS`: `line` and `kind` always set, the others nullable.
-fn schema() -> SchemaRef {
+/// The schema of the columns `order` (indexes into `COLUMNS`): `line` and `kind` always set, the
+/// others nullable.
+fn schema(order: &[usize]) -> SchemaRef {
     let types = [
         DataType::Int64,
         DataType::Utf8,
@@ -37,11 +41,9 @@ fn schema() -> SchemaRef {
         DataType::Utf8,
         DataType::Binary,
     ];
-    let fields: Vec<Field> = COLUMNS
+    let fields: Vec<Field> = order
         .iter()
-        .zip(types)
-        .enumerate()
-        .map(|(i, (name, ty))| Field::new(*name, ty, i >= 2))
+        .map(|&i| Field::new(COLUMNS[i], types[i].clone(), i >= 2))
         .collect();
     Arc::new(Schema::new(fields))
 }
@@ -75,56 +77,89 @@ fn binary(c: &mut VarColumn) -> ArrayRef {
     Arc::new(BinaryArray::new(offsets, values, nulls))
 }
 
-fn record_batch(schema: &SchemaRef, mut b: Batch) -> PyResult<RecordBatch> {
-    let columns: Vec<ArrayRef> = vec![
-        Arc::new(Int64Array::new(ScalarBuffer::from(std::mem::take(&mut b.line)), None)),
-        utf8(&mut b.kind),
-        utf8(&mut b.method),
-        utf8(&mut b.id),
-        utf8(&mut b.session_id),
-        utf8(&mut b.update_kind),
-        utf8(&mut b.tool_call_id),
-        utf8(&mut b.status),
-        Arc::new(Int64Array::new(
+/// The column `COLUMNS[i]` of `b` as an Arrow array (taken out of `b`).
+fn column(b: &mut Batch, i: usize) -> ArrayRef {
+    match i {
+        0 => Arc::new(Int64Array::new(ScalarBuffer::from(std::mem::take(&mut b.line)), None)),
+        1 => utf8(&mut b.kind),
+        2 => utf8(&mut b.method),
+        3 => utf8(&mut b.id),
+        4 => utf8(&mut b.session_id),
+        5 => utf8(&mut b.update_kind),
+        6 => utf8(&mut b.tool_call_id),
+        7 => utf8(&mut b.status),
+        8 => Arc::new(Int64Array::new(
             ScalarBuffer::from(std::mem::take(&mut b.bytes)),
             nulls(std::mem::take(&mut b.bytes_validity)),
         )),
-        utf8(&mut b.error),
-        binary(&mut b.raw),
-    ];
+        9 => utf8(&mut b.error),
+        _ => binary(&mut b.raw),
+    }
+}
+
+fn record_batch(schema: &SchemaRef, order: &[usize], mut b: Batch) -> PyResult<RecordBatch> {
+    let columns: Vec<ArrayRef> = order.iter().map(|&i| column(&mut b, i)).collect();
     RecordBatch::try_new(Arc::clone(schema), columns).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// A caller's `columns` (a list or tuple of names of `COLUMNS`; None: all) as indexes into
+/// `COLUMNS`, in the caller's order.
+fn columns_arg(columns: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<usize>> {
+    let Some(columns) = columns else {
+        return Ok((0..COLUMNS.len()).collect());
+    };
+    if !columns.is_instance_of::<PyList>() && !columns.is_instance_of::<PyTuple>() {
+        return Err(PyTypeError::new_err(columns_not_names(
+            &columns.get_type().name()?.to_string(),
+        )));
+    }
+    let mut names = Vec::new();
+    for item in columns.try_iter()? {
+        let item = item?;
+        let Ok(name) = item.cast::<PyString>() else {
+            return Err(PyTypeError::new_err(columns_not_names(
+                &item.get_type().name()?.to_string(),
+            )));
+        };
+        names.push(name.to_str()?.to_owned());
+    }
+    check_columns(names.iter().map(String::as_str)).map_err(PyValueError::new_err)
 }
 
 /// Rows of frames built in Arrow's layout: `feed` a stream's bytes (rows numbered from
 /// `first_line + 1`; its complete lines parsed in ranges on `threads` threads, the GIL released,
 /// None: every core), or give lines one by one (`line`, `too_large`, `invalid`); `finish` returns
-/// the batches as an Arrow stream.
+/// the batches as an Arrow stream, of the `columns` named (in that order; None: all of them).
 #[pyclass(module = "acp_fast", name = "FrameColumns")]
 pub struct PyFrameColumns {
     inner: FrameColumns,
+    order: Vec<usize>,
 }
 
 #[pymethods]
 impl PyFrameColumns {
     #[new]
     #[pyo3(
-        signature = (*, first_line = 0, max_frame_bytes = None, threads = None),
-        text_signature = "(*, first_line=0, max_frame_bytes=67108864, threads=None)"
+        signature = (*, first_line = 0, max_frame_bytes = None, threads = None, columns = None),
+        text_signature = "(*, first_line=0, max_frame_bytes=67108864, threads=None, columns=None)"
     )]
     fn new(
         first_line: u64,
         max_frame_bytes: Option<Arg<MaxFrameBytes>>,
         threads: Option<Arg<Threads>>,
+        columns: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let max = MaxFrameBytes::or_default(max_frame_bytes)?;
         let threads = Threads::or_default(threads)?;
+        let order = columns_arg(columns)?;
         if max > MAX_LINE_BYTES {
             return Err(PyValueError::new_err(format!(
                 "max_frame_bytes of FrameColumns must be at most {MAX_LINE_BYTES}, found {max}"
             )));
         }
         Ok(Self {
-            inner: FrameColumns::new(first_line, max, threads),
+            inner: FrameColumns::new(first_line, max, threads).select(Wanted::of(&order)),
+            order,
         })
     }
 
@@ -173,10 +208,10 @@ impl PyFrameColumns {
     fn finish(&mut self, py: Python<'_>) -> PyResult<PyFrameStream> {
         let inner = &mut self.inner;
         let batches = py.detach(|| inner.finish());
-        let schema = schema();
+        let schema = schema(&self.order);
         let batches = batches
             .into_iter()
-            .map(|b| record_batch(&schema, b))
+            .map(|b| record_batch(&schema, &self.order, b))
             .collect::<PyResult<Vec<_>>>()?;
         Ok(PyFrameStream { schema, batches })
     }

@@ -79,6 +79,28 @@ def default_threads() -> int:
     return max(1, min(cores, MAX_THREADS))
 
 
+def columns_not_names(type_name: str) -> str:
+    """Why a ``columns`` holding a value of type ``type_name`` (or being one, not a list or tuple)
+    is refused."""
+    return f"columns must be a list or tuple of column names, found {type_name}"
+
+
+def check_columns(names: Any) -> List[int]:
+    """A caller's ``columns``: names of ``COLUMNS``, none twice, at least one, as indexes into
+    ``COLUMNS`` in the caller's order; else ValueError saying why not."""
+    out: List[int] = []
+    for name in names:
+        if name not in COLUMNS:
+            raise ValueError(f"columns: unknown column '{name}', expected some of {', '.join(COLUMNS)}")
+        i = COLUMNS.index(name)
+        if i in out:
+            raise ValueError(f"columns: '{name}' is named twice")
+        out.append(i)
+    if not out:
+        raise ValueError("columns must name at least one column")
+    return out
+
+
 def split_ranges(data: bytes, parts: int) -> List[Tuple[int, int]]:
     """``data`` (complete lines: it ends with a newline) cut into at most ``parts`` ranges of about
     equal size, each ending just after a newline; no range is empty (none for empty ``data``)."""
@@ -208,7 +230,7 @@ class FrameColumns:
     lines one by one (``line``, ``too_large``, ``invalid``); ``finish`` returns the rows as a
     ``pyarrow.Table``."""
 
-    __slots__ = ("_first", "_framer", "_rows", "_threads")
+    __slots__ = ("_first", "_framer", "_order", "_rows", "_threads")
 
     def __init__(
         self,
@@ -216,6 +238,7 @@ class FrameColumns:
         first_line: int = 0,
         max_frame_bytes: Optional[int] = DEFAULT_MAX_FRAME_BYTES,
         threads: Optional[int] = None,
+        columns: Optional[Any] = None,
     ) -> None:
         framer = Framer(max_frame_bytes=max_frame_bytes)
         if framer.max_frame_bytes > MAX_LINE_BYTES:
@@ -223,6 +246,7 @@ class FrameColumns:
                 f"max_frame_bytes of FrameColumns must be at most {MAX_LINE_BYTES}, found {framer.max_frame_bytes}"
             )
         self._threads = check_threads(threads)
+        self._order = columns_arg(columns)
         self._framer: Any = framer
         self._first = first_line
         self._rows = _Rows()
@@ -299,14 +323,30 @@ class FrameColumns:
         import pyarrow as pa
 
         self._events(self._framer.finish())
-        sch = schema()
-        batches = [pa.record_batch([batch[name] for name in COLUMNS], schema=sch) for batch in self._rows.take()]
+        sch = schema(self._order)
+        names = [COLUMNS[i] for i in self._order]
+        batches = [pa.record_batch([batch[name] for name in names], schema=sch) for batch in self._rows.take()]
         return pa.Table.from_batches(batches, schema=sch)
 
 
-def schema() -> Any:
-    """The schema of ``COLUMNS``: ``line`` and ``kind`` always set, the others nullable."""
+def schema(order: Optional[List[int]] = None) -> Any:
+    """The schema of the columns ``order`` (indexes into ``COLUMNS``; None: all): ``line`` and
+    ``kind`` always set, the others nullable."""
     import pyarrow as pa
 
     types = [pa.int64(), pa.string(), *[pa.string()] * 6, pa.int64(), pa.string(), pa.binary()]
-    return pa.schema([pa.field(name, ty, nullable=i >= 2) for i, (name, ty) in enumerate(zip(COLUMNS, types))])
+    order = list(range(len(COLUMNS))) if order is None else order
+    return pa.schema([pa.field(COLUMNS[i], types[i], nullable=i >= 2) for i in order])
+
+
+def columns_arg(columns: Any) -> List[int]:
+    """A caller's ``columns`` (a list or tuple of names of ``COLUMNS``; None: all) as indexes into
+    ``COLUMNS``, in the caller's order; TypeError / ValueError saying why not."""
+    if columns is None:
+        return list(range(len(COLUMNS)))
+    if not isinstance(columns, (list, tuple)):
+        raise TypeError(columns_not_names(type(columns).__name__))
+    for item in columns:
+        if not isinstance(item, str):
+            raise TypeError(columns_not_names(type(item).__name__))
+    return check_columns(columns)
