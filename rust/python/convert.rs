@@ -180,7 +180,9 @@ pub fn build<'py>(
     let mut sink = PySink {
         py,
         scratch: Vec::new(),
-        stack: Vec::with_capacity(64),
+        // Empty until an array needs it: most frames have few arrays or none, and an allocation
+        // for every `loads` / `to_dict` cost more than growing it the few times it is used.
+        stack: Vec::new(),
         keys: KEYS.lock(),
         values: VALUES.lock(),
     };
