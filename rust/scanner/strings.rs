@@ -236,7 +236,10 @@ unsafe fn unescape_raw(raw: &[u8], dst: *mut u8) -> usize {
     let mut i = 0;
     let mut o = 0;
     loop {
-        // Copy up to the next backslash (the output position `o` never passes `i`).
+        // Copy up to the next backslash (the output position `o` never passes `i`): whole
+        // blocks while 16 bytes are left, then byte by byte (skipped when a block found it).
+        #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
+        let mut found = false;
         #[cfg(target_arch = "x86_64")]
         {
             use std::arch::x86_64::{
@@ -251,16 +254,19 @@ unsafe fn unescape_raw(raw: &[u8], dst: *mut u8) -> usize {
                     let k = mask.trailing_zeros() as usize;
                     i += k;
                     o += k;
+                    found = true;
                     break;
                 }
                 i += 16;
                 o += 16;
             }
         }
-        while i < n && *src.add(i) != b'\\' {
-            *dst.add(o) = *src.add(i);
-            i += 1;
-            o += 1;
+        if !found {
+            while i < n && *src.add(i) != b'\\' {
+                *dst.add(o) = *src.add(i);
+                i += 1;
+                o += 1;
+            }
         }
         if i >= n {
             return o;
