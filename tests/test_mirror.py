@@ -307,7 +307,7 @@ ALLOWED: list[tuple[str, str | list[str], str]] = [
     ("scanner/cursor.py", ["_Fail.new"], "the error leaves in an exception here (rust: `Result`)"),
     (
         "rust/scanner/strings.rs",
-        ["hex_value", "unescape_into", "find_backslash", "string_equals"],
+        ["hex_value", "unescape_into", "unescape_raw", "write_utf8", "string_equals"],
         "orjson unescapes here",
     ),
     ("rust/scanner/numbers.rs", ["number_at", "parse_f64", "parse_i64", "parse_u64"], "Python's int and float"),

@@ -534,14 +534,17 @@ impl PyFrameDecoder {
 /// Parse one JSON document into Python objects.
 #[pyfunction]
 pub fn loads<'py>(py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-    let run = |bytes: &[u8]| build(py, bytes, true).map_err(|e| decode_error(py, &e, Origin::Document(bytes), None));
+    let run = |bytes: &[u8], check_utf8: bool| {
+        build(py, bytes, check_utf8).map_err(|e| decode_error(py, &e, Origin::Document(bytes), None))
+    };
     if let Ok(s) = data.cast::<PyString>() {
+        // The UTF-8 of a `str` is valid by construction: no check.
         if let Ok(text) = s.to_str() {
-            return run(text.as_bytes());
+            return run(text.as_bytes(), false);
         }
     }
     let source = source_of(data)?;
-    run(source.bytes.as_bytes())
+    run(source.bytes.as_bytes(), true)
 }
 
 /// Serialize to compact JSON bytes.

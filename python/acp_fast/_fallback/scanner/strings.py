@@ -2,7 +2,7 @@
 
 Mirror of ``rust/scanner/strings.rs``, which differs on purpose: there the end of a string is found
 through the index of special bytes, and unescaping is Rust's own (``unescape_into``,
-``find_backslash``, ``string_equals``); here a regular expression skips string bodies and orjson
+``unescape_raw``, ``write_utf8``, ``string_equals``); here a regular expression skips string bodies and orjson
 unescapes (``string_text``).
 """
 
