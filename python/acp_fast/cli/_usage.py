@@ -21,7 +21,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from typing import Callable, NoReturn, Optional
+from typing import Callable, List, NoReturn, Optional, Sequence, Tuple
 
 __all__ = ["Parser", "bound", "fail", "integer", "number"]
 
@@ -130,3 +130,13 @@ def bound(least: int = 0, *, zero_was_none: Optional[str] = None) -> Callable[[s
         return value
 
     return convert
+
+
+def split_command(args: Sequence[str]) -> Tuple[List[str], List[str]]:
+    """``(options, command)``: the arguments before the first ``--`` and the agent command after
+    it (all options and no command when there is no ``--``)."""
+    args = list(args)
+    if "--" in args:
+        split = args.index("--")
+        return args[:split], args[split + 1 :]
+    return args, []

@@ -27,7 +27,7 @@ from ..proxy import (
     Proxy,
 )
 from ..proxy.cancel import DEFAULT_GRACE, CancelledPermissions
-from ._usage import Parser, bound, integer, number
+from ._usage import Parser, bound, integer, number, split_command
 
 __all__ = ["main", "parser", "Proxy"]
 
@@ -215,11 +215,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    if "--" in args:
-        split = args.index("--")
-        options, command = args[:split], args[split + 1 :]
-    else:
-        options, command = args, []
+    options, command = split_command(args)
     p = parser()
     ns, extra = p.parse_known_args(options)
     if ns.chain and command:

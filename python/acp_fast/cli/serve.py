@@ -16,7 +16,7 @@ from typing import Optional, Sequence, Tuple
 import acp_fast
 
 from ..proxy import DEFAULT_MAX_SESSIONS, DEFAULT_MAX_TOOL_CALLS
-from ._usage import Parser, bound, integer, number
+from ._usage import Parser, bound, integer, number, split_command
 
 __all__ = ["main", "parser", "listen_address", "check_template", "TOKEN_ENV"]
 
@@ -147,11 +147,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"acp-fast serve: error: needs aiohttp, which is not installed: {INSTALL}", file=sys.stderr)
         return 2
     args = list(sys.argv[1:] if argv is None else argv)
-    if "--" in args:
-        split = args.index("--")
-        options, command = args[:split], args[split + 1 :]
-    else:
-        options, command = args, []
+    options, command = split_command(args)
     p = parser()
     ns, extra = p.parse_known_args(options)
     if extra and not command and not extra[0].startswith("-"):
