@@ -72,9 +72,10 @@ from acp_fast._terminal import printable  # noqa: E402
 from acp_fast.batch import Batch  # noqa: E402
 from acp_fast.errors import DecodeError  # noqa: E402
 
+from ._sdk_network import NetworkPatches  # noqa: E402
 from ._sdk_dispatch import _DONE, _EOF, _await, _BatchReply, _driver, _Entry, _Resume  # noqa: E402
 from ._sdk_support import CANCEL_REQUEST_METHOD, MIRROR_REQUESTS, Patches, check_mirror, speaks_v2_only  # noqa: E402
-from ._sdk_transport import _StreamTransport, _StrictStreamTransport  # noqa: E402
+from ._sdk_transport import _StreamTransport, _StrictMessageTransport, _StrictStreamTransport  # noqa: E402
 from ._sdk_validation import (  # noqa: E402
     _update_tracker,
     _update_validators,
@@ -101,6 +102,9 @@ DEFAULT_MAX_FRAME_BYTES = acp_fast.DEFAULT_MAX_FRAME_BYTES
 
 # The SDK modules that construct ``Connection`` objects from byte streams (_sdk_support.py).
 _patches = Patches()
+# The SDK modules of its network transports (SDK 1.0), whose per-message JSON install() replaces
+# (_sdk_network.py).
+_network = NetworkPatches()
 _UNSET: Any = object()
 _CoroutineType = types.CoroutineType
 
@@ -163,6 +167,7 @@ def install(
     schema = _check_schema(unstable, draft)
     _options = _Options(max_frame_bytes, bool(reply_errors), backend, _check_strict(strict), schema)
     _patches.apply(FastConnection)
+    _network.apply(acp_fast if backend is None else backend)
 
 
 def uninstall() -> None:
@@ -170,6 +175,7 @@ def uninstall() -> None:
     global _options
     _options = _Options()
     _patches.apply(None)
+    _network.apply(None)
 
 
 def is_installed() -> bool:
@@ -189,7 +195,7 @@ def installed(
 ) -> Iterator[None]:
     """[`install`][acp_fast.integrations.acp_sdk.install] for the duration of a ``with`` block, then the previous state again."""
     global _options
-    saved = (_patches.target, _options)
+    saved = (_patches.target, _options, _network.backend)
     install(
         max_frame_bytes=max_frame_bytes,
         reply_errors=reply_errors,
@@ -203,6 +209,7 @@ def installed(
     finally:
         _patches.apply(saved[0])
         _options = saved[1]
+        _network.apply(saved[2])
 
 
 def connect_to_agent(
@@ -317,7 +324,10 @@ class FastConnection(SdkConnection):
     Same constructor as the SDK's (``Connection(handler, writer, reader, *, observers,
     listening, receive_timeout)``) plus ``max_frame_bytes``, ``reply_errors``, ``backend`` and
     ``strict`` (defaults: the options of [`install`][acp_fast.integrations.acp_sdk.install]). Given a message-level ``Transport`` instead of
-    streams (no ``reader``), it is the SDK's connection unchanged: there are no frames to split.
+    streams (no ``reader``: the SDK's HTTP and WebSocket transports), it is the SDK's connection
+    unchanged, there being no frames to split (the transports' JSON is acp-fast's after
+    ``install()``, ``_sdk_network.py``), except that with ``strict`` every message received is
+    checked against the schema and refused as a frame would be (``_StrictMessageTransport``).
     """
 
     def __init__(
@@ -354,6 +364,10 @@ class FastConnection(SdkConnection):
         self._strict_update = _update_validators() if self._tracker is not None else {}
         if reader is None:
             self._stream: Optional[_StreamTransport] = None
+            if strict:
+                # A message-level transport (the SDK's HTTP and WebSocket ones): every message
+                # received is checked as a frame would be, and refused as on a byte stream.
+                writer = _StrictMessageTransport(writer, self._backend, max_frame_bytes, schema, self._bad_frame)
             super().__init__(
                 handler, writer, None, observers=observers, listening=listening, receive_timeout=receive_timeout
             )
