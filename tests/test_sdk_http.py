@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import importlib.metadata
 import importlib.util
 import json
@@ -31,16 +32,13 @@ warnings.filterwarnings("ignore", category=DeprecationWarning, module="acp")
 def _missing() -> Optional[str]:
     """Why the network transports cannot be tested here, or None."""
     version = importlib.metadata.version("agent-client-protocol")
-    if importlib.util.find_spec("acp.http") is None:
-        return f"agent-client-protocol {version} has no network transports (acp.http: SDK 1.0)"
-    for module, what in (
-        ("starlette", "the SDK's http extra"),
-        ("httpx2", "the SDK's http extra"),
-        ("websockets", "the SDK's http extra"),
-        ("uvicorn", "an ASGI server"),
-    ):
-        if importlib.util.find_spec(module) is None:
-            return f"agent-client-protocol {version}: {module} ({what}) is not installed"
+    if importlib.util.find_spec("acp.http") is None or importlib.util.find_spec("acp.ws") is None:
+        return f"agent-client-protocol {version} has no network transports (acp.http, acp.ws)"
+    for module in ("acp.http.asgi", "acp.http.client", "acp.ws.client", "acp.ws.server", "uvicorn", "websockets"):
+        try:
+            importlib.import_module(module)
+        except ImportError as error:  # the SDK's own message names its extra
+            return f"agent-client-protocol {version}: {error}"
     return None
 
 
@@ -49,7 +47,7 @@ if _missing() is not None:
 
 import acp  # noqa: E402
 import acp.connection  # noqa: E402
-import httpx2  # noqa: E402
+import acp.http.client  # noqa: E402
 import uvicorn  # noqa: E402
 from acp import schema as S  # noqa: E402
 from acp.http import create_http_stream  # noqa: E402
@@ -222,25 +220,30 @@ def test_install_gives_the_same_turn_through_acp_fast_json(plain: Dict[str, Any]
     assert counting.loads_calls == messages - (kind == "http")
 
 
-def test_install_replaces_every_network_hook_and_uninstall_restores_them(backend: Any) -> None:
-    import acp._sse
-    import acp.http.asgi
-    import acp.http.client
-    import acp.http.server
-    import acp.ws.client
-    import acp.ws.server
-
-    modules = {name: sys.modules[name] for name in _sdk_network.NETWORK_MODULES}
-    before = {(h.module, h.attribute): getattr(modules[h.module], h.attribute) for h in _sdk_network.NETWORK_HOOKS}
+def test_install_replaces_every_network_path_and_uninstall_restores_them(backend: Any) -> None:
+    for name in _sdk_network.NETWORK_MODULES:
+        importlib.import_module(name)
+    names = {
+        (path.module, hook.attribute)
+        for path in _sdk_network.NETWORK_PATHS
+        for alternative in path.alternatives
+        for hook in alternative
+        if hasattr(sys.modules[path.module], hook.attribute)
+    }
+    before = {(module, attribute): getattr(sys.modules[module], attribute) for module, attribute in names}
     with warnings.catch_warnings():
-        warnings.simplefilter("error", RuntimeWarning)  # the installed SDK has the known shape
+        warnings.simplefilter("error", RuntimeWarning)  # the installed SDK has a known shape
         with acp_sdk.installed(backend=backend):
-            for hook in _sdk_network.NETWORK_HOOKS:
-                assert acp_sdk._network.replaced(hook.module, hook.attribute), hook
-            assert isinstance(acp._sse.json, _sdk_network.FastJson)
-    after = {(h.module, h.attribute): getattr(modules[h.module], h.attribute) for h in _sdk_network.NETWORK_HOOKS}
+            now = {(module, attribute): getattr(sys.modules[module], attribute) for module, attribute in names}
+            replaced = {key for key in names if now[key] is not before[key]}
+            for path in _sdk_network.NETWORK_PATHS:
+                mine = {key for key in names if key[0] == path.module}
+                # each module that parses or writes JSON itself has its per-message JSON replaced
+                assert not mine or mine & replaced, path
+            assert isinstance(sys.modules["acp._sse"].json, _sdk_network.FastJson)
+    after = {(module, attribute): getattr(sys.modules[module], attribute) for module, attribute in names}
     assert after == before
-    assert acp.ws.client.json is json
+    assert sys.modules["acp.ws.client"].json is json
 
 
 # ---------------------------------------------------------------------------------------------
@@ -308,7 +311,8 @@ async def raw_http_prompt_without_session_id(base: str) -> Dict[str, Any]:
     """A raw Streamable HTTP client: initialize, session/new, then a session/prompt whose params
     lack the required sessionId; the answer to it, read from the connection's SSE stream."""
     url = base + "/acp"
-    async with httpx2.AsyncClient(timeout=httpx2.Timeout(10)) as http:
+    httpx = getattr(acp.http.client, "httpx2", None) or acp.http.client.httpx  # the SDK's HTTP client library
+    async with httpx.AsyncClient(timeout=httpx.Timeout(10)) as http:
         init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}
         response = await http.post(url, json=init, headers={"Content-Type": "application/json"})
         assert response.status_code == 200, response.text
@@ -361,12 +365,11 @@ def test_strict_refuses_on_the_http_server_as_on_stdio(backend: Any, strict: boo
 
 def test_a_transport_module_of_another_shape_is_left_alone_with_one_warning(backend: Any, monkeypatch: Any) -> None:
     fake = types.ModuleType("acp.ws.client")
-    fake.json = types.SimpleNamespace(dumps=json.dumps, loads=json.loads)  # type: ignore[attr-defined]
-    codec = fake.json  # type: ignore[attr-defined]
+    codec = types.SimpleNamespace(dumps=json.dumps, loads=json.loads)  # not the json module
+    fake.json = codec  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "acp.ws.client", fake)
     monkeypatch.setattr(_sdk_support, "_warned", set())
-    hooks = [hook for hook in _sdk_network.NETWORK_HOOKS if hook.module == "acp.ws.client"]
-    patches = _sdk_network.NetworkPatches(hooks)
+    patches = _sdk_network.NetworkPatches([p for p in _sdk_network.NETWORK_PATHS if p.module == "acp.ws.client"])
     try:
         with pytest.warns(RuntimeWarning) as caught:
             patches.apply(backend)
@@ -375,11 +378,28 @@ def test_a_transport_module_of_another_shape_is_left_alone_with_one_warning(back
             "acp-fast: the SDK's WebSocket client's frames (acp.ws.client) are not sped up: it does not "
             "parse and write its messages with the json module; they are parsed and written by the SDK's json"
         )
-        assert fake.json is codec  # left alone
+        assert fake.json is codec  # type: ignore[attr-defined]  # left alone
         with warnings.catch_warnings():
             warnings.simplefilter("error", RuntimeWarning)
             patches.apply(backend)  # once per process
-        assert fake.json is codec
+        assert fake.json is codec  # type: ignore[attr-defined]
+    finally:
+        patches.apply(None)
+        if patches._finder is not None:
+            sys.meta_path.remove(patches._finder)
+
+
+def test_a_module_without_json_of_its_own_is_left_alone_silently(backend: Any, monkeypatch: Any) -> None:
+    """As SDK 0.12's acp.http.server, whose answers are written by its acp.http.asgi."""
+    fake = types.ModuleType("acp.http.server")
+    monkeypatch.setitem(sys.modules, "acp.http.server", fake)
+    monkeypatch.setattr(_sdk_support, "_warned", set())
+    patches = _sdk_network.NetworkPatches([p for p in _sdk_network.NETWORK_PATHS if p.module == "acp.http.server"])
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            patches.apply(backend)
+        assert not hasattr(fake, "json") and not hasattr(fake, "JSONResponse")
     finally:
         patches.apply(None)
         if patches._finder is not None:

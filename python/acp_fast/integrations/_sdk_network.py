@@ -1,27 +1,29 @@
-"""The SDK's network transports (SDK 1.0: Streamable HTTP in ``acp.http``, WebSocket in ``acp.ws``)
-on acp-fast JSON, for [`acp_fast.integrations.acp_sdk.install`][acp_fast.integrations.acp_sdk.install].
+"""The SDK's network transports (Streamable HTTP in ``acp.http``, WebSocket in ``acp.ws``) on
+acp-fast JSON, for [`acp_fast.integrations.acp_sdk.install`][acp_fast.integrations.acp_sdk.install].
 
 Those transports are message-level: each JSON-RPC message is a whole HTTP body, SSE event or
 WebSocket text frame, parsed and written by the SDK with the standard ``json`` module, one call per
 message. There are no byte streams to frame, so the connection stays the SDK's (its receive loop
-and dispatch); what ``install()`` changes is where each message is parsed and written:
+and dispatch); what ``install()`` changes is where each message is parsed and written
+(``NETWORK_PATHS``; SDK 1.0 / 0.12 where they differ):
 
-=====================================  ==========================================================
-``acp._sse`` (``json``)                 SSE events: written by the HTTP server, parsed by the client
-``acp.http.asgi`` (``_post``)           the body of every POST the HTTP server receives
-``acp.http.server`` (``JSONResponse``)  the ``initialize`` answer in the POST's response body
-``acp.http.client``                     the body of every POST the HTTP client sends
-(``_HttpStreamTransport``)
-``acp.ws.client`` (``json``)            the WebSocket client's text frames, both ways
-``acp.ws.server`` (``json``,            the WebSocket server's text frames, both ways
-``_WebSocketTransport``)
-=====================================  ==========================================================
+* ``acp._sse``: SSE events, written by the HTTP server and parsed by the HTTP client (its ``json``);
+* ``acp.http.asgi``: the body of every POST the HTTP server receives (1.0: its ``_post`` handler
+  leaves the body parsed where Starlette's ``Request.json()`` finds it; 0.12: its ``json``, which
+  also writes the POST answers);
+* ``acp.http.server``: the ``initialize`` answer in the POST's response (1.0: its
+  ``JSONResponse``; 0.12 has no JSON of its own here);
+* ``acp.http.client``: the body of every POST the HTTP client sends (its ``_HttpStreamTransport``'s
+  HTTP client posts a body written by acp-fast instead of ``json=``);
+* ``acp.ws.client``: the WebSocket client's text frames, both ways (its ``json``);
+* ``acp.ws.server``: the WebSocket server's text frames, both ways (its ``json``, and 1.0's
+  ``_WebSocketTransport``, which sends with Starlette's ``send_json``).
 
 Each replacement parses with acp-fast's ``loads`` and writes with its ``dumps``; what acp-fast
 refuses to write (NaN, non-str keys) is written by the SDK's own code, and a body acp-fast cannot
 parse is handed to the SDK's own code, which answers it as without acp-fast. The modules are
 patched when they are imported (they need the SDK's ``http`` extra), by a finder on
-``sys.meta_path``. Where a module does not have the shape this integration knows (another SDK
+``sys.meta_path``. Where a module does not have a shape this integration knows (another SDK
 release), it is left alone and a ``RuntimeWarning`` naming the transport says so, once.
 
 The HTTP server's POST handler is bound when ``acp.http.asgi.create_asgi_app`` builds the
@@ -40,7 +42,7 @@ from acp_fast.errors import EncodeError
 
 from ._sdk_support import _PatchOnImport, warn_once
 
-__all__ = ["NETWORK_HOOKS", "NetworkPatches"]
+__all__ = ["NETWORK_PATHS", "NetworkPatches"]
 
 _MISSING: Any = object()
 
@@ -229,87 +231,117 @@ def _transport_shape(attribute: str, client_attribute: str) -> Callable[[Any], O
 class Hook(NamedTuple):
     """One name of one SDK module that ``install()`` replaces."""
 
-    module: str
     attribute: str
-    #: What it carries, for the warning when it cannot be replaced.
-    transport: str
     #: (the SDK's object, backend) -> the replacement.
     make: Callable[[Any, Any], Any]
-    #: The SDK's object (``_MISSING`` if absent) -> None when it can be replaced, else why not.
+    #: The SDK's object -> None when it can be replaced, else why not.
     check: Callable[[Any], Optional[str]]
 
 
-NETWORK_HOOKS: Tuple[Hook, ...] = (
-    Hook("acp._sse", "json", "Streamable HTTP SSE events", lambda _, b: FastJson(b), _is_json_module),
-    Hook("acp.http.asgi", "_post", "Streamable HTTP server's POST bodies", _fast_post, _post_shape),
-    Hook(
+class Path(NamedTuple):
+    """What one SDK module parses or writes per message (``transport``, named in the warning),
+    and the ways to reach it: the first alternative whose names all exist with the shape known
+    is applied. None existing: the module does no JSON of its own (an SDK release that does it
+    elsewhere), nothing to do; else a ``RuntimeWarning`` once."""
+
+    module: str
+    transport: str
+    alternatives: Tuple[Tuple[Hook, ...], ...]
+
+
+_JSON = Hook("json", lambda _, backend: FastJson(backend), _is_json_module)
+
+NETWORK_PATHS: Tuple[Path, ...] = (
+    Path("acp._sse", "Streamable HTTP SSE events", ((_JSON,),)),
+    # SDK 1.0: a Starlette app whose POST handler reads the body with Request.json(); 0.12: a
+    # plain ASGI app parsing bodies and writing its JSON answers with the module's json.
+    Path("acp.http.asgi", "Streamable HTTP server's POST bodies", ((Hook("_post", _fast_post, _post_shape),), (_JSON,))),
+    Path(
         "acp.http.server",
-        "JSONResponse",
         "Streamable HTTP server's initialize answer",
-        _fast_json_response,
-        _json_response_shape,
+        ((Hook("JSONResponse", _fast_json_response, _json_response_shape),), (_JSON,)),
     ),
-    Hook(
+    Path(
         "acp.http.client",
-        "_HttpStreamTransport",
         "Streamable HTTP client's POST bodies",
-        _fast_http_client_transport,
-        _transport_shape("_HttpStreamTransport", "_client"),
+        (
+            (
+                Hook(
+                    "_HttpStreamTransport",
+                    _fast_http_client_transport,
+                    _transport_shape("_HttpStreamTransport", "_client"),
+                ),
+            ),
+        ),
     ),
-    Hook("acp.ws.client", "json", "WebSocket client's frames", lambda _, b: FastJson(b), _is_json_module),
-    Hook("acp.ws.server", "json", "WebSocket server's frames (received)", lambda _, b: FastJson(b), _is_json_module),
-    Hook(
+    Path("acp.ws.client", "WebSocket client's frames", ((_JSON,),)),
+    # SDK 1.0 sends with Starlette's WebSocket.send_json; 0.12 with the module's json.
+    Path(
         "acp.ws.server",
-        "_WebSocketTransport",
-        "WebSocket server's frames (sent)",
-        _fast_ws_server_transport,
-        _transport_shape("_WebSocketTransport", "_ws"),
+        "WebSocket server's frames",
+        ((Hook("_WebSocketTransport", _fast_ws_server_transport, _transport_shape("_WebSocketTransport", "_ws")), _JSON), (_JSON,)),
     ),
 )
 
-NETWORK_MODULES: Sequence[str] = tuple(dict.fromkeys(hook.module for hook in NETWORK_HOOKS))
+NETWORK_MODULES: Sequence[str] = tuple(path.module for path in NETWORK_PATHS)
 
 
 class NetworkPatches:
-    """The names of ``NETWORK_HOOKS``: ``apply(backend)`` replaces them (None: the SDK's own again)
-    in every such module imported, and in those imported later."""
+    """The SDK modules of ``NETWORK_PATHS``: ``apply(backend)`` replaces their names (None: the
+    SDK's own again) in every such module imported, and in those imported later."""
 
-    def __init__(self, hooks: Sequence[Hook] = NETWORK_HOOKS) -> None:
-        self.hooks = tuple(hooks)
+    def __init__(self, paths: Sequence[Path] = NETWORK_PATHS) -> None:
+        self.paths = tuple(paths)
         self.backend: Any = None
         self.originals: Dict[Tuple[str, str], Any] = {}
         self._finder: Optional[_PatchOnImport] = None
 
     def apply(self, backend: Any) -> None:
         self.backend = backend
-        for name in dict.fromkeys(hook.module for hook in self.hooks):
-            module = sys.modules.get(name)
+        for path in self.paths:
+            module = sys.modules.get(path.module)
             if module is not None:
-                self._patch(name, module)
+                self._patch(path.module, module)
         if backend is not None and self._finder is None:
-            self._finder = _PatchOnImport(self, [hook.module for hook in self.hooks])
+            self._finder = _PatchOnImport(self, [path.module for path in self.paths])
             sys.meta_path.insert(0, self._finder)
 
+    def _original(self, module: types.ModuleType, attribute: str) -> Any:
+        return self.originals.setdefault((module.__name__, attribute), getattr(module, attribute, _MISSING))
+
     def _patch(self, name: str, module: types.ModuleType) -> None:
-        for hook in self.hooks:
-            if hook.module != name:
+        for path in self.paths:
+            if path.module != name:
                 continue
-            key = (name, hook.attribute)
-            original = self.originals.setdefault(key, getattr(module, hook.attribute, _MISSING))
-            if self.backend is None:
+            hooks = {hook.attribute: hook for alternative in path.alternatives for hook in alternative}
+            for attribute in hooks:  # the SDK's own first
+                original = self._original(module, attribute)
                 if original is not _MISSING:
-                    setattr(module, hook.attribute, original)
+                    setattr(module, attribute, original)
+            if self.backend is None:
                 continue
-            problem = hook.check(original)
-            if problem is not None:
-                warn_once(
-                    f"network:{name}.{hook.attribute}",
-                    f"acp-fast: the SDK's {hook.transport} ({name}) are not sped up: {problem}; "
-                    "they are parsed and written by the SDK's json",
-                    stacklevel=4,
-                )
-                continue
-            setattr(module, hook.attribute, hook.make(original, self.backend))
+            problems = []
+            for alternative in path.alternatives:
+                originals = [self._original(module, hook.attribute) for hook in alternative]
+                if all(original is _MISSING for original in originals):
+                    continue
+                found = [
+                    hook.check(original) if original is not _MISSING else f"{name} has no {hook.attribute}"
+                    for hook, original in zip(alternative, originals)
+                ]
+                problems.extend(problem for problem in found if problem is not None)
+                if not any(found):
+                    for hook, original in zip(alternative, originals):
+                        setattr(module, hook.attribute, hook.make(original, self.backend))
+                    break
+            else:
+                if problems:
+                    warn_once(
+                        f"network:{name}",
+                        f"acp-fast: the SDK's {path.transport} ({name}) are not sped up: {problems[0]}; "
+                        "they are parsed and written by the SDK's json",
+                        stacklevel=4,
+                    )
 
     def replaced(self, name: str, attribute: str) -> bool:
         """Whether ``name.attribute`` is acp-fast's now."""
