@@ -33,13 +33,31 @@ def _missing(transport: str) -> Any:
 
 @pytest.mark.parametrize(
     "transport",
-    [pytest.param(t, marks=pytest.mark.skipif(_missing(t) is not None, reason=str(_missing(t)))) for t in ("http", "ws")],
+    [
+        pytest.param(t, marks=pytest.mark.skipif(_missing(t) is not None, reason=str(_missing(t))))
+        for t in ("http", "ws")
+    ],
 )
 def test_bench_serve_end_to_end_against_the_sdk_server(tmp_path: Any, transport: str) -> None:
     out = tmp_path / "r.json"
     done = subprocess.run(
-        [sys.executable, "-m", "acp_fast.bench.serve", "--connections", "6", "--updates", "4", "--transport",
-         transport, "--only", "sdk", "--only", "acp-fast serve", "--json", str(out)],  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "acp_fast.bench.serve",
+            "--connections",
+            "6",
+            "--updates",
+            "4",
+            "--transport",
+            transport,
+            "--only",
+            "sdk",
+            "--only",
+            "acp-fast serve",
+            "--json",
+            str(out),
+        ],
         capture_output=True,
         timeout=300,
     )

@@ -57,7 +57,8 @@ from acp.ws import create_websocket_stream  # noqa: E402
 from acp_fast.integrations import _sdk_network, _sdk_support, acp_sdk  # noqa: E402
 from sdk_helpers import RecordingClient, run, scenario  # noqa: E402
 
-from agent import PeerAgent  # noqa: E402  (tests/sdk_peers, put on sys.path by sdk_helpers)
+# tests/sdk_peers/agent.py (sdk_helpers puts tests/sdk_peers on sys.path)
+PeerAgent = importlib.import_module("agent").PeerAgent
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -92,9 +93,9 @@ class CountingBackend:
 async def served(agent_factory: Any = None) -> Any:
     """The SDK's ASGI application (one ``PeerAgent`` per connection) under uvicorn on a free port of
     the loopback; yields its base URL (``http://127.0.0.1:PORT``)."""
-    agents: List[PeerAgent] = []
+    agents: List[Any] = []
 
-    def factory(conn: Any) -> PeerAgent:
+    def factory(conn: Any) -> Any:
         agent = PeerAgent()
         agents.append(agent)
         return agent
@@ -250,7 +251,7 @@ def test_install_replaces_every_network_path_and_uninstall_restores_them(backend
 # strict=True
 
 
-class StrictProbeAgent(PeerAgent):
+class StrictProbeAgent(PeerAgent):  # type: ignore[misc, valid-type]
     """Sends, in its prompt turn, what the SDK's models accept and the schema refuses (written raw,
     through the SDK's JSON-RPC connection: the SDK's own models would drop the bad field): an update
     with a negative line number, and a file read with one; then a valid update."""
@@ -258,7 +259,12 @@ class StrictProbeAgent(PeerAgent):
     async def prompt(self, **kwargs: Any) -> S.PromptResponse:
         session_id = kwargs["session_id"]
         rpc = self.conn._conn  # the SDK's Connection
-        update = {"sessionUpdate": "tool_call", "toolCallId": "t", "title": "T", "locations": [{"path": "/a", "line": -3}]}
+        update = {
+            "sessionUpdate": "tool_call",
+            "toolCallId": "t",
+            "title": "T",
+            "locations": [{"path": "/a", "line": -3}],
+        }
         await rpc.send_notification("session/update", {"sessionId": session_id, "update": update})
         try:
             result = await rpc.send_request("fs/read_text_file", {"sessionId": session_id, "path": "/a", "line": -1})
@@ -287,9 +293,9 @@ async def strict_turn(kind: str) -> Tuple[List[Any], List[Any]]:
 @pytest.mark.parametrize("kind", TRANSPORTS)
 @pytest.mark.parametrize("strict", [False, True])
 def test_strict_refuses_on_the_client_as_on_stdio(backend: Any, kind: str, strict: bool, caplog: Any) -> None:
-    with caplog.at_level(logging.WARNING, logger="acp_fast.integrations.acp_sdk"):
-        with acp_sdk.installed(backend=backend, strict=strict):
-            calls, agent_calls = run(strict_turn(kind))
+    logs = caplog.at_level(logging.WARNING, logger="acp_fast.integrations.acp_sdk")
+    with logs, acp_sdk.installed(backend=backend, strict=strict):
+        calls, agent_calls = run(strict_turn(kind))
     names = [name for name, _ in calls]
     outcome = [entry for entry in agent_calls if entry[0] in ("read_result", "read_error")]
     if not strict:  # the SDK's models take both: the default is unchanged

@@ -39,7 +39,6 @@ import os
 import platform
 import shlex
 import socket
-import statistics
 import subprocess
 import sys
 import threading
@@ -112,7 +111,7 @@ def raise_nofile() -> Tuple[int, int]:
 def stamp_text(size: int) -> str:
     """An update's text: the send time (``CLOCK_MONOTONIC``, ns, 20 digits) and padding, so that
     the whole frame is about ``size`` bytes."""
-    stamp = "%020d " % time.monotonic_ns()
+    stamp = f"{time.monotonic_ns():020d} "
     return stamp + "x" * max(0, size - 160 - len(stamp))
 
 
@@ -169,7 +168,10 @@ def sdk_server(argv: Sequence[str]) -> int:
         async def cancel(self, **kwargs: Any) -> None:
             return None
 
-    app = create_asgi_app(lambda conn: BenchAgent())
+    def factory(conn: Any) -> Any:  # one agent per connection
+        return BenchAgent()
+
+    app = create_asgi_app(factory)
     config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning", backlog=4096)
     uvicorn.Server(config).run()
     return 0
@@ -230,7 +232,12 @@ async def _http_connection(
     http: Any, url: str, conn: _Conn, ready: Any, go: asyncio.Event, updates: int, timeout: float, loads: Any
 ) -> None:
     json_headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
-    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {}}}
+    init = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {"protocolVersion": 1, "clientCapabilities": {}},
+    }
     try:
         async with http.post(url, data=json.dumps(init), headers=json_headers) as r:
             body = await r.read()
@@ -285,10 +292,17 @@ async def _ws_connection(
     ws_url = "ws" + url[4:] if url.startswith("http") else url
     try:
         ws = await http.ws_connect(ws_url, max_msg_size=0)
-        init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {}}}
+        init = {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {"protocolVersion": 1, "clientCapabilities": {}},
+        }
         await ws.send_str(json.dumps(init))
         loads((await ws.receive(timeout)).data)
-        await ws.send_str(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/", "mcpServers": []}}))
+        await ws.send_str(
+            json.dumps({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/", "mcpServers": []}})
+        )
         conn.session_id = loads((await ws.receive(timeout)).data)["result"]["sessionId"]
         conn.tasks.append(asyncio.ensure_future(_ws_reader(ws, conn.inbox, loads)))
         conn.ws = ws  # type: ignore[attr-defined]
@@ -485,12 +499,12 @@ class Sampler:
         while not self._stop.wait(self.interval):
             self.sample()
 
-    def __enter__(self) -> "Sampler":
+    def __enter__(self) -> Sampler:  # noqa: PYI034 - not subclassed
         self.sample()
         self._thread.start()
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
         self.sample()
@@ -580,9 +594,7 @@ def sdk_unavailable(transport: str = "http") -> Optional[str]:
 
 def serve_unavailable() -> Optional[str]:
     """Why ``acp-fast serve`` cannot run here, or None."""
-    done = subprocess.run(
-        [sys.executable, "-m", "acp_fast.cli", "serve", "--help"], capture_output=True, timeout=60
-    )
+    done = subprocess.run([sys.executable, "-m", "acp_fast.cli", "serve", "--help"], capture_output=True, timeout=60)
     if done.returncode != 0:
         return "this acp-fast has no `serve` command"
     return None
@@ -622,9 +634,11 @@ def run_contender(contender: Contender, args: argparse.Namespace) -> Dict[str, A
                   "--transport", args.transport, "--timeout", str(args.timeout)]  # fmt: skip
         if process is None:
             done = subprocess.run(client, capture_output=True, timeout=args.timeout * 10)
-            result = json.loads(done.stdout) if done.returncode == 0 else {"error": done.stderr.decode()[-2000:]}
-            result["measured"] = False
-            return result
+            measured: Dict[str, Any] = (
+                json.loads(done.stdout) if done.returncode == 0 else {"error": done.stderr.decode()[-2000:]}
+            )
+            measured["measured"] = False
+            return measured
         idle_rss = _rss(process.pid)
         idle_tree_rss = sum(_rss(p) for p in process_tree(process.pid))
         cpu_before = cpu(process.pid)
@@ -634,7 +648,7 @@ def run_contender(contender: Contender, args: argparse.Namespace) -> Dict[str, A
             cpu_after = cpu(process.pid)
         if done.returncode != 0:
             raise RuntimeError(f"the load client failed: {done.stderr.decode()[-2000:]}")
-        result = json.loads(done.stdout)
+        result: Dict[str, Any] = json.loads(done.stdout)
         # the load client's own CPU (the only child reaped meanwhile): near its wall time would
         # mean the client, not the server, sets the pace
         result["client_cpu_seconds"] = _children_cpu() - children_before
@@ -671,11 +685,16 @@ def run_contender(contender: Contender, args: argparse.Namespace) -> Dict[str, A
 def report(results: Dict[str, Any]) -> str:
     w = results["workload"]
     lines = [
-        f"{w['connections']} connections ({w['transport']}), each a prompt answered after {w['updates']} updates "
-        f"of about {w['update_bytes']} B; {results['machine']}; the SDK's server under {results['sdk_stack']}",
+        (
+            f"{w['connections']} connections ({w['transport']}), each a prompt answered after {w['updates']} "
+            f"updates of about {w['update_bytes']} B; {results['machine']}; the SDK's server under "
+            f"{results['sdk_stack']}"
+        ),
         "",
-        "| contender | held at once | completed | frames/s | update latency p50 / p99 | gateway CPU (client CPU) | "
-        "gateway RSS peak (per connection) | tree RSS peak (per connection) |",
+        (
+            "| contender | held at once | completed | frames/s | update latency p50 / p99 | gateway CPU (client CPU) "
+            "| gateway RSS peak (per connection) | tree RSS peak (per connection) |"
+        ),
         "|---|---|---|---|---|---|---|---|",
     ]
     for name, r in results["contenders"].items():

@@ -36,7 +36,7 @@ import inspect
 import json
 import sys
 import types
-from typing import Any, Callable, Dict, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from acp_fast.errors import EncodeError
 
@@ -103,7 +103,7 @@ def _fast_json_response(original: Any, backend: Any) -> Any:
     acp-fast (Starlette writes the same compact, non-ASCII-escaped JSON with ``json.dumps``)."""
     dumps = backend.dumps
 
-    class FastJSONResponse(original):  # type: ignore[misc, valid-type]
+    class FastJSONResponse(original):  # type: ignore[misc]
         def render(self, content: Any) -> bytes:
             try:
                 return dumps(content)  # type: ignore[no-any-return]
@@ -141,10 +141,10 @@ def _fast_http_client_transport(original: Any, backend: Any) -> Any:
     events are parsed in ``acp._sse``, patched too)."""
     dumps = backend.dumps
 
-    class FastHttpStreamTransport(original):  # type: ignore[misc, valid-type]
+    class FastHttpStreamTransport(original):  # type: ignore[misc]
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
-            self._client = _JsonPostClient(self._client, dumps)
+            self._client = _JsonPostClient(self._client, dumps)  # type: ignore[has-type]
 
     FastHttpStreamTransport.__qualname__ = FastHttpStreamTransport.__name__ = original.__name__
     return FastHttpStreamTransport
@@ -178,10 +178,10 @@ def _fast_ws_server_transport(original: Any, backend: Any) -> Any:
     through the module's ``json``, patched too)."""
     dumps = backend.dumps
 
-    class FastWebSocketTransport(original):  # type: ignore[misc, valid-type]
+    class FastWebSocketTransport(original):  # type: ignore[misc]
         def __init__(self, websocket: Any, *args: Any, **kwargs: Any) -> None:
             super().__init__(websocket, *args, **kwargs)
-            self._ws = _SendJsonSocket(self._ws, dumps)
+            self._ws = _SendJsonSocket(self._ws, dumps)  # type: ignore[has-type]
 
     FastWebSocketTransport.__qualname__ = FastWebSocketTransport.__name__ = original.__name__
     return FastWebSocketTransport
@@ -255,7 +255,9 @@ NETWORK_PATHS: Tuple[Path, ...] = (
     Path("acp._sse", "Streamable HTTP SSE events", ((_JSON,),)),
     # SDK 1.0: a Starlette app whose POST handler reads the body with Request.json(); 0.12: a
     # plain ASGI app parsing bodies and writing its JSON answers with the module's json.
-    Path("acp.http.asgi", "Streamable HTTP server's POST bodies", ((Hook("_post", _fast_post, _post_shape),), (_JSON,))),
+    Path(
+        "acp.http.asgi", "Streamable HTTP server's POST bodies", ((Hook("_post", _fast_post, _post_shape),), (_JSON,))
+    ),
     Path(
         "acp.http.server",
         "Streamable HTTP server's initialize answer",
@@ -279,7 +281,13 @@ NETWORK_PATHS: Tuple[Path, ...] = (
     Path(
         "acp.ws.server",
         "WebSocket server's frames",
-        ((Hook("_WebSocketTransport", _fast_ws_server_transport, _transport_shape("_WebSocketTransport", "_ws")), _JSON), (_JSON,)),
+        (
+            (
+                Hook("_WebSocketTransport", _fast_ws_server_transport, _transport_shape("_WebSocketTransport", "_ws")),
+                _JSON,
+            ),
+            (_JSON,),
+        ),
     ),
 )
 
@@ -320,7 +328,7 @@ class NetworkPatches:
                     setattr(module, attribute, original)
             if self.backend is None:
                 continue
-            problems = []
+            problems: List[str] = []
             for alternative in path.alternatives:
                 originals = [self._original(module, hook.attribute) for hook in alternative]
                 if all(original is _MISSING for original in originals):

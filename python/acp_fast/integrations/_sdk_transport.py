@@ -163,7 +163,7 @@ class _StrictMessageTransport:
 
     async def receive(self) -> Optional[Dict[str, Any]]:
         while True:
-            message = await self._transport.receive()
+            message: Optional[Dict[str, Any]] = await self._transport.receive()
             if message is None:
                 return None
             try:

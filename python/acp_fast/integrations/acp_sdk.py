@@ -27,6 +27,11 @@ What changes (docs/SDK.md has the details and the figures):
   is read, runs eagerly until its first suspension point, and only a handler that suspends gets
   a task of its own (the SDK creates one task per message, which dominates its cost).
 
+Over the SDK's network transports (SDK 1.0's ``acp.http`` and ``acp.ws``, its ``http`` extra),
+which move whole messages, the connection stays the SDK's and every message is parsed and written
+by acp-fast's JSON instead of the standard ``json`` module (``_sdk_network.py``); ``strict=True``
+checks every message received there as it checks frames.
+
 What the handlers receive does not change: the SDK's own router, pydantic models, request and
 notification coroutines, error mapping and telemetry spans are used as they are.
 
@@ -72,8 +77,8 @@ from acp_fast._terminal import printable  # noqa: E402
 from acp_fast.batch import Batch  # noqa: E402
 from acp_fast.errors import DecodeError  # noqa: E402
 
-from ._sdk_network import NetworkPatches  # noqa: E402
 from ._sdk_dispatch import _DONE, _EOF, _await, _BatchReply, _driver, _Entry, _Resume  # noqa: E402
+from ._sdk_network import NetworkPatches  # noqa: E402
 from ._sdk_support import CANCEL_REQUEST_METHOD, MIRROR_REQUESTS, Patches, check_mirror, speaks_v2_only  # noqa: E402
 from ._sdk_transport import _StreamTransport, _StrictMessageTransport, _StrictStreamTransport  # noqa: E402
 from ._sdk_validation import (  # noqa: E402
@@ -149,15 +154,18 @@ def install(
     Affects the connections created afterwards by ``ClientSideConnection``,
     ``AgentSideConnection``, ``acp.connect_to_agent``, ``acp.run_agent``,
     ``acp.spawn_agent_process``, ``acp.spawn_client_process`` and
-    ``acp.stdio.spawn_stdio_connection`` (existing connections keep their reader). Calling it again
-    replaces the options. ``max_frame_bytes``: the longest line accepted (a longer one is answered
+    ``acp.stdio.spawn_stdio_connection`` (existing connections keep their reader); and the JSON of
+    the SDK's HTTP and WebSocket transports (``acp.http``, ``acp.ws``: their messages parsed and
+    written by acp-fast; before ``create_asgi_app`` for a server). Calling it again replaces the
+    options. ``max_frame_bytes``: the longest line accepted (a longer one is answered
     with a -32700 error and skipped); ``reply_errors``: answer bad lines with JSON-RPC errors
     (else they are only logged); ``backend``: an acp-fast backend module (``acp_fast._native`` or
     ``acp_fast._fallback``), default the one ``acp_fast`` chose; ``strict``: check every frame
     received against the official schema (``FrameDecoder(strict_schema=True)``, told what the
     connection sends) and refuse the invalid ones as the SDK refuses invalid params: a request
     is answered with a -32602 error, a notification is logged and dropped, a response fails the
-    request it answers. ``unstable``: the strict check accepts the unstable surface of the
+    request it answers (over HTTP or WebSocket: every message received, refused the same way).
+    ``unstable``: the strict check accepts the unstable surface of the
     schema; ``draft``: the v2 draft it checks against (``'latest'`` or ``'alpha.5'``; None: the
     draft of the installed SDK, [`sdk_draft`][acp_fast.integrations.acp_sdk.sdk_draft]).
     """
