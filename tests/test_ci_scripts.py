@@ -146,13 +146,12 @@ def test_sdk_versions_venvs_install_what_they_need_themselves(fake, tmp_path):
         installs = [args[4:] for who, args in calls if who == "venv" and args[:4] == [python, "-m", "pip", "install"]]
         assert len(installs) == 1, installs
         wanted = installs[0]
-        # a release with network transports (1.0) also gets its http extra, an ASGI server and the
-        # bench's load client (pyproject's network extra)
-        network = not v.startswith("0.")
-        assert wanted[0] == f"agent-client-protocol{'[http]' if network else ''}=={v}"
+        # the SDK with its http extra (its network transports), an ASGI server and the bench's
+        # load client (pyproject's network extra)
+        assert wanted[0] == f"agent-client-protocol[http]=={v}"
         names = {re.split(r"[<>=]", r)[0] for r in wanted[1:]}
         tools = {"orjson", "pytest", "pytest-benchmark", "hypothesis", "jsonschema", "jsonschema-rs"}
-        assert names == tools | ({"uvicorn", "aiohttp"} if network else set())
+        assert names == tools | {"uvicorn", "aiohttp"}
         for requirement in wanted[1:]:
             assert f'"{requirement}"' in pyproject  # the bounds pyproject.toml gives
         assert any(who == "venv" and args[:3] == [python, "-m", "pytest"] for who, args in calls)

@@ -19,8 +19,10 @@ and dispatch); what ``install()`` changes is where each message is parsed and wr
 * ``acp.ws.server``: the WebSocket server's text frames, both ways (its ``json``, and 1.0's
   ``_WebSocketTransport``, which sends with Starlette's ``send_json``).
 
-Each replacement parses with acp-fast's ``loads`` and writes with its ``dumps``; what acp-fast
-refuses to write (NaN, non-str keys) is written by the SDK's own code, and a body acp-fast cannot
+Each replacement parses with acp-fast's ``loads`` and writes with its ``dumps`` (the same kind of
+text as the SDK's: where the SDK escapes non-ASCII characters, such a message is written by the
+SDK's ``json``, ``FastJson``); what acp-fast refuses to write (NaN, non-str keys) is written by the
+SDK's own code, and a body acp-fast cannot
 parse is handed to the SDK's own code, which answers it as without acp-fast. The modules are
 patched when they are imported (they need the SDK's ``http`` extra), by a finder on
 ``sys.meta_path``. Where a module does not have a shape this integration knows (another SDK
@@ -53,10 +55,17 @@ _MISSING: Any = object()
 
 class FastJson:
     """A stand-in for the ``json`` module inside one SDK module: ``dumps`` and ``loads`` by
-    acp-fast (``backend``), everything else the ``json`` module's. ``dumps`` with options other
-    than ``separators`` (acp-fast writes compact JSON), and what acp-fast refuses to write, go to
-    ``json.dumps``; ``loads`` raises acp-fast's ``DecodeError``, a ``json.JSONDecodeError``, so the
-    SDK's ``except json.JSONDecodeError`` still applies."""
+    acp-fast (``backend``), everything else the ``json`` module's.
+
+    ``dumps`` writes what ``json.dumps`` writes for the same arguments: acp-fast's compact output is
+    used when the call asks for compact separators and the result is what ``json.dumps`` would
+    give: ASCII, or ``ensure_ascii=False``. Otherwise (non-ASCII text, which ``json.dumps``
+    escapes by default; other options; what acp-fast refuses to write) it is ``json.dumps``. So the
+    bytes on the wire stay the SDK's kind: a peer that decodes an SSE stream chunk by chunk as
+    ASCII-safe text (SDK 0.12's client does) never sees a character split across chunks.
+
+    ``loads`` raises acp-fast's ``DecodeError``, a ``json.JSONDecodeError``, so the SDK's
+    ``except json.JSONDecodeError`` still applies."""
 
     JSONDecodeError = json.JSONDecodeError
 
@@ -65,11 +74,14 @@ class FastJson:
         self._loads: Callable[[Any], Any] = backend.loads
 
     def dumps(self, obj: Any, **kwargs: Any) -> str:
-        if kwargs.keys() <= {"separators"}:
+        if kwargs.get("separators") == (",", ":") and kwargs.keys() <= {"separators", "ensure_ascii"}:
             try:
-                return self._dumps(obj).decode("utf-8")
+                data = self._dumps(obj)
             except EncodeError:
                 pass
+            else:
+                if data.isascii() or kwargs.get("ensure_ascii") is False:
+                    return data.decode("utf-8")
         return json.dumps(obj, **kwargs)
 
     def loads(self, s: Any, **kwargs: Any) -> Any:
