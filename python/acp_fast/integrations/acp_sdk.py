@@ -27,7 +27,7 @@ What changes (docs/SDK.md has the details and the figures):
   is read, runs eagerly until its first suspension point, and only a handler that suspends gets
   a task of its own (the SDK creates one task per message, which dominates its cost).
 
-Over the SDK's network transports (SDK 1.0's ``acp.http`` and ``acp.ws``, its ``http`` extra),
+Over the SDK's network transports (``acp.http`` and ``acp.ws``, its ``http`` extra),
 which move whole messages, the connection stays the SDK's and every message is parsed and written
 by acp-fast's JSON instead of the standard ``json`` module (``_sdk_network.py``); ``strict=True``
 checks every message received there as it checks frames.
@@ -107,7 +107,7 @@ DEFAULT_MAX_FRAME_BYTES = acp_fast.DEFAULT_MAX_FRAME_BYTES
 
 # The SDK modules that construct ``Connection`` objects from byte streams (_sdk_support.py).
 _patches = Patches()
-# The SDK modules of its network transports (SDK 1.0), whose per-message JSON install() replaces
+# The SDK modules of its network transports (acp.http, acp.ws), whose per-message JSON install() replaces
 # (_sdk_network.py).
 _network = NetworkPatches()
 _UNSET: Any = object()
