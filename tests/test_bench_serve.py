@@ -51,6 +51,8 @@ def test_bench_serve_end_to_end_against_the_sdk_server(tmp_path: Any, transport:
             "4",
             "--transport",
             transport,
+            "--repeat",
+            "2",
             "--only",
             "sdk",
             "--only",
@@ -69,6 +71,8 @@ def test_bench_serve_end_to_end_against_the_sdk_server(tmp_path: Any, transport:
     assert sdk["updates_received"] == 6 * 4
     assert sdk["frames"] == 6 * (4 + 1)  # the updates and the prompt's answer
     assert sdk["frames_per_s"] > 0
+    assert sdk["repeat"] == 2 and sdk["frames_per_s"] in sdk["frames_per_s_runs"]
+    assert sdk["held_min"] == sdk["completed_min"] == 6
     assert 0 < sdk["latency_us"]["p50"] <= sdk["latency_us"]["p99"] <= sdk["latency_us"]["max"]
     for part in ("gateway", "tree"):
         assert sdk[part]["cpu_seconds"] > 0 and sdk[part]["rss_peak_mib"] > 0

@@ -27,7 +27,9 @@ tree (with the agent processes of ``acp-fast serve``).
 The load client is an asyncio program on aiohttp (SSE parsed line by line) in a process of its
 own (``python -m acp_fast.bench.serve client``), so that it never shares the server's GIL; it
 raises its open-file limit to the hard limit, as this process does for the servers it starts.
-Prints progress on stderr and a Markdown table on stdout; ``--json FILE`` writes the figures.
+``--repeat N`` runs the contenders in turn N times and reports, per contender, the run of median
+frames/s (with the range of all runs; held and completed are the least of all runs). Prints
+progress on stderr and a Markdown table on stdout; ``--json FILE`` writes the figures.
 """
 
 from __future__ import annotations
@@ -682,6 +684,21 @@ def run_contender(contender: Contender, args: argparse.Namespace) -> Dict[str, A
                     _progress(f"{contender.name} said on stderr: {tail[-800:]}")
 
 
+def median_run(runs: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """The run of median frames/s among ``runs`` (a failed one if any failed), with every run's
+    frames/s (``frames_per_s_runs``) and the least held and completed of all."""
+    failed = [r for r in runs if "held" not in r]
+    if failed:
+        return failed[0]
+    ordered = sorted(runs, key=lambda r: r["frames_per_s"])
+    chosen = dict(ordered[(len(ordered) - 1) // 2])
+    chosen["repeat"] = len(runs)
+    chosen["frames_per_s_runs"] = [r["frames_per_s"] for r in runs]
+    chosen["held_min"] = min(r["held"] for r in runs)
+    chosen["completed_min"] = min(r["completed"] for r in runs)
+    return chosen
+
+
 def report(results: Dict[str, Any]) -> str:
     w = results["workload"]
     lines = [
@@ -705,8 +722,11 @@ def report(results: Dict[str, Any]) -> str:
             lines.append(f"| {name} | failed: {r['error'][:200]} | | | | | | |")
             continue
         lat = r["latency_us"]
+        spread = r.get("frames_per_s_runs", [])
+        spread_text = f" ({min(spread):,.0f}–{max(spread):,.0f})" if len(spread) > 1 else ""
         row = (
-            f"| {name} | {r['held']} / {r['connections']} | {r['completed']} | **{r['frames_per_s']:,.0f}** | "
+            f"| {name} | {r.get('held_min', r['held'])} / {r['connections']} | {r.get('completed_min', r['completed'])} "
+            f"| **{r['frames_per_s']:,.0f}**{spread_text} | "
             f"{lat['p50'] / 1e3:,.1f} / {lat['p99'] / 1e3:,.1f} ms |"
         )
         if r.get("measured"):
@@ -748,6 +768,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         metavar=("NAME", "URL", "COMMAND"),
         help="another contender: its URL and start command ({port}: a free port; '-': already running)",
     )
+    p.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="runs per contender, in turn; the report gives the run of median frames/s (default 1)",
+    )
     p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for one step (default 60)")
     p.add_argument("--json", metavar="FILE", help="write the figures as JSON")
     args = p.parse_args(argv)
@@ -772,23 +798,28 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         "sdk_stack": http_stack(),
         "contenders": {},
     }
-    for contender in contenders:
-        if contender.skip is not None:
-            _progress(f"{contender.name}: skipped ({contender.skip})")
-            results["contenders"][contender.name] = {"skipped": contender.skip}
-            continue
-        _progress(f"{contender.name}: {args.connections} connections")
-        try:
-            r = run_contender(contender, args)
-        except Exception as error:  # noqa: BLE001 - reported, the other contenders still run
-            _progress(f"{contender.name}: failed: {error}")
-            r = {"error": str(error)}
-        results["contenders"][contender.name] = r
-        if "held" in r:
-            _progress(
-                f"  held {r['held']}, completed {r['completed']}, {r['frames_per_s']:,.0f} frames/s, "
-                f"p50 {r['latency_us']['p50'] / 1e3:.1f} ms, p99 {r['latency_us']['p99'] / 1e3:.1f} ms"
-            )
+    runs: Dict[str, List[Dict[str, Any]]] = {}
+    for i in range(args.repeat):  # the contenders in turn, run after run
+        for contender in contenders:
+            if contender.skip is not None:
+                if i == 0:
+                    _progress(f"{contender.name}: skipped ({contender.skip})")
+                results["contenders"][contender.name] = {"skipped": contender.skip}
+                continue
+            _progress(f"{contender.name}: {args.connections} connections (run {i + 1}/{args.repeat})")
+            try:
+                r = run_contender(contender, args)
+            except Exception as error:  # noqa: BLE001 - reported, the other contenders still run
+                _progress(f"{contender.name}: failed: {error}")
+                r = {"error": str(error)}
+            runs.setdefault(contender.name, []).append(r)
+            if "held" in r:
+                _progress(
+                    f"  held {r['held']}, completed {r['completed']}, {r['frames_per_s']:,.0f} frames/s, "
+                    f"p50 {r['latency_us']['p50'] / 1e3:.1f} ms, p99 {r['latency_us']['p99'] / 1e3:.1f} ms"
+                )
+    for name, rs in runs.items():
+        results["contenders"][name] = median_run(rs)
     print(report(results))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
