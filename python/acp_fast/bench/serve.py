@@ -820,6 +820,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 )
     for name, rs in runs.items():
         results["contenders"][name] = median_run(rs)
+    # in the order the contenders were given
+    results["contenders"] = {c.name: results["contenders"][c.name] for c in contenders}
     print(report(results))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
