@@ -146,10 +146,12 @@ def test_sdk_versions_venvs_install_what_they_need_themselves(fake, tmp_path):
         installs = [args[4:] for who, args in calls if who == "venv" and args[:4] == [python, "-m", "pip", "install"]]
         assert len(installs) == 1, installs
         wanted = installs[0]
-        # with the SDK's network transports (tests/test_sdk_net_serve.py) and the net extra
+        # the SDK with its http extra (its network transports), uvicorn (an ASGI server) and the
+        # net extra (aiohttp: acp-fast serve, the bench's load client)
         assert wanted[0] == f"agent-client-protocol[http]=={v}"
         names = {re.split(r"[<>=]", r)[0] for r in wanted[1:]}
-        assert names == {"orjson", "pytest", "pytest-benchmark", "hypothesis", "jsonschema", "jsonschema-rs", "aiohttp"}
+        tools = {"orjson", "pytest", "pytest-benchmark", "hypothesis", "jsonschema", "jsonschema-rs"}
+        assert names == tools | {"uvicorn", "aiohttp"}
         for requirement in wanted[1:]:
             assert f'"{requirement}"' in pyproject  # the bounds pyproject.toml gives
         assert any(who == "venv" and args[:3] == [python, "-m", "pytest"] for who, args in calls)

@@ -142,10 +142,12 @@ class Patches:
             if module is not None and hasattr(module, "Connection"):
                 self._patch(name, module)
         if target is not None and self._finder is None:
-            self._finder = _PatchOnImport(self)
+            self._finder = _PatchOnImport(self, CONNECTION_MODULES)
             sys.meta_path.insert(0, self._finder)
 
     def _patch(self, name: str, module: types.ModuleType) -> None:
+        if not hasattr(module, "Connection"):
+            return
         original = self.originals.setdefault(name, module.Connection)
         module.Connection = original if self.target is None else self.target  # type: ignore[attr-defined]
 
@@ -155,13 +157,14 @@ class Patches:
 
 
 class _PatchOnImport(importlib.abc.MetaPathFinder):
-    """Patches a module of ``CONNECTION_MODULES`` right after it is first imported."""
+    """Patches a module of ``modules`` right after it is first imported (``patches._patch``)."""
 
-    def __init__(self, patches: Patches) -> None:
+    def __init__(self, patches: Any, modules: Sequence[str]) -> None:
         self._patches = patches
+        self._modules = frozenset(modules)
 
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
-        if fullname not in CONNECTION_MODULES or fullname in sys.modules:
+        if fullname not in self._modules or fullname in sys.modules:
             return None
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
         if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
@@ -183,5 +186,4 @@ class _PatchingLoader(importlib.abc.Loader):
 
     def exec_module(self, module: types.ModuleType) -> None:
         self._loader.exec_module(module)
-        if hasattr(module, "Connection"):
-            self._patches._patch(module.__name__, module)
+        self._patches._patch(module.__name__, module)

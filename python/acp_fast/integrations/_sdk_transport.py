@@ -8,7 +8,7 @@ import json
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import acp_fast
-from acp_fast.errors import EncodeError
+from acp_fast.errors import DecodeError, EncodeError
 
 #: Bytes asked of the reader per read.
 READ_SIZE = 256 * 1024
@@ -124,3 +124,61 @@ class _StrictStreamTransport(_StreamTransport):
         data = super().encode(message)
         self._decoder.sent(data)
         return data
+
+
+class _StrictMessageTransport:
+    """``install(strict=True)`` on a message-level ``Transport`` (the SDK's HTTP and WebSocket
+    ones, which move parsed messages): every message received is written by acp-fast and checked
+    by a ``FrameDecoder(strict_schema=True)``, told every message sent (``FrameDecoder.sent``), as
+    ``_StrictStreamTransport`` checks the frames of a byte stream. A message the check refuses is
+    not handed to the connection: ``refuse`` (``FastConnection._bad_frame``) gives the reply it
+    deserves (a -32602 error for a request, as on a byte stream), which is sent back through the
+    transport; the next message is read."""
+
+    def __init__(
+        self,
+        transport: Any,
+        backend: Any,
+        max_frame_bytes: int,
+        schema: Tuple[bool, Optional[str]],
+        refuse: Callable[[Any], Any],
+    ) -> None:
+        self._transport = transport
+        unstable, draft = schema
+        self._decoder: acp_fast.FrameDecoder = backend.FrameDecoder(
+            max_frame_bytes=max_frame_bytes, strict_schema=True, unstable=unstable, draft=draft
+        )
+        self._dumps: Callable[[Any], bytes] = backend.dumps
+        self._refuse = refuse
+
+    def _encode(self, message: Any) -> bytes:
+        try:
+            return self._dumps(message)
+        except EncodeError:  # as _StreamTransport.encode
+            return json.dumps(message, separators=(",", ":"), allow_nan=False).encode("utf-8")
+
+    async def send(self, message: Dict[str, Any]) -> None:
+        self._decoder.sent(self._encode(message))
+        await self._transport.send(message)
+
+    async def receive(self) -> Optional[Dict[str, Any]]:
+        while True:
+            message: Optional[Dict[str, Any]] = await self._transport.receive()
+            if message is None:
+                return None
+            try:
+                data = self._encode(message)
+            except ValueError:  # NaN and the like: not JSON; the SDK takes it as it is
+                return message
+            errors = [frame for frame in self._decoder.feed(data + b"\n") if isinstance(frame, DecodeError)]
+            if not errors:
+                return message
+            reply = self._refuse(errors[0])
+            if reply is not None:
+                await self.send(reply)
+
+    async def close(self) -> None:
+        await self._transport.close()
+
+    def __getattr__(self, name: str) -> Any:  # what else the SDK or its server asks of the transport
+        return getattr(self._transport, name)

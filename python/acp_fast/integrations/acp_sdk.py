@@ -27,6 +27,11 @@ What changes (docs/SDK.md has the details and the figures):
   is read, runs eagerly until its first suspension point, and only a handler that suspends gets
   a task of its own (the SDK creates one task per message, which dominates its cost).
 
+Over the SDK's network transports (``acp.http`` and ``acp.ws``, its ``http`` extra),
+which move whole messages, the connection stays the SDK's and every message is parsed and written
+by acp-fast's JSON instead of the standard ``json`` module (``_sdk_network.py``); ``strict=True``
+checks every message received there as it checks frames.
+
 What the handlers receive does not change: the SDK's own router, pydantic models, request and
 notification coroutines, error mapping and telemetry spans are used as they are.
 
@@ -73,8 +78,9 @@ from acp_fast.batch import Batch  # noqa: E402
 from acp_fast.errors import DecodeError  # noqa: E402
 
 from ._sdk_dispatch import _DONE, _EOF, _await, _BatchReply, _driver, _Entry, _Resume  # noqa: E402
+from ._sdk_network import NetworkPatches  # noqa: E402
 from ._sdk_support import CANCEL_REQUEST_METHOD, MIRROR_REQUESTS, Patches, check_mirror, speaks_v2_only  # noqa: E402
-from ._sdk_transport import _StreamTransport, _StrictStreamTransport  # noqa: E402
+from ._sdk_transport import _StreamTransport, _StrictMessageTransport, _StrictStreamTransport  # noqa: E402
 from ._sdk_validation import (  # noqa: E402
     _update_tracker,
     _update_validators,
@@ -101,6 +107,9 @@ DEFAULT_MAX_FRAME_BYTES = acp_fast.DEFAULT_MAX_FRAME_BYTES
 
 # The SDK modules that construct ``Connection`` objects from byte streams (_sdk_support.py).
 _patches = Patches()
+# The SDK modules of its network transports (acp.http, acp.ws), whose per-message JSON install() replaces
+# (_sdk_network.py).
+_network = NetworkPatches()
 _UNSET: Any = object()
 _CoroutineType = types.CoroutineType
 
@@ -145,15 +154,18 @@ def install(
     Affects the connections created afterwards by ``ClientSideConnection``,
     ``AgentSideConnection``, ``acp.connect_to_agent``, ``acp.run_agent``,
     ``acp.spawn_agent_process``, ``acp.spawn_client_process`` and
-    ``acp.stdio.spawn_stdio_connection`` (existing connections keep their reader). Calling it again
-    replaces the options. ``max_frame_bytes``: the longest line accepted (a longer one is answered
+    ``acp.stdio.spawn_stdio_connection`` (existing connections keep their reader); and the JSON of
+    the SDK's HTTP and WebSocket transports (``acp.http``, ``acp.ws``: their messages parsed and
+    written by acp-fast; before ``create_asgi_app`` for a server). Calling it again replaces the
+    options. ``max_frame_bytes``: the longest line accepted (a longer one is answered
     with a -32700 error and skipped); ``reply_errors``: answer bad lines with JSON-RPC errors
     (else they are only logged); ``backend``: an acp-fast backend module (``acp_fast._native`` or
     ``acp_fast._fallback``), default the one ``acp_fast`` chose; ``strict``: check every frame
     received against the official schema (``FrameDecoder(strict_schema=True)``, told what the
     connection sends) and refuse the invalid ones as the SDK refuses invalid params: a request
     is answered with a -32602 error, a notification is logged and dropped, a response fails the
-    request it answers. ``unstable``: the strict check accepts the unstable surface of the
+    request it answers (over HTTP or WebSocket: every message received, refused the same way).
+    ``unstable``: the strict check accepts the unstable surface of the
     schema; ``draft``: the v2 draft it checks against (``'latest'`` or ``'alpha.5'``; None: the
     draft of the installed SDK, [`sdk_draft`][acp_fast.integrations.acp_sdk.sdk_draft]).
     """
@@ -163,6 +175,7 @@ def install(
     schema = _check_schema(unstable, draft)
     _options = _Options(max_frame_bytes, bool(reply_errors), backend, _check_strict(strict), schema)
     _patches.apply(FastConnection)
+    _network.apply(acp_fast if backend is None else backend)
 
 
 def uninstall() -> None:
@@ -170,6 +183,7 @@ def uninstall() -> None:
     global _options
     _options = _Options()
     _patches.apply(None)
+    _network.apply(None)
 
 
 def is_installed() -> bool:
@@ -189,7 +203,7 @@ def installed(
 ) -> Iterator[None]:
     """[`install`][acp_fast.integrations.acp_sdk.install] for the duration of a ``with`` block, then the previous state again."""
     global _options
-    saved = (_patches.target, _options)
+    saved = (_patches.target, _options, _network.backend)
     install(
         max_frame_bytes=max_frame_bytes,
         reply_errors=reply_errors,
@@ -203,6 +217,7 @@ def installed(
     finally:
         _patches.apply(saved[0])
         _options = saved[1]
+        _network.apply(saved[2])
 
 
 def connect_to_agent(
@@ -317,7 +332,10 @@ class FastConnection(SdkConnection):
     Same constructor as the SDK's (``Connection(handler, writer, reader, *, observers,
     listening, receive_timeout)``) plus ``max_frame_bytes``, ``reply_errors``, ``backend`` and
     ``strict`` (defaults: the options of [`install`][acp_fast.integrations.acp_sdk.install]). Given a message-level ``Transport`` instead of
-    streams (no ``reader``), it is the SDK's connection unchanged: there are no frames to split.
+    streams (no ``reader``: the SDK's HTTP and WebSocket transports), it is the SDK's connection
+    unchanged, there being no frames to split (the transports' JSON is acp-fast's after
+    ``install()``, ``_sdk_network.py``), except that with ``strict`` every message received is
+    checked against the schema and refused as a frame would be (``_StrictMessageTransport``).
     """
 
     def __init__(
@@ -354,6 +372,10 @@ class FastConnection(SdkConnection):
         self._strict_update = _update_validators() if self._tracker is not None else {}
         if reader is None:
             self._stream: Optional[_StreamTransport] = None
+            if strict:
+                # A message-level transport (the SDK's HTTP and WebSocket ones): every message
+                # received is checked as a frame would be, and refused as on a byte stream.
+                writer = _StrictMessageTransport(writer, self._backend, max_frame_bytes, schema, self._bad_frame)
             super().__init__(
                 handler, writer, None, observers=observers, listening=listening, receive_timeout=receive_timeout
             )
