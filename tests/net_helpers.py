@@ -127,6 +127,53 @@ def check_turn(messages: List[Dict[str, Any]]) -> None:
     assert messages[-1] == {"jsonrpc": "2.0", "id": 2, "result": {"stopReason": "end_turn"}}
 
 
+class Editor:
+    """A scripted editor on the stdin and stdout of `acp-fast connect URL [options]`."""
+
+    def __init__(self, url: str, *options: str, backend_id: str) -> None:
+        self.proc = subprocess.Popen(
+            [PY, "-m", "acp_fast.cli", "connect", url, *options],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env(backend_id),
+        )
+        self.lines: List[bytes] = []
+
+    def send(self, line: bytes) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line + b"\n")
+        self.proc.stdin.flush()
+
+    def recv(self) -> Any:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        assert line, f"connect ended: {self.proc.stderr.read().decode() if self.proc.stderr else ''}"
+        self.lines.append(line)
+        return json.loads(line)
+
+    def close(self) -> int:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        status = self.proc.wait(TIMEOUT)
+        return status
+
+    def turn(self) -> List[Any]:
+        self.send(INITIALIZE)
+        assert self.recv()["result"]["protocolVersion"] == 1
+        self.send(NEW_SESSION)
+        sid = self.recv()["result"]["sessionId"]
+        self.send(prompt(sid))
+        seen = []
+        while True:
+            message = self.recv()
+            seen.append(message)
+            if message.get("method") == "session/request_permission":
+                self.send(allow(message["id"]))
+            if message.get("id") == 2 and "method" not in message:
+                return seen
+
+
 # -- a Streamable HTTP client --------------------------------------------------------------------
 
 
@@ -274,12 +321,12 @@ def normalised(path: Path) -> List[Dict[str, Any]]:
     return out
 
 
-def stdio_recording(tmp: Path, backend_id: str, lines: Sequence[bytes]) -> Path:
-    """The same turn through `acp-fast proxy --record` over stdio: `lines` sent one at a time,
-    each after the agent's answer to the one before (the permission answer after the request)."""
+def stdio_recording(tmp: Path, backend_id: str, lines: Sequence[bytes], agent: Sequence[str] = AGENT) -> Path:
+    """The same turn through `acp-fast proxy --record -- AGENT` over stdio: `lines` sent one at a
+    time, each after the agent's answer to the one before (the permission answer after the request)."""
     path = tmp / "stdio.jsonl"
     proc = subprocess.Popen(
-        [PY, "-m", "acp_fast.cli", "proxy", "--record", str(path), "--", *AGENT],
+        [PY, "-m", "acp_fast.cli", "proxy", "--record", str(path), "--", *agent],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         env=env(backend_id),

@@ -5,60 +5,11 @@ the agent's, byte for byte, and the recordings at both ends agree."""
 
 from __future__ import annotations
 
-import json
 import subprocess
-from typing import Any, List
 
 import pytest
 
-from net_helpers import INITIALIZE, NEW_SESSION, PY, TIMEOUT, Serve, allow, check_turn, env, normalised, prompt
-
-
-class Editor:
-    """A scripted editor on the stdin and stdout of `acp-fast connect URL [options]`."""
-
-    def __init__(self, url: str, *options: str, backend_id: str) -> None:
-        self.proc = subprocess.Popen(
-            [PY, "-m", "acp_fast.cli", "connect", url, *options],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env(backend_id),
-        )
-        self.lines: List[bytes] = []
-
-    def send(self, line: bytes) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(line + b"\n")
-        self.proc.stdin.flush()
-
-    def recv(self) -> Any:
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        assert line, f"connect ended: {self.proc.stderr.read().decode() if self.proc.stderr else ''}"
-        self.lines.append(line)
-        return json.loads(line)
-
-    def close(self) -> int:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        status = self.proc.wait(TIMEOUT)
-        return status
-
-    def turn(self) -> List[Any]:
-        self.send(INITIALIZE)
-        assert self.recv()["result"]["protocolVersion"] == 1
-        self.send(NEW_SESSION)
-        sid = self.recv()["result"]["sessionId"]
-        self.send(prompt(sid))
-        seen = []
-        while True:
-            message = self.recv()
-            seen.append(message)
-            if message.get("method") == "session/request_permission":
-                self.send(allow(message["id"]))
-            if message.get("id") == 2 and "method" not in message:
-                return seen
+from net_helpers import INITIALIZE, PY, TIMEOUT, Editor, Serve, check_turn, env, normalised
 
 
 @pytest.mark.parametrize("scheme", ["http", "ws"])

@@ -4,16 +4,54 @@ the turn."""
 
 import asyncio
 
-from acp import (
-    PROTOCOL_VERSION,
-    plan_entry,
-    run_agent,
-    start_tool_call,
-    tool_diff_content,
-    update_agent_message_text,
-    update_plan,
-    update_tool_call,
-)
+from acp import PROTOCOL_VERSION, run_agent
+
+try:  # the SDK's helpers (0.x); 1.0 has none: the same models, built here
+    from acp import (
+        plan_entry,
+        start_tool_call,
+        tool_diff_content,
+        update_agent_message_text,
+        update_plan,
+        update_tool_call,
+    )
+except ImportError:
+    from acp.schema import (
+        AgentMessageChunk,
+        AgentPlanUpdate,
+        FileEditToolCallContent,
+        PlanEntry,
+        TextContentBlock,
+        ToolCallProgress,
+        ToolCallStart,
+    )
+
+    def update_agent_message_text(text):
+        return AgentMessageChunk(session_update="agent_message_chunk", content=TextContentBlock(type="text", text=text))
+
+    def start_tool_call(tool_call_id, title, *, kind=None, status=None, content=None):
+        return ToolCallStart(
+            session_update="tool_call",
+            tool_call_id=tool_call_id,
+            title=title,
+            kind=kind,
+            status=status,
+            content=content,
+        )
+
+    def tool_diff_content(path, new_text, old_text=None):
+        return FileEditToolCallContent(type="diff", path=path, new_text=new_text, old_text=old_text)
+
+    def update_tool_call(tool_call_id, *, status=None):
+        return ToolCallProgress(session_update="tool_call_update", tool_call_id=tool_call_id, status=status)
+
+    def plan_entry(content, *, priority="medium", status="pending"):
+        return PlanEntry(content=content, priority=priority, status=status)
+
+    def update_plan(entries):
+        return AgentPlanUpdate(session_update="plan", entries=list(entries))
+
+
 from acp.schema import InitializeResponse, NewSessionResponse, PermissionOption, PromptResponse, ToolCallUpdate
 
 

@@ -13,7 +13,9 @@ from typing import Optional, Sequence
 import acp_fast
 
 from .._outputs import check_output
+from ..proxy import DEFAULT_COALESCE_MS
 from ._usage import Parser, integer
+from .proxy import _coalesce_ms
 from .serve import TOKEN_ENV
 
 __all__ = ["main", "parser"]
@@ -37,6 +39,16 @@ def parser() -> Parser:
     p.add_argument("--force", action="store_true", help="overwrite the --record / --trace files")
     p.add_argument(
         "--strict", action="store_true", help="answer editor lines that are not JSON-RPC with an error (not sent)"
+    )
+    p.add_argument(
+        "--coalesce",
+        type=_coalesce_ms,
+        nargs="?",
+        const=DEFAULT_COALESCE_MS,
+        default=None,
+        metavar="MS",
+        help="hold the agent's tool-call updates up to MS milliseconds and write one merged update "
+        f"(default {DEFAULT_COALESCE_MS:g}; as acp-fast proxy --coalesce)",
     )
     p.add_argument(
         "--max-frame-bytes",
@@ -78,6 +90,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         record=ns.record,
         trace=ns.trace,
         strict=ns.strict,
+        coalesce=ns.coalesce,
         max_frame_bytes=ns.max_frame_bytes,
     )
 

@@ -15,8 +15,9 @@ from typing import Optional, Sequence, Tuple
 
 import acp_fast
 
-from ..proxy import DEFAULT_MAX_SESSIONS, DEFAULT_MAX_TOOL_CALLS
+from ..proxy import DEFAULT_COALESCE_MS, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_TOOL_CALLS
 from ._usage import Parser, bound, integer, number, split_command
+from .proxy import _coalesce_ms
 
 __all__ = ["main", "parser", "listen_address", "check_template", "TOKEN_ENV"]
 
@@ -134,6 +135,16 @@ def parser() -> argparse.ArgumentParser:
         metavar="N",
         help=f"sessions kept in each connection's state (default {DEFAULT_MAX_SESSIONS}; none: all)",
     )
+    p.add_argument(
+        "--coalesce",
+        type=_coalesce_ms,
+        nargs="?",
+        const=DEFAULT_COALESCE_MS,
+        default=None,
+        metavar="MS",
+        help="per connection, hold the agent's tool-call updates up to MS milliseconds and send one merged "
+        f"update (default {DEFAULT_COALESCE_MS:g}; as acp-fast proxy --coalesce)",
+    )
     p.add_argument("--quiet", action="store_true", help="no line on stderr when a connection ends")
     return p
 
@@ -194,6 +205,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         max_tool_calls=ns.max_tool_calls,
         max_sessions=ns.max_sessions,
         quiet=ns.quiet,
+        coalesce=ns.coalesce,
     )
     return run(opts)
 

@@ -85,10 +85,32 @@ class Tap:
         JSON, then into the recording and the trace."""
         self.lines[side] += 1
         if is_json and action is None:
-            source = "agent" if side == "agent" else "client"
-            for change in self.store.feed(data + b"\n", changes=False, source=source):
-                if isinstance(change, acp_fast.DecodeError):
-                    self.state_errors += 1
+            self.track(side, data)
+        self.record(side, data, is_json=is_json, crlf=crlf, eol=eol, action=action, reason=reason)
+
+    def track(self, side: str, data: bytes) -> bool:
+        """A line of `side` into the state only (no line counted, nothing recorded): False when
+        the state found an error in it (the line is forwarded all the same)."""
+        source = "agent" if side == "agent" else "client"
+        ok = True
+        for change in self.store.feed(data + b"\n", changes=False, source=source):
+            if isinstance(change, acp_fast.DecodeError):
+                self.state_errors += 1
+                ok = False
+        return ok
+
+    def record(
+        self,
+        side: str,
+        data: bytes,
+        *,
+        is_json: bool = True,
+        crlf: bool = False,
+        eol: bool = True,
+        action: Optional[str] = None,
+        reason: Optional[str] = None,
+    ) -> None:
+        """A line of `side` into the recording and the trace only."""
         if self._outputs:
             t = time.time()
             for writer, _ in self._outputs:

@@ -15,6 +15,7 @@ import os
 import select
 import sys
 import threading
+import time
 from typing import Any, Dict, List, Optional, Set
 
 import aiohttp
@@ -49,6 +50,7 @@ class Endpoint:
         record: Optional[str] = None,
         trace: Optional[str] = None,
         strict: bool = False,
+        coalesce: Optional[float] = None,
         max_frame_bytes: int = acp_fast.DEFAULT_MAX_FRAME_BYTES,
         stdin: int = 0,
         stdout: int = 1,
@@ -71,6 +73,9 @@ class Endpoint:
         self.editor_lines = 0
         self.http: Optional[aiohttp.ClientSession] = None
         self.connection_stream: Optional[asyncio.Task[None]] = None
+        #: `--coalesce MS`: the agent's lines pass through it on their way to the editor.
+        self.coalescer: Optional[Any] = None if coalesce is None else acp_fast.Coalescer(coalesce)
+        self.timer: Optional[asyncio.TimerHandle] = None
 
     def note(self, text: str) -> None:
         sys.stderr.write(f"acp-fast connect: {printable(text)}\n")
@@ -84,8 +89,52 @@ class Endpoint:
     # -- to the editor --------------------------------------------------------------------------
 
     def to_editor(self, line: bytes, *, is_json: bool = True) -> None:
-        """A line of the agent to stdout (whole), recorded."""
-        self.tap.line("agent", line, is_json=is_json)
+        """A line of the agent to stdout (whole), recorded; with `--coalesce`, through the
+        coalescer first (recorded as `acp-fast proxy --coalesce` records)."""
+        c = self.coalescer
+        if c is None or not is_json:
+            self.tap.line("agent", line, is_json=is_json)
+            self.write(line)
+            return
+        tap = self.tap
+        tap.lines["agent"] += 1
+        tracked = tap.track("agent", line)
+        if c.protocol is None:
+            c.protocol = tap.store.negotiated_version
+        wire = line + b"\n"
+        before = c.updates_in
+        out = bytes(c.push(wire, time.monotonic(), tracked=tracked))
+        if c.updates_in != before:  # held
+            tap.record("agent", line, action="coalesced")
+            self.released(out)
+        else:
+            self.released(out[: len(out) - len(wire)])
+            tap.record("agent", line)
+            self.write(line)
+        self.schedule()
+
+    def released(self, data: bytes) -> None:
+        """Lines the coalescer released: recorded, written."""
+        for line in data.split(b"\n"):
+            if line:
+                self.tap.record("agent", line, action="injected", reason="coalesced")
+                self.write(line)
+
+    def schedule(self) -> None:
+        """`--coalesce`: release the held updates when the oldest is due."""
+        c = self.coalescer
+        if c is None or c.deadline is None or self.timer is not None:
+            return
+        self.timer = asyncio.get_running_loop().call_later(max(0.0, c.deadline - time.monotonic()), self.due)
+
+    def due(self) -> None:
+        self.timer = None
+        if self.coalescer is not None:
+            self.released(self.coalescer.due(time.monotonic()))
+            self.schedule()
+
+    def write(self, line: bytes) -> None:
+        """One line to stdout, whole."""
         data = memoryview(line + b"\n")
         while data:
             try:
@@ -390,6 +439,10 @@ class Endpoint:
         except (aiohttp.ClientError, OSError) as e:
             self.failure = f"cannot reach {self.url}: {e}"
         finally:
+            if self.timer is not None:
+                self.timer.cancel()
+            if self.coalescer is not None:  # what is still held goes out before the end
+                self.released(self.coalescer.flush())
             self.tap.close(0 if self.failure is None else 1)
         if self.failure is not None:
             self.note(f"error: {self.failure}")

@@ -85,6 +85,9 @@ class Options:
     max_sessions: Optional[int] = DEFAULT_MAX_SESSIONS
     quiet: bool = False
     stop_grace: float = STOP_GRACE
+    #: `--coalesce MS`: the agent's tool-call updates held up to MS milliseconds per connection and
+    #: merged (`acp_fast.Coalescer`); None: off.
+    coalesce: Optional[float] = None
 
 
 def _error(status: int, text: str, headers: Optional[Dict[str, str]] = None) -> web.Response:
@@ -177,6 +180,12 @@ class Connection:
         self.provisional: Set[str] = set()
         # WebSocket
         self.ws: Optional[web.WebSocketResponse] = None
+        # --coalesce: the agent's lines pass through it; `emitting` keeps their order between the
+        # agent's reader and the task that releases held updates when they are due
+        coalesce = gateway.options.coalesce
+        self.coalescer: Optional[Any] = None if coalesce is None else acp_fast.Coalescer(coalesce)
+        self.emitting = asyncio.Lock()
+        self.releaser: Optional[asyncio.Task[None]] = None
 
     # -- life -----------------------------------------------------------------------------------
 
@@ -245,6 +254,8 @@ class Connection:
                     except asyncio.TimeoutError:
                         continue
             self.status = proc.returncode
+        if self.releaser is not None:
+            self.releaser.cancel()
         reader = self.reader
         if reader is not None and not reader.done():
             # the agent's last lines: until its stdout ends (a grandchild may hold it open)
@@ -263,7 +274,13 @@ class Connection:
             except OSError as e:
                 self.note(f"recording not completed: {e}")
             if not g.options.quiet:
-                self.note(f"ended ({why}; agent exit status {self.status}): {self.tap.summary()}")
+                summary = self.tap.summary()
+                c = self.coalescer
+                if c is not None:
+                    summary += (
+                        f"; --coalesce: {c.updates_in} tool-call updates held, {c.frames_out} lines in their place"
+                    )
+                self.note(f"ended ({why}; agent exit status {self.status}): {summary}")
 
     def _close_streams(self) -> None:
         if self.stream is not None:
@@ -339,6 +356,9 @@ class Connection:
                     await self._agent_line(event)
                 if not chunk:
                     break
+            if self.coalescer is not None:  # what is still held goes out before the streams close
+                async with self.emitting:
+                    await self._released(self.coalescer.flush())
         except (ConnectionError, asyncio.CancelledError):
             pass
         finally:
@@ -368,13 +388,66 @@ class Connection:
             self.note(f"agent line {number}: {error} (diverted here)")
             sys.stderr.buffer.write(line + b"\n")
             return
-        tap.line("agent", line, crlf=crlf, eol=eol)
         self.last = time.monotonic()
+        if self.coalescer is not None:
+            await self._coalesce(line, message, crlf, eol)
+            return
+        tap.line("agent", line, crlf=crlf, eol=eol)
+        await self._deliver(line, message)
+
+    async def _deliver(self, line: bytes, message: Any) -> None:
+        """An agent message to the client: a text frame, or routed to its SSE stream."""
         if self.ws is not None:
             if not self.ws.closed:
                 await self.ws.send_frame(line, WSMsgType.TEXT)
             return
         await self._route(line, message)
+
+    # -- --coalesce -----------------------------------------------------------------------------
+
+    async def _coalesce(self, line: bytes, message: Any, crlf: bool, eol: bool) -> None:
+        """`--coalesce`: the agent's line into the state, then through the coalescer; what it gives
+        back goes to the client now (recorded as `acp-fast proxy --coalesce` records: the line
+        itself, `"coalesced"` when held; the merged lines released, `"injected"`)."""
+        c = self.coalescer
+        tap = self.tap
+        assert c is not None and tap is not None
+        async with self.emitting:
+            tap.lines["agent"] += 1
+            tracked = tap.track("agent", line)
+            if c.protocol is None:
+                c.protocol = tap.store.negotiated_version
+            wire = line + b"\n"
+            before = c.updates_in
+            out = bytes(c.push(wire, time.monotonic(), tracked=tracked))
+            held = c.updates_in != before
+            if held:
+                tap.record("agent", line, crlf=crlf, eol=eol, action="coalesced")
+                await self._released(out)
+            else:
+                await self._released(out[: len(out) - len(wire)])
+                tap.record("agent", line, crlf=crlf, eol=eol)
+                await self._deliver(line, message)
+        if c.deadline is not None and (self.releaser is None or self.releaser.done()):
+            self.releaser = asyncio.ensure_future(self._release_due())
+
+    async def _released(self, data: bytes) -> None:
+        """Lines the coalescer released (merged updates): recorded, then to the client."""
+        tap = self.tap
+        assert tap is not None
+        for line in data.split(b"\n"):
+            if line:
+                tap.record("agent", line, action="injected", reason="coalesced")
+                await self._deliver(line, orjson.loads(line))
+
+    async def _release_due(self) -> None:
+        """Release the held updates as they fall due (while the agent is quiet)."""
+        c = self.coalescer
+        assert c is not None
+        while c.deadline is not None and not self.ended:
+            await asyncio.sleep(max(0.0, c.deadline - time.monotonic()))
+            async with self.emitting:
+                await self._released(c.due(time.monotonic()))
 
     async def _route(self, line: bytes, message: Any) -> None:
         """Where an agent message goes on HTTP: the answer to `initialize` in its POST; a response
