@@ -403,3 +403,27 @@ def test_to_dict_matches_the_text_after_the_fed_buffer_changed(backend):
             assert m.method == want["method"]
         if isinstance(m.id, str):
             assert got["id"] == m.id
+
+
+def test_native_to_dict_reuses_the_routing_strings(backend):
+    # docs/API.md: the Rust backend's to_dict puts in the message's own str objects (long ones
+    # included, which the shared cache of short values would not hand out); both give equal values.
+    line = (
+        b'{"jsonrpc":"2.0","id":"request-id-longer-than-16","method":"session/update-with-a-long-name",'
+        b'"params":{"sessionId":"session-id-longer-than-16","update":{"sessionUpdate":"agent_message_chunk",'
+        b'"toolCallId":"tool-call-id-longer-than-16"}}}'
+    )
+    m = backend.decode(line)
+    got = m.to_dict()
+    assert strict_equal(got, json.loads(line))
+    pairs = [
+        (got["id"], m.id),
+        (got["method"], m.method),
+        (got["params"]["sessionId"], m.session_id),
+        (got["params"]["update"]["sessionUpdate"], m.update_kind),
+        (got["params"]["update"]["toolCallId"], m.tool_call_id),
+    ]
+    for value, field in pairs:
+        assert value == field
+        if backend.__name__ == "acp_fast._native":
+            assert value is field
