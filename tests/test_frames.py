@@ -370,3 +370,60 @@ def test_bulk_decode_free_and_decode_again(backend):
             assert not any(gc.is_tracked(m) for m in messages)
         del messages
         gc.collect()
+
+
+def test_to_dict_matches_the_text_after_the_fed_buffer_changed(backend):
+    # to_dict puts the routing strings a Message already holds into the dict: they must be the
+    # values of the frame as fed, wherever they lie, escaped or not, duplicated or not, in single
+    # frames and batch entries, and whatever becomes of the buffer that was fed.
+    lines = [
+        b'{"jsonrpc":"2.0","id":"r\\u00e9q-1","method":"session/prompt","params":{"sessionId":"s\\"1"}}',
+        (
+            b'{"params":{"x":"sess_2","update":{"toolCallId":"call_\\u4e2d","title":"call_\\u4e2d",'
+            b'"sessionUpdate":"tool_call"},"sessionId":"sess_2"},"method":"session/update","jsonrpc":"2.0"}'
+        ),
+        b'{"jsonrpc":"2.0","method":"a","method":"b","params":{"sessionId":"x","sessionId":"y"}}',
+        b'[{"jsonrpc":"2.0","id":"b1","method":"m1"},{"jsonrpc":"2.0","id":7,"method":"m\\n2"}]',
+        b'{"jsonrpc":"2.0","id":"only-id","result":{"sessionId":"not routing"}}',
+    ]
+    buf = bytearray(b"\n".join(lines) + b"\n")
+    out = backend.FrameDecoder().feed(buf)
+    buf[:] = b"x" * len(buf)  # the caller reuses its buffer
+    messages = []
+    for item in out:
+        messages.extend(item if isinstance(item, Batch) else [item])
+    expected = [json.loads(line) for line in lines]
+    expected = expected[:3] + expected[3] + expected[4:]
+    assert len(messages) == len(expected)
+    for m, want in zip(messages, expected):
+        got = m.to_dict()
+        assert strict_equal(got, want), (got, want)
+        assert strict_equal(m.to_dict(), want)
+        if m.method is not None:
+            assert m.method == want["method"]
+        if isinstance(m.id, str):
+            assert got["id"] == m.id
+
+
+def test_native_to_dict_reuses_the_routing_strings(backend):
+    # docs/API.md: the Rust backend's to_dict puts in the message's own str objects (long ones
+    # included, which the shared cache of short values would not hand out); both give equal values.
+    line = (
+        b'{"jsonrpc":"2.0","id":"request-id-longer-than-16","method":"session/update-with-a-long-name",'
+        b'"params":{"sessionId":"session-id-longer-than-16","update":{"sessionUpdate":"agent_message_chunk",'
+        b'"toolCallId":"tool-call-id-longer-than-16"}}}'
+    )
+    m = backend.decode(line)
+    got = m.to_dict()
+    assert strict_equal(got, json.loads(line))
+    pairs = [
+        (got["id"], m.id),
+        (got["method"], m.method),
+        (got["params"]["sessionId"], m.session_id),
+        (got["params"]["update"]["sessionUpdate"], m.update_kind),
+        (got["params"]["update"]["toolCallId"], m.tool_call_id),
+    ]
+    for value, field in pairs:
+        assert value == field
+        if backend.__name__ == "acp_fast._native":
+            assert value is field

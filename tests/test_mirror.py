@@ -69,7 +69,11 @@ MAP: list[tuple[list[str], str | None, str]] = [
     (["rust/scanner/numbers.rs"], "scanner/numbers.py", "numbers: the lexeme and its range"),
     (["rust/scanner/index.rs"], None, "the SIMD index of special bytes"),
     ([], "scanner/members.py", "members and items of a value known to be valid"),
-    ([f"{CONVERT}::PySink,build,build_span", f"{FRAMES}::loads"], "scanner/build.py", "building values, `loads`"),
+    (
+        [f"{CONVERT}::PySink,Known,build,build_known,build_span", f"{FRAMES}::loads"],
+        "scanner/build.py",
+        "building values, `loads`",
+    ),
     (["rust/encoder.rs", f"{CONVERT}::{WRITER}", f"{FRAMES}::dumps"], "encoder.py", "JSON writing rules, `dumps`"),
     (
         ["rust/message.rs", f"{FRAMES}::{MESSAGE_BINDING}"],
@@ -314,6 +318,11 @@ ALLOWED: list[tuple[str, str | list[str], str]] = [
     ("rust/scanner/index.rs", ALL, "the SIMD index of special bytes; regular expressions skip string bodies here"),
     ("scanner/members.py", ALL, "Rust locates members while it parses; orjson parses here"),
     ("rust/python/convert.rs", ["PySink.text", "PySink.key", "build_span"], "the sink's string cache (strcache.rs)"),
+    (
+        "rust/python/convert.rs",
+        ["PySink.take_known", "Known.add", "Known.next_start", "build_known"],
+        "`to_dict` reuses a Message's routing strings; the fallback's re-parses with orjson",
+    ),
     ("scanner/build.py", ["exact", "parse_document", "parse_exact", "to_bytes"], "completing orjson's values"),
     (
         "rust/encoder.rs",

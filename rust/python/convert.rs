@@ -40,6 +40,53 @@ pub struct PySink<'py> {
     /// The string caches, held for the whole parse (None when busy further up the stack).
     keys: Option<CacheGuard<'static>>,
     values: Option<CacheGuard<'static>>,
+    /// String values already made (see `Known`), and where the next one's content starts
+    /// (`usize::MAX`: none left).
+    known: Known,
+    next_known: usize,
+}
+
+/// Most string values a caller can hand over already made: a `Message`'s id, method,
+/// sessionId, sessionUpdate and toolCallId.
+const KNOWN_MAX: usize = 5;
+
+/// String values of the document that the caller has already made, each with where its content
+/// starts, in increasing order of start: the parse reaches them in that order (it reads the text
+/// front to back) and hands out these objects instead of making the same strings again.
+#[derive(Default)]
+pub struct Known {
+    starts: [usize; KNOWN_MAX],
+    objs: [Option<std::ptr::NonNull<ffi::PyObject>>; KNOWN_MAX],
+    len: usize,
+    at: usize,
+}
+
+impl Known {
+    /// Add the `str` `obj` whose content starts at `start`; `obj` must outlive the parse, and the
+    /// string at `start` must be exactly its text. Starts need not come in order.
+    pub fn add(&mut self, start: usize, obj: &Py<PyAny>) {
+        if self.len == KNOWN_MAX {
+            return;
+        }
+        let mut i = self.len;
+        while i > 0 && self.starts[i - 1] > start {
+            self.starts[i] = self.starts[i - 1];
+            self.objs[i] = self.objs[i - 1];
+            i -= 1;
+        }
+        self.starts[i] = start;
+        self.objs[i] = std::ptr::NonNull::new(obj.as_ptr());
+        self.len += 1;
+    }
+
+    #[inline(always)]
+    fn next_start(&self) -> usize {
+        if self.at < self.len {
+            self.starts[self.at]
+        } else {
+            usize::MAX
+        }
+    }
 }
 
 impl<'py> PySink<'py> {
@@ -66,6 +113,21 @@ impl<'py> PySink<'py> {
         match self.keys.as_mut() {
             Some(keys) => keys.get(self.py, bytes),
             None => new_str(self.py, bytes),
+        }
+    }
+}
+
+impl<'py> PySink<'py> {
+    /// The next known string (its start has just been reached).
+    #[inline]
+    fn take_known(&mut self) -> Bound<'py, PyAny> {
+        let obj = self.known.objs[self.known.at];
+        self.known.at += 1;
+        self.next_known = self.known.next_start();
+        match obj {
+            // SAFETY: the caller of `build_known` keeps every known object alive for the parse.
+            Some(p) => unsafe { Bound::from_borrowed_ptr(self.py, p.as_ptr()) },
+            None => self.py.None().into_bound(self.py),
         }
     }
 }
@@ -110,6 +172,9 @@ impl<'py> Sink for PySink<'py> {
 
     #[inline]
     fn string(&mut self, data: &[u8], s: Str) -> Self::Value {
+        if s.start == self.next_known {
+            return self.take_known();
+        }
         // Short values repeat across frames (content types, kinds, statuses): the value cache
         // hands out one shared `str` for them instead of a fresh allocation.
         if !s.escaped && s.end - s.start <= VALUE_MAX_LEN {
@@ -174,6 +239,16 @@ pub fn build<'py>(
     data: &[u8],
     check_utf8: bool,
 ) -> Result<Bound<'py, PyAny>, crate::error::DecodeError> {
+    build_known(py, data, check_utf8, Known::default())
+}
+
+/// `build`, handing out the strings of `known` where their values lie instead of making them.
+pub fn build_known<'py>(
+    py: Python<'py>,
+    data: &[u8],
+    check_utf8: bool,
+    known: Known,
+) -> Result<Bound<'py, PyAny>, crate::error::DecodeError> {
     if check_utf8 {
         crate::scanner::check_utf8(data)?;
     }
@@ -185,6 +260,8 @@ pub fn build<'py>(
         stack: Vec::new(),
         keys: KEYS.lock(),
         values: VALUES.lock(),
+        next_known: known.next_start(),
+        known,
     };
     let value = crate::scanner::Scanner::new(data).parse_document(&mut sink);
     crate::drop_buffer(sink.scratch);

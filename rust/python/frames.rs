@@ -11,7 +11,7 @@ use pyo3::types::{PyByteArray, PyBytes, PyList, PyString, PyTuple};
 use pyo3::{intern, IntoPyObjectExt};
 
 use super::args::{Arg, Draft, MaxFrameBytes, StrictSchema};
-use super::convert::{build, build_span, dumps_bytes};
+use super::convert::{build, build_known, build_span, dumps_bytes, Known};
 use super::errors::{batch_type, decode_error, decode_error_object, Origin};
 use super::strcache::{token_str, CacheGuard, VALUES};
 use super::Exclusive;
@@ -322,7 +322,24 @@ impl PyMessage {
     /// The whole message as fresh Python objects.
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let data = self.raw_bytes(py);
-        build_span(py, data, 0, data.len())
+        // The routing strings this message already holds go into the dict as they are (the
+        // bytes are immutable: the same text, so the same values); no need to make them again.
+        let mut known = Known::default();
+        let routing = [
+            (self.fields.id, &self.id),
+            (self.fields.method, &self.method),
+            (self.fields.session_id, &self.session_id),
+            (self.fields.update_kind, &self.update_kind),
+            (self.fields.tool_call_id, &self.tool_call_id),
+        ];
+        for (span, obj) in routing {
+            if let Some(s) = span.and_then(|s| s.str()) {
+                if !obj.is_none(py) {
+                    known.add(s.start, obj);
+                }
+            }
+        }
+        build_known(py, data, false, known).map_err(|e| PyTypeError::new_err(e.description.clone()))
     }
 
     fn __bytes__<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
