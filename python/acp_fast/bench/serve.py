@@ -36,7 +36,11 @@ to the clients per second during the prompt phase (updates and answers, all conn
 latency of an update from agent to client (p50 / p99: the client's ``CLOCK_MONOTONIC`` on arrival
 minus the agent's send time), and the gateway's CPU seconds and RSS (peak, and the peak above its
 idle RSS per connection), read from ``/proc``: for the server process alone and for its process
-tree (with the agent processes of ``acp-fast serve``).
+tree (with the agent processes of ``acp-fast serve``). The CPU covers the whole run of the load
+client (set up, prompt, close); per frame, it is divided by the frames of the prompt phase, so it
+includes each connection's set-up cost (small against the frames in throughput mode). The SDK's
+agent runs inside its server, so the ``sdk`` gateway's CPU includes the agent's work; that of
+``acp-fast serve`` does not (its agents are in the tree's figure).
 
 The load client is an asyncio program on aiohttp (SSE parsed line by line) in a process of its
 own (``python -m acp_fast.bench.serve client``), so that it never shares the server's GIL; it
@@ -731,8 +735,9 @@ def median_run(runs: List[Dict[str, Any]], paced: bool = False) -> Dict[str, Any
     failed = [r for r in runs if "held" not in r]
     if failed:
         return failed[0]
+    # an even number of runs: the worse of the two middle ones (lower frames/s, higher p99)
     ordered = sorted(runs, key=lambda r: r["latency_us"]["p99"] if paced else r["frames_per_s"])
-    chosen = dict(ordered[(len(ordered) - 1) // 2])
+    chosen = dict(ordered[len(ordered) // 2 if paced else (len(ordered) - 1) // 2])
     chosen["repeat"] = len(runs)
     chosen["frames_per_s_runs"] = [r["frames_per_s"] for r in runs]
     chosen["p99_us_runs"] = [r["latency_us"]["p99"] for r in runs]
