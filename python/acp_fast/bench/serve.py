@@ -27,7 +27,9 @@ Two modes, two measures (run the bench once in each):
   makes each update when the server's loop runs it, a stdio agent writes all of its own at
   once; it is reported, not compared;
 * latency (``--interval MS``): each agent, the SDK's in-process one and the stdio one alike,
-  waits MS ms before each update and stamps it as it sends it; p50 / p99 from that stamp to
+  waits MS ms before each update (before the first, a random part of MS, so that the
+  connections' updates spread over the interval rather than all leave at once) and stamps it
+  as it sends it; p50 / p99 from that stamp to
   the client's receipt, with the system not saturated (choose MS so that
   connections × 1000 / MS frames/s is well below every contender's throughput).
 
@@ -57,6 +59,7 @@ import asyncio
 import json
 import os
 import platform
+import random
 import shlex
 import socket
 import subprocess
@@ -69,7 +72,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 #: The stdio agent behind ``acp-fast serve``: NDJSON on stdin / stdout, the standard library only
 #: (``python -S``: one process per connection), each update written and flushed at once.
 STDIO_AGENT = r"""
-import json, sys, time
+import json, random, sys, time
 updates, size = int(sys.argv[1]), int(sys.argv[2])
 interval = float(sys.argv[3]) / 1000 if len(sys.argv) > 3 else 0.0
 out = sys.stdout.buffer
@@ -88,9 +91,9 @@ for line in sys.stdin.buffer:
         result = {"sessionId": "s%d" % sessions}
     elif method == "session/prompt":
         sid = msg["params"]["sessionId"]
-        for _ in range(updates):
+        for i in range(updates):
             if interval:
-                time.sleep(interval)
+                time.sleep(interval * random.random() if i == 0 else interval)
             stamp = "%020d " % time.monotonic_ns()
             text = stamp + "x" * max(0, size - 160 - len(stamp))
             update = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}
@@ -185,9 +188,9 @@ def sdk_server(argv: Sequence[str]) -> int:
             return S.NewSessionResponse(session_id=f"s{self.sessions}")
 
         async def prompt(self, session_id: str, **kwargs: Any) -> Any:
-            for _ in range(updates):
+            for i in range(updates):
                 if interval:
-                    await asyncio.sleep(interval)
+                    await asyncio.sleep(interval * random.random() if i == 0 else interval)
                 chunk = S.AgentMessageChunk(
                     session_update="agent_message_chunk",
                     content=S.TextContentBlock(type="text", text=stamp_text(size)),
