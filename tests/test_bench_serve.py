@@ -65,7 +65,13 @@ def test_bench_serve_end_to_end_against_the_sdk_server(tmp_path: Any, transport:
     )
     assert done.returncode == 0, done.stderr.decode()
     r = json.loads(out.read_text())
-    assert r["workload"] == {"connections": 6, "updates": 4, "update_bytes": 400, "transport": transport}
+    assert r["workload"] == {
+        "connections": 6,
+        "updates": 4,
+        "update_bytes": 400,
+        "transport": transport,
+        "interval_ms": 0.0,
+    }
     sdk = r["contenders"]["sdk"]
     assert sdk["held"] == sdk["completed"] == 6 and sdk["failed"] == 0
     assert sdk["updates_received"] == 6 * 4
@@ -76,6 +82,7 @@ def test_bench_serve_end_to_end_against_the_sdk_server(tmp_path: Any, transport:
     assert 0 < sdk["latency_us"]["p50"] <= sdk["latency_us"]["p99"] <= sdk["latency_us"]["max"]
     for part in ("gateway", "tree"):
         assert sdk[part]["cpu_seconds"] > 0 and sdk[part]["rss_peak_mib"] > 0
+        assert sdk[part]["cpu_us_per_frame"] == pytest.approx(sdk[part]["cpu_seconds"] / sdk["frames"] * 1e6)
     assert sdk["tree"]["processes_peak"] >= 1
     serve_result = r["contenders"]["acp-fast serve"]
     if serve.serve_unavailable() is not None:  # the other contender is named, and skipped
@@ -83,6 +90,83 @@ def test_bench_serve_end_to_end_against_the_sdk_server(tmp_path: Any, transport:
     text = done.stdout.decode()
     assert "| sdk | 6 / 6 | 6 |" in text
     assert "acp-fast serve" in text
+    assert "throughput mode: updates unpaced" in text
+
+
+_HTTP = pytest.mark.skipif(_missing("http") is not None, reason=str(_missing("http")))
+
+
+@_HTTP
+def test_bench_serve_latency_mode_paces_every_agent(tmp_path: Any) -> None:
+    """``--interval MS``: the SDK's agent and the stdio agent behind ``acp-fast serve`` both wait
+    MS ms before each update (so a prompt takes at least (updates - 1) × MS), every update arrives,
+    and the report is in latency mode (the run of median p99 chosen)."""
+    out = tmp_path / "r.json"
+    updates, interval_ms = 3, 40
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "acp_fast.bench.serve",
+            "--connections",
+            "4",
+            "--updates",
+            str(updates),
+            "--interval",
+            str(interval_ms),
+            "--repeat",
+            "2",
+            "--only",
+            "sdk",
+            "--only",
+            "acp-fast serve",
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    r = json.loads(out.read_text())
+    assert r["workload"]["interval_ms"] == interval_ms
+    names = ["sdk"] + (["acp-fast serve"] if serve.serve_unavailable() is None else [])
+    for name in names:
+        c = r["contenders"][name]
+        assert c["held"] == c["completed"] == 4 and c["failed"] == 0, name
+        assert c["updates_received"] == 4 * updates, name
+        assert c["prompt_seconds"] >= (updates - 1) * interval_ms / 1000, name  # paced, not a speed figure
+        assert c["latency_us"]["p99"] in c["p99_us_runs"] and len(c["p99_us_runs"]) == 2, name
+    assert f"latency mode: one update every {interval_ms} ms" in done.stdout.decode()
+    assert "import json, sys, time" not in done.stderr.decode()  # the agent's source is not echoed
+
+
+def test_interval_is_refused_below_zero() -> None:
+    with pytest.raises(SystemExit):
+        serve.main(["--interval", "-1", "--only", "sdk"])
+
+
+def test_stderr_summary_hides_the_agent_source_and_cuts_long_lines() -> None:
+    echoed = "listening; agent: python -S -c " + serve.STDIO_AGENT.replace("\n", "\\n") + " 20 400"
+    text = serve.stderr_summary("\n".join(["one", "two", echoed, "x" * 500, "stopped"]), lines=4, width=100)
+    assert text.split(" / ") == [
+        "two",
+        "listening; agent: python -S -c <bench agent> 20 400",
+        "x" * 99 + "…",
+        "stopped",
+    ]
+    assert serve.stderr_summary(serve.STDIO_AGENT) == "<bench agent>"
+
+
+def test_median_run_by_frames_or_by_p99() -> None:
+    runs = [
+        {"held": 1, "completed": 1, "frames_per_s": fps, "latency_us": {"p99": p99}}
+        for fps, p99 in ((10.0, 300.0), (30.0, 100.0), (20.0, 200.0))
+    ]
+    assert serve.median_run(runs)["frames_per_s"] == 20.0
+    paced = serve.median_run(runs, paced=True)
+    assert paced["latency_us"]["p99"] == 200.0
+    assert paced["p99_us_runs"] == [300.0, 100.0, 200.0]
+    assert paced["frames_per_s_runs"] == [10.0, 30.0, 20.0]
 
 
 def test_process_tree_cpu_and_rss_of_this_process() -> None:

@@ -17,12 +17,32 @@ the text), then ``DELETE`` (close). The same workload against each contender, on
 * any other: ``--contender NAME URL COMMAND`` (``{port}`` in both is a free port; ``COMMAND`` is
   split as a shell would, ``-`` for a server already running, which is then not measured).
 
+Two modes, two measures (run the bench once in each):
+
+* throughput (the default, ``--interval 0``): each agent writes its updates back to back, as
+  fast as it can; the figure is frames/s, with the gateway's CPU per frame delivered (the load
+  client or the agents, not the gateway, may set the pace: the gateway's CPU per frame says what
+  a frame costs it). The latency in this mode is mostly queueing (an update waits behind the
+  frames sent before it), and differs in kind between contenders: the SDK's in-process agent
+  makes each update when the server's loop runs it, a stdio agent writes all of its own at
+  once; it is reported, not compared;
+* latency (``--interval MS``): each agent, the SDK's in-process one and the stdio one alike,
+  waits MS ms before each update (before the first, a random part of MS, so that the
+  connections' updates spread over the interval rather than all leave at once) and stamps it
+  as it sends it; p50 / p99 from that stamp to
+  the client's receipt, with the system not saturated (choose MS so that
+  connections × 1000 / MS frames/s is well below every contender's throughput).
+
 Measured per contender: connections held at once (set up and open together), frames delivered
 to the clients per second during the prompt phase (updates and answers, all connections), the
 latency of an update from agent to client (p50 / p99: the client's ``CLOCK_MONOTONIC`` on arrival
 minus the agent's send time), and the gateway's CPU seconds and RSS (peak, and the peak above its
 idle RSS per connection), read from ``/proc``: for the server process alone and for its process
-tree (with the agent processes of ``acp-fast serve``).
+tree (with the agent processes of ``acp-fast serve``). The CPU covers the whole run of the load
+client (set up, prompt, close); per frame, it is divided by the frames of the prompt phase, so it
+includes each connection's set-up cost (small against the frames in throughput mode). The SDK's
+agent runs inside its server, so the ``sdk`` gateway's CPU includes the agent's work; that of
+``acp-fast serve`` does not (its agents are in the tree's figure).
 
 The load client is an asyncio program on aiohttp (SSE parsed line by line) in a process of its
 own (``python -m acp_fast.bench.serve client``), so that it never shares the server's GIL; it
@@ -39,6 +59,7 @@ import asyncio
 import json
 import os
 import platform
+import random
 import shlex
 import socket
 import subprocess
@@ -51,8 +72,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 #: The stdio agent behind ``acp-fast serve``: NDJSON on stdin / stdout, the standard library only
 #: (``python -S``: one process per connection), each update written and flushed at once.
 STDIO_AGENT = r"""
-import json, sys, time
+import json, random, sys, time
 updates, size = int(sys.argv[1]), int(sys.argv[2])
+interval = float(sys.argv[3]) / 1000 if len(sys.argv) > 3 else 0.0
 out = sys.stdout.buffer
 sessions = 0
 for line in sys.stdin.buffer:
@@ -69,7 +91,9 @@ for line in sys.stdin.buffer:
         result = {"sessionId": "s%d" % sessions}
     elif method == "session/prompt":
         sid = msg["params"]["sessionId"]
-        for _ in range(updates):
+        for i in range(updates):
+            if interval:
+                time.sleep(interval * random.random() if i == 0 else interval)
             stamp = "%020d " % time.monotonic_ns()
             text = stamp + "x" * max(0, size - 160 - len(stamp))
             update = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}
@@ -85,6 +109,10 @@ for line in sys.stdin.buffer:
     out.write(json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}).encode() + b"\n")
     out.flush()
 """
+
+#: The two modes, as the module docstring describes them (also in ``--help``).
+_PARTS = (__doc__ or "").split("\n\n")
+MODES = "\n\n".join(_PARTS[_PARTS.index(next(p for p in _PARTS if p.startswith("Two modes"))) :][:2])
 
 PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -127,6 +155,7 @@ def sdk_server(argv: Sequence[str]) -> int:
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--updates", type=int, default=20)
     p.add_argument("--update-bytes", type=int, default=400)
+    p.add_argument("--interval", type=float, default=0.0, help="ms before each update (0: none)")
     p.add_argument("--install", action="store_true", help="acp_sdk.install() first")
     args = p.parse_args(argv)
     raise_nofile()
@@ -141,7 +170,7 @@ def sdk_server(argv: Sequence[str]) -> int:
     from acp import schema as S
     from acp.http.asgi import create_asgi_app
 
-    updates, size = args.updates, args.update_bytes
+    updates, size, interval = args.updates, args.update_bytes, args.interval / 1000
 
     class BenchAgent:
         def __init__(self) -> None:
@@ -159,7 +188,9 @@ def sdk_server(argv: Sequence[str]) -> int:
             return S.NewSessionResponse(session_id=f"s{self.sessions}")
 
         async def prompt(self, session_id: str, **kwargs: Any) -> Any:
-            for _ in range(updates):
+            for i in range(updates):
+                if interval:
+                    await asyncio.sleep(interval * random.random() if i == 0 else interval)
                 chunk = S.AgentMessageChunk(
                     session_update="agent_message_chunk",
                     content=S.TextContentBlock(type="text", text=stamp_text(size)),
@@ -602,11 +633,13 @@ def serve_unavailable() -> Optional[str]:
     return None
 
 
-def builtin_contenders(updates: int, size: int, names: Sequence[str], transport: str = "http") -> List[Contender]:
+def builtin_contenders(
+    updates: int, size: int, names: Sequence[str], transport: str = "http", interval_ms: float = 0.0
+) -> List[Contender]:
     url = "http://127.0.0.1:{port}/acp"
     sdk = [sys.executable, "-m", "acp_fast.bench.serve", "sdk-server", "--port", "{port}",
-           "--updates", str(updates), "--update-bytes", str(size)]  # fmt: skip
-    agent = [sys.executable, "-S", "-c", STDIO_AGENT, str(updates), str(size)]
+           "--updates", str(updates), "--update-bytes", str(size), "--interval", str(interval_ms)]  # fmt: skip
+    agent = [sys.executable, "-S", "-c", STDIO_AGENT, str(updates), str(size), str(interval_ms)]
     serve = [sys.executable, "-m", "acp_fast.cli", "serve", "--listen", "127.0.0.1:{port}", "--quiet",
              "--max-connections", "none", "--", *agent]  # fmt: skip
     out = []
@@ -656,14 +689,17 @@ def run_contender(contender: Contender, args: argparse.Namespace) -> Dict[str, A
         # mean the client, not the server, sets the pace
         result["client_cpu_seconds"] = _children_cpu() - children_before
         n = max(1, result["held"])
+        frames = max(1, result["frames"])
         result["gateway"] = {
             "cpu_seconds": cpu_after[0] - cpu_before[0],
+            "cpu_us_per_frame": (cpu_after[0] - cpu_before[0]) / frames * 1e6,
             "rss_idle_mib": idle_rss / 2**20,
             "rss_peak_mib": max(sampler.peak_rss, _rss(process.pid, "VmHWM")) / 2**20,
             "rss_per_connection_kib": (sampler.peak_rss - idle_rss) / n / 1024,
         }
         result["tree"] = {
             "cpu_seconds": cpu_after[1] - cpu_before[1],
+            "cpu_us_per_frame": (cpu_after[1] - cpu_before[1]) / frames * 1e6,
             "rss_idle_mib": idle_tree_rss / 2**20,
             "rss_peak_mib": sampler.peak_tree_rss / 2**20,
             "rss_per_connection_kib": (sampler.peak_tree_rss - idle_tree_rss) / n / 1024,
@@ -680,21 +716,34 @@ def run_contender(contender: Contender, args: argparse.Namespace) -> Dict[str, A
                 process.kill()
                 process.wait()
             if process.stderr is not None:
-                tail = process.stderr.read().decode(errors="replace").strip()
+                tail = stderr_summary(process.stderr.read().decode(errors="replace"))
                 if tail:
-                    _progress(f"{contender.name} said on stderr: {tail[-800:]}")
+                    _progress(f"{contender.name} said on stderr: {tail}")
 
 
-def median_run(runs: List[Dict[str, Any]]) -> Dict[str, Any]:
-    """The run of median frames/s among ``runs`` (a failed one if any failed), with every run's
-    frames/s (``frames_per_s_runs``) and the least held and completed of all."""
+def stderr_summary(text: str, lines: int = 5, width: int = 200) -> str:
+    """A server's stderr, short: the source of the bench's own stdio agent (which a server may
+    echo in its agent command) replaced by ``<bench agent>``, its last ``lines`` lines, each cut
+    to ``width`` characters."""
+    for shown in (STDIO_AGENT, STDIO_AGENT.replace("\n", "\\n"), repr(STDIO_AGENT)):
+        text = text.replace(shown, "<bench agent>")
+    kept = [line if len(line) <= width else line[: width - 1] + "…" for line in text.strip().splitlines()]
+    return " / ".join(kept[-lines:])
+
+
+def median_run(runs: List[Dict[str, Any]], paced: bool = False) -> Dict[str, Any]:
+    """The median run among ``runs`` (a failed one if any failed): of frames/s (throughput mode)
+    or of p99 latency (``paced``), with every run's frames/s (``frames_per_s_runs``) and p99
+    (``p99_us_runs``) and the least held and completed of all."""
     failed = [r for r in runs if "held" not in r]
     if failed:
         return failed[0]
-    ordered = sorted(runs, key=lambda r: r["frames_per_s"])
-    chosen = dict(ordered[(len(ordered) - 1) // 2])
+    # an even number of runs: the worse of the two middle ones (lower frames/s, higher p99)
+    ordered = sorted(runs, key=lambda r: r["latency_us"]["p99"] if paced else r["frames_per_s"])
+    chosen = dict(ordered[len(ordered) // 2 if paced else (len(ordered) - 1) // 2])
     chosen["repeat"] = len(runs)
     chosen["frames_per_s_runs"] = [r["frames_per_s"] for r in runs]
+    chosen["p99_us_runs"] = [r["latency_us"]["p99"] for r in runs]
     chosen["held_min"] = min(r["held"] for r in runs)
     chosen["completed_min"] = min(r["completed"] for r in runs)
     return chosen
@@ -702,45 +751,53 @@ def median_run(runs: List[Dict[str, Any]]) -> Dict[str, Any]:
 
 def report(results: Dict[str, Any]) -> str:
     w = results["workload"]
+    paced = w.get("interval_ms", 0) > 0
+    mode = f"latency mode: one update every {w['interval_ms']:g} ms" if paced else "throughput mode: updates unpaced"
     lines = [
         (
             f"{w['connections']} connections ({w['transport']}), each a prompt answered after {w['updates']} "
-            f"updates of about {w['update_bytes']} B; {results['machine']}; the SDK's server under "
+            f"updates of about {w['update_bytes']} B ({mode}); {results['machine']}; the SDK's server under "
             f"{results['sdk_stack']}"
         ),
         "",
         (
             "| contender | held at once | completed | frames/s | update latency p50 / p99 | gateway CPU (client CPU) "
-            "| gateway RSS peak (per connection) | tree RSS peak (per connection) |"
+            "| gateway CPU per frame (tree) | gateway RSS peak (per connection) | tree RSS peak (per connection) |"
         ),
-        "|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for name, r in results["contenders"].items():
         if "skipped" in r:
-            lines.append(f"| {name} | not measured: {r['skipped']} | | | | | | |")
+            lines.append(f"| {name} | not measured: {r['skipped']} | | | | | | | |")
             continue
         if "error" in r:
-            lines.append(f"| {name} | failed: {r['error'][:200]} | | | | | | |")
+            lines.append(f"| {name} | failed: {r['error'][:200]} | | | | | | | |")
             continue
         lat = r["latency_us"]
         spread = r.get("frames_per_s_runs", [])
         spread_text = f" ({min(spread):,.0f}–{max(spread):,.0f})" if len(spread) > 1 else ""
+        p99s = r.get("p99_us_runs", [])
+        p99_text = f" ({min(p99s) / 1e3:,.1f}–{max(p99s) / 1e3:,.1f})" if len(p99s) > 1 else ""
+        fps = f"{r['frames_per_s']:,.0f}{spread_text}"
+        latency = f"{lat['p50'] / 1e3:,.1f} / {lat['p99'] / 1e3:,.1f}{p99_text} ms"
+        fps, latency = (fps, f"**{latency}**") if paced else (f"**{fps}**", latency)
         row = (
             f"| {name} | {r.get('held_min', r['held'])} / {r['connections']} | {r.get('completed_min', r['completed'])} "
-            f"| **{r['frames_per_s']:,.0f}**{spread_text} | "
-            f"{lat['p50'] / 1e3:,.1f} / {lat['p99'] / 1e3:,.1f} ms |"
+            f"| {fps} | {latency} |"
         )
         if r.get("measured"):
             g, t = r["gateway"], r["tree"]
             row += (
-                f" {g['cpu_seconds']:.1f} s ({r['client_cpu_seconds']:.1f} s) | {g['rss_peak_mib']:.0f} MiB ({g['rss_per_connection_kib']:.0f} KiB) | "
+                f" {g['cpu_seconds']:.1f} s ({r['client_cpu_seconds']:.1f} s) "
+                f"| {g['cpu_us_per_frame']:,.0f} µs ({t['cpu_us_per_frame']:,.0f} µs) "
+                f"| {g['rss_peak_mib']:.0f} MiB ({g['rss_per_connection_kib']:.0f} KiB) | "
                 f"{t['rss_peak_mib']:.0f} MiB ({t['rss_per_connection_kib']:.0f} KiB, {t['processes_peak']} processes) |"
             )
         else:
-            row += " not measured (started elsewhere) | | |"
+            row += " not measured (started elsewhere) | | | |"
         lines.append(row)
         if r.get("errors"):
-            lines.append(f"| | errors: {'; '.join(r['errors'])[:300]} | | | | | | |")
+            lines.append(f"| | errors: {'; '.join(r['errors'])[:300]} | | | | | | | |")
     return "\n".join(lines)
 
 
@@ -750,11 +807,24 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return sdk_server(argv[1:])
     if argv[:1] == ["client"]:
         return client_main(argv[1:])
-    p = argparse.ArgumentParser(prog="python -m acp_fast.bench.serve", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(
+        prog="python -m acp_fast.bench.serve",
+        description=__doc__.split("\n\n")[0] + "\n\n" + MODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--connections", type=int, default=300, help="concurrent connections (default 300)")
     p.add_argument("--updates", type=int, default=20, help="updates streamed per prompt (default 20)")
     p.add_argument("--update-bytes", type=int, default=400, help="about this many bytes per update (default 400)")
     p.add_argument("--transport", choices=("http", "ws"), default="http", help="Streamable HTTP (default) or WebSocket")
+    p.add_argument(
+        "--interval",
+        type=float,
+        default=0.0,
+        metavar="MS",
+        help="latency mode: each agent (all contenders alike) waits MS ms before each update, stamped at "
+        "send; choose MS so that connections × 1000 / MS frames/s stays well below every contender's "
+        "throughput (default 0: throughput mode, updates unpaced)",
+    )
     p.add_argument(
         "--only",
         action="append",
@@ -780,7 +850,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = p.parse_args(argv)
     limits = raise_nofile()
     names = args.only or ["sdk", "sdk+install", "acp-fast serve"]
-    contenders = builtin_contenders(args.updates, args.update_bytes, names, args.transport)
+    if args.interval < 0:
+        p.error("--interval must be 0 or more")
+    contenders = builtin_contenders(args.updates, args.update_bytes, names, args.transport, args.interval)
     for name, url, command in args.contender:
         contenders.append(Contender(name, url, None if command == "-" else shlex.split(command)))
     try:
@@ -793,6 +865,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             "updates": args.updates,
             "update_bytes": args.update_bytes,
             "transport": args.transport,
+            "interval_ms": args.interval,
         },
         "machine": f"{os.cpu_count()} CPUs, load average {load_average}, Python {platform.python_version()}, "
         f"open files {limits[0]}",
@@ -820,7 +893,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     f"p50 {r['latency_us']['p50'] / 1e3:.1f} ms, p99 {r['latency_us']['p99'] / 1e3:.1f} ms"
                 )
     for name, rs in runs.items():
-        results["contenders"][name] = median_run(rs)
+        results["contenders"][name] = median_run(rs, paced=args.interval > 0)
     # in the order the contenders were given
     results["contenders"] = {c.name: results["contenders"][c.name] for c in contenders}
     print(report(results))
