@@ -236,6 +236,11 @@ def test_export_to_jsons_refusals(tmp_path: Path) -> None:
     out = tmp_path / "out.jsons"
     run = _export(str(plain), "--to", str(out))
     assert run.returncode == 2 and b"is not a recording" in run.stderr and not out.exists()
+    a_trace = tmp_path / "t.jsons"
+    a_trace.write_bytes(b'{"type":"notification","ts":0.1,"protocol":"acp","from":"Agent","to":"Client",'
+                        b'"method":"x","session":null,"params":null}\n')  # fmt: skip
+    run = _export(str(a_trace), "--to", str(out))
+    assert run.returncode == 2 and b"t.jsons is a trace, not a recording" in run.stderr and not out.exists()
     run = _export(str(plain), "--to", str(out), "--table", "tool_calls")
     assert run.returncode == 2 and b"a trace (.jsons) holds the frames" in run.stderr
     bad = tmp_path / "bad.ndjson"

@@ -205,6 +205,7 @@ def _trace(parser: Parser, args: Any, files: List[str]) -> int:
 def _recordings(parser: Parser, files: List[str], what: str) -> Optional[int]:
     """Usage error unless every file is a recording; 2 when one cannot be read; None when all are."""
     from ..recording import is_recording
+    from ..trace import is_trace
 
     for path in files:
         try:
@@ -213,6 +214,11 @@ def _recordings(parser: Parser, files: List[str], what: str) -> Optional[int]:
         except OSError as exc:
             print(f"acp-fast export: cannot read {printable(path)}: {exc.strerror or exc}", file=sys.stderr)
             return 2
+        if is_trace(head):
+            parser.error(
+                f"{printable(path)} is a trace, not a recording: {what} is made from recordings "
+                "(`acp-fast proxy --record`); a trace reads as a table with --to OUT.parquet"
+            )
         if not is_recording(head):
             parser.error(
                 f"{printable(path)} is not a recording (`acp-fast proxy --record`): {what} needs "
