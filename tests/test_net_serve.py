@@ -394,3 +394,17 @@ def test_import_acp_fast_does_not_need_aiohttp():
     p = subprocess.run([PY, "-c", code], capture_output=True, text=True, env=env("python"))
     assert p.returncode == 2
     assert "pip install 'acp-fast[net]'" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_connect_without_aiohttp_says_which_extra():
+    code = (
+        "import sys; sys.modules['aiohttp'] = None\n"
+        "from acp_fast.cli import main\n"
+        "sys.exit(main(['connect', 'http://127.0.0.1:9/acp']))\n"
+    )
+    p = subprocess.run([PY, "-c", code], capture_output=True, text=True, env=env("python"))
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert (
+        p.stderr == "acp-fast connect: error: ACP over the network needs aiohttp, which is not installed: "
+        "pip install 'acp-fast[net]'\n"
+    )

@@ -14,7 +14,7 @@ import acp_fast
 
 from .._outputs import check_output
 from ..proxy import DEFAULT_COALESCE_MS
-from ._usage import Parser, integer
+from ._usage import Parser, fail, integer
 from .proxy import _coalesce_ms
 from .serve import TOKEN_ENV
 
@@ -61,13 +61,12 @@ def parser() -> Parser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    from ..net import INSTALL
+    from ..net import require_net
 
     try:
-        import aiohttp  # noqa: F401
-    except ImportError:
-        print(f"acp-fast connect: error: needs aiohttp, which is not installed: {INSTALL}", file=sys.stderr)
-        return 2
+        require_net()
+    except ImportError as exc:
+        return fail("acp-fast connect", str(exc))
     p = parser()
     ns = p.parse_args(list(sys.argv[1:] if argv is None else argv))
     if not ns.url.lower().startswith(SCHEMES) or "://" not in ns.url or not ns.url.split("://", 1)[1].strip("/"):

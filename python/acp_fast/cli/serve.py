@@ -16,7 +16,7 @@ from typing import Optional, Sequence, Tuple
 import acp_fast
 
 from ..proxy import DEFAULT_COALESCE_MS, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_TOOL_CALLS
-from ._usage import Parser, bound, integer, number, split_command
+from ._usage import Parser, bound, fail, integer, number, split_command
 from .proxy import _coalesce_ms
 
 __all__ = ["main", "parser", "listen_address", "check_template", "TOKEN_ENV"]
@@ -150,13 +150,12 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    from ..net import INSTALL
+    from ..net import require_net
 
     try:
-        import aiohttp  # noqa: F401
-    except ImportError:
-        print(f"acp-fast serve: error: needs aiohttp, which is not installed: {INSTALL}", file=sys.stderr)
-        return 2
+        require_net()
+    except ImportError as exc:
+        return fail("acp-fast serve", str(exc))
     args = list(sys.argv[1:] if argv is None else argv)
     options, command = split_command(args)
     p = parser()
