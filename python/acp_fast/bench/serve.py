@@ -261,18 +261,27 @@ def _take(conn: _Conn, at: int, message: Any) -> None:
         conn.latencies.append(at - int(text[:20]))
 
 
+#: The client's first two messages on every connection (the same for both transports).
+_INITIALIZE = json.dumps(
+    {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {}}}
+)
+_SESSION_NEW = json.dumps(
+    {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/", "mcpServers": []}}
+)
+
+
+def _prompt(session_id: Optional[str]) -> str:
+    """The connection's one prompt (id 2), answered after the agent's updates."""
+    params = {"sessionId": session_id, "prompt": [{"type": "text", "text": "go"}]}
+    return json.dumps({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": params})
+
+
 async def _http_connection(
     http: Any, url: str, conn: _Conn, ready: Any, go: asyncio.Event, updates: int, timeout: float, loads: Any
 ) -> None:
     json_headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
-    init = {
-        "jsonrpc": "2.0",
-        "id": 0,
-        "method": "initialize",
-        "params": {"protocolVersion": 1, "clientCapabilities": {}},
-    }
     try:
-        async with http.post(url, data=json.dumps(init), headers=json_headers) as r:
+        async with http.post(url, data=_INITIALIZE, headers=json_headers) as r:
             body = await r.read()
             if r.status != 200:
                 raise RuntimeError(f"initialize: HTTP {r.status}: {body[:200]!r}")
@@ -284,8 +293,7 @@ async def _http_connection(
         if stream.status != 200:
             raise RuntimeError(f"GET (connection stream): HTTP {stream.status}")
         conn.tasks.append(asyncio.ensure_future(_sse(stream, conn.inbox, loads)))
-        new = {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/", "mcpServers": []}}
-        async with http.post(url, data=json.dumps(new), headers=headers) as r:
+        async with http.post(url, data=_SESSION_NEW, headers=headers) as r:
             await r.read()
             if r.status not in (200, 202):
                 raise RuntimeError(f"session/new: HTTP {r.status}")
@@ -301,13 +309,8 @@ async def _http_connection(
     finally:
         ready()
     await go.wait()
-    prompt = {
-        "jsonrpc": "2.0",
-        "id": 2,
-        "method": "session/prompt",
-        "params": {"sessionId": conn.session_id, "prompt": [{"type": "text", "text": "go"}]},
-    }
-    async with http.post(url, data=json.dumps(prompt), headers={**headers, "Acp-Session-Id": conn.session_id}) as r:
+    prompt = _prompt(conn.session_id)
+    async with http.post(url, data=prompt, headers={**headers, "Acp-Session-Id": conn.session_id}) as r:
         await r.read()
         if r.status not in (200, 202):
             raise RuntimeError(f"session/prompt: HTTP {r.status}")
@@ -325,17 +328,9 @@ async def _ws_connection(
     ws_url = "ws" + url[4:] if url.startswith("http") else url
     try:
         ws = await http.ws_connect(ws_url, max_msg_size=0)
-        init = {
-            "jsonrpc": "2.0",
-            "id": 0,
-            "method": "initialize",
-            "params": {"protocolVersion": 1, "clientCapabilities": {}},
-        }
-        await ws.send_str(json.dumps(init))
+        await ws.send_str(_INITIALIZE)
         loads((await ws.receive(timeout)).data)
-        await ws.send_str(
-            json.dumps({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/", "mcpServers": []}})
-        )
+        await ws.send_str(_SESSION_NEW)
         conn.session_id = loads((await ws.receive(timeout)).data)["result"]["sessionId"]
         conn.tasks.append(asyncio.ensure_future(_ws_reader(ws, conn.inbox, loads)))
         conn.ws = ws  # type: ignore[attr-defined]
@@ -343,13 +338,8 @@ async def _ws_connection(
     finally:
         ready()
     await go.wait()
-    prompt = {
-        "jsonrpc": "2.0",
-        "id": 2,
-        "method": "session/prompt",
-        "params": {"sessionId": conn.session_id, "prompt": [{"type": "text", "text": "go"}]},
-    }
-    await ws.send_str(json.dumps(prompt))
+    prompt = _prompt(conn.session_id)
+    await ws.send_str(prompt)
     while True:
         at, message = await _next_message(conn, timeout)
         _take(conn, at, message)
