@@ -24,6 +24,10 @@ A recording is NDJSON, one record per line (docs/CLI.md, "Recording format"):
 Because a valid frame is embedded byte for byte, [`extract`][acp_fast.recording.extract] gives back exactly the bytes
 one side sent (``"too_large"`` and ``"withheld"`` lines excepted: they are not kept), and the
 embedded frame's byte offsets map to columns of the recording line (``ParsedRecord.offset``).
+
+Mirror: the proxy's native relay builds the same record lines in the core (rust/record.rs
+``line`` / ``too_large``, byte for byte those of ``RecordWriter.line`` / ``too_large``) and hands
+them to ``RecordWriter.write_lines``; the fallback's proxy loop records through this writer.
 """
 
 from __future__ import annotations

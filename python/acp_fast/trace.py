@@ -23,6 +23,10 @@ itself (a middleware's, a merged `--coalesce` update) goes from `Proxy(0)` to th
 was written to. A batch gives one event per message. The format has no place for lines that
 are not JSON-RPC, oversized lines, a middleware's reasons or the agent's exit status: they are
 left out (`TraceWriter.skipped` counts the lines); a recording keeps them all.
+
+Mirror: the proxy's native relay builds the same events in the core (rust/record.rs `events`,
+`event`, `route`: byte for byte those of `events`, `_event` and `route` here); the fallback's
+proxy loop writes through `TraceWriter`.
 """
 
 from __future__ import annotations
