@@ -189,20 +189,27 @@ class HttpPeer:
         self.inbox: asyncio.Queue[Any] = asyncio.Queue()
         self.tasks: List[asyncio.Task[None]] = []
 
-    async def initialize(self) -> Dict[str, Any]:
+    async def initialize(self, open_stream: bool = True) -> Dict[str, Any]:
         async with self.http.post(
             self.url, data=INITIALIZE, headers={**self.headers, "Content-Type": "application/json"}
         ) as r:
             assert r.status == 200, await r.text()
             self.cid = r.headers["Acp-Connection-Id"]
             body = await r.read()
-        self.open(None)
+        if open_stream:
+            self.open(None)
         return json.loads(body)
 
     def open(self, sid: Optional[str]) -> None:
         self.tasks.append(asyncio.ensure_future(self._stream(sid)))
 
     async def _stream(self, sid: Optional[str]) -> None:
+        try:
+            await self._read_stream(sid)
+        except Exception as e:  # a refused GET or a broken stream fails the test's next recv
+            await self.inbox.put((sid, AssertionError(f"the stream {sid or 'of the connection'}: {e!r}")))
+
+    async def _read_stream(self, sid: Optional[str]) -> None:
         headers = {**self.headers, "Accept": "text/event-stream", "Acp-Connection-Id": self.cid or ""}
         if sid is not None:
             headers["Acp-Session-Id"] = sid
@@ -229,7 +236,10 @@ class HttpPeer:
             return r
 
     async def recv(self) -> Any:
-        return await asyncio.wait_for(self.inbox.get(), TIMEOUT)
+        stream, message = await asyncio.wait_for(self.inbox.get(), TIMEOUT)
+        if isinstance(message, AssertionError):
+            raise message
+        return stream, message
 
     async def close(self) -> None:
         for t in self.tasks:

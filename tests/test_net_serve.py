@@ -408,3 +408,46 @@ def test_connect_without_aiohttp_says_which_extra():
         p.stderr == "acp-fast connect: error: ACP over the network needs aiohttp, which is not installed: "
         "pip install 'acp-fast[net]'\n"
     )
+
+
+@pytest.mark.parametrize("queue", ["256", "2"])
+def test_a_stream_opened_after_a_quick_agent_exited_gets_every_line(backend_id, queue, tmp_path):
+    """The agent answers `initialize`, writes 50 notifications and exits before the client opens
+    its stream (with `--queue 2` the gateway is still waiting to read the agent then): the
+    connection drains instead of ending at once, the late GET gets every line in order, then its
+    stream ends; a GET after that is a 404 that says the connection ended."""
+    answer = b'{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{}}}'
+    sent = [
+        b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":'
+        b'{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"%d \xc3\xa9"}}}}' % i
+        for i in range(50)
+    ]
+    data = b"".join(x + b"\n" for x in [answer, *sent])
+    script = tmp_path / "quick.py"
+    script.write_text(f"import sys\nsys.stdin.buffer.readline()\nsys.stdout.buffer.write({data!r})\n")
+
+    async def go(url):
+        async with aiohttp.ClientSession() as http:
+            peer = HttpPeer(http, url)
+            await peer.initialize(open_stream=False)
+            await asyncio.sleep(1.5)  # the agent has exited by now
+            peer.open(None)
+            seen = []
+            while True:
+                stream, message = await peer.recv()
+                if message is None:
+                    break
+                seen.append(message)
+            await peer.close()
+            async with http.get(
+                url, headers={"Accept": "text/event-stream", "Acp-Connection-Id": peer.cid or ""}
+            ) as r:
+                assert r.status == 404
+                assert "ended" in await r.text()
+            return seen
+
+    with Serve("--queue", queue, backend_id=backend_id, agent=[PY, str(script)]) as gw:
+        seen = asyncio.run(go(gw.url))
+        assert [json.dumps(m, separators=(",", ":"), ensure_ascii=False).encode() for m in seen] == sent
+        gw.wait_for("ended (the agent's output ended; agent exit status 0)")
+        assert gw.stop() == 0

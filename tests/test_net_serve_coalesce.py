@@ -74,7 +74,7 @@ async def received_http(url: str) -> List[bytes]:
         init = await peer.initialize()
         out.append(json.dumps(init, separators=(",", ":")).encode())
         while True:
-            stream, message = await asyncio.wait_for(peer.inbox.get(), TIMEOUT)
+            stream, message = await peer.recv()
             if message is None:
                 break
             assert stream is None

@@ -64,6 +64,10 @@ INITIALIZE_TIMEOUT = 30.0
 STOP_GRACE = 5.0
 #: How often recordings are flushed (a record reaches its file within this time).
 FLUSH_SECONDS = 0.1
+#: Seconds the agent's last messages wait, after the agent ended, for an HTTP client that has not
+#: fetched them yet (its stream not open yet, or behind): GET still serves them, then the stream
+#: ends. On shutdown the wait is `stop_grace` at most.
+DRAIN_SECONDS = 30.0
 
 
 @dataclass
@@ -145,6 +149,21 @@ class Channel:
         self.items.clear()
         self._writable.set()
         return out
+
+    async def drained(self, timeout: float) -> bool:
+        """Wait up to `timeout` until a reader has taken every line held; whether it did."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while self.items:
+            left = deadline - loop.time()
+            if left <= 0:
+                return False
+            self._writable.clear()
+            try:
+                await asyncio.wait_for(self._writable.wait(), left)
+            except asyncio.TimeoutError:
+                return False
+        return True
 
     def close(self) -> None:
         self.closed = True
@@ -256,15 +275,21 @@ class Connection:
             self.status = proc.returncode
         if self.releaser is not None:
             self.releaser.cancel()
+        loop = asyncio.get_running_loop()
+        drain_until = loop.time() + min(DRAIN_SECONDS, g.options.stop_grace if g.stopping else g.options.idle_timeout)
         reader = self.reader
-        if reader is not None and not reader.done():
-            # the agent's last lines: until its stdout ends (a grandchild may hold it open)
+        while reader is not None and not reader.done():
+            # the agent's last lines: until its stdout ends (a grandchild may hold it open), and
+            # while a stream the client has not read is full, until the drain time is over
             try:
                 await asyncio.wait_for(asyncio.shield(reader), 1.0)
             except asyncio.TimeoutError:
-                reader.cancel()
+                if not (self._waiting_for_client() and loop.time() < drain_until):
+                    reader.cancel()
+                    break
         self.ended = True
         self._close_streams()
+        await self._drain(drain_until - loop.time())
         if self.ws is not None and not self.ws.closed:
             await self.ws.close(code=1001 if g.stopping else 1000, message=why.encode()[:120])
         g.connections.pop(self.id, None)
@@ -281,6 +306,23 @@ class Connection:
                         f"; --coalesce: {c.updates_in} tool-call updates held, {c.frames_out} lines in their place"
                     )
                 self.note(f"ended ({why}; agent exit status {self.status}): {summary}")
+
+    def _channels(self) -> List[Channel]:
+        return ([] if self.stream is None else [self.stream]) + list(self.sessions.values())
+
+    def _waiting_for_client(self) -> bool:
+        """Whether an SSE stream is full: the agent's reader then waits for the client."""
+        return any(len(ch.items) >= ch.capacity for ch in self._channels())
+
+    async def _drain(self, seconds: float) -> None:
+        """After the end (streams closed): the lines the client has not fetched stay for it up to
+        `seconds`, GET still serving them (a client may open its stream after a quick agent has
+        already exited). The connection stays known until then."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + seconds
+        for ch in self._channels():
+            if not await ch.drained(deadline - loop.time()):
+                return
 
     def _close_streams(self) -> None:
         if self.stream is not None:
@@ -648,12 +690,14 @@ class Gateway:
         if cid is None:
             return _error(400, f"expected the {wire.CONNECTION_HEADER} header (the answer to initialize gave it)")
         conn = self.connections.get(cid)
-        if conn is None or conn.ended or conn.stream is None:
+        if conn is None or conn.stream is None:
             return _error(404, f"unknown connection {printable(cid)} (ended, or never started here)")
         sid = request.headers.get(wire.SESSION_HEADER)
         channel = conn.stream if sid is None else conn.sessions.get(sid)
         if channel is None:
             return _error(404, f"unknown session {printable(sid or '')} on this connection")
+        if conn.ended and not channel.items:  # ended: only what the client has not fetched yet
+            return _error(404, f"connection {printable(cid)} has ended (its agent exited)")
         if channel.reader:
             return _error(409, "this stream is already open (one GET per connection and per session)")
         channel.reader = True
