@@ -439,9 +439,7 @@ def test_a_stream_opened_after_a_quick_agent_exited_gets_every_line(backend_id, 
                     break
                 seen.append(message)
             await peer.close()
-            async with http.get(
-                url, headers={"Accept": "text/event-stream", "Acp-Connection-Id": peer.cid or ""}
-            ) as r:
+            async with http.get(url, headers={"Accept": "text/event-stream", "Acp-Connection-Id": peer.cid or ""}) as r:
                 assert r.status == 404
                 assert "ended" in await r.text()
             return seen
