@@ -200,6 +200,14 @@ class HttpPeer:
             self.open(None)
         return json.loads(body)
 
+    async def new_session(self) -> str:
+        """`session/new` (its answer comes on the connection's stream): the session's id."""
+        r = await self.post(NEW_SESSION)
+        assert r.status == 202
+        stream, answer = await self.recv()
+        assert stream is None and answer["id"] == 1, answer
+        return answer["result"]["sessionId"]
+
     def open(self, sid: Optional[str]) -> None:
         self.tasks.append(asyncio.ensure_future(self._stream(sid)))
 
@@ -253,11 +261,7 @@ async def http_turn(url: str, headers: Optional[Dict[str, str]] = None) -> Dict[
         peer = HttpPeer(http, url, headers)
         init = await peer.initialize()
         assert init["result"]["protocolVersion"] == 1
-        r = await peer.post(NEW_SESSION)
-        assert r.status == 202
-        stream, answer = await peer.recv()
-        assert stream is None and answer["id"] == 1
-        sid = answer["result"]["sessionId"]
+        sid = await peer.new_session()
         peer.open(sid)
         r = await peer.post(prompt(sid), sid)
         assert r.status == 202

@@ -141,6 +141,24 @@ async def agent_side(agent: Any, fast: bool, backend: Any = None, **options: Any
         peer.writer.close()
 
 
+def check_turn_calls(calls: List[Any], agent_calls: List[Any], updates_seen: int, *, cancel: bool) -> None:
+    """The scripted prompt turn, as the SDK's client handlers and the peer agent saw it: every
+    update of the scenario in order, then the client's calls and the agent's (``cancel``: the
+    agent also got the client's ``session/cancel``)."""
+    updates = [kw["update"] for name, kw in calls if name == "session_update"]
+    assert updates == scenario.prompt_updates()
+    assert updates_seen == len(updates)
+    assert [name for name, _ in calls if name != "session_update"] == [
+        "request_permission",
+        "read_text_file",
+        "write_text_file",
+        "ext_method",
+        "ext_notification",
+    ]
+    agent = ["initialize", "new_session", "prompt", "permission_result", "read_result", "write_result", "ext_result"]
+    assert [name for name, _ in agent_calls] == agent + (["cancel"] if cancel else []) + ["ext_method"]
+
+
 def update_frame(i: int, session_id: str = "s1") -> Dict[str, Any]:
     return {
         "jsonrpc": "2.0",

@@ -31,6 +31,20 @@ def _missing(transport: str) -> Any:
     return None
 
 
+def bench(tmp_path: Any, connections: int, updates: int, *options: str) -> Any:
+    """``python -m acp_fast.bench.serve`` against the SDK's server and ``acp-fast serve``, twice
+    each: its output and the figures of ``--json``."""
+    out = tmp_path / "r.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "acp_fast.bench.serve", "--connections", str(connections), "--updates", str(updates)]
+        + [*options, "--repeat", "2", "--only", "sdk", "--only", "acp-fast serve", "--json", str(out)],
+        capture_output=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    return done, json.loads(out.read_text())
+
+
 @pytest.mark.parametrize(
     "transport",
     [
@@ -39,32 +53,7 @@ def _missing(transport: str) -> Any:
     ],
 )
 def test_bench_serve_end_to_end_against_the_sdk_server(tmp_path: Any, transport: str) -> None:
-    out = tmp_path / "r.json"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "acp_fast.bench.serve",
-            "--connections",
-            "6",
-            "--updates",
-            "4",
-            "--transport",
-            transport,
-            "--repeat",
-            "2",
-            "--only",
-            "sdk",
-            "--only",
-            "acp-fast serve",
-            "--json",
-            str(out),
-        ],
-        capture_output=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr.decode()
-    r = json.loads(out.read_text())
+    done, r = bench(tmp_path, 6, 4, "--transport", transport)
     assert r["workload"] == {
         "connections": 6,
         "updates": 4,
@@ -101,33 +90,8 @@ def test_bench_serve_latency_mode_paces_every_agent(tmp_path: Any) -> None:
     """``--interval MS``: the SDK's agent and the stdio agent behind ``acp-fast serve`` both wait
     MS ms before each update (so a prompt takes at least (updates - 1) × MS), every update arrives,
     and the report is in latency mode (the run of median p99 chosen)."""
-    out = tmp_path / "r.json"
     updates, interval_ms = 3, 40
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "acp_fast.bench.serve",
-            "--connections",
-            "4",
-            "--updates",
-            str(updates),
-            "--interval",
-            str(interval_ms),
-            "--repeat",
-            "2",
-            "--only",
-            "sdk",
-            "--only",
-            "acp-fast serve",
-            "--json",
-            str(out),
-        ],
-        capture_output=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr.decode()
-    r = json.loads(out.read_text())
+    done, r = bench(tmp_path, 4, updates, "--interval", str(interval_ms))
     assert r["workload"]["interval_ms"] == interval_ms
     names = ["sdk"] + (["acp-fast serve"] if serve.serve_unavailable() is None else [])
     for name in names:

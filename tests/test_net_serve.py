@@ -129,9 +129,7 @@ def test_a_session_post_needs_its_session_header(backend_id):
         async with aiohttp.ClientSession() as http:
             peer = HttpPeer(http, url)
             await peer.initialize()
-            await peer.post(NEW_SESSION)
-            _, answer = await peer.recv()
-            sid = answer["result"]["sessionId"]
+            sid = await peer.new_session()
             missing = await peer.post(prompt(sid))
             unknown = await peer.post(prompt(sid), "sess_other")
             await peer.close()
@@ -277,9 +275,7 @@ def test_a_slow_sse_client_pauses_the_agent_instead_of_buffering(backend_id, tmp
         async with aiohttp.ClientSession() as http:
             peer = HttpPeer(http, url)
             await peer.initialize()
-            await peer.post(NEW_SESSION)
-            _, answer = await peer.recv()
-            sid = answer["result"]["sessionId"]
+            sid = await peer.new_session()
             assert (await peer.post(prompt(sid), sid)).status == 202
             await asyncio.sleep(1.0)  # the agent writes; nobody reads the session's stream yet
             paused = agent_lines()

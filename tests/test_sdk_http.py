@@ -55,7 +55,7 @@ from acp.http.asgi import create_asgi_app  # noqa: E402
 from acp.ws import create_websocket_stream  # noqa: E402
 
 from acp_fast.integrations import _sdk_network, _sdk_support, acp_sdk  # noqa: E402
-from sdk_helpers import RecordingClient, run, scenario  # noqa: E402
+from sdk_helpers import RecordingClient, check_turn_calls, run, scenario  # noqa: E402
 
 # tests/sdk_peers/agent.py (sdk_helpers puts tests/sdk_peers on sys.path)
 PeerAgent = importlib.import_module("agent").PeerAgent
@@ -180,26 +180,7 @@ def test_plain_sdk_turn_is_complete(plain: Dict[str, Any]) -> None:
     for kind in TRANSPORTS:
         calls, results, agent_calls, updates_seen, connection = plain[kind]
         assert connection is acp.connection.Connection
-        updates = [kw["update"] for name, kw in calls if name == "session_update"]
-        assert updates == scenario.prompt_updates()
-        assert updates_seen == len(updates)
-        assert [name for name, _ in calls if name != "session_update"] == [
-            "request_permission",
-            "read_text_file",
-            "write_text_file",
-            "ext_method",
-            "ext_notification",
-        ]
-        assert [name for name, _ in agent_calls] == [
-            "initialize",
-            "new_session",
-            "prompt",
-            "permission_result",
-            "read_result",
-            "write_result",
-            "ext_result",
-            "ext_method",
-        ]
+        check_turn_calls(calls, agent_calls, updates_seen, cancel=False)
 
 
 @pytest.mark.parametrize("kind", TRANSPORTS)

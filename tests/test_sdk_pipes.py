@@ -28,6 +28,7 @@ from acp_fast.integrations import acp_sdk  # noqa: E402
 from sdk_helpers import (  # noqa: E402
     AGENT,
     RecordingClient,
+    check_turn_calls,
     run,
     scenario,
 )
@@ -86,27 +87,7 @@ def plain_session() -> Any:
 
 def test_plain_sdk_session_is_complete(plain_session: Any) -> None:
     calls, results, agent_calls, updates_seen = plain_session
-    updates = [kw["update"] for name, kw in calls if name == "session_update"]
-    assert len(updates) == updates_seen == len(scenario.prompt_updates())
-    assert updates == scenario.prompt_updates()
-    assert [name for name, _ in calls if name != "session_update"] == [
-        "request_permission",
-        "read_text_file",
-        "write_text_file",
-        "ext_method",
-        "ext_notification",
-    ]
-    assert [name for name, _ in agent_calls] == [
-        "initialize",
-        "new_session",
-        "prompt",
-        "permission_result",
-        "read_result",
-        "write_result",
-        "ext_result",
-        "cancel",
-        "ext_method",
-    ]
+    check_turn_calls(calls, agent_calls, updates_seen, cancel=True)
 
 
 @pytest.mark.parametrize(

@@ -253,6 +253,16 @@ async def _next_message(conn: _Conn, timeout: float) -> Tuple[int, Any]:
     return at, message
 
 
+async def _until_answered(conn: _Conn, timeout: float) -> None:
+    """The prompt phase of a connection: every message until the prompt's answer (id 2)."""
+    while True:
+        at, message = await _next_message(conn, timeout)
+        _take(conn, at, message)
+        if message.get("id") == 2:
+            conn.responses.append(message)
+            return
+
+
 def _take(conn: _Conn, at: int, message: Any) -> None:
     """Count a message received in the prompt phase; an update's latency."""
     conn.frames += 1
@@ -314,12 +324,7 @@ async def _http_connection(
         await r.read()
         if r.status not in (200, 202):
             raise RuntimeError(f"session/prompt: HTTP {r.status}")
-    while True:
-        at, message = await _next_message(conn, timeout)
-        _take(conn, at, message)
-        if message.get("id") == 2:
-            conn.responses.append(message)
-            break
+    await _until_answered(conn, timeout)
 
 
 async def _ws_connection(
@@ -340,12 +345,7 @@ async def _ws_connection(
     await go.wait()
     prompt = _prompt(conn.session_id)
     await ws.send_str(prompt)
-    while True:
-        at, message = await _next_message(conn, timeout)
-        _take(conn, at, message)
-        if message.get("id") == 2:
-            conn.responses.append(message)
-            break
+    await _until_answered(conn, timeout)
 
 
 async def _ws_reader(ws: Any, inbox: asyncio.Queue[Any], loads: Any) -> None:
