@@ -230,16 +230,20 @@ class _Conn:
 
 
 async def _sse(response: Any, inbox: asyncio.Queue[Any], loads: Any) -> None:
-    data: List[bytes] = []
+    """The events of an SSE stream into ``inbox``, each with its arrival time. The stream is read
+    in the chunks that arrive and cut at blank lines (an event per ``data:`` run), not line by
+    line: the load client's own cost per frame stays small beside the gateways'."""
+    rest = b""
     try:
-        async for line in response.content:
-            line = line.rstrip(b"\r\n")
-            if not line:
+        async for chunk in response.content.iter_any():
+            at = time.monotonic_ns()
+            events = (rest + chunk).replace(b"\r\n", b"\n").split(b"\n\n")
+            rest = events.pop()
+            for event in events:
+                data = [line[5:] for line in event.split(b"\n") if line.startswith(b"data:")]
                 if data:
-                    inbox.put_nowait((time.monotonic_ns(), loads(b"\n".join(data))))
-                    data = []
-            elif line.startswith(b"data:"):
-                data.append(line[5:].lstrip(b" ") if line[5:6] == b" " else line[5:])
+                    text = b"\n".join(x[1:] if x[:1] == b" " else x for x in data)
+                    inbox.put_nowait((at, loads(text)))
     except Exception as error:  # noqa: BLE001 - the stream's end, reported by the waiter
         inbox.put_nowait((time.monotonic_ns(), error))
     finally:
@@ -247,7 +251,9 @@ async def _sse(response: Any, inbox: asyncio.Queue[Any], loads: Any) -> None:
 
 
 async def _next_message(conn: _Conn, timeout: float) -> Tuple[int, Any]:
-    at, message = await asyncio.wait_for(conn.inbox.get(), timeout)
+    inbox = conn.inbox
+    # a message already there is taken as it is (a wait_for would make a task for each)
+    at, message = inbox.get_nowait() if not inbox.empty() else await asyncio.wait_for(inbox.get(), timeout)
     if isinstance(message, BaseException):
         raise message
     return at, message
