@@ -445,3 +445,40 @@ def test_a_stream_opened_after_a_quick_agent_exited_gets_every_line(backend_id, 
         assert [json.dumps(m, separators=(",", ":"), ensure_ascii=False).encode() for m in seen] == sent
         gw.wait_for("ended (the agent's output ended; agent exit status 0)")
         assert gw.stop() == 0
+
+
+def _pidfd() -> bool:
+    import os
+
+    try:
+        os.close(os.pidfd_open(os.getpid()))
+    except (AttributeError, OSError):
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _pidfd(), reason="needs Linux process descriptors (pidfd_open)")
+def test_agents_are_watched_without_a_thread_each(backend_id):
+    """30 connections, 30 agent processes: the gateway does not hold a thread per agent."""
+
+    def threads(pid):
+        with open(f"/proc/{pid}/status") as f:
+            return int(next(line for line in f if line.startswith("Threads:")).split()[1])
+
+    async def go(url, pid):
+        async with aiohttp.ClientSession() as http:
+            sockets = []
+            for _ in range(30):
+                ws = await http.ws_connect(url)
+                await ws.send_str(INITIALIZE.decode())
+                await ws.receive()
+                sockets.append(ws)
+            held = threads(pid)
+            for ws in sockets:
+                await ws.close()
+            return held
+
+    with Serve(backend_id=backend_id) as gw:
+        held = asyncio.run(go(gw.ws_url, gw.proc.pid))
+        assert held < 15, held
+        assert gw.stop() == 0
