@@ -3,8 +3,8 @@ Parquet file, a table of frames (one row per line) or of tool calls (one row per
 
 The rows are those of [`acp_fast.arrow.read_frames`][acp_fast.arrow.read_frames] / [`read_tool_calls`][acp_fast.arrow.read_tool_calls]
 (a ``file`` column first; when some inputs are recordings, ``time`` and ``side`` are null for the
-plain streams), written one file at a time with pyarrow (``pip install 'acp-fast[arrow]'``).
-FILES may be files, directories (their files, recursively) and glob patterns. A summary goes to
+plain streams; ``--columns``: exactly the columns named), written one file at a time with pyarrow
+(``pip install 'acp-fast[arrow]'``). FILES may be files, directories (their files, recursively) and glob patterns. A summary goes to
 stderr, with a progress bar when stderr is a terminal.
 """
 
