@@ -74,6 +74,9 @@ TOOL_CALL_COLUMNS = (
     "permission_resolved_line",
 )
 TIME_COLUMNS = ("first_time", "last_time", "permission_time", "permission_resolved_time")
+#: The columns ``columns=`` may name where many files are read ([`read_frames`][acp_fast.arrow.read_frames], ``acp_fast.dask``,
+#: ``acp_fast.ray``, ``acp-fast export``): ``file``, those of ``FRAME_COLUMNS``, ``time`` and ``side``.
+READ_FRAME_COLUMNS = ("file", *FRAME_COLUMNS, "time", "side")
 
 # Files are read in pieces this large: most in one piece, so the Rust builder reserves its `raw`
 # column once (smaller pieces make it grow by doubling, copying it each time).
@@ -403,15 +406,22 @@ def range_frames(
     *,
     max_frame_bytes: int = acp_fast.DEFAULT_MAX_FRAME_BYTES,
     threads: Optional[int] = None,
+    columns: Optional[Sequence[str]] = None,
 ) -> pa.Table:
     """[`frames`][acp_fast.arrow.frames] of the lines of a plain stream's file that start in ``[start, end)`` (both
     just after a newline, or the ends of the file), ``first_line`` lines coming before them,
-    parsed on ``threads`` threads (as for [`frames`][acp_fast.arrow.frames])."""
+    parsed on ``threads`` threads, of the ``columns`` named (as for [`frames`][acp_fast.arrow.frames], with the same
+    checks)."""
     pa = require_pyarrow()
-    cols = _FrameColumns(first_line=first_line, max_frame_bytes=max_frame_bytes, threads=threads)
+    cols = _FrameColumns(first_line=first_line, max_frame_bytes=max_frame_bytes, threads=threads, columns=columns)
     count = _thread_count(threads)
+    raw = columns is None or "raw" in columns
     with open_file(path) as stream:
-        for chunk in _read(stream, start, end) if count < 2 else _read_threads(stream, start, end, count):
+        if count < 2 and raw:
+            chunks: Iterable[Any] = _read(stream, start, end)
+        else:
+            chunks = _read_threads(stream, start, end, count, CHUNK_BYTES if raw else PIECE_BYTES)
+        for chunk in chunks:
             cols.feed(chunk)
     return _table(pa, cols.finish())
 
@@ -635,14 +645,54 @@ def spans(path: Data, *, max_open: Optional[int] = None) -> pa.Table:
 TABLES = ("frames", "tool_calls")
 
 
-def schema_of(table: str, recording: bool) -> pa.Schema:
+def check_read_columns(columns: Any, table: str = "frames") -> Optional[List[str]]:
+    """The names of ``columns`` (None: all columns) where many files are read: names of
+    ``READ_FRAME_COLUMNS`` (the frames table only), none twice, at least one. TypeError for a
+    ``columns`` that is not a list or tuple of str (the backend's check and message, as for
+    [`frames`][acp_fast.arrow.frames]), ValueError for an unknown name (saying which names there are), a name given
+    twice, no name, or a ``table`` other than ``"frames"`` (the same messages as [`frames`][acp_fast.arrow.frames]')."""
+    if columns is None:
+        return None
+    if not isinstance(columns, (list, tuple)) or not all(isinstance(name, str) for name in columns):
+        _FrameColumns(columns=columns)  # the backend's TypeError
+    if table != "frames":
+        raise ValueError(f"columns selects columns of the frames table, not of {table}")
+    names: List[str] = []
+    for name in columns:
+        if name not in READ_FRAME_COLUMNS:
+            raise ValueError(f"columns: unknown column '{name}', expected some of {', '.join(READ_FRAME_COLUMNS)}")
+        if name in names:
+            raise ValueError(f"columns: '{name}' is named twice")
+        names.append(name)
+    if not names:
+        raise ValueError("columns must name at least one column")
+    return names
+
+
+def schema_of(table: str, recording: bool, columns: Optional[Sequence[str]] = None) -> pa.Schema:
     """The schema of [`read_frames`][acp_fast.arrow.read_frames] / [`read_tool_calls`][acp_fast.arrow.read_tool_calls] (``table``) of files of which
-    some are recordings (``recording``) or none: ``file``, then the table's columns."""
-    if table == "frames":
-        return frames_schema(recording=recording, file=True)
+    some are recordings (``recording``) or none: ``file``, then the table's columns; with
+    ``columns`` (checked by [`check_read_columns`][acp_fast.arrow.check_read_columns]), those columns in that order
+    (``time`` and ``side`` with their types whether or not a file is a recording)."""
+    if table not in TABLES:
+        raise ValueError(f"table must be one of {list(TABLES)}, found {table!r}")
+    names = check_read_columns(columns, table)
     if table == "tool_calls":
         return tool_calls_schema(recording=recording, file=True)
-    raise ValueError(f"table must be one of {list(TABLES)}, found {table!r}")
+    if names is None:
+        return frames_schema(recording=recording, file=True)
+    full = frames_schema(recording=True, file=True)
+    return require_pyarrow().schema([full.field(name) for name in names])
+
+
+def frame_columns_of(schema: pa.Schema) -> Optional[List[str]]:
+    """The ``columns`` of [`frames`][acp_fast.arrow.frames] that build a file's rows in ``schema`` (one of
+    [`schema_of`][acp_fast.arrow.schema_of]'s frames schemas; None: all of them; ``line`` alone when it names none,
+    only ``file``, ``time`` or ``side``)."""
+    names = [name for name in schema.names if name in FRAME_COLUMNS]
+    if names == list(FRAME_COLUMNS):
+        return None
+    return names or ["line"]
 
 
 def conform(table: pa.Table, file: str, schema: pa.Schema) -> pa.Table:
@@ -664,11 +714,12 @@ def conform(table: pa.Table, file: str, schema: pa.Schema) -> pa.Table:
 def file_table(
     path: str, table: str, schema: pa.Schema, *, wrap: Optional[Wrap] = None, threads: Optional[int] = None
 ) -> pa.Table:
-    """One file's [`frames`][acp_fast.arrow.frames] or [`tool_calls`][acp_fast.arrow.tool_calls], in ``schema`` (see [`conform`][acp_fast.arrow.conform]);
+    """One file's [`frames`][acp_fast.arrow.frames] or [`tool_calls`][acp_fast.arrow.tool_calls], in ``schema`` (see [`conform`][acp_fast.arrow.conform]; a
+    frames schema of only some columns, from [`schema_of`][acp_fast.arrow.schema_of], builds only those);
     ``wrap`` sees the file's chunks as they are read (a progress display); ``threads`` as for
     [`frames`][acp_fast.arrow.frames] (checked for both tables; [`tool_calls`][acp_fast.arrow.tool_calls] runs on one thread)."""
     if table == "frames":
-        result = _frames(path, None, acp_fast.DEFAULT_MAX_FRAME_BYTES, wrap, threads)
+        result = _frames(path, None, acp_fast.DEFAULT_MAX_FRAME_BYTES, wrap, threads, frame_columns_of(schema))
     else:
         check_threads(threads)
         result = _tool_calls(path, None, wrap)
@@ -676,22 +727,33 @@ def file_table(
 
 
 def iter_files(
-    paths: Paths, table: str = "frames", *, threads: Optional[int] = None
+    paths: Paths, table: str = "frames", *, threads: Optional[int] = None, columns: Optional[Sequence[str]] = None
 ) -> Tuple[List[str], pa.Schema, Iterator[pa.Table]]:
-    """(files, schema, a table per file): what [`read_frames`][acp_fast.arrow.read_frames] and ``acp-fast export`` read."""
+    """(files, schema, a table per file): what [`read_frames`][acp_fast.arrow.read_frames] and ``acp-fast export`` read
+    (``columns``: as for [`read_frames`][acp_fast.arrow.read_frames], the frames table only)."""
     check_threads(threads)
+    check_read_columns(columns, table)
     files = expand(paths)
-    schema = schema_of(table, any(is_recording_file(p) for p in files))
+    schema = schema_of(table, any(is_recording_file(p) for p in files), columns)
     return files, schema, (file_table(p, table, schema, threads=threads) for p in files)
 
 
-def read_frames(paths: Paths, *, threads: Optional[int] = None) -> pa.Table:
+def read_frames(paths: Paths, *, threads: Optional[int] = None, columns: Optional[Sequence[str]] = None) -> pa.Table:
     """[`frames`][acp_fast.arrow.frames] of every file of ``paths`` (files, directories, globs; see [`expand`][acp_fast.arrow.expand]),
     in order, as one table with a ``file`` column first. When some files are recordings, the
     rows of plain streams have null ``time`` and ``side``. Each file is parsed on ``threads``
-    threads, as by [`frames`][acp_fast.arrow.frames]."""
+    threads, as by [`frames`][acp_fast.arrow.frames].
+
+    ``columns`` (None: all): names of ``READ_FRAME_COLUMNS`` — ``file``, those of
+    ``FRAME_COLUMNS``, ``time`` and ``side``. The table has exactly these, in the order given,
+    whatever the files (``file`` only if named; ``time`` and ``side`` are null for a plain
+    stream's rows, and for every row when no file is a recording): it is
+    ``read_frames(paths).select(columns)`` whenever that table has them. Only these columns are
+    built, as by [`frames`][acp_fast.arrow.frames]. Checked before any file is read, as [`frames`][acp_fast.arrow.frames] checks it:
+    TypeError for a ``columns`` that is not a list or tuple of str, ValueError for an unknown
+    name (the message names the columns there are), a name given twice or no name."""
     pa = require_pyarrow()
-    _files, schema, tables = iter_files(paths, "frames", threads=threads)
+    _files, schema, tables = iter_files(paths, "frames", threads=threads, columns=columns)
     return pa.concat_tables(list(tables)) if _files else schema.empty_table()
 
 

@@ -15,7 +15,7 @@ The columns are Arrow-backed (``pandas.ArrowDtype``): no Python object per row. 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, List, Optional, cast
+from typing import TYPE_CHECKING, Any, List, Optional, Sequence, cast
 
 import acp_fast
 
@@ -52,10 +52,13 @@ def _frames_part(
 ) -> Any:
     """A partition of frames: the lines of ``path`` in ``[start, end)``, ``sum(before)`` lines
     before them (a recording: the whole file), parsed on ``threads`` threads."""
+    columns = arrow.frame_columns_of(schema)
     if start == 0 and end is None:
-        table = arrow.frames(path, max_frame_bytes=max_frame_bytes, threads=threads)
+        table = arrow.frames(path, max_frame_bytes=max_frame_bytes, threads=threads, columns=columns)
     else:
-        table = arrow.range_frames(path, start, end, sum(before), max_frame_bytes=max_frame_bytes, threads=threads)
+        table = arrow.range_frames(
+            path, start, end, sum(before), max_frame_bytes=max_frame_bytes, threads=threads, columns=columns
+        )
     return _pandas(arrow.conform(table, path, schema))
 
 
@@ -69,18 +72,23 @@ def read_frames(
     blocksize: Optional[int] = None,
     max_frame_bytes: int = acp_fast.DEFAULT_MAX_FRAME_BYTES,
     threads: Optional[int] = None,
+    columns: Optional[Sequence[str]] = None,
 ) -> dd.DataFrame:
     """A Dask DataFrame of [`acp_fast.arrow.frames`][acp_fast.arrow.frames] of every file of ``paths`` (files,
     directories, globs), with a ``file`` column first: the rows of
     [`read_frames`][acp_fast.arrow.read_frames], in the same order. ``blocksize`` (bytes) splits plain
     streams into partitions of about that size; None (the default) gives one per file.
     ``threads``: the threads each partition is parsed on, as by [`frames`][acp_fast.arrow.frames]
-    (None: every core of the worker; 1 when the workers already fill the cores)."""
+    (None: every core of the worker; 1 when the workers already fill the cores). ``columns``: the
+    columns to build, as for [`acp_fast.arrow.read_frames`][acp_fast.arrow.read_frames] (``file``, ``time`` and ``side``
+    included; the DataFrame and its ``meta`` have exactly these, in the order given), with the
+    same checks."""
     dask, dataframe, _pd = _modules()
     arrow.check_threads(threads)
+    arrow.check_read_columns(columns)
     files = arrow.expand(paths)
     recordings = [arrow.is_recording_file(p) for p in files]
-    schema = arrow.schema_of("frames", any(recordings))
+    schema = arrow.schema_of("frames", any(recordings), columns)
     parts = []
     for path, recording in zip(files, recordings):
         ranges = [(0, None)] if recording else arrow.byte_ranges(path, blocksize)

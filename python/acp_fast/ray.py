@@ -16,7 +16,7 @@ says how to turn it off. Needs ``pip install 'acp-fast[ray]'``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, cast
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, cast
 
 import acp_fast
 
@@ -45,13 +45,16 @@ def _frames_block(batch: Dict[str, Any], schema: Any, max_frame_bytes: int, thre
     """The frames of one task (a row of ``path``, ``start``, ``end``, ``first_line``)."""
     pa = arrow.require_pyarrow()
     tables = []
+    columns = arrow.frame_columns_of(schema)
     for path, start, end, first in zip(batch["path"], batch["start"], batch["end"], batch["first_line"]):
         path, start, first = str(path), int(start), int(first)
         stop = None if end is None or int(end) < 0 else int(end)
         if start == 0 and stop is None:
-            table = arrow.frames(path, max_frame_bytes=max_frame_bytes, threads=threads)
+            table = arrow.frames(path, max_frame_bytes=max_frame_bytes, threads=threads, columns=columns)
         else:
-            table = arrow.range_frames(path, start, stop, first, max_frame_bytes=max_frame_bytes, threads=threads)
+            table = arrow.range_frames(
+                path, start, stop, first, max_frame_bytes=max_frame_bytes, threads=threads, columns=columns
+            )
         tables.append(arrow.conform(table, path, schema))
     return pa.concat_tables(tables) if tables else schema.empty_table()
 
@@ -68,18 +71,23 @@ def read_frames(
     blocksize: Optional[int] = None,
     max_frame_bytes: int = acp_fast.DEFAULT_MAX_FRAME_BYTES,
     threads: Optional[int] = None,
+    columns: Optional[Sequence[str]] = None,
 ) -> ray.data.Dataset:
     """A Ray Dataset of [`acp_fast.arrow.frames`][acp_fast.arrow.frames] of every file of ``paths`` (files,
     directories, globs), with a ``file`` column first: the rows of
     [`read_frames`][acp_fast.arrow.read_frames]. ``blocksize`` (bytes) splits plain streams into blocks of
     about that size; None (the default) gives one per file. ``threads``: the threads each block
     is parsed on, as by [`frames`][acp_fast.arrow.frames] (None: every core of the node; 1 when the
-    tasks already fill the cores). Call after ``ray.init``."""
+    tasks already fill the cores). ``columns``: the columns to build, as for
+    [`acp_fast.arrow.read_frames`][acp_fast.arrow.read_frames] (``file``, ``time`` and ``side`` included; every block, and
+    so the Dataset's schema, has exactly these, in the order given), with the same checks. Call
+    after ``ray.init``."""
     rt = _ray()
     arrow.check_threads(threads)
+    arrow.check_read_columns(columns)
     files = arrow.expand(paths)
     recordings = [arrow.is_recording_file(p) for p in files]
-    schema = arrow.schema_of("frames", any(recordings))
+    schema = arrow.schema_of("frames", any(recordings), columns)
     count = rt.remote(arrow.count_lines)
     tasks: List[Dict[str, Any]] = []
     pending: List[Any] = []

@@ -3,8 +3,8 @@ Parquet file, a table of frames (one row per line) or of tool calls (one row per
 
 The rows are those of [`acp_fast.arrow.read_frames`][acp_fast.arrow.read_frames] / [`read_tool_calls`][acp_fast.arrow.read_tool_calls]
 (a ``file`` column first; when some inputs are recordings, ``time`` and ``side`` are null for the
-plain streams), written one file at a time with pyarrow (``pip install 'acp-fast[arrow]'``).
-FILES may be files, directories (their files, recursively) and glob patterns. A summary goes to
+plain streams; ``--columns``: exactly the columns named), written one file at a time with pyarrow
+(``pip install 'acp-fast[arrow]'``). FILES may be files, directories (their files, recursively) and glob patterns. A summary goes to
 stderr, with a progress bar when stderr is a terminal.
 """
 
@@ -51,6 +51,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument(
         "--compression", choices=COMPRESSIONS, default="zstd", help="Parquet compression (default zstd)"
     )
+    parser.add_argument(
+        "--columns",
+        metavar="A,B,...",
+        help="the frames table's columns to write, in that order (names of file, the frames columns, time, side; "
+        "default: all); the others are not built",
+    )
     parser.add_argument("--force", action="store_true", help="overwrite OUT.parquet if it exists")
     parser.add_argument(
         "--threads",
@@ -68,6 +74,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     to_trace = args.to.endswith(TRACE_SUFFIX)
     if to_trace and args.table != "frames":
         parser.error(f"--table {args.table}: a trace ({TRACE_SUFFIX}) holds the frames")
+    if to_trace and args.columns is not None:
+        parser.error(f"--columns: a trace ({TRACE_SUFFIX}) holds whole records, not columns")
+    if args.table != "frames" and args.columns is not None:
+        parser.error(f"--columns: selects columns of the frames table, not of --table {args.table}")
 
     from .. import arrow
 
@@ -80,6 +90,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         arrow.check_threads(args.threads)
     except ValueError as exc:
         parser.error(f"--threads: {exc}")
+    columns = None if args.columns is None else _column_names(args.columns)
+    try:
+        arrow.check_read_columns(columns)
+    except ValueError as exc:
+        parser.error(f"--columns: {exc}")
 
     def skipped(path: str, first: str) -> None:
         print(
@@ -103,7 +118,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     try:
         sizes = [os.path.getsize(p) for p in files]
-        schema = arrow.schema_of(args.table, any(arrow.is_recording_file(p) for p in files))
+        schema = arrow.schema_of(args.table, any(arrow.is_recording_file(p) for p in files), columns)
     except OSError as exc:
         return fail("acp-fast export", f"cannot read {exc.filename}: {exc.strerror or exc}")
 
@@ -120,7 +135,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                 table = arrow.file_table(path, args.table, schema, wrap=progress.wrap, threads=args.threads)
                 writer.write_table(table)
                 rows += len(table)
-                if args.table == "frames":
+                if "kind" in schema.names:
                     invalid += _invalid(table)
         out.commit()
     except OSError as exc:
@@ -136,7 +151,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     seconds = time.monotonic() - start
     mib = sum(sizes) / (1 << 20)
     written = os.path.getsize(args.to) / (1 << 20)
-    what = f"{rows} frames ({invalid} invalid)" if args.table == "frames" else f"{rows} tool calls"
+    if args.table != "frames":
+        what = f"{rows} tool calls"
+    elif "kind" in schema.names:
+        what = f"{rows} frames ({invalid} invalid)"
+    else:
+        what = f"{rows} frames"
     noun = "file" if len(files) == 1 else "files"
     print(
         f"acp-fast export: {len(files)} {noun}, {mib:.1f} MiB -> {args.to} ({written:.1f} MiB): "
@@ -239,6 +259,8 @@ def _otlp(parser: Parser, args: Any) -> int:
         parser.error(f"--to {args.to}: expected otlp+http://HOST:PORT or otlp+https://HOST:PORT")
     if args.table != "frames":
         parser.error(f"--table {args.table}: --to otlp+... sends the spans of the recordings")
+    if args.columns is not None:
+        parser.error("--columns: --to otlp+... sends the spans of the recordings, not columns")
     try:
         require_otel()
     except ImportError:
@@ -294,6 +316,11 @@ def _input_at(path: str, files: List[str]) -> Optional[str]:
         except OSError:
             continue
     return None
+
+
+def _column_names(text: str) -> List[str]:
+    """``--columns A,B,...`` as names (spaces around each dropped; an empty value names none)."""
+    return [name.strip() for name in text.split(",")] if text.strip() else []
 
 
 def _invalid(table: Any) -> int:
