@@ -3,16 +3,19 @@ MODULE:FACTORY` (docs/NETWORK.md, "Per connection"): a v1 client over Streamable
 WebSocket drives a whole prompt turn of the v2 demo agent behind `serve --bridge 1:2`, and a v1
 editor drives it through `connect --bridge 1:2`; each connection's recording is the one `acp-fast
 proxy --bridge 1:2 --record` writes for the same turn over stdio, and `--coalesce` combines with
-the bridge as under the proxy. A middleware that rewrites and drops frames has the effect it has
+the bridge as under the proxy; the frames the bridge refuses, either way, are diverted, answered
+and recorded as the proxy does. A middleware that rewrites and drops frames has the effect it has
 under the proxy, with one instance per connection. Usage errors exit 2 as the proxy's do."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import re
 import subprocess
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 from net_helpers import (
     AGENT,
@@ -155,6 +158,107 @@ def test_connect_bridges_its_editor_as_the_proxy_does(backend_id, tmp_path):
         assert messages == seen[2:]
 
 
+#: A v2 agent that answers `initialize`, then sends two frames the bridge refuses (a batch, which v2
+#: has not; a request nested deeper than the bridge converts), then tells the client, in a frame the
+#: bridge passes, what it got back for its request.
+REFUSED_AGENT = """
+import sys
+sys.stdin.buffer.readline()
+deep = b'{"jsonrpc":"2.0","id":7,"method":"_deep","params":{"x":' + b"[" * 1016 + b"]" * 1016 + b"}}"
+out = [b'{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":2,"agentCapabilities":{}}}',
+       b'[{"jsonrpc":"2.0","method":"_batched","params":{}}]', deep]
+sys.stdout.buffer.write(b"".join(line + b"\\n" for line in out))
+sys.stdout.buffer.flush()
+answer = sys.stdin.buffer.readline().strip()
+sys.stdout.buffer.write(b'{"jsonrpc":"2.0","method":"_seen","params":{"answer":' + answer + b"}}\\n")
+sys.stdout.buffer.flush()
+sys.stdin.buffer.read()
+"""
+#: A request of the client that the bridge refuses (nested too deep).
+DEEP_REQUEST = b'{"jsonrpc":"2.0","id":9,"method":"_deep","params":{"x":' + b"[" * 1016 + b"]" * 1016 + b"}}"
+
+
+def _records(path: Path) -> List[bytes]:
+    """A recording's lines without their times (as bytes: the deep frames are too deep for json)."""
+    return [re.sub(rb'"t":[0-9.]+,', b"", line, count=1) for line in path.read_bytes().splitlines()]
+
+
+def _refused_turn_stdio(tmp: Path, backend_id: str, agent: List[str]) -> Tuple[List[Any], List[bytes]]:
+    """The refused frames' turn through `acp-fast proxy --bridge 1:2 --record` over stdio."""
+    path = tmp / "stdio.jsonl"
+    proc = subprocess.Popen(
+        [PY, "-m", "acp_fast.cli", "proxy", "--bridge", "1:2", "--record", str(path), "--", *agent],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env(backend_id),
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    seen = []
+    for line, last in ((INITIALIZE, "_seen"), (DEEP_REQUEST, 9)):
+        proc.stdin.write(line + b"\n")
+        proc.stdin.flush()
+        while True:
+            message = json.loads(proc.stdout.readline())
+            seen.append(message)
+            if message.get("method", message.get("id")) == last:
+                break
+    proc.stdin.close()
+    assert proc.wait(60) == 0
+    return seen, _records(path)
+
+
+def test_serve_handles_the_frames_the_bridge_refuses_as_the_proxy(backend_id, tmp_path):
+    script = tmp_path / "refusing_agent.py"
+    script.write_text(REFUSED_AGENT)
+    agent = [PY, str(script)]
+
+    async def turn(url: str) -> List[Any]:
+        import aiohttp
+
+        seen = []
+        async with aiohttp.ClientSession() as http, http.ws_connect(url) as ws:
+            for line, last in ((INITIALIZE, "_seen"), (DEEP_REQUEST, 9)):
+                await ws.send_str(line.decode())
+                while True:
+                    message = json.loads((await asyncio.wait_for(ws.receive(), 60)).data)
+                    seen.append(message)
+                    if message.get("method", message.get("id")) == last:
+                        break
+        return seen
+
+    with Serve("--bridge", "1:2", "--record", str(tmp_path / "{n}.jsonl"), backend_id=backend_id, agent=agent) as gw:
+        seen = asyncio.run(turn(gw.ws_url))
+        gw.wait_for("ended (the client closed the WebSocket")
+        assert gw.stop() == 0
+        stderr = gw.stderr
+    # the agent's refused request was answered, the client's too; the batch was diverted
+    answer = seen[1]["params"]["answer"]
+    assert (
+        answer["id"] == 7 and answer["error"]["code"] == -32600 and answer["error"]["data"]["bridge"] == "depth_limit"
+    )
+    assert seen[2]["id"] == 9 and seen[2]["error"]["data"]["bridge"] == "depth_limit"
+    assert "_batched" in stderr and "(diverted here)" in stderr
+    proxied, stdio = _refused_turn_stdio(tmp_path, backend_id, agent)
+    assert seen == proxied
+    recorded = _records(tmp_path / "1.jsonl")
+    # the same records; the proxy records the refused frames of a block it read before the block's
+    # converted lines, the gateway each line in its place
+    assert sorted(recorded) == sorted(stdio)
+    actions = [
+        (re.search(rb'"from":"(\w+)"', r).group(1).decode(), re.search(rb'"action":"(\w+)"', r).group(1).decode())
+        for r in recorded
+        if b'"action":' in r
+    ]
+    assert actions == [
+        ("agent", "diverted"),
+        ("agent", "diverted"),
+        ("editor", "injected"),
+        ("editor", "answered"),
+        ("agent", "injected"),
+    ]
+
+
 # -- --middleware ----------------------------------------------------------------------------------
 
 
@@ -189,26 +293,30 @@ def test_serve_runs_a_middleware_instance_per_connection(backend_id, tmp_path):
 
 def test_connect_runs_the_middleware_for_its_editor(backend_id, tmp_path):
     environ = _module(tmp_path)
-    path = tmp_path / "connect.jsonl"
+    turns = []
     with Serve(backend_id=backend_id) as gw:
-        options = ["--middleware", "stamp_mw:make", "--record", str(path)]
-        editor = Editor(gw.ws_url, *options, backend_id=backend_id, **environ)
-        messages = editor.turn()
-        assert editor.close() == 0
+        for name, url in (("http", gw.url), ("ws", gw.ws_url)):
+            path = tmp_path / f"{name}.jsonl"
+            options = ["--middleware", "stamp_mw:make", "--record", str(path)]
+            editor = Editor(url, *options, backend_id=backend_id, **environ)
+            messages = editor.turn()
+            assert editor.close() == 0
+            turns.append((path, messages))
         assert gw.stop() == 0
-    check_turn(messages)
-    chunks = _updates(messages, "agent_message_chunk")
-    assert chunks and all(c["content"]["text"] == "instance 1" for c in chunks)
-    assert not _updates(messages, "plan")
     proxied: List[Any] = []
     stdio = normalised(
         stdio_recording(
-            tmp_path, backend_id, _lines("sess_1", messages), AGENT, ["--middleware", "stamp_mw:make"], proxied,
+            tmp_path, backend_id, _lines("sess_1", turns[0][1]), AGENT, ["--middleware", "stamp_mw:make"], proxied,
             **environ,
         )
     )  # fmt: skip
-    assert messages == proxied[2:]
-    assert normalised(path)[1:] == stdio[1:]
+    for path, messages in turns:
+        check_turn(messages)
+        chunks = _updates(messages, "agent_message_chunk")
+        assert chunks and all(c["content"]["text"] == "instance 1" for c in chunks)  # one connect, one instance
+        assert not _updates(messages, "plan")
+        assert messages == proxied[2:]
+        assert normalised(path)[1:] == stdio[1:]
 
 
 # -- usage errors ----------------------------------------------------------------------------------
