@@ -130,13 +130,13 @@ def check_turn(messages: List[Dict[str, Any]]) -> None:
 class Editor:
     """A scripted editor on the stdin and stdout of `acp-fast connect URL [options]`."""
 
-    def __init__(self, url: str, *options: str, backend_id: str) -> None:
+    def __init__(self, url: str, *options: str, backend_id: str, **environ: str) -> None:
         self.proc = subprocess.Popen(
             [PY, "-m", "acp_fast.cli", "connect", url, *options],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env=env(backend_id),
+            env=env(backend_id, **environ),
         )
         self.lines: List[bytes] = []
 
@@ -335,15 +335,24 @@ def normalised(path: Path) -> List[Dict[str, Any]]:
     return out
 
 
-def stdio_recording(tmp: Path, backend_id: str, lines: Sequence[bytes], agent: Sequence[str] = AGENT) -> Path:
-    """The same turn through `acp-fast proxy --record -- AGENT` over stdio: `lines` sent one at a
-    time, each after the agent's answer to the one before (the permission answer after the request)."""
+def stdio_recording(
+    tmp: Path,
+    backend_id: str,
+    lines: Sequence[bytes],
+    agent: Sequence[str] = AGENT,
+    options: Sequence[str] = (),
+    seen: Optional[List[Any]] = None,
+    **environ: str,
+) -> Path:
+    """The same turn through `acp-fast proxy --record [options] -- AGENT` over stdio: `lines` sent
+    one at a time, each after the agent's answer to the one before (the permission answer after the
+    request); the editor's messages go to `seen` when given."""
     path = tmp / "stdio.jsonl"
     proc = subprocess.Popen(
-        [PY, "-m", "acp_fast.cli", "proxy", "--record", str(path), "--", *agent],
+        [PY, "-m", "acp_fast.cli", "proxy", "--record", str(path), *options, "--", *agent],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
-        env=env(backend_id),
+        env=env(backend_id, **environ),
     )
     assert proc.stdin is not None and proc.stdout is not None
 
@@ -351,6 +360,8 @@ def stdio_recording(tmp: Path, backend_id: str, lines: Sequence[bytes], agent: S
         while True:
             line = proc.stdout.readline()  # type: ignore[union-attr]
             assert line, "the proxy ended early"
+            if seen is not None:
+                seen.append(json.loads(line))
             if predicate(json.loads(line)):
                 return
 

@@ -15,7 +15,7 @@ import acp_fast
 from .._outputs import check_output
 from ..proxy import DEFAULT_COALESCE_MS
 from ._usage import Parser, fail, integer
-from .proxy import _coalesce_ms
+from .proxy import _bridge_versions, _coalesce_ms, add_middleware_option, made_middleware
 from .serve import TOKEN_ENV
 
 __all__ = ["main", "parser"]
@@ -51,6 +51,15 @@ def parser() -> Parser:
         f"(default {DEFAULT_COALESCE_MS:g}; as acp-fast proxy --coalesce)",
     )
     p.add_argument(
+        "--bridge",
+        type=_bridge_versions,
+        default=None,
+        metavar="EDITOR:AGENT",
+        help="convert between the editor and the remote agent speaking different protocol versions, e.g. 1:2 "
+        "(as acp-fast proxy --bridge; docs/BRIDGE.md)",
+    )
+    add_middleware_option(p, "once")
+    p.add_argument(
         "--max-frame-bytes",
         type=integer(1, acp_fast.MAX_FRAME_BYTES),
         default=acp_fast.DEFAULT_MAX_FRAME_BYTES,
@@ -81,6 +90,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if ns.record and ns.trace and os.path.abspath(ns.record) == os.path.abspath(ns.trace):
         p.error(f"--record and --trace name the same file {ns.record}")
     token = ns.token if ns.token is not None else os.environ.get(TOKEN_ENV) or None
+    middleware = made_middleware(p, ns.middleware)
     from ..net.connect import run
 
     return run(
@@ -90,6 +100,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         trace=ns.trace,
         strict=ns.strict,
         coalesce=ns.coalesce,
+        bridge=ns.bridge,
+        middleware=middleware,
         max_frame_bytes=ns.max_frame_bytes,
     )
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import List, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import acp_fast
 
@@ -26,6 +26,7 @@ from ..proxy import (
     Middleware,
     Proxy,
 )
+from ..proxy._middleware import load_factory, make
 from ..proxy.cancel import DEFAULT_GRACE, CancelledPermissions
 from ._usage import Parser, bound, integer, number, split_command
 
@@ -42,6 +43,35 @@ def _bridge_versions(text: str) -> Tuple[int, int]:
     if editor not in ("1", "2") or agent not in ("1", "2"):
         raise argparse.ArgumentTypeError(f"expected EDITOR:AGENT, each 1 or 2 (e.g. 1:2), found {text!r}")
     return int(editor), int(agent)
+
+
+def middleware_spec(text: str) -> Tuple[str, Callable[[], Any]]:
+    """``--middleware MODULE:FACTORY``: the factory, imported now (what is wrong is a usage error)."""
+    try:
+        return text, load_factory(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def add_middleware_option(p: argparse.ArgumentParser, each: str) -> None:
+    """``--middleware MODULE:FACTORY`` (proxy, serve, connect): ``each`` says when the factory is called."""
+    p.add_argument(
+        "--middleware",
+        type=middleware_spec,
+        action="append",
+        default=[],
+        metavar="MODULE:FACTORY",
+        help=f"run the middleware FACTORY() makes {each} on every frame both ways; repeat for more, in order "
+        "from the editor to the agent (docs/PROXY.md, Middleware)",
+    )
+
+
+def made_middleware(p: argparse.ArgumentParser, specs: Sequence[Tuple[str, Callable[[], Any]]]) -> List[Middleware]:
+    """One middleware of each ``--middleware`` factory (a factory that fails is a usage error)."""
+    try:
+        return [make(spec, factory) for spec, factory in specs]
+    except ValueError as e:
+        p.error(f"--middleware {e}")
 
 
 #: ``--coalesce``: milliseconds, 0 to 60000.
@@ -173,6 +203,7 @@ def parser() -> argparse.ArgumentParser:
         metavar="EDITOR:AGENT",
         help="convert between an editor and an agent speaking different protocol versions, e.g. 1:2 (docs/BRIDGE.md)",
     )
+    add_middleware_option(p, "once")
     p.add_argument(
         "--coalesce",
         type=_coalesce_ms,
@@ -260,6 +291,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     middleware: List[Middleware] = []
     if ns.answer_cancelled_permissions is not None:
         middleware.append(CancelledPermissions(ns.answer_cancelled_permissions))
+    middleware += made_middleware(p, ns.middleware)
     try:
         proxy = Proxy(
             command,

@@ -17,7 +17,7 @@ import acp_fast
 
 from ..proxy import DEFAULT_COALESCE_MS, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_TOOL_CALLS
 from ._usage import Parser, bound, fail, integer, number, split_command
-from .proxy import _coalesce_ms
+from .proxy import _bridge_versions, _coalesce_ms, add_middleware_option
 
 __all__ = ["main", "parser", "listen_address", "check_template", "TOKEN_ENV"]
 
@@ -145,6 +145,15 @@ def parser() -> argparse.ArgumentParser:
         help="per connection, hold the agent's tool-call updates up to MS milliseconds and send one merged "
         f"update (default {DEFAULT_COALESCE_MS:g}; as acp-fast proxy --coalesce)",
     )
+    p.add_argument(
+        "--bridge",
+        type=_bridge_versions,
+        default=None,
+        metavar="EDITOR:AGENT",
+        help="a bridge per connection between a client and the agent speaking different protocol versions, "
+        "e.g. 1:2 (as acp-fast proxy --bridge; docs/BRIDGE.md)",
+    )
+    add_middleware_option(p, "for each connection (its own instance)")
     p.add_argument("--quiet", action="store_true", help="no line on stderr when a connection ends")
     return p
 
@@ -205,6 +214,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         max_sessions=ns.max_sessions,
         quiet=ns.quiet,
         coalesce=ns.coalesce,
+        bridge=ns.bridge,
+        middleware=ns.middleware,
     )
     return run(opts)
 

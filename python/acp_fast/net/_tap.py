@@ -109,12 +109,14 @@ class Tap:
         eol: bool = True,
         action: Optional[str] = None,
         reason: Optional[str] = None,
+        withheld: bool = False,
     ) -> None:
-        """A line of `side` into the recording and the trace only."""
+        """A line of `side` into the recording and the trace only (`withheld`: its length, not its
+        bytes; a middleware's `ctx.withhold()`)."""
         if self._outputs:
             t = time.time()
             for writer, _ in self._outputs:
-                writer.line(side, data, is_json, t, crlf=crlf, eol=eol, action=action, reason=reason)
+                writer.line(side, data, is_json, t, crlf=crlf, eol=eol, action=action, reason=reason, withheld=withheld)
             self.dirty = True
 
     def too_large(self, side: str, length: int) -> None:

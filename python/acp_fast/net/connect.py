@@ -6,6 +6,9 @@ agent's messages are written to stdout as they came (an SSE `data:` field or a t
 line each. On HTTP, `initialize` must come first (its answer names the connection); the
 connection's SSE stream is opened then, and each session's stream when a message names the
 session. The editor's end of input ends the connection (DELETE, or the socket closed).
+
+Between the two, each frame passes through the connection's flow (`_flow.Flow`): `--bridge`, the
+middleware, the state and the recording, `--coalesce`, in the order of `acp-fast proxy`.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import select
 import sys
 import threading
 import time
-from typing import Any, Dict, List, Optional, Set
+from typing import Any, Awaitable, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import aiohttp
 import orjson
@@ -24,8 +27,10 @@ import orjson
 import acp_fast
 
 from .._terminal import printable
+from ..proxy._middleware import Middleware
 from ..proxy._relay import line_error, request_id
 from . import _wire as wire
+from ._flow import Flow, Sends
 from ._tap import Tap
 
 __all__ = ["DRAIN_SECONDS", "Endpoint", "run"]
@@ -51,6 +56,8 @@ class Endpoint:
         trace: Optional[str] = None,
         strict: bool = False,
         coalesce: Optional[float] = None,
+        bridge: Optional[Tuple[int, int]] = None,
+        middleware: Sequence[Middleware] = (),
         max_frame_bytes: int = acp_fast.DEFAULT_MAX_FRAME_BYTES,
         stdin: int = 0,
         stdout: int = 1,
@@ -73,9 +80,16 @@ class Endpoint:
         self.editor_lines = 0
         self.http: Optional[aiohttp.ClientSession] = None
         self.connection_stream: Optional[asyncio.Task[None]] = None
-        #: `--coalesce MS`: the agent's lines pass through it on their way to the editor.
-        self.coalescer: Optional[Any] = None if coalesce is None else acp_fast.Coalescer(coalesce)
+        #: `--bridge`, `--middleware`, `--coalesce`: every frame passes through it.
+        self.flow = Flow(
+            self.tap, bridge=bridge, coalesce=coalesce, middleware=middleware, note=self.note, post=self.sends
+        )
         self.timer: Optional[asyncio.TimerHandle] = None
+        #: Sends a line to the remote agent (set when the transport is up); `sending` keeps the
+        #: order of the lines the flow gives back from the agent's side with the editor's.
+        self.send: Optional[Callable[[bytes], Awaitable[None]]] = None
+        self.sending = asyncio.Lock()
+        self.posted: Set[asyncio.Task[None]] = set()
 
     def note(self, text: str) -> None:
         sys.stderr.write(f"acp-fast connect: {printable(text)}\n")
@@ -89,49 +103,48 @@ class Endpoint:
     # -- to the editor --------------------------------------------------------------------------
 
     def to_editor(self, line: bytes, *, is_json: bool = True) -> None:
-        """A line of the agent to stdout (whole), recorded; with `--coalesce`, through the
-        coalescer first (recorded as `acp-fast proxy --coalesce` records)."""
-        c = self.coalescer
-        if c is None or not is_json:
-            self.tap.line("agent", line, is_json=is_json)
+        """A line of the agent to stdout (whole), through the flow (`--bridge`, middleware, state,
+        recording, `--coalesce`); a line that is not JSON is recorded and written as it came."""
+        if not is_json:
+            self.tap.line("agent", line, is_json=False)
             self.write(line)
             return
-        tap = self.tap
-        tap.lines["agent"] += 1
-        tracked = tap.track("agent", line)
-        if c.protocol is None:
-            c.protocol = tap.store.negotiated_version
-        wire = line + b"\n"
-        before = c.updates_in
-        out = bytes(c.push(wire, time.monotonic(), tracked=tracked))
-        if c.updates_in != before:  # held
-            tap.record("agent", line, action="coalesced")
-            self.released(out)
-        else:
-            self.released(out[: len(out) - len(wire)])
-            tap.record("agent", line)
-            self.write(line)
+        self.sends(self.flow.from_agent(line))
+
+    def own(self, line: bytes) -> None:
+        """An answer of connect's own to the editor (recorded as `"injected"`)."""
+        self.sends(self.flow.inject("editor", line))
+
+    def sends(self, sends: Sends) -> None:
+        """What the flow gave back: lines to stdout now, lines to the agent sent in order."""
+        to_editor, to_agent = sends
+        for x in to_editor:
+            self.write(x)
+        if to_agent:
+            task = asyncio.ensure_future(self._send_all(to_agent))
+            self.posted.add(task)
+            task.add_done_callback(self.posted.discard)
         self.schedule()
 
-    def released(self, data: bytes) -> None:
-        """Lines the coalescer released: recorded, written."""
-        for line in data.split(b"\n"):
-            if line:
-                self.tap.record("agent", line, action="injected", reason="coalesced")
-                self.write(line)
+    async def _send_all(self, lines: List[bytes]) -> None:
+        async with self.sending:
+            send = self.send
+            if send is None:
+                self.note(f"{len(lines)} frames for the agent not sent (the connection is not up)")
+                return
+            for x in lines:
+                await send(x)
 
     def schedule(self) -> None:
-        """`--coalesce`: release the held updates when the oldest is due."""
-        c = self.coalescer
-        if c is None or c.deadline is None or self.timer is not None:
+        """Release the held updates when the oldest is due (`--coalesce`, `--bridge 1:2 --coalesce`)."""
+        deadline = self.flow.deadline
+        if deadline is None or self.timer is not None:
             return
-        self.timer = asyncio.get_running_loop().call_later(max(0.0, c.deadline - time.monotonic()), self.due)
+        self.timer = asyncio.get_running_loop().call_later(max(0.0, deadline - time.monotonic()), self.due)
 
     def due(self) -> None:
         self.timer = None
-        if self.coalescer is not None:
-            self.released(self.coalescer.due(time.monotonic()))
-            self.schedule()
+        self.sends(self.flow.due(time.monotonic()))
 
     def write(self, line: bytes) -> None:
         """One line to stdout, whole."""
@@ -158,7 +171,7 @@ class Endpoint:
         error: Dict[str, Any] = {"code": code, "message": text}
         if data is not None:
             error["data"] = data
-        self.to_editor(orjson.dumps({"jsonrpc": "2.0", "id": rid, "error": error}))
+        self.own(orjson.dumps({"jsonrpc": "2.0", "id": rid, "error": error}))
 
     # -- from the editor ------------------------------------------------------------------------
 
@@ -207,7 +220,7 @@ class Endpoint:
                     if self.strict:
                         self.tap.line("editor", line, is_json=False, crlf=crlf, eol=eol, action="answered")
                         self.note(f"editor line {number}: {error} (answered with an error, not forwarded)")
-                        self.to_editor(
+                        self.own(
                             orjson.dumps(
                                 {
                                     "jsonrpc": "2.0",
@@ -222,8 +235,11 @@ class Endpoint:
                         )
                         continue
                     self.note(f"editor line {number}: {error} (forwarded)")
-                self.tap.line("editor", line, is_json=error is None, crlf=crlf, eol=eol)
-                await send(line)
+                to_editor, to_agent = self.flow.from_editor(line, crlf=crlf, eol=eol)
+                async with self.sending:
+                    for x in to_agent:
+                        await send(x)
+                self.sends((to_editor, []))
                 if self.done.is_set():
                     return
             if not chunk:
@@ -245,6 +261,8 @@ class Endpoint:
                 self.note("an editor line is not UTF-8: a WebSocket text frame cannot carry it (dropped)")
                 return
             await ws.send_str(text)
+
+        self.send = send
 
         async def receive() -> None:
             async for msg in ws:
@@ -291,6 +309,7 @@ class Endpoint:
                 return
             await self.post(http, line, message)
 
+        self.send = send
         writer = asyncio.ensure_future(self.editor_lines_in(send))
         done_wait = asyncio.ensure_future(self.done.wait())
         await asyncio.wait({writer, done_wait}, return_when=asyncio.FIRST_COMPLETED)
@@ -441,8 +460,8 @@ class Endpoint:
         finally:
             if self.timer is not None:
                 self.timer.cancel()
-            if self.coalescer is not None:  # what is still held goes out before the end
-                self.released(self.coalescer.flush())
+            for x in self.flow.flush()[0]:  # what is still held goes out before the end
+                self.write(x)
             self.tap.close(0 if self.failure is None else 1)
         if self.failure is not None:
             self.note(f"error: {self.failure}")

@@ -10,7 +10,7 @@ connection too, one JSON-RPC message per text frame.
 The agent's lines go out as they came (an SSE `data:` event or a text frame holds the line's bytes);
 a POST body or a frame from the client goes to the agent as one line (a body written on several
 lines is compacted first). Per connection: the sessions' state, `--record` / `--trace` files,
-`--strict`. Limits: connections, request body size, idle time, and a bounded queue per SSE
+`--strict`, `--coalesce`, `--bridge` and its own `--middleware` instances (`_flow.Flow`). Limits: connections, request body size, idle time, and a bounded queue per SSE
 stream: when a client reads slower than its agent writes, the gateway stops reading that agent's
 stdout (the agent then blocks on its pipe) instead of buffering without bound.
 """
@@ -25,8 +25,8 @@ import secrets
 import signal
 import sys
 import time
-from dataclasses import dataclass
-from typing import Any, Deque, Dict, List, Optional, Set
+from dataclasses import dataclass, field
+from typing import Any, Callable, Deque, Dict, List, Optional, Set, Tuple
 
 import orjson
 from aiohttp import WSMsgType, web
@@ -36,8 +36,10 @@ import acp_fast
 from .._outputs import output_error
 from .._terminal import printable
 from ..proxy import DEFAULT_MAX_SESSIONS, DEFAULT_MAX_TOOL_CALLS
+from ..proxy._middleware import make
 from ..proxy._relay import line_error, request_id
 from . import _wire as wire
+from ._flow import Flow, Sends
 from ._tap import Tap, output_path
 
 __all__ = [
@@ -93,6 +95,11 @@ class Options:
     #: `--coalesce MS`: the agent's tool-call updates held up to MS milliseconds per connection and
     #: merged (`acp_fast.Coalescer`); None: off.
     coalesce: Optional[float] = None
+    #: `--bridge EDITOR:AGENT`: the protocol versions of the client and of the agent (a bridge per
+    #: connection, `acp_fast.bridge.Bridge`); None: off.
+    bridge: Optional[Tuple[int, int]] = None
+    #: `--middleware MODULE:FACTORY`: (the option's value, the factory), called once per connection.
+    middleware: List[Tuple[str, Callable[[], Any]]] = field(default_factory=list)
 
 
 def _error(status: int, text: str, headers: Optional[Dict[str, str]] = None) -> web.Response:
@@ -200,12 +207,13 @@ class Connection:
         self.provisional: Set[str] = set()
         # WebSocket
         self.ws: Optional[web.WebSocketResponse] = None
-        # --coalesce: the agent's lines pass through it; `emitting` keeps their order between the
-        # agent's reader and the task that releases held updates when they are due
-        coalesce = gateway.options.coalesce
-        self.coalescer: Optional[Any] = None if coalesce is None else acp_fast.Coalescer(coalesce)
+        # --bridge, --middleware, --coalesce: every frame passes through the flow; `emitting` keeps
+        # the order of what goes to the client between the agent's reader, the client's messages
+        # and the task that releases held updates when they are due
+        self.flow: Optional[Flow] = None
         self.emitting = asyncio.Lock()
         self.releaser: Optional[asyncio.Task[None]] = None
+        self.posted: Set[asyncio.Task[None]] = set()
 
     # -- life -----------------------------------------------------------------------------------
 
@@ -228,6 +236,16 @@ class Connection:
             option = "--trace" if trace and path == trace else "--record"
             self.note(f"not started: {option} {output_error(path, e)}")
             raise StartError(500, f"the gateway cannot write this connection's {option} file") from None
+        try:
+            middleware = [make(spec, factory) for spec, factory in o.middleware]  # this connection's own
+        except ValueError as e:
+            self.tap.close(None)
+            self.tap = None
+            self.note(f"not started: --middleware {e}")
+            raise StartError(500, "the gateway cannot make this connection's middleware") from None
+        self.flow = Flow(
+            self.tap, bridge=o.bridge, coalesce=o.coalesce, middleware=middleware, note=self.note, post=self._post
+        )
         try:
             self.proc = await asyncio.create_subprocess_exec(
                 *o.command,
@@ -301,7 +319,7 @@ class Connection:
                 self.note(f"recording not completed: {e}")
             if not g.options.quiet:
                 summary = self.tap.summary()
-                c = self.coalescer
+                c = None if self.flow is None else self.flow.coalescer
                 if c is not None:
                     summary += (
                         f"; --coalesce: {c.updates_in} tool-call updates held, {c.frames_out} lines in their place"
@@ -339,9 +357,10 @@ class Connection:
     async def to_agent(self, line: bytes, message: Any) -> None:
         """A message of the client (one line, no line ending) to the agent."""
         self.last = time.monotonic()
-        tap = self.tap
-        assert tap is not None and self.proc is not None and self.proc.stdin is not None
-        tap.line("editor", line)
+        flow = self.flow
+        assert flow is not None and self.proc is not None and self.proc.stdin is not None
+        if self.proc.stdin.is_closing():
+            raise ConnectionResetError("the agent's stdin is closed")
         if self.kind == "http" and isinstance(message, dict) and "method" in message and "id" in message:
             sid = wire.session_of(message)
             k = wire.key(message["id"])
@@ -353,11 +372,46 @@ class Connection:
                         self.provisional.add(sid)
                 else:
                     self.routes[k] = sid
+        to_client, to_agent = flow.from_editor(line)
+        await self._to_agent_lines(to_agent)
+        if to_client:
+            async with self.emitting:
+                await self._to_client(to_client)
+
+    async def _to_agent_lines(self, lines: List[bytes]) -> None:
+        """Lines to the agent's stdin (ConnectionResetError once it is closed)."""
+        if not lines:
+            return
+        assert self.proc is not None and self.proc.stdin is not None
         stdin = self.proc.stdin
         if stdin.is_closing():
             raise ConnectionResetError("the agent's stdin is closed")
-        stdin.write(line + b"\n")
+        stdin.write(b"".join(x + b"\n" for x in lines))
         await stdin.drain()
+
+    async def _to_client(self, lines: List[bytes], line: Optional[bytes] = None, message: Any = None) -> None:
+        """Lines to the client, in order (the caller holds `emitting`); `line` is known to be
+        `message` already."""
+        for x in lines:
+            await self._deliver(x, message if x is line else orjson.loads(x))
+
+    async def _sends(self, sends: Sends) -> None:
+        """What the flow gave back from the agent's side: to the client in order, and to the agent
+        (which may have stopped reading: noted, not fatal to the client's side)."""
+        to_client, to_agent = sends
+        if to_client:
+            async with self.emitting:
+                await self._to_client(to_client)
+        try:
+            await self._to_agent_lines(to_agent)
+        except ConnectionError:
+            self.note(f"{len(to_agent)} frames for the agent not delivered (its stdin is closed)")
+
+    def _post(self, sends: Sends) -> None:
+        """Frames a middleware injected outside a call (`Flow.send`)."""
+        task = asyncio.ensure_future(self._sends(sends))
+        self.posted.add(task)
+        task.add_done_callback(self.posted.discard)
 
     def invalid(self, line: bytes) -> Optional[bytes]:
         """`--strict`: the JSON-RPC error answering a client line that is not JSON-RPC (None: it is,
@@ -399,9 +453,8 @@ class Connection:
                     await self._agent_line(event)
                 if not chunk:
                     break
-            if self.coalescer is not None:  # what is still held goes out before the streams close
-                async with self.emitting:
-                    await self._released(self.coalescer.flush())
+            if self.flow is not None:  # what is still held goes out before the streams close
+                await self._sends(self.flow.flush())
         except (ConnectionError, asyncio.CancelledError):
             pass
         finally:
@@ -432,11 +485,14 @@ class Connection:
             sys.stderr.buffer.write(line + b"\n")
             return
         self.last = time.monotonic()
-        if self.coalescer is not None:
-            await self._coalesce(line, message, crlf, eol)
-            return
-        tap.line("agent", line, crlf=crlf, eol=eol)
-        await self._deliver(line, message)
+        flow = self.flow
+        assert flow is not None
+        async with self.emitting:
+            to_client, to_agent = flow.from_agent(line, crlf=crlf, eol=eol)
+            await self._to_client(to_client, line, message)
+        await self._sends(([], to_agent))
+        if flow.deadline is not None and (self.releaser is None or self.releaser.done()):
+            self.releaser = asyncio.ensure_future(self._release_due())
 
     async def _deliver(self, line: bytes, message: Any) -> None:
         """An agent message to the client: a text frame, or routed to its SSE stream."""
@@ -446,51 +502,20 @@ class Connection:
             return
         await self._route(line, message)
 
-    # -- --coalesce -----------------------------------------------------------------------------
-
-    async def _coalesce(self, line: bytes, message: Any, crlf: bool, eol: bool) -> None:
-        """`--coalesce`: the agent's line into the state, then through the coalescer; what it gives
-        back goes to the client now (recorded as `acp-fast proxy --coalesce` records: the line
-        itself, `"coalesced"` when held; the merged lines released, `"injected"`)."""
-        c = self.coalescer
-        tap = self.tap
-        assert c is not None and tap is not None
-        async with self.emitting:
-            tap.lines["agent"] += 1
-            tracked = tap.track("agent", line)
-            if c.protocol is None:
-                c.protocol = tap.store.negotiated_version
-            wire = line + b"\n"
-            before = c.updates_in
-            out = bytes(c.push(wire, time.monotonic(), tracked=tracked))
-            held = c.updates_in != before
-            if held:
-                tap.record("agent", line, crlf=crlf, eol=eol, action="coalesced")
-                await self._released(out)
-            else:
-                await self._released(out[: len(out) - len(wire)])
-                tap.record("agent", line, crlf=crlf, eol=eol)
-                await self._deliver(line, message)
-        if c.deadline is not None and (self.releaser is None or self.releaser.done()):
-            self.releaser = asyncio.ensure_future(self._release_due())
-
-    async def _released(self, data: bytes) -> None:
-        """Lines the coalescer released (merged updates): recorded, then to the client."""
-        tap = self.tap
-        assert tap is not None
-        for line in data.split(b"\n"):
-            if line:
-                tap.record("agent", line, action="injected", reason="coalesced")
-                await self._deliver(line, orjson.loads(line))
-
     async def _release_due(self) -> None:
-        """Release the held updates as they fall due (while the agent is quiet)."""
-        c = self.coalescer
-        assert c is not None
-        while c.deadline is not None and not self.ended:
-            await asyncio.sleep(max(0.0, c.deadline - time.monotonic()))
+        """Release the held updates (`--coalesce`, `--bridge 1:2 --coalesce`) as they fall due
+        (while the agent is quiet)."""
+        flow = self.flow
+        assert flow is not None
+        while not self.ended:
+            deadline = flow.deadline
+            if deadline is None:
+                break
+            await asyncio.sleep(max(0.0, deadline - time.monotonic()))
             async with self.emitting:
-                await self._released(c.due(time.monotonic()))
+                to_client, to_agent = flow.due(time.monotonic())
+                await self._to_client(to_client)
+            await self._sends(([], to_agent))
 
     async def _route(self, line: bytes, message: Any) -> None:
         """Where an agent message goes on HTTP: the answer to `initialize` in its POST; a response

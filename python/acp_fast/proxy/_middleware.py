@@ -25,14 +25,17 @@ The middleware list is ordered from the editor to the agent: a frame from the ed
 
 from __future__ import annotations
 
+import importlib
+import os
+import sys
 import threading
 from dataclasses import dataclass, field
 from threading import get_ident
-from typing import Any, Dict, List, Optional, Protocol, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tuple, Union, cast
 
 import acp_fast
 
-__all__ = ["SIDES", "Context", "Drop", "Frame", "Middleware", "Result", "other_side"]
+__all__ = ["SIDES", "Context", "Drop", "Frame", "Middleware", "Result", "load_factory", "make", "other_side"]
 
 SIDES = ("editor", "agent")
 
@@ -79,6 +82,40 @@ class Host(Protocol):
 
     def send(self, ctx: Optional[Context], message: acp_fast.Message, to: str) -> None:
         """A frame injected outside a middleware call, delivered through the rest of the chain."""
+
+
+def load_factory(spec: str) -> Callable[[], Any]:
+    """The factory `spec` names, ``MODULE:FACTORY`` (``--middleware``): ``FACTORY`` (a dotted
+    name in ``MODULE``) called with no arguments gives one middleware. ``MODULE`` is imported
+    (the current directory first on the path); ValueError saying what is wrong otherwise."""
+    module, _, name = spec.partition(":")
+    if not module or not name or not all(part.isidentifier() for part in name.split(".")):
+        raise ValueError(f"expected MODULE:FACTORY, e.g. mypackage.checks:make_middleware, found {spec!r}")
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, "")  # as `python -m` does: a module next to the user is found
+    try:
+        found: Any = importlib.import_module(module)
+    except Exception as e:  # noqa: BLE001 - any failure of the import is the user's to see, in one line
+        raise ValueError(f"cannot import {module!r}: {type(e).__name__}: {e}") from None
+    for part in name.split("."):
+        if not hasattr(found, part):
+            raise ValueError(f"{module!r} has no {name!r}")
+        found = getattr(found, part)
+    if not callable(found):
+        raise ValueError(f"{spec}: expected a callable that makes a middleware, found {type(found).__name__}")
+    return cast(Callable[[], Any], found)
+
+
+def make(spec: str, factory: Callable[[], Any]) -> Middleware:
+    """One middleware from ``factory`` (``spec`` names it, for the errors): ValueError when the
+    factory raises or gives something that is not callable."""
+    try:
+        middleware = factory()
+    except Exception as e:  # noqa: BLE001 - reported in one line
+        raise ValueError(f"{spec}: the factory raised {type(e).__name__}: {e}") from None
+    if not callable(middleware):
+        raise ValueError(f"{spec}: the factory gave {type(middleware).__name__}, expected a middleware (a callable)")
+    return cast(Middleware, middleware)
 
 
 def other_side(side: str) -> str:
@@ -258,6 +295,26 @@ class Chain:
             self._run = None
             run.injected.clear()
             self._idle = run
+
+    def run_batch(self, frame: Any, sender: str) -> Optional[Outcome]:
+        """A batch line's entries through the chain: None (the line as it came) when no entry
+        was changed, else the entries' frames one per line (its invalid entries are not
+        forwarded)."""
+        entries = [m for m in frame if isinstance(m, acp_fast.Message)]
+        runs = [self.run(m, sender) for m in entries]
+        if all(r is None for r in runs):
+            return None
+        outcome = Outcome()
+        outcome.action = "replaced"
+        outcome.reason = "; ".join(r.reason for r in runs if r is not None and r.reason) or "a batch entry changed"
+        outcome.withheld = any(r is not None and r.withheld for r in runs)
+        for m, r in zip(entries, runs):
+            if r is None:
+                outcome.delivered.append((m.raw + b"\n", True))
+                continue
+            outcome.back += r.back
+            outcome.delivered += [(m.raw + b"\n" if w is None else w, True) for w, _ in r.delivered]
+        return outcome
 
     def _route(self, run: _Run, sender: str, outcome: Outcome) -> None:
         """Send what was injected during a run: to the side the run's frames go to

@@ -30,10 +30,10 @@ from ._relay import (
     Output,
     SchemaCheck,
     Settings,
-    _strip_cr,
+    bridge_lines,
     change_line,
-    line_error,
     located,
+    refusal_answer,
     request_id,
 )
 from .chain import Successor
@@ -375,22 +375,13 @@ class Proxy:
         if self.bridge is None:
             return None
         convert = self.bridge.from_agent if side == "agent" else self.bridge.from_editor
-        out: List[bytes] = []
-        refused: List[Tuple[bytes, Any]] = []
         direction = self.directions[1 if side == "agent" else 0]
+
+        def progress() -> None:
+            direction.active = time.monotonic()  # a long conversion is progress
+
         with self.bridge_lock:
-            for line in data.split(b"\n")[:-1] if data.endswith(b"\n") else data.split(b"\n"):
-                direction.active = time.monotonic()  # a long conversion is progress
-                if not line.strip():
-                    out.append(line + b"\n")
-                    continue
-                try:
-                    out += convert(line + b"\n")
-                except acp_fast.DecodeError as e:
-                    if line_error(_strip_cr(line), 0) is not None:
-                        out.append(line + b"\n")  # not JSON-RPC: the usual rules apply further on
-                    else:
-                        refused.append((_strip_cr(line), e))  # a frame the bridge cannot convert
+            out, refused = bridge_lines(convert, data, progress)
             # What the bridge answered itself (a request the other version has no form of) goes
             # back to `side`, outside the lock: delivering writes, and writing comes back here.
             back = self.bridge.replies(side)
@@ -406,9 +397,8 @@ class Proxy:
         ``--agent-invalid``, where ``pass`` diverts it, as it cannot be passed on in the agent's
         version; from the editor: not forwarded). A request is answered with a JSON-RPC error:
         the frames to send back to ``side``."""
-        frame = acp_fast.decode(line)
-        rid = None if isinstance(frame, list) or frame.kind != "request" else frame.id
-        asks = rid is not None or (not isinstance(frame, list) and frame.kind == "request")
+        answer = refusal_answer(line, error)
+        asks = answer is not None
         if side == "agent":  # never passed on in the agent's version
             action = direction.invalid(line, error, error.line, passable=False)
         else:
@@ -418,10 +408,7 @@ class Proxy:
             self.note(f"{located('editor', error.line, error)} ({action}, not forwarded)")
         if self.recorder is not None:
             self.record(side, line, True, time.time(), False, True, action)
-        if not asks:
-            return []
-        answer = {"code": error.code, "message": str(error), "data": {"bridge": error.kind}}
-        return [orjson.dumps({"jsonrpc": "2.0", "id": rid, "error": answer}) + b"\n"]
+        return [] if answer is None else [answer]
 
     def bridge_deadline(self) -> Optional[float]:
         """``--bridge 1:2 --coalesce``: when the oldest tool call the bridge holds is due."""

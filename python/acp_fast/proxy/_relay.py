@@ -44,8 +44,10 @@ __all__ = [
     "Output",
     "SchemaCheck",
     "Settings",
+    "bridge_lines",
     "change_line",
     "line_error",
+    "refusal_answer",
     "request_id",
 ]
 
@@ -678,7 +680,7 @@ class Direction:
                         bad[index] = error
                         state[index] = self.track(item)
                         continue
-                outcome = run(item, side) if single else self.batch(item)
+                outcome = run(item, side) if single else host.chain.run_batch(item, side)
                 if outcome is None:  # unchanged: tracked here (the common case, inline)
                     try:
                         # A batch as its line: its state errors at their offsets in the line.
@@ -711,26 +713,6 @@ class Direction:
             self.slow_block(block, bad, before, state)
         else:
             self.changed_block(lines, eol, before, outcomes, bad, state)
-
-    def batch(self, frame: Any) -> Optional[Outcome]:
-        """A batch line's entries through the middleware: None (the line as it came) when no entry
-        was changed, else the entries' frames one per line (its invalid entries are not
-        forwarded)."""
-        entries = [m for m in frame if isinstance(m, acp_fast.Message)]
-        runs = [self.host.chain.run(m, self.side) for m in entries]
-        if all(r is None for r in runs):
-            return None
-        outcome = Outcome()
-        outcome.action = "replaced"
-        outcome.reason = "; ".join(r.reason for r in runs if r is not None and r.reason) or "a batch entry changed"
-        outcome.withheld = any(r is not None and r.withheld for r in runs)
-        for m, r in zip(entries, runs):
-            if r is None:
-                outcome.delivered.append((m.raw + b"\n", True))
-                continue
-            outcome.back += r.back
-            outcome.delivered += [(m.raw + b"\n" if w is None else w, True) for w, _ in r.delivered]
-        return outcome
 
     def changed_block(
         self,
@@ -945,6 +927,42 @@ class Direction:
         self.stats["undelivered"] += len(data)
         self.host.lost(self.side)
         return False
+
+
+def bridge_lines(
+    convert: Callable[[bytes], List[bytes]], data: bytes, progress: Optional[Callable[[], None]] = None
+) -> Tuple[List[bytes], List[Tuple[bytes, Any]]]:
+    """``--bridge``: whole lines ``data`` of one side through ``convert`` (the bridge's
+    ``from_agent`` or ``from_editor``): the lines for the other side (each ending in ``\\n``; a
+    line that is not JSON-RPC is left as it is, for the usual rules further on), and the frames
+    the bridge refused with its errors (docs/BRIDGE.md "Frames the bridge refuses"; they left the
+    bridge as it was). ``progress`` is called before each line."""
+    out: List[bytes] = []
+    refused: List[Tuple[bytes, Any]] = []
+    for line in data.split(b"\n")[:-1] if data.endswith(b"\n") else data.split(b"\n"):
+        if progress is not None:
+            progress()
+        if not line.strip():
+            out.append(line + b"\n")
+            continue
+        try:
+            out += convert(line + b"\n")
+        except acp_fast.DecodeError as e:
+            if line_error(_strip_cr(line), 0) is not None:
+                out.append(line + b"\n")  # not JSON-RPC: the usual rules apply further on
+            else:
+                refused.append((_strip_cr(line), e))  # a frame the bridge cannot convert
+    return out, refused
+
+
+def refusal_answer(line: bytes, error: Any) -> Optional[bytes]:
+    """The JSON-RPC error (a line ending in ``\\n``) answering a request the bridge refused with
+    ``error``; None when ``line`` is not a request (nothing to answer)."""
+    frame = acp_fast.decode(line)
+    if isinstance(frame, list) or frame.kind != "request":
+        return None
+    answer = {"code": error.code, "message": str(error), "data": {"bridge": error.kind}}
+    return orjson.dumps({"jsonrpc": "2.0", "id": frame.id, "error": answer}) + b"\n"
 
 
 def located(side: str, line: int, error: Any) -> str:
