@@ -13,9 +13,8 @@ from typing import Optional, Sequence
 import acp_fast
 
 from .._outputs import check_output
-from ..proxy import DEFAULT_COALESCE_MS
 from ._usage import Parser, fail, integer
-from .proxy import _bridge_versions, _coalesce_ms, add_middleware_option, made_middleware
+from .proxy import add_bridge_option, add_coalesce_option, add_middleware_option, made_middleware
 from .serve import TOKEN_ENV
 
 __all__ = ["main", "parser"]
@@ -40,24 +39,8 @@ def parser() -> Parser:
     p.add_argument(
         "--strict", action="store_true", help="answer editor lines that are not JSON-RPC with an error (not sent)"
     )
-    p.add_argument(
-        "--coalesce",
-        type=_coalesce_ms,
-        nargs="?",
-        const=DEFAULT_COALESCE_MS,
-        default=None,
-        metavar="MS",
-        help="hold the agent's tool-call updates up to MS milliseconds and write one merged update "
-        f"(default {DEFAULT_COALESCE_MS:g}; as acp-fast proxy --coalesce)",
-    )
-    p.add_argument(
-        "--bridge",
-        type=_bridge_versions,
-        default=None,
-        metavar="EDITOR:AGENT",
-        help="convert between the editor and the remote agent speaking different protocol versions, e.g. 1:2 "
-        "(as acp-fast proxy --bridge; docs/BRIDGE.md)",
-    )
+    add_coalesce_option(p)
+    add_bridge_option(p, "the editor and the remote agent")
     add_middleware_option(p, "once")
     p.add_argument(
         "--max-frame-bytes",

@@ -66,6 +66,31 @@ def add_middleware_option(p: argparse.ArgumentParser, each: str) -> None:
     )
 
 
+def add_bridge_option(p: argparse.ArgumentParser, what: str) -> None:
+    """``--bridge EDITOR:AGENT`` (proxy, serve, connect): ``what`` the bridge converts between."""
+    p.add_argument(
+        "--bridge",
+        type=_bridge_versions,
+        default=None,
+        metavar="EDITOR:AGENT",
+        help=f"convert between {what} speaking different protocol versions, e.g. 1:2 (docs/BRIDGE.md)",
+    )
+
+
+def add_coalesce_option(p: argparse.ArgumentParser, where: str = "") -> None:
+    """``--coalesce [MS]`` (proxy, serve, connect): ``where`` the held updates are merged."""
+    p.add_argument(
+        "--coalesce",
+        type=_coalesce_ms,
+        nargs="?",
+        const=DEFAULT_COALESCE_MS,
+        default=None,
+        metavar="MS",
+        help=f"{where}hold the agent's tool-call updates up to MS milliseconds and send one merged update "
+        f"(default {DEFAULT_COALESCE_MS:g}; docs/PROXY.md)",
+    )
+
+
 def made_middleware(p: argparse.ArgumentParser, specs: Sequence[Tuple[str, Callable[[], Any]]]) -> List[Middleware]:
     """One middleware of each ``--middleware`` factory (a factory that fails is a usage error)."""
     try:
@@ -196,24 +221,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--protocol", type=int, choices=(1, 2), default=None, help="protocol version (default: learned from initialize)"
     )
-    p.add_argument(
-        "--bridge",
-        type=_bridge_versions,
-        default=None,
-        metavar="EDITOR:AGENT",
-        help="convert between an editor and an agent speaking different protocol versions, e.g. 1:2 (docs/BRIDGE.md)",
-    )
+    add_bridge_option(p, "an editor and an agent")
     add_middleware_option(p, "once")
-    p.add_argument(
-        "--coalesce",
-        type=_coalesce_ms,
-        nargs="?",
-        const=DEFAULT_COALESCE_MS,
-        default=None,
-        metavar="MS",
-        help="hold the agent's tool-call updates up to MS milliseconds and forward one merged update "
-        f"(default {DEFAULT_COALESCE_MS:g}; docs/PROXY.md)",
-    )
+    add_coalesce_option(p)
     p.add_argument(
         "--max-tool-calls",
         type=bound(1, zero_was_none="acp-fast proxy: --max-tool-calls"),

@@ -15,9 +15,9 @@ from typing import Optional, Sequence, Tuple
 
 import acp_fast
 
-from ..proxy import DEFAULT_COALESCE_MS, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_TOOL_CALLS
+from ..proxy import DEFAULT_MAX_SESSIONS, DEFAULT_MAX_TOOL_CALLS
 from ._usage import Parser, bound, fail, integer, number, split_command
-from .proxy import _bridge_versions, _coalesce_ms, add_middleware_option
+from .proxy import add_bridge_option, add_coalesce_option, add_middleware_option
 
 __all__ = ["main", "parser", "listen_address", "check_template", "TOKEN_ENV"]
 
@@ -135,24 +135,8 @@ def parser() -> argparse.ArgumentParser:
         metavar="N",
         help=f"sessions kept in each connection's state (default {DEFAULT_MAX_SESSIONS}; none: all)",
     )
-    p.add_argument(
-        "--coalesce",
-        type=_coalesce_ms,
-        nargs="?",
-        const=DEFAULT_COALESCE_MS,
-        default=None,
-        metavar="MS",
-        help="per connection, hold the agent's tool-call updates up to MS milliseconds and send one merged "
-        f"update (default {DEFAULT_COALESCE_MS:g}; as acp-fast proxy --coalesce)",
-    )
-    p.add_argument(
-        "--bridge",
-        type=_bridge_versions,
-        default=None,
-        metavar="EDITOR:AGENT",
-        help="a bridge per connection between a client and the agent speaking different protocol versions, "
-        "e.g. 1:2 (as acp-fast proxy --bridge; docs/BRIDGE.md)",
-    )
+    add_coalesce_option(p, "per connection, ")
+    add_bridge_option(p, "each client and the agent (a bridge per connection)")
     add_middleware_option(p, "for each connection (its own instance)")
     p.add_argument("--quiet", action="store_true", help="no line on stderr when a connection ends")
     return p
