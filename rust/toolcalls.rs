@@ -6,14 +6,15 @@
 //! state: sessions, then tool calls, in the store's order.
 //!
 //! Parse on many threads, apply on one. `feed` cuts the complete lines it is given into
-//! `threads` newline-aligned ranges as `FrameColumns` does (`columns::cut_lines`,
-//! `split_ranges`, `in_ranges`) and parses each range on its own thread (a framer of its own,
-//! lines numbered from 0; the ranges' line counts number them after). Parsing a line depends on
-//! nothing but its bytes, so the frames are those one framer would give. The frames are then
-//! applied to the store on the calling thread, one after the other in stream order: the state
-//! is order-dependent (a permission response names only the request's JSON-RPC id, not the
-//! session; a later update changes what an earlier one set), so applying is the same sequence of
-//! calls whatever the number of threads, and the table is too.
+//! newline-aligned ranges as `FrameColumns` does (`columns::cut_lines`, `split_ranges`; more,
+//! smaller ranges: `RANGES_PER_THREAD` per thread), parses them on `threads - 1` threads of their
+//! own (a framer per range, lines numbered from 0; the ranges' line counts number them after),
+//! while the calling thread applies the frames of each range to the store as soon as it and the
+//! ranges before it are parsed (`pipeline`). Parsing a line depends on nothing but its bytes, so
+//! the frames are those one framer would give; applying them is sequential, in stream order: the
+//! state is order-dependent (a permission response names only the request's JSON-RPC id, not the
+//! session; a later update changes what an earlier one set), so the store sees the same sequence
+//! of calls whatever the number of threads, and the table is the same.
 //!
 //! A stream's line is applied as `ToolCallStore.apply` applies what `FrameDecoder` yields for
 //! it: a message as one, a batch entry by entry (an entry that is not a message skipped); a
@@ -26,9 +27,13 @@
 //! pyarrow from the store's records (`dumps` of each content item); this reads the store's records
 //! in place and writes each value as `dumps(loads(value))` would (`dumps_of`).
 
+use hashbrown::hash_map::EntryRef;
 use hashbrown::HashMap;
 
-use crate::columns::{cut_lines, in_ranges, split_ranges};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+
+use crate::columns::{cut_lines, split_ranges};
 use crate::encoder::{write_f64, write_i64, write_str, write_u64};
 use crate::engine::{Engine, Item};
 use crate::framing::{Event, Framer, DEFAULT_MAX_FRAME_BYTES};
@@ -87,22 +92,17 @@ struct Tracker {
 }
 
 /// The entry of `(sid, tcid)` in a nested map, created by `new` when absent (no key is copied
-/// when it is there).
+/// when it is there), and whether it was.
 fn entry<'m, V>(
     map: &'m mut HashMap<Text, HashMap<Text, V>>,
     sid: &[u8],
     tcid: &[u8],
     new: impl FnOnce() -> V,
 ) -> (&'m mut V, bool) {
-    if !map.contains_key(sid) {
-        map.insert(sid.into(), HashMap::new());
+    match map.entry_ref(sid).or_default().entry_ref(tcid) {
+        EntryRef::Occupied(e) => (e.into_mut(), false),
+        EntryRef::Vacant(e) => (e.insert(new()), true),
     }
-    let calls = map.get_mut(sid).expect("inserted");
-    if !calls.contains_key(tcid) {
-        calls.insert(tcid.into(), new());
-        return (calls.get_mut(tcid).expect("inserted"), true);
-    }
-    (calls.get_mut(tcid).expect("present"), false)
 }
 
 impl Tracker {
@@ -225,6 +225,49 @@ struct Parsed {
     frame: Frame,
 }
 
+/// A feed's complete lines are cut into this many ranges per thread: small ranges, so that the
+/// calling thread starts applying soon after the first is parsed.
+const RANGES_PER_THREAD: usize = 8;
+
+/// `parse` of each of the `ranges` of `lines` on `workers` threads of their own (each takes the
+/// next range not taken yet), while the calling thread gives each result to `apply` in range
+/// order, as soon as it and those before it are ready. A panic in a worker is raised here.
+fn pipeline<T: Send>(
+    lines: &[u8],
+    ranges: &[std::ops::Range<usize>],
+    workers: usize,
+    parse: impl Fn(&[u8]) -> T + Sync,
+    mut apply: impl FnMut(usize, T),
+) {
+    let next = AtomicUsize::new(0);
+    let (tx, rx) = mpsc::channel::<(usize, T)>();
+    std::thread::scope(|scope| {
+        for _ in 0..workers.max(1) {
+            let (tx, next, parse) = (tx.clone(), &next, &parse);
+            scope.spawn(move || loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(r) = ranges.get(i) else {
+                    break;
+                };
+                if tx.send((i, parse(&lines[r.clone()]))).is_err() {
+                    break;
+                }
+            });
+        }
+        drop(tx);
+        let mut ready: Vec<Option<T>> = ranges.iter().map(|_| None).collect();
+        let mut at = 0;
+        // Ends when every worker is done (or one panicked: the scope raises it).
+        for (i, value) in rx {
+            ready[i] = Some(value);
+            while let Some(value) = ready.get_mut(at).and_then(Option::take) {
+                apply(at, value);
+                at += 1;
+            }
+        }
+    });
+}
+
 /// A stream replayed into tool-call rows (module docs): `feed` its bytes, or give a recording's
 /// lines one by one (`line`); `finish` gives the rows.
 pub struct ToolCallColumns {
@@ -258,26 +301,27 @@ impl ToolCallColumns {
         self.feed_here(data);
     }
 
-    /// The complete lines of `data` parsed in ranges on `threads` threads, then applied in order;
-    /// returns the bytes left for the framer (as `FrameColumns::feed_ranges`).
+    /// The complete lines of `data` parsed in ranges on `threads - 1` threads while the calling
+    /// thread applies them in order (`pipeline`); returns the bytes left for the framer (as
+    /// `FrameColumns::feed_ranges`).
     fn feed_ranges<'a>(&mut self, data: &'a [u8]) -> &'a [u8] {
         let cut = cut_lines(self.framer.at_line_start(), data);
         self.feed_here(cut.head);
-        let ranges = split_ranges(cut.lines, self.threads);
+        let ranges = split_ranges(cut.lines, self.threads * RANGES_PER_THREAD);
         if ranges.len() < 2 {
             self.feed_here(cut.lines);
             return cut.rest;
         }
-        let max = self.framer.max_frame_bytes();
-        let parsed = in_ranges(cut.lines, &ranges, |piece| Self::range(piece, max));
-        let (mut before, source) = (self.framer.line(), self.source);
-        for (range, (frames, count)) in ranges.iter().zip(parsed) {
-            let piece = &cut.lines[range.clone()];
+        let (max, workers, source) = (self.framer.max_frame_bytes(), self.threads - 1, self.source);
+        let mut before = self.framer.line();
+        let parse = |piece: &[u8]| Self::range(piece, max);
+        pipeline(cut.lines, &ranges, workers, parse, |i, (frames, count)| {
+            let piece = &cut.lines[ranges[i].clone()];
             for p in frames {
                 self.apply(before + p.line, None, &piece[p.at], p.frame, source);
             }
             before += count;
-        }
+        });
         self.framer.skip_lines(before - self.framer.line());
         cut.rest
     }

@@ -413,7 +413,7 @@ ALLOWED: list[tuple[str, str | list[str], str]] = [
     ("rust/toolcalls.rs", ["entry"], "nested maps looked up without copying the keys; dicts keyed by tuples here"),
     (
         "rust/toolcalls.rs",
-        ["feed_ranges", "range", "feed_here", "message"],
+        ["pipeline", "feed_ranges", "range", "feed_here", "message"],
         "a feed's lines parsed in ranges on threads, then applied; decoded and applied on one thread here",
     ),
     (

@@ -566,9 +566,9 @@ class ToolCallColumns:
         ``threads`` refused as by [`FrameColumns`][acp_fast.FrameColumns], ValueError for another ``source``."""
     def feed(self, data: _Buffer) -> None:
         """Feed bytes of the stream: every line they complete is applied. With ``threads`` above 1
-        the complete lines are cut into that many newline-aligned byte ranges, parsed at once
-        without the GIL, then applied in stream order on the calling thread: the table is that of
-        one thread."""
+        the complete lines are cut into newline-aligned byte ranges parsed on ``threads - 1``
+        threads without the GIL, while the calling thread applies them in stream order: the table
+        is that of one thread."""
     def line(self, number: int, data: _Buffer, time: Optional[float] = None, source: Optional[str] = None) -> None:
         """A recording's line ``number`` (its bytes, line ending optional), sent at ``time`` by
         ``source``: applied as [`ToolCallStore.apply`][acp_fast.ToolCallStore.apply] applies bytes."""

@@ -496,10 +496,10 @@ def tool_calls(data: Data, *, source: Optional[str] = None, threads: Optional[in
 
     The backend's ``ToolCallColumns`` does the replay (in Rust: no Python object per frame).
     ``threads`` (None: every core the process may use; checked as for [`frames`][acp_fast.arrow.frames]): a plain
-    stream's lines are parsed in that many newline-aligned byte ranges at once, without the GIL,
-    then applied to the store one after the other in stream order (they must be: a permission
-    response names only the request's id, not its session), so the table is the same whatever
-    the number. A recording or a trace is read record by record in Python, each line parsed and
+    stream's lines are cut into newline-aligned byte ranges parsed on ``threads - 1`` threads
+    without the GIL, while the calling thread applies them to the store one after the other in
+    stream order (they must be: a permission response names only the request's id, not its
+    session), so the table is the same whatever the number. A recording or a trace is read record by record in Python, each line parsed and
     applied in Rust, on one thread."""
     return _tool_calls(data, source, threads=threads)
 

@@ -93,8 +93,9 @@ fn record_batch(rows: &[Row], times: bool) -> PyResult<RecordBatch> {
 }
 
 /// A stream replayed into one row per tool call (`acp_fast.arrow.tool_calls`): `feed` a plain
-/// stream's bytes (its complete lines parsed in ranges on `threads` threads, the GIL released,
-/// None: every core; then applied in stream order, `source` the sender), or give a recording's
+/// stream's bytes (its complete lines parsed in ranges on `threads - 1` threads while the
+/// calling thread applies them in stream order, the GIL released; None: every core; `source`: the
+/// sender), or give a recording's
 /// lines one by one (`line`); `finish` returns the rows as an Arrow stream (`times`: with the
 /// `*_time` columns).
 #[pyclass(module = "acp_fast", name = "ToolCallColumns")]

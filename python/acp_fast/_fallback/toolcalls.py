@@ -6,8 +6,8 @@ sessions, then tool calls, in the store's order.
 
 Mirror of ``rust/toolcalls.rs`` and of its binding (``ToolCallColumns`` in
 ``rust/python/toolcalls.rs``): this class is both. Differences on purpose: Rust parses a feed's
-complete lines in ranges on ``threads`` threads and applies them in stream order on the calling
-thread; this decodes and applies them on the calling thread with this backend's
+complete lines in ranges on ``threads - 1`` threads while the calling thread applies them in
+stream order; this decodes and applies them on the calling thread with this backend's
 ``FrameDecoder`` and ``ToolCallStore`` (``threads`` is checked, not used: decoding here holds
 the GIL, so threads would not run at once; applying is in stream order either way, so the table
 is the same). It follows the ``Change`` objects the store returns and builds the table with
