@@ -25,7 +25,7 @@
 //! with its own `FrameDecoder` and `ToolCallStore` on the calling thread (threads checked, not
 //! used: decoding there holds the GIL), follows the Python `Change`s, and builds the table with
 //! pyarrow from the store's records (`dumps` of each content item); this reads the store's records
-//! in place and writes each value as `dumps(loads(value))` would (`dumps_of`).
+//! in place and writes each value as `dumps(loads(value))` would (`state::write_dumps`).
 
 use hashbrown::hash_map::EntryRef;
 use hashbrown::HashMap;
@@ -34,12 +34,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 
 use crate::columns::{cut_lines, split_ranges};
-use crate::encoder::{write_f64, write_i64, write_str, write_u64};
 use crate::engine::{Engine, Item};
 use crate::framing::{Event, Framer, DEFAULT_MAX_FRAME_BYTES};
 use crate::message::{parse_line_utf8, strip_line_ending, Envelope, Frame};
-use crate::scanner::{parse_f64, parse_i64, parse_u64, string_text, Number, Scanner, Sink, Str};
-use crate::state::{Action, Change, IdKey, Ident, Limits, Source, Store, Target, Text};
+use crate::scanner::{string_text, Scanner};
+use crate::state::{write_dumps, Action, Change, IdKey, Ident, Limits, Source, Store, Target, Text};
 
 /// The columns of a row, in order (a recording adds `TIME_COLUMNS`).
 pub const COLUMNS: [&str; 14] = [
@@ -426,7 +425,7 @@ impl ToolCallColumns {
                 outcomes.entry(store.session_id(p.session)).or_default().insert(t, p);
             }
         }
-        let mut rows = Vec::new();
+        let (mut rows, mut scratch) = (Vec::new(), Vec::new());
         for (sid, session) in store.sessions().iter() {
             let seen = self.tracker.seen.get(sid);
             let asked = self.tracker.permission.get(sid);
@@ -446,7 +445,14 @@ impl ToolCallColumns {
                     last_line: s.map(|s| s.last_line),
                     updates: s.map(|s| s.updates),
                     content_items: content.len() as u64,
-                    content_bytes: content.iter().map(|item| dumps_of(item).len() as u64).sum(),
+                    content_bytes: content
+                        .iter()
+                        .map(|item| {
+                            scratch.clear();
+                            write_dumps(&mut scratch, item);
+                            scratch.len() as u64
+                        })
+                        .sum(),
                     permission_outcome: o.map(|p| p.outcome.as_str()),
                     permission_approved: o.map(|p| p.approved),
                     permission_line: a.map(|a| a.line),
@@ -463,7 +469,7 @@ impl ToolCallColumns {
 }
 
 /// A stored value as a row's text: a string's text, null as none, any other value as its JSON
-/// (`dumps_of`).
+/// as `dumps(loads(value))` writes it (`state::write_dumps`).
 fn text(raw: &[u8]) -> Option<Vec<u8>> {
     match raw.first() {
         Some(b'n') => None,
@@ -473,99 +479,11 @@ fn text(raw: &[u8]) -> Option<Vec<u8>> {
             let mut scratch = Vec::new();
             Some(string_text(raw, s, &mut scratch).to_vec())
         }
-        _ => Some(dumps_of(raw)),
-    }
-}
-
-/// A stored value (valid JSON) as `dumps(loads(value))` writes it: compact, strings re-escaped
-/// as `dumps` escapes them, integers in their canonical digits, other numbers as the floats they
-/// parse to, the last of duplicate keys in the first one's place.
-pub fn dumps_of(raw: &[u8]) -> Vec<u8> {
-    Scanner::new(raw)
-        .parse_value(&mut Dumps)
-        .unwrap_or_else(|_| raw.to_vec())
-}
-
-/// The sink of `dumps_of`: each value as its `dumps` bytes.
-struct Dumps;
-
-impl Sink for Dumps {
-    type Value = Vec<u8>;
-    type Array = Vec<u8>;
-    type Object = Vec<(Text, Vec<u8>)>;
-
-    fn null(&mut self) -> Vec<u8> {
-        b"null".to_vec()
-    }
-
-    fn boolean(&mut self, value: bool) -> Vec<u8> {
-        (if value { &b"true"[..] } else { b"false" }).to_vec()
-    }
-
-    fn number(&mut self, data: &[u8], n: Number) -> Vec<u8> {
-        let lexeme = &data[n.start..n.end];
-        let mut out = Vec::new();
-        if !n.is_int {
-            write_f64(&mut out, parse_f64(lexeme));
-        } else if let Some(v) = parse_i64(lexeme) {
-            write_i64(&mut out, v);
-        } else if let Some(v) = parse_u64(lexeme) {
-            write_u64(&mut out, v);
-        } else {
-            // Beyond 64 bits: a JSON integer's digits are already canonical.
-            out.extend_from_slice(lexeme);
+        _ => {
+            let mut out = Vec::new();
+            write_dumps(&mut out, raw);
+            Some(out)
         }
-        out
-    }
-
-    fn string(&mut self, data: &[u8], s: Str) -> Vec<u8> {
-        let mut scratch = Vec::new();
-        let mut out = Vec::new();
-        write_str(&mut out, string_text(data, s, &mut scratch));
-        out
-    }
-
-    fn array_start(&mut self) -> Vec<u8> {
-        vec![b'[']
-    }
-
-    fn array_push(&mut self, array: &mut Vec<u8>, value: Vec<u8>) {
-        if array.len() > 1 {
-            array.push(b',');
-        }
-        array.extend_from_slice(&value);
-    }
-
-    fn array_end(&mut self, mut array: Vec<u8>) -> Vec<u8> {
-        array.push(b']');
-        array
-    }
-
-    fn object_start(&mut self) -> Self::Object {
-        Vec::new()
-    }
-
-    fn object_insert(&mut self, object: &mut Self::Object, data: &[u8], key: Str, value: Vec<u8>) {
-        let mut scratch = Vec::new();
-        let key = string_text(data, key, &mut scratch);
-        match object.iter_mut().find(|(k, _)| &k[..] == key) {
-            Some((_, v)) => *v = value,
-            None => object.push((key.into(), value)),
-        }
-    }
-
-    fn object_end(&mut self, object: Self::Object) -> Vec<u8> {
-        let mut out = vec![b'{'];
-        for (i, (k, v)) in object.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            write_str(&mut out, k);
-            out.push(b':');
-            out.extend_from_slice(v);
-        }
-        out.push(b'}');
-        out
     }
 }
 
@@ -574,14 +492,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn dumps_of_writes_as_dumps_does() {
+    fn a_value_that_is_not_a_string_is_its_dumps_text() {
         let raw = br#"{"a": [2.50, 1E2, -0, "\u00e9\/", 123456789012345678901234567890], "a": 1, "b": {}}"#;
-        assert_eq!(dumps_of(raw), "{\"a\":1,\"b\":{}}".as_bytes());
+        assert_eq!(text(raw).unwrap(), "{\"a\":1,\"b\":{}}".as_bytes());
         let raw = br#"[2.50, 1E2, -0, -0.0, "\u00e9\/", 18446744073709551615, 123456789012345678901234567890]"#;
         assert_eq!(
-            dumps_of(raw),
+            text(raw).unwrap(),
             "[2.5,100.0,0,-0.0,\"\u{e9}/\",18446744073709551615,123456789012345678901234567890]".as_bytes()
         );
+        assert_eq!(text(br#""\u00e9""#).unwrap(), "\u{e9}".as_bytes());
+        assert_eq!(text(b"null"), None);
     }
 
     #[test]

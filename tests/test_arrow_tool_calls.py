@@ -240,6 +240,7 @@ CONTENTS = [
     ',"content":[{"type":"content","content":{"type":"text","text":"h\\u00e9 \\"x\\""}}]',
     ',"content":[{"type":"diff","path":"/a","oldText":null,"newText":"n","n":2.50,"m":1e16}]',
     ',"content":[{"type":"content","content":{"type":"text","text":"a"}},{"type":"terminal","terminalId":"t"}]',
+    ',"content":[{"type":"content","content":{"type":"text","text":"\\ud83d\\ude00\\u2028","n":-0.0,"b":1234567890123456789012}}]',
 ]
 ANSWERS = [
     '"result":{"outcome":{"outcome":"selected","optionId":"ok"}}',
@@ -247,7 +248,15 @@ ANSWERS = [
     '"error":{"code":-32000,"message":"no"}',
     '"result":{}',
 ]
-TITLES = ['"Read"', "null", '{"a": 2.50, "a": 1E2}', '"\\u00e9\\/"', "[1, -0]"]
+TITLES = [
+    '"Read"',
+    "null",
+    '{"a": 2.50, "a": 1E2}',
+    '"\\u00e9\\/"',
+    "[1, -0]",
+    "[123456789012345678901234567890, -0.0, 1E-7, 18446744073709551615, -9223372036854775809]",
+    '{"\\ud83d\\ude00": "\\u2028\\u0000\\t", "k": [true, false, {}]}',
+]
 BAD = ["nope", "", "  ", "{}", "[]", '{"jsonrpc":"2.0","method":"m"}\r', "\xff"]
 
 

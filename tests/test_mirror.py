@@ -247,6 +247,11 @@ ALLOWED: list[tuple[str, str | list[str], str]] = [
         "typed record fields, and the records written to a Sink (document.rs); dicts of fields here",
     ),
     (
+        "rust/state/records.rs",
+        ["write_dumps"],
+        "a stored value as `dumps(loads(value))`: the value is parsed already here",
+    ),
+    (
         "rust/python/records.rs",
         ["value", "text", "id_object", "build", "dict", "list", "put", "enter", "new", "tuple"],
         "PyBuilder, the Sink that builds Python objects; here the records are dicts already (`fresh`)",
@@ -418,7 +423,7 @@ ALLOWED: list[tuple[str, str | list[str], str]] = [
     ),
     (
         "rust/toolcalls.rs",
-        ["rows", "dumps_of"],
+        ["rows"],
         "the rows read from the store's records in place; built from `snapshot` in `finish` with `dumps` here",
     ),
     (
