@@ -216,12 +216,19 @@ pub struct Row {
     pub permission_resolved_time: Option<f64>,
 }
 
-/// A frame parsed on a range's thread: its line (from the range's start), where its bytes are in
-/// the range, and the frame.
+/// A frame parsed on a range's thread: its line (from the range's start), its bytes, and the
+/// frame.
 struct Parsed {
     line: u64,
-    at: std::ops::Range<usize>,
+    bytes: Bytes,
     frame: Frame,
+}
+
+/// Where a parsed line's bytes are: in the range (the framer gives the lines of complete lines fed
+/// at once as slices of them), or a copy (were it ever to give them from a buffer of its own).
+enum Bytes {
+    At(std::ops::Range<usize>),
+    Copy(Box<[u8]>),
 }
 
 /// A feed's complete lines are cut into this many ranges per thread: small ranges, so that the
@@ -317,7 +324,11 @@ impl ToolCallColumns {
         pipeline(cut.lines, &ranges, workers, parse, |i, (frames, count)| {
             let piece = &cut.lines[ranges[i].clone()];
             for p in frames {
-                self.apply(before + p.line, None, &piece[p.at], p.frame, source);
+                let bytes = match &p.bytes {
+                    Bytes::At(at) => &piece[at.clone()],
+                    Bytes::Copy(bytes) => bytes,
+                };
+                self.apply(before + p.line, None, bytes, p.frame, source);
             }
             before += count;
         });
@@ -339,13 +350,13 @@ impl ToolCallColumns {
             } = event
             {
                 if let Ok(frame) = parse_line_utf8(bytes, None, utf8) {
-                    // A line of complete lines fed at once is a slice of them.
-                    let start = bytes.as_ptr() as usize - base;
-                    out.push(Parsed {
-                        line,
-                        at: start..start + bytes.len(),
-                        frame,
-                    });
+                    let start = (bytes.as_ptr() as usize).wrapping_sub(base);
+                    let bytes = if start.checked_add(bytes.len()).is_some_and(|end| end <= data.len()) {
+                        Bytes::At(start..start + bytes.len())
+                    } else {
+                        Bytes::Copy(bytes.into())
+                    };
+                    out.push(Parsed { line, bytes, frame });
                 }
             }
         });
