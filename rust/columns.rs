@@ -191,6 +191,68 @@ pub fn split_ranges(data: &[u8], parts: usize) -> Vec<std::ops::Range<usize>> {
     out
 }
 
+/// A piece of a stream cut for `split_ranges`: `head`, the bytes that complete a partial line
+/// the framer holds (up to its newline; empty when the framer is at a line start), `lines`, the
+/// complete lines after it, `rest`, the bytes after the last newline (all of `data` when it holds
+/// no newline to end the framer's partial line).
+#[derive(Debug, Clone, Copy)]
+pub struct Cut<'a> {
+    pub head: &'a [u8],
+    pub lines: &'a [u8],
+    pub rest: &'a [u8],
+}
+
+/// `data` cut into `Cut`'s three parts (`at_line_start`: the framer holds no partial line).
+pub fn cut_lines(at_line_start: bool, data: &[u8]) -> Cut<'_> {
+    let mut head: &[u8] = &[];
+    let mut lines = data;
+    if !at_line_start {
+        let Some(nl) = memchr::memchr(b'\n', data) else {
+            return Cut {
+                head,
+                lines: &[],
+                rest: data,
+            };
+        };
+        (head, lines) = data.split_at(nl + 1);
+    }
+    let Some(last) = memchr::memrchr(b'\n', lines) else {
+        return Cut {
+            head,
+            lines: &[],
+            rest: lines,
+        };
+    };
+    let (lines, rest) = lines.split_at(last + 1);
+    Cut { head, lines, rest }
+}
+
+/// `f` of each of the `ranges` of `lines` (`split_ranges`), in order: the first on the calling
+/// thread, each other one on a thread of its own, all at once (a panic in one is raised here).
+pub fn in_ranges<T: Send>(lines: &[u8], ranges: &[std::ops::Range<usize>], f: impl Fn(&[u8]) -> T + Sync) -> Vec<T> {
+    let Some((first, others)) = ranges.split_first() else {
+        return Vec::new();
+    };
+    let f = &f;
+    std::thread::scope(|scope| {
+        let others: Vec<_> = others
+            .iter()
+            .map(|r| {
+                let piece = &lines[r.clone()];
+                scope.spawn(move || f(piece))
+            })
+            .collect();
+        let first = f(&lines[first.clone()]);
+        std::iter::once(first)
+            .chain(
+                others
+                    .into_iter()
+                    .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))),
+            )
+            .collect()
+    })
+}
+
 /// A validity bitmap (bit set: a value; least significant bit first).
 #[derive(Debug, Default, Clone)]
 pub struct Validity {
@@ -596,41 +658,16 @@ impl FrameColumns {
     /// The complete lines of `data` in ranges on `threads` threads (module docs); returns the
     /// bytes left for the framer (those of a partial line, or all of `data` when it completes no
     /// more than the framer's partial line).
-    fn feed_ranges<'a>(&mut self, mut data: &'a [u8]) -> &'a [u8] {
-        if !self.framer.at_line_start() {
-            let Some(nl) = memchr::memchr(b'\n', data) else {
-                return data;
-            };
-            self.feed_here(&data[..=nl]);
-            data = &data[nl + 1..];
-        }
-        let Some(last) = memchr::memrchr(b'\n', data) else {
-            return data;
-        };
-        let (lines, rest) = data.split_at(last + 1);
-        let ranges = split_ranges(lines, self.threads);
+    fn feed_ranges<'a>(&mut self, data: &'a [u8]) -> &'a [u8] {
+        let cut = cut_lines(self.framer.at_line_start(), data);
+        self.feed_here(cut.head);
+        let ranges = split_ranges(cut.lines, self.threads);
         if ranges.len() < 2 {
-            self.feed_here(lines);
-            return rest;
+            self.feed_here(cut.lines);
+            return cut.rest;
         }
         let (max, wanted) = (self.framer.max_frame_bytes(), self.wanted);
-        let parsed: Vec<(Vec<Batch>, u64)> = std::thread::scope(|scope| {
-            let others: Vec<_> = ranges[1..]
-                .iter()
-                .map(|r| {
-                    let piece = &lines[r.clone()];
-                    scope.spawn(move || Self::range(piece, max, wanted))
-                })
-                .collect();
-            let first = Self::range(&lines[ranges[0].clone()], max, wanted);
-            std::iter::once(first)
-                .chain(
-                    others
-                        .into_iter()
-                        .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))),
-                )
-                .collect()
-        });
+        let parsed = in_ranges(cut.lines, &ranges, |piece| Self::range(piece, max, wanted));
         let mut before = self.first_line + self.framer.line();
         let mut counted = 0;
         for (batches, count) in parsed {
@@ -639,7 +676,7 @@ impl FrameColumns {
             counted += count;
         }
         self.framer.skip_lines(counted);
-        rest
+        cut.rest
     }
 
     /// The rows of `data` (complete lines), numbered from 1, and how many lines it held.

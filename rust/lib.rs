@@ -20,6 +20,7 @@ pub mod relay;
 pub mod scanner;
 pub mod schema;
 pub mod state;
+pub mod toolcalls;
 
 #[cfg(feature = "python")]
 mod python;

@@ -63,6 +63,7 @@ def on_backend(backend: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setattr(arrow, "_FrameColumns", backend.FrameColumns)
     monkeypatch.setattr(arrow, "_FrameDecoder", backend.FrameDecoder)
     monkeypatch.setattr(arrow, "_ToolCallStore", backend.ToolCallStore)
+    monkeypatch.setattr(arrow, "_ToolCallColumns", backend.ToolCallColumns)
     return backend
 
 

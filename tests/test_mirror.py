@@ -84,6 +84,7 @@ MAP: list[tuple[list[str], str | None, str]] = [
     (["rust/decoder.rs", f"{FRAMES}::PyFrameDecoder"], "decoder.py", "`FrameDecoder`: the framer's lines, parsed"),
     (["rust/engine.rs"], "engine.py", "the per-frame loop: parse, strict check, apply, batches"),
     (["rust/columns.rs", "rust/python/arrow.rs"], "columns.py", "columnar frames (`FrameColumns`)"),
+    (["rust/toolcalls.rs", "rust/python/toolcalls.rs"], "toolcalls.py", "tool calls as columns (`ToolCallColumns`)"),
     (["rust/relay.rs", "rust/python/relay.rs"], None, "the proxy's native relay (`_Relay`)"),
     (["rust/record.rs"], None, "`--record` lines and `--trace` events of the native relay"),
     (["rust/coalesce.rs", "rust/python/coalesce.rs"], "coalesce.py", "`--coalesce`: tool-call updates held and merged"),
@@ -244,6 +245,11 @@ ALLOWED: list[tuple[str, str | list[str], str]] = [
         + ["from_name", "of", "emit", "write", "counts", "new", "name", "member", "extra", "write_value"]
         + ["write_at", "members_at", "dedupe", "compact_len"],
         "typed record fields, and the records written to a Sink (document.rs); dicts of fields here",
+    ),
+    (
+        "rust/state/records.rs",
+        ["write_dumps"],
+        "a stored value as `dumps(loads(value))`: the value is parsed already here",
     ),
     (
         "rust/python/records.rs",
@@ -408,6 +414,23 @@ ALLOWED: list[tuple[str, str | list[str], str]] = [
         "Arrow record batches; pyarrow builds the Table here",
     ),
     ("columns.py", ["events"], "the framer's events come as a list"),
+    ("rust/python/arrow.rs", ["detached_bytes"], "a buffer read in place without the GIL; `bytes_of` here"),
+    ("rust/toolcalls.rs", ["entry"], "nested maps looked up without copying the keys; dicts keyed by tuples here"),
+    (
+        "rust/toolcalls.rs",
+        ["pipeline", "feed_ranges", "range", "feed_here", "message"],
+        "a feed's lines parsed in ranges on threads, then applied; decoded and applied on one thread here",
+    ),
+    (
+        "rust/toolcalls.rs",
+        ["rows"],
+        "the rows read from the store's records in place; built from `snapshot` in `finish` with `dumps` here",
+    ),
+    (
+        "rust/python/toolcalls.rs",
+        ["strings", "ints", "floats", "record_batch"],
+        "Arrow arrays; pyarrow builds the Table here",
+    ),
     (
         "rust/schema/compile.rs",
         ["text", "key_text", "list", "index_flags", "index_required", "prop_sig", "wrapped"] + ["only_lit"],

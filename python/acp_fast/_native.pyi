@@ -29,6 +29,7 @@ __all__ = [
     "validate_schema",
     "SchemaValidator",
     "FrameColumns",
+    "ToolCallColumns",
     "Coalescer",
 ]
 
@@ -549,3 +550,27 @@ class FrameColumns:
         """An invalid row numbered ``number`` with the error kind ``error`` (and the line's bytes)."""
     def finish(self) -> _ArrowStream:
         """End of input (a last line without a newline becomes a row): the rows as an Arrow stream."""
+
+@final
+class ToolCallColumns:
+    """A stream replayed through the state engine into one row per tool call
+    (``acp_fast.arrow.tool_calls``; docs/ANALYTICS.md): ``feed`` a plain stream's bytes, or give a
+    recording's lines one by one (``line``); ``finish`` returns the rows, in the store's order."""
+
+    def __new__(
+        cls, *, threads: Optional[int] = None, source: Optional[str] = None, times: bool = False
+    ) -> ToolCallColumns:
+        """An empty replay; ``threads`` (1 to 1024; None: every core the process may use) the
+        threads ``feed`` parses on; ``source`` (``"agent"``, ``"client"`` or None) who sent a plain
+        stream; ``times``: the table has the ``*_time`` columns. TypeError / ValueError for a
+        ``threads`` refused as by [`FrameColumns`][acp_fast.FrameColumns], ValueError for another ``source``."""
+    def feed(self, data: _Buffer) -> None:
+        """Feed bytes of the stream: every line they complete is applied. With ``threads`` above 1
+        the complete lines are cut into newline-aligned byte ranges parsed on ``threads - 1``
+        threads without the GIL, while the calling thread applies them in stream order: the table
+        is that of one thread."""
+    def line(self, number: int, data: _Buffer, time: Optional[float] = None, source: Optional[str] = None) -> None:
+        """A recording's line ``number`` (its bytes, line ending optional), sent at ``time`` by
+        ``source``: applied as [`ToolCallStore.apply`][acp_fast.ToolCallStore.apply] applies bytes."""
+    def finish(self) -> _ArrowStream:
+        """End of input (a last line without a newline is applied): the rows as an Arrow stream."""

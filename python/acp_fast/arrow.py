@@ -3,7 +3,9 @@
 * [`frames`][acp_fast.arrow.frames] — one row per line of an NDJSON stream or a proxy recording, built by the
   backend's ``FrameColumns`` (in Rust: straight into Arrow buffers, no Python object per frame,
   handed over through the Arrow PyCapsule interface).
-* [`tool_calls`][acp_fast.arrow.tool_calls] — one row per tool call, from a replay through [`acp_fast.ToolCallStore`][acp_fast.ToolCallStore].
+* [`tool_calls`][acp_fast.arrow.tool_calls] — one row per tool call, from a replay through the state engine of
+  [`acp_fast.ToolCallStore`][acp_fast.ToolCallStore], built by the backend's ``ToolCallColumns`` (in Rust: the lines
+  parsed on several threads, applied in stream order, no Python object per frame).
 * [`read_frames`][acp_fast.arrow.read_frames] / [`read_tool_calls`][acp_fast.arrow.read_tool_calls] — many files (paths, globs, directories) as one
   table with a ``file`` column; ``acp_fast.dask`` and ``acp_fast.ray`` read the same rows on a
   cluster, and ``acp-fast export`` writes them to Parquet.
@@ -17,7 +19,7 @@ from __future__ import annotations
 import mmap
 import os
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import IO, TYPE_CHECKING, Any, Callable, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import acp_fast
 
@@ -92,6 +94,7 @@ Paths = Union[PathArg, Iterable[PathArg]]
 _FrameColumns: Callable[..., Any] = acp_fast._backend.FrameColumns
 _FrameDecoder: Callable[..., Any] = acp_fast.FrameDecoder
 _ToolCallStore: Callable[..., Any] = acp_fast.ToolCallStore
+_ToolCallColumns: Callable[..., Any] = acp_fast._backend.ToolCallColumns
 #: ``"client"`` / ``"agent"`` (the state engine's ``source``) -> ``side`` (a recording's ``from``).
 SIDE_OF = {source: side for side, source in SOURCES.items()}
 NO_SOURCE = "a recording says who sent each line: expected source=None for a recording"
@@ -464,91 +467,6 @@ def count_lines(path: str, start: int, end: Optional[int]) -> int:
 # Tool calls
 
 
-class _Tracker:
-    """Where each tool call was touched while the store replayed the stream."""
-
-    def __init__(self) -> None:
-        # (session, tool call) -> [first line, first time, last line, last time, frames]
-        self.seen: Dict[Tuple[Any, Any], List[Any]] = {}
-        # (session, tool call) -> [request id, line, time, resolved line, resolved time]
-        self.permission: Dict[Tuple[Any, Any], List[Any]] = {}
-
-    def _touch(self, key: Tuple[Any, Any], line: int, t: Optional[float]) -> None:
-        seen = self.seen.get(key)
-        if seen is None:
-            self.seen[key] = [line, t, line, t, 1]
-        else:
-            seen[2] = line
-            seen[3] = t
-            seen[4] += 1
-
-    def apply(self, store: Any, frame: Any, line: int, t: Optional[float], source: Optional[str]) -> None:
-        try:
-            result = store.apply(frame, source=source)
-        except acp_fast.DecodeError:
-            return
-        for change in result if isinstance(result, list) else (result,):
-            if change is None or isinstance(change, acp_fast.DecodeError):
-                continue
-            if change.target == "tool_call":
-                self._touch((change.session_id, change.id), line, t)
-            elif change.target == "permission" and change.tool_call_id is not None:
-                key = (change.session_id, change.tool_call_id)
-                if change.action == "requested":
-                    self._touch(key, line, t)
-                    self.permission[key] = [change.id, line, t, None, None]
-                else:
-                    p = self.permission.get(key)
-                    if p is not None and type(p[0]) is type(change.id) and p[0] == change.id:
-                        p[3], p[4] = line, t
-
-    def table(self, pa: Any, store: Any, times: bool) -> Any:
-        columns: Dict[str, List[Any]] = {name: [] for name in TOOL_CALL_COLUMNS + (TIME_COLUMNS if times else ())}
-        snapshot = store.snapshot()
-        for sid, calls in snapshot.items():
-            outcomes = {}
-            for p in store.permissions(sid):
-                if "toolCallId" in p:
-                    outcomes[p["toolCallId"]] = p
-            for tcid, record in calls.items():
-                seen = self.seen.get((sid, tcid), [None] * 5)
-                perm = self.permission.get((sid, tcid), [None] * 5)
-                outcome = outcomes.get(tcid)
-                content = record.get("content")
-                row = {
-                    "session_id": sid,
-                    "tool_call_id": tcid,
-                    "kind": _text(record.get("kind")),
-                    "title": _text(record.get("title")),
-                    "status": _text(record.get("status")),
-                    "first_line": seen[0],
-                    "last_line": seen[2],
-                    "updates": seen[4],
-                    "content_items": len(content) if isinstance(content, list) else 0,
-                    "content_bytes": sum(len(acp_fast.dumps(item)) for item in content)
-                    if isinstance(content, list)
-                    else 0,
-                    "permission_outcome": None if outcome is None else outcome.get("outcome"),
-                    "permission_approved": None if outcome is None else outcome.get("approved"),
-                    "permission_line": perm[1],
-                    "permission_resolved_line": perm[3],
-                    "first_time": seen[1],
-                    "last_time": seen[3],
-                    "permission_time": perm[2],
-                    "permission_resolved_time": perm[4],
-                }
-                for name, values in columns.items():
-                    values.append(row[name])
-        return pa.table(columns, schema=tool_calls_schema(recording=times))
-
-
-def _text(value: Any) -> Optional[str]:
-    """A record's field as text: a string as it is, any other value as its JSON, None if absent."""
-    if value is None or isinstance(value, str):
-        return value
-    return acp_fast.dumps(value).decode()
-
-
 def tool_calls_schema(*, recording: bool = False, file: bool = False) -> pa.Schema:
     """The schema of [`tool_calls`][acp_fast.arrow.tool_calls] (``recording``: with the ``*_time`` columns; ``file``:
     with ``file`` first)."""
@@ -571,7 +489,7 @@ def tool_calls_schema(*, recording: bool = False, file: bool = False) -> pa.Sche
     return schema
 
 
-def tool_calls(data: Data, *, source: Optional[str] = None) -> pa.Table:
+def tool_calls(data: Data, *, source: Optional[str] = None, threads: Optional[int] = None) -> pa.Table:
     """One row per tool call of ``data`` (an NDJSON stream, a recording or a trace, as for [`frames`][acp_fast.arrow.frames]),
     replayed through a new [`acp_fast.ToolCallStore`][acp_fast.ToolCallStore] in stream order, in the store's order
     (sessions, then tool calls, first seen first): ``kind``, ``title`` and ``status`` of the final
@@ -584,39 +502,40 @@ def tool_calls(data: Data, *, source: Optional[str] = None) -> pa.Table:
     ``last_time``, ``permission_time``, ``permission_resolved_time``) and is replayed as
     ``acp-fast inspect`` does (the editor's frames as ``source="client"``). ``source`` is the
     state engine's for a plain stream (who sent it). Lines that do not decode or apply are
-    skipped."""
-    return _tool_calls(data, source)
+    skipped.
+
+    The backend's ``ToolCallColumns`` does the replay (in Rust: no Python object per frame).
+    ``threads`` (None: every core the process may use; checked as for [`frames`][acp_fast.arrow.frames]): a plain
+    stream's lines are cut into newline-aligned byte ranges parsed on ``threads - 1`` threads
+    without the GIL, while the calling thread applies them to the store one after the other in
+    stream order (they must be: a permission response names only the request's id, not its
+    session), so the table is the same whatever the number. A recording or a trace is read record by record in Python, each line parsed and
+    applied in Rust, on one thread."""
+    return _tool_calls(data, source, threads=threads)
 
 
-def _tool_calls(data: Data, source: Optional[str], wrap: Optional[Wrap] = None) -> Any:
+def _tool_calls(data: Data, source: Optional[str], wrap: Optional[Wrap] = None, threads: Optional[int] = None) -> Any:
     pa = require_pyarrow()
     _check_source(source)
-    # every tool call of the stream is a row: no bound on them nor on their sessions (the store's
-    # defaults keep 1000 of each)
-    store = _ToolCallStore(max_tool_calls=None, max_sessions=None)
-    tracker = _Tracker()
-    inp = _open(data, wrap)
+    check_threads(threads)
+    inp = _open(data, wrap, _thread_count(threads), raw=False)
     try:
         if inp.records is not None:
             if source is not None:
                 raise ValueError(NO_SOURCE)
+            cols = _ToolCallColumns(threads=threads, times=True)
             for number, record in inp.records(inp.chunks, record_limit(acp_fast.DEFAULT_MAX_FRAME_BYTES)):
                 if record is None or isinstance(record, RecordingError) or record.kind != "line":
                     continue
                 if record.data is not None:
-                    tracker.apply(store, record.data, number, float(record.value["t"]), record.source)
+                    cols.line(number, record.data, float(record.value["t"]), record.source)
         else:
-            decoder = _FrameDecoder()
+            cols = _ToolCallColumns(threads=threads, source=source)
             for chunk in inp.chunks:
-                for item in decoder.feed(chunk):
-                    if not isinstance(item, acp_fast.DecodeError):
-                        tracker.apply(store, item, item.line or 0, None, source)
-            for item in decoder.finish():
-                if not isinstance(item, acp_fast.DecodeError):
-                    tracker.apply(store, item, item.line or 0, None, source)
+                cols.feed(chunk)
     finally:
         inp.close()
-    return tracker.table(pa, store, inp.recording)
+    return _table(pa, cols.finish())
 
 
 def spans(path: Data, *, max_open: Optional[int] = None) -> pa.Table:
@@ -717,12 +636,11 @@ def file_table(
     """One file's [`frames`][acp_fast.arrow.frames] or [`tool_calls`][acp_fast.arrow.tool_calls], in ``schema`` (see [`conform`][acp_fast.arrow.conform]; a
     frames schema of only some columns, from [`schema_of`][acp_fast.arrow.schema_of], builds only those);
     ``wrap`` sees the file's chunks as they are read (a progress display); ``threads`` as for
-    [`frames`][acp_fast.arrow.frames] (checked for both tables; [`tool_calls`][acp_fast.arrow.tool_calls] runs on one thread)."""
+    [`frames`][acp_fast.arrow.frames] / [`tool_calls`][acp_fast.arrow.tool_calls]."""
     if table == "frames":
         result = _frames(path, None, acp_fast.DEFAULT_MAX_FRAME_BYTES, wrap, threads, frame_columns_of(schema))
     else:
-        check_threads(threads)
-        result = _tool_calls(path, None, wrap)
+        result = _tool_calls(path, None, wrap, threads)
     return conform(result, path, schema)
 
 
@@ -757,9 +675,10 @@ def read_frames(paths: Paths, *, threads: Optional[int] = None, columns: Optiona
     return pa.concat_tables(list(tables)) if _files else schema.empty_table()
 
 
-def read_tool_calls(paths: Paths) -> pa.Table:
+def read_tool_calls(paths: Paths, *, threads: Optional[int] = None) -> pa.Table:
     """[`tool_calls`][acp_fast.arrow.tool_calls] of every file of ``paths``, one file at a time (a session is one
-    connection: its frames are in one file), as one table with a ``file`` column first."""
+    connection: its frames are in one file), as one table with a ``file`` column first. Each file
+    is parsed on ``threads`` threads, as by [`tool_calls`][acp_fast.arrow.tool_calls]."""
     pa = require_pyarrow()
-    _files, schema, tables = iter_files(paths, "tool_calls")
+    _files, schema, tables = iter_files(paths, "tool_calls", threads=threads)
     return pa.concat_tables(list(tables)) if _files else schema.empty_table()

@@ -62,8 +62,8 @@ def _frames_part(
     return _pandas(arrow.conform(table, path, schema))
 
 
-def _tool_calls_part(path: str, schema: Any) -> Any:
-    return _pandas(arrow.file_table(path, "tool_calls", schema))
+def _tool_calls_part(path: str, schema: Any, threads: Optional[int]) -> Any:
+    return _pandas(arrow.file_table(path, "tool_calls", schema, threads=threads))
 
 
 def read_frames(
@@ -104,15 +104,17 @@ def read_frames(
     return cast("dd.DataFrame", dataframe.from_delayed(parts, meta=meta, verify_meta=False))
 
 
-def read_tool_calls(paths: arrow.Paths) -> dd.DataFrame:
+def read_tool_calls(paths: arrow.Paths, *, threads: Optional[int] = None) -> dd.DataFrame:
     """A Dask DataFrame of [`acp_fast.arrow.tool_calls`][acp_fast.arrow.tool_calls] of every file of ``paths``, one
     partition per file (a file holds whole sessions), with a ``file`` column first: the rows of
-    [`acp_fast.arrow.read_tool_calls`][acp_fast.arrow.read_tool_calls], in the same order."""
+    [`acp_fast.arrow.read_tool_calls`][acp_fast.arrow.read_tool_calls], in the same order. ``threads``: the threads each
+    partition is parsed on, as by [`tool_calls`][acp_fast.arrow.tool_calls] (None: every core of the worker)."""
     dask, dataframe, _pd = _modules()
+    arrow.check_threads(threads)
     files = arrow.expand(paths)
     schema = arrow.schema_of("tool_calls", any(arrow.is_recording_file(p) for p in files))
     meta = _pandas(schema.empty_table())
     if not files:
         return cast("dd.DataFrame", dataframe.from_pandas(meta, npartitions=1))
-    parts = [dask.delayed(_tool_calls_part)(path, schema) for path in files]
+    parts = [dask.delayed(_tool_calls_part)(path, schema, threads) for path in files]
     return cast("dd.DataFrame", dataframe.from_delayed(parts, meta=meta, verify_meta=False))

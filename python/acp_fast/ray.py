@@ -59,9 +59,9 @@ def _frames_block(batch: Dict[str, Any], schema: Any, max_frame_bytes: int, thre
     return pa.concat_tables(tables) if tables else schema.empty_table()
 
 
-def _tool_calls_block(batch: Dict[str, Any], schema: Any) -> Any:
+def _tool_calls_block(batch: Dict[str, Any], schema: Any, threads: Optional[int]) -> Any:
     pa = arrow.require_pyarrow()
-    tables = [arrow.file_table(str(path), "tool_calls", schema) for path in batch["path"]]
+    tables = [arrow.file_table(str(path), "tool_calls", schema, threads=threads) for path in batch["path"]]
     return pa.concat_tables(tables) if tables else schema.empty_table()
 
 
@@ -114,13 +114,17 @@ def read_frames(
     )
 
 
-def read_tool_calls(paths: arrow.Paths) -> ray.data.Dataset:
+def read_tool_calls(paths: arrow.Paths, *, threads: Optional[int] = None) -> ray.data.Dataset:
     """A Ray Dataset of [`acp_fast.arrow.tool_calls`][acp_fast.arrow.tool_calls] of every file of ``paths``, one block
     per file (a file holds whole sessions), with a ``file`` column first: the rows of
-    [`acp_fast.arrow.read_tool_calls`][acp_fast.arrow.read_tool_calls]. Call after ``ray.init``."""
+    [`acp_fast.arrow.read_tool_calls`][acp_fast.arrow.read_tool_calls]. ``threads``: the threads each block is parsed on,
+    as by [`tool_calls`][acp_fast.arrow.tool_calls] (None: every core of the node). Call after ``ray.init``."""
     rt = _ray()
+    arrow.check_threads(threads)
     files = arrow.expand(paths)
     schema = arrow.schema_of("tool_calls", any(arrow.is_recording_file(p) for p in files))
     ds = rt.data.from_items([{"path": p} for p in files], override_num_blocks=max(1, len(files)))
-    tables = ds.map_batches(_tool_calls_block, batch_size=1, batch_format="numpy", fn_kwargs={"schema": schema})
+    tables = ds.map_batches(
+        _tool_calls_block, batch_size=1, batch_format="numpy", fn_kwargs={"schema": schema, "threads": threads}
+    )
     return cast("ray.data.Dataset", tables)

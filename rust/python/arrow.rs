@@ -22,7 +22,8 @@ use crate::columns::{
 };
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<PyFrameColumns>()
+    m.add_class::<PyFrameColumns>()?;
+    m.add_class::<super::toolcalls::PyToolCallColumns>()
 }
 
 /// The schema of the columns `order` (indexes into `COLUMNS`): `line` and `kind` always set, the
@@ -126,6 +127,28 @@ fn columns_arg(columns: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<usize>> {
     check_columns(names.iter().map(String::as_str)).map_err(PyValueError::new_err)
 }
 
+/// `f` of the bytes of `data`, run without the GIL: a read-only buffer (a `memoryview` of an
+/// `mmap` opened for reading, of `bytes`) is read in place, not copied; else as `source_of` reads
+/// it (str, bytearray, ...).
+pub(crate) fn detached_bytes(py: Python<'_>, data: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) + Send) -> PyResult<()> {
+    if !data.is_instance_of::<PyBytes>() && !data.is_instance_of::<PyString>() {
+        if let Ok(buf) = PyBuffer::<u8>::get(data) {
+            if buf.readonly() && buf.is_c_contiguous() {
+                // SAFETY: a C-contiguous buffer of `len_bytes` bytes at `buf_ptr`, which no one
+                // can write (read-only) and which stays exported, so valid, while `buf` lives:
+                // until the end of this call.
+                let bytes = unsafe { std::slice::from_raw_parts(buf.buf_ptr() as *const u8, buf.len_bytes()) };
+                py.detach(|| f(bytes));
+                return Ok(());
+            }
+        }
+    }
+    let source = source_of(data)?;
+    let bytes = source.bytes.as_bytes();
+    py.detach(|| f(bytes));
+    Ok(())
+}
+
 /// Rows of frames built in Arrow's layout: `feed` a stream's bytes (rows numbered from
 /// `first_line + 1`; its complete lines parsed in ranges on `threads` threads, the GIL released,
 /// None: every core), or give lines one by one (`line`, `too_large`, `invalid`); `finish` returns
@@ -167,22 +190,7 @@ impl PyFrameColumns {
     /// `memoryview` of an `mmap` opened for reading, of `bytes`) is read in place, not copied.
     fn feed(&mut self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
         let inner = &mut self.inner;
-        if !data.is_instance_of::<PyBytes>() && !data.is_instance_of::<PyString>() {
-            if let Ok(buf) = PyBuffer::<u8>::get(data) {
-                if buf.readonly() && buf.is_c_contiguous() {
-                    // SAFETY: a C-contiguous buffer of `len_bytes` bytes at `buf_ptr`, which no
-                    // one can write (read-only) and which stays exported, so valid, while `buf`
-                    // lives: until the end of this call.
-                    let bytes = unsafe { std::slice::from_raw_parts(buf.buf_ptr() as *const u8, buf.len_bytes()) };
-                    py.detach(|| inner.feed(bytes));
-                    return Ok(());
-                }
-            }
-        }
-        let source = source_of(data)?;
-        let bytes = source.bytes.as_bytes();
-        py.detach(|| inner.feed(bytes));
-        Ok(())
+        detached_bytes(py, data, |bytes| inner.feed(bytes))
     }
 
     /// One line (line ending optional, as `decode` takes it), numbered `number`.
@@ -222,6 +230,13 @@ impl PyFrameColumns {
 pub struct PyFrameStream {
     schema: SchemaRef,
     batches: Vec<RecordBatch>,
+}
+
+impl PyFrameStream {
+    /// The stream of `batches`, of `schema`.
+    pub(crate) fn new(schema: SchemaRef, batches: Vec<RecordBatch>) -> Self {
+        Self { schema, batches }
+    }
 }
 
 #[pymethods]

@@ -32,6 +32,7 @@ mod relay;
 mod schema;
 mod state;
 mod strcache;
+mod toolcalls;
 mod untracked;
 
 use std::ops::{Deref, DerefMut};

@@ -44,6 +44,7 @@ mod tool_call;
 pub use checkpoint::{from_json, to_json, CheckpointError, TooDeep, FORMAT};
 pub use evict::{Limits, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_TOOL_CALLS};
 pub use read::{base64_decode, base64_encode};
+pub use records::write_dumps;
 pub use records::{
     permission_record, terminal_record, tool_call_record, Action, CancelRequest, Change, Entities, Held, IdKey, Ident,
     OrderedMap, Outcome, Permission, Raw, Session, Slot, Source, Target, Terminal, Text, ToolCall, TC_AFTER_LOCATIONS,

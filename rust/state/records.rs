@@ -740,10 +740,23 @@ pub fn write_value(out: &mut Vec<u8>, raw: &[u8], depth: usize) -> Result<(), Ve
     let mut sc = Scanner::new(raw);
     // The depth is checked below, with the path (`members_at` would refuse without one).
     sc.max_depth = u32::MAX;
-    write_at(out, &mut sc, depth)
+    write_at::<false>(out, &mut sc, depth)
 }
 
-fn write_at(out: &mut Vec<u8>, sc: &mut Scanner<'_>, depth: usize) -> Result<(), Vec<PathItem>> {
+/// Write the (valid) JSON text `raw` of a stored value exactly as `dumps(loads(raw))` writes it:
+/// `write_value`'s text but for numbers (an integer in its canonical digits, any other number
+/// as the float it parses to) and strings (re-escaped as `dumps` escapes them).
+pub fn write_dumps(out: &mut Vec<u8>, raw: &[u8]) {
+    let mut sc = Scanner::new(raw);
+    sc.max_depth = u32::MAX;
+    // A stored value is never deeper than a checkpoint carries from its root.
+    if write_at::<true>(out, &mut sc, 0).is_err() {
+        out.extend_from_slice(raw);
+    }
+}
+
+/// `write_value` (`DUMPS` false) or `write_dumps` (true) of the value at the cursor.
+fn write_at<const DUMPS: bool>(out: &mut Vec<u8>, sc: &mut Scanner<'_>, depth: usize) -> Result<(), Vec<PathItem>> {
     const VALID: &str = "a stored value is valid JSON";
     const MAX_DEPTH: usize = super::checkpoint::MAX_DEPTH as usize;
     let data = sc.data;
@@ -761,7 +774,7 @@ fn write_at(out: &mut Vec<u8>, sc: &mut Scanner<'_>, depth: usize) -> Result<(),
                 write_str(out, k);
                 out.push(b':');
                 sc.pos = *at;
-                descend(depth + 1, || write_at(out, sc, depth + 1)).map_err(|mut p| {
+                descend(depth + 1, || write_at::<DUMPS>(out, sc, depth + 1)).map_err(|mut p| {
                     p.push(PathItem::Key(String::from_utf8_lossy(k).into_owned()));
                     p
                 })?;
@@ -782,7 +795,7 @@ fn write_at(out: &mut Vec<u8>, sc: &mut Scanner<'_>, depth: usize) -> Result<(),
                     if i > 0 {
                         out.push(b',');
                     }
-                    descend(depth + 1, || write_at(out, sc, depth + 1)).map_err(|mut p| {
+                    descend(depth + 1, || write_at::<DUMPS>(out, sc, depth + 1)).map_err(|mut p| {
                         p.push(PathItem::Index(i));
                         p
                     })?;
@@ -796,10 +809,29 @@ fn write_at(out: &mut Vec<u8>, sc: &mut Scanner<'_>, depth: usize) -> Result<(),
             sc.leave();
             out.push(b']');
         }
+        Some(b'"') if DUMPS => {
+            let s = sc.scan_string().expect(VALID);
+            let mut scratch = Vec::new();
+            write_str(out, crate::scanner::string_text(data, s, &mut scratch));
+        }
         Some(b'"') => {
             // As received: its escapes are the sender's (`\u00e9` stays `\u00e9`).
             let s = sc.scan_string().expect(VALID);
             out.extend_from_slice(&data[s.start - 1..s.end + 1]);
+        }
+        Some(b'-' | b'0'..=b'9') if DUMPS => {
+            let n = sc.scan_number().expect(VALID);
+            let lexeme = &data[n.start..n.end];
+            if !n.is_int {
+                crate::encoder::write_f64(out, crate::scanner::parse_f64(lexeme));
+            } else if let Some(v) = parse_i64(lexeme) {
+                crate::encoder::write_i64(out, v);
+            } else if let Some(v) = crate::scanner::parse_u64(lexeme) {
+                crate::encoder::write_u64(out, v);
+            } else {
+                // Beyond 64 bits: a JSON integer's digits are already canonical.
+                out.extend_from_slice(lexeme);
+            }
         }
         Some(b'-' | b'0'..=b'9') => {
             let n = sc.scan_number().expect(VALID);

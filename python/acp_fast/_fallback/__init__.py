@@ -19,6 +19,7 @@ from .scanner import loads
 from .schema import DRAFTS, SchemaValidator, validate_schema
 from .state import Change, ToolCallStore
 from .state import rules as _rules
+from .toolcalls import ToolCallColumns
 
 BACKEND = "python"
 #: The v2 drafts the schema checks know (``draft=``), newest first.
@@ -57,5 +58,6 @@ __all__ = [
     "validate_schema",
     "SchemaValidator",
     "FrameColumns",
+    "ToolCallColumns",
     "Coalescer",
 ]

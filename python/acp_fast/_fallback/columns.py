@@ -16,7 +16,7 @@ GIL, so threads would not run at once). The rows are the same as with one range.
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple, TypeVar
 
 from ..batch import Batch
 from ..errors import DecodeError
@@ -25,6 +25,8 @@ from .framing import DEFAULT_MAX_FRAME_BYTES, Framer, bytes_of
 from .message import decode
 
 __all__ = ["FrameColumns"]
+
+T = TypeVar("T")
 
 #: The columns of a row, in order.
 COLUMNS = (
@@ -120,6 +122,27 @@ def split_ranges(data: bytes, parts: int) -> List[Tuple[int, int]]:
     if start < len(data):
         out.append((start, len(data)))
     return out
+
+
+def cut_lines(at_line_start: bool, data: bytes) -> Tuple[bytes, bytes, bytes]:
+    """``data`` cut as for ``split_ranges``: (the bytes that complete a partial line the framer
+    holds, up to its newline: empty when ``at_line_start``; the complete lines after them; the
+    bytes after the last newline, all of ``data`` when no newline ends the partial line)."""
+    head = b""
+    if not at_line_start:
+        nl = data.find(b"\n")
+        if nl < 0:
+            return b"", b"", data
+        head, data = data[: nl + 1], data[nl + 1 :]
+    last = data.rfind(b"\n")
+    if last < 0:
+        return head, b"", data
+    return head, data[: last + 1], data[last + 1 :]
+
+
+def in_ranges(lines: bytes, ranges: List[Tuple[int, int]], f: Callable[[bytes], T]) -> List[T]:
+    """``f`` of each of the ``ranges`` of ``lines``, in order (one after the other here)."""
+    return [f(lines[start:end]) for start, end in ranges]
 
 
 def _status_of(message: Any) -> Optional[str]:
@@ -269,24 +292,16 @@ class FrameColumns:
         """The complete lines of ``data`` range by range (module docs); returns the bytes left for
         the framer."""
         framer = self._framer
-        if not framer._at_line_start():
-            nl = data.find(b"\n")
-            if nl < 0:
-                return data
-            self._feed_here(data[: nl + 1])
-            data = data[nl + 1 :]
-        last = data.rfind(b"\n")
-        if last < 0:
-            return data
-        lines, rest = data[: last + 1], data[last + 1 :]
+        head, lines, rest = cut_lines(framer._at_line_start(), data)
+        self._feed_here(head)
         ranges = split_ranges(lines, self._threads)
         if len(ranges) < 2:
             self._feed_here(lines)
             return rest
         before = self._first + framer.line
         counted = 0
-        for start, end in ranges:
-            batches, count = self._range(lines[start:end], framer.max_frame_bytes)
+        max_frame_bytes = framer.max_frame_bytes
+        for batches, count in in_ranges(lines, ranges, lambda piece: self._range(piece, max_frame_bytes)):
             self._rows.append(batches, before)
             before += count
             counted += count
