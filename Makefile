@@ -171,11 +171,13 @@ INTEROP ?= .interop
 TRACE_VIEWER_VERSION ?= 5.0.0
 CONDUCTOR_VERSION ?= 5.0.0
 
-interop:  ## the official ACP conductor (acp-fast in its chain) and trace viewer (in headless Chromium) against acp-fast; cargo install into $(INTEROP); not part of make test
+interop:  ## the official ACP conductor (acp-fast in its chain), trace viewer (in headless Chromium) and Rust HTTP/WebSocket client and server against acp-fast; cargo into $(INTEROP); not part of make test
 	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || { echo "make interop: needs Chromium (Debian: apt install chromium)"; exit 1; }
 	@[ -x $(INTEROP)/bin/agent-client-protocol-trace-viewer ] || cargo install agent-client-protocol-trace-viewer --version $(TRACE_VIEWER_VERSION) --root $(INTEROP)
 	@[ -x $(INTEROP)/bin/agent-client-protocol-conductor ] || cargo install agent-client-protocol-conductor --version $(CONDUCTOR_VERSION) --root $(INTEROP)
+	cargo build --release --locked --manifest-path interop/rust-http/Cargo.toml --target-dir $(INTEROP)/rust-http-target
 	ACP_FAST_TRACE_VIEWER=$(INTEROP)/bin/agent-client-protocol-trace-viewer ACP_FAST_CONDUCTOR=$(INTEROP)/bin/agent-client-protocol-conductor \
+	ACP_FAST_RUST_HTTP_CLIENT=$(INTEROP)/rust-http-target/release/acp-rust-http-client ACP_FAST_RUST_HTTP_SERVER=$(INTEROP)/rust-http-target/release/acp-rust-http-server \
 		$(PYTHON) -m pytest -q -p no:randomly -p no:cacheprovider interop/
 
 hostile:  ## the hostile corpus through everything on both backends, ROUNDS (3) corpora of FRAMES (2000) frames (not part of CI)

@@ -342,11 +342,13 @@ def stdio_recording(
     agent: Sequence[str] = AGENT,
     options: Sequence[str] = (),
     seen: Optional[List[Any]] = None,
+    prompt_id: Any = 2,
     **environ: str,
 ) -> Path:
     """The same turn through `acp-fast proxy --record [options] -- AGENT` over stdio: `lines` sent
     one at a time, each after the agent's answer to the one before (the permission answer after the
-    request); the editor's messages go to `seen` when given."""
+    request, until the answer to the prompt, whose id is `prompt_id`); the editor's messages go to
+    `seen` when given."""
     path = tmp / "stdio.jsonl"
     proc = subprocess.Popen(
         [PY, "-m", "acp_fast.cli", "proxy", "--record", str(path), *options, "--", *agent],
@@ -374,7 +376,7 @@ def stdio_recording(
         elif "method" in message:
             until(lambda m, i=message["id"]: m.get("id") == i and "method" not in m)
         else:  # the permission's answer: until the end of the turn
-            until(lambda m: m.get("id") == 2 and "method" not in m)
+            until(lambda m: m.get("id") == prompt_id and "method" not in m)
     proc.stdin.close()
     assert proc.wait(TIMEOUT) == 0
     return path
