@@ -101,6 +101,8 @@ pub struct Envelope {
     pub update: Option<Span>,
     pub update_kind: Option<Span>,
     pub tool_call_id: Option<Span>,
+    /// `params.update.status` (any type; the last duplicate) when `update` is an object.
+    pub status: Option<Span>,
     /// `result.protocolVersion` (any type; the last duplicate) when `result` is an object.
     pub protocol_version: Option<Span>,
 }
@@ -134,6 +136,7 @@ struct Members {
     update: Option<Span>,
     update_kind: Option<Span>,
     tool_call_id: Option<Span>,
+    status: Option<Span>,
     /// For error objects: `code` and `message`.
     error_code: Option<Span>,
     error_message: Option<Span>,
@@ -256,6 +259,7 @@ fn scan_members(
                 m.update = None;
                 m.update_kind = None;
                 m.tool_call_id = None;
+                m.status = None;
                 if sc.peek() == Some(b'{') {
                     if let Some(c) = cap.as_deref_mut() {
                         c.clear();
@@ -305,6 +309,7 @@ fn scan_members(
             Level::Params if key_is(data, key, b"update") => {
                 m.update_kind = None;
                 m.tool_call_id = None;
+                m.status = None;
                 if let Some(c) = cap.as_deref_mut() {
                     c.clear();
                 }
@@ -341,6 +346,8 @@ fn scan_members(
                     m.update_kind = Some(span);
                 } else if key_is(data, key, b"toolCallId") {
                     m.tool_call_id = Some(span);
+                } else if key_is(data, key, b"status") {
+                    m.status = Some(span);
                 }
             }
             Level::ErrorObject => {
@@ -521,6 +528,11 @@ fn validate(data: &[u8], m: &Members) -> Result<Envelope, DecodeError> {
         update: if params_object { m.update } else { None },
         update_kind: if params_object { str_of(m.update_kind) } else { None },
         tool_call_id: if params_object { str_of(m.tool_call_id) } else { None },
+        status: if params_object && m.update.is_some_and(|u| u.ty == JsonType::Object) {
+            m.status
+        } else {
+            None
+        },
         protocol_version: if m.result.is_some_and(|r| r.ty == JsonType::Object) {
             m.protocol_version
         } else {
@@ -541,6 +553,7 @@ impl Envelope {
             &mut self.update,
             &mut self.update_kind,
             &mut self.tool_call_id,
+            &mut self.status,
             &mut self.protocol_version,
         ] {
             *span = span.map(|s| s.shifted(by));

@@ -402,11 +402,13 @@ ALLOWED: list[tuple[str, str | list[str], str]] = [
     ),
     (
         "rust/columns.rs",
-        ["Wanted.of", "capture", "select"],
-        (
-            "the columns built as flags (every column is filled in Python and the table selected in "
-            "`finish`), and the capture of `params.update` for `status`; the constructor takes `columns`"
-        ),
+        ["Wanted.of", "select"],
+        "the columns built as flags (every column is filled in Python and the table selected in `finish`)",
+    ),
+    (
+        "rust/columns.rs",
+        ["make_room", "frame_lines"],
+        "the Arrow buffers sized from a sample of rows for the bytes to come; Python lists grow as they come",
     ),
     (
         "rust/python/arrow.rs",

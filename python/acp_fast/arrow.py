@@ -367,6 +367,8 @@ def _frames(
             if source is not None:
                 raise ValueError(NO_SOURCE)
             return _recording_frames(pa, inp.records, inp.chunks, cols, max_frame_bytes)
+        if inp.stream is not None:
+            cols.reserve(os.fstat(inp.stream.fileno()).st_size)  # only a hint: the columns sized at once
         for chunk in inp.chunks:
             cols.feed(chunk)
         table = _table(pa, cols.finish())
@@ -424,6 +426,8 @@ def range_frames(
             chunks: Iterable[Any] = _read(stream, start, end)
         else:
             chunks = _read_threads(stream, start, end, count, CHUNK_BYTES if raw else PIECE_BYTES)
+        size = os.fstat(stream.fileno()).st_size
+        cols.reserve(max(0, (size if end is None else min(end, size)) - start))  # only a hint
         for chunk in chunks:
             cols.feed(chunk)
     return _table(pa, cols.finish())
