@@ -29,7 +29,7 @@
 
 use crate::error::DecodeError;
 use crate::framing::{Event, Framer};
-use crate::message::{parse_frame, parse_line_utf8, strip_line_ending, Envelope, Frame, Span};
+use crate::message::{parse_frame, parse_line_status, strip_line_ending, Frame, Span};
 use crate::scanner::{parse_i64, unescape_into, Str};
 
 /// The columns of a row, in order.
@@ -446,9 +446,9 @@ fn write_id(data: &[u8], span: Span, out: &mut Vec<u8>, scratch: &mut Vec<u8>) {
 }
 
 /// `params.update.status` when it is a string (the last duplicate, as everywhere), as the envelope
-/// walk found it.
-fn status_of(env: &Envelope) -> Option<Str> {
-    env.status.and_then(|s| s.str())
+/// walk found it (`parse_line_status`).
+fn status_of(status: Option<Span>) -> Option<Str> {
+    status.and_then(|s| s.str())
 }
 
 /// Rows being built: the open batch and the closed ones, of the `wanted` columns.
@@ -479,7 +479,7 @@ impl Rows {
 
     /// One row for a line (`data` without its line ending) and what it parsed to.
     #[inline(always)]
-    fn push_parsed(&mut self, line: u64, data: &[u8], frame: &Result<Frame, DecodeError>) {
+    fn push_parsed(&mut self, line: u64, data: &[u8], frame: &Result<Frame, DecodeError>, status: Option<Span>) {
         let (b, w) = (&mut self.batch, &self.wanted);
         let (kind, error): (&[u8], Option<&[u8]>) = match frame {
             Ok(Frame::Single(env)) => {
@@ -505,7 +505,7 @@ impl Rows {
                     b.tool_call_id.push_span(data, env.tool_call_id);
                 }
                 if w.status {
-                    match status_of(env) {
+                    match status_of(status) {
                         Some(s) => b.status.push_str(data, s),
                         None => b.status.push_null(),
                     }
@@ -529,20 +529,20 @@ impl Rows {
     #[inline]
     fn frame(&mut self, line: u64, data: &[u8], utf8: bool) {
         let data = strip_line_ending(data);
-        let frame = parse_line_utf8(data, None, utf8);
-        self.push_parsed(line, data, &frame);
+        let (frame, status) = parse_line_status(data, utf8);
+        self.push_parsed(line, data, &frame, status);
     }
 
     /// A line as `decode` reads it: its line ending (if any) stripped, then parsed.
     pub fn line(&mut self, line: u64, data: &[u8]) {
         let data = strip_line_ending(data);
         // `parse_frame` refuses a newline, else parses as the framer's lines are.
-        let frame = if memchr::memchr(b'\n', data).is_some() {
-            parse_frame(data)
+        let (frame, status) = if memchr::memchr(b'\n', data).is_some() {
+            (parse_frame(data), None)
         } else {
-            parse_line_utf8(data, None, false)
+            parse_line_status(data, false)
         };
-        self.push_parsed(line, data, &frame);
+        self.push_parsed(line, data, &frame, status);
     }
 
     /// A line longer than the limit: `frame_too_large`, its length when known, no bytes.

@@ -46,8 +46,9 @@ fn escaped_keys_and_duplicates() {
 #[test]
 fn status_of_the_last_update_object() {
     let status = |f: &str| {
-        let e = single(f);
-        e.status.map(|s| f[s.range()].to_owned())
+        let (frame, status) = parse_line_status(f.as_bytes(), false);
+        assert_eq!(frame, parse_frame(f.as_bytes()), "{f}");
+        status.map(|s| f[s.range()].to_owned())
     };
     let head = r#"{"jsonrpc":"2.0","method":"session/update","params":"#;
     let cases: &[(&str, Option<&str>)] = &[
@@ -63,8 +64,10 @@ fn status_of_the_last_update_object() {
         let f = format!("{head}{params}");
         assert_eq!(status(&f).as_deref(), want, "{f}");
     }
-    let r = single(r#"{"jsonrpc":"2.0","id":1,"result":{"update":{"status":"a"}}}"#);
-    assert!(r.status.is_none());
+    let r = r#"{"jsonrpc":"2.0","id":1,"result":{"update":{"status":"a"}}}"#;
+    assert_eq!(status(r), None);
+    let batch = r#"[{"jsonrpc":"2.0","method":"m","params":{"update":{"status":"a"}}}]"#;
+    assert_eq!(status(batch), None);
 }
 
 #[test]
