@@ -11,9 +11,12 @@
 //! about `BATCH_BYTES` of `raw`, so that 32-bit offsets always suffice.
 //!
 //! Only some columns (`FrameColumns::select`, `Wanted`): the others are not filled at all (no copy
-//! of the lines without `raw`); every
-//! line is still parsed and checked in full, and the batches are cut at the same rows (their
-//! `raw_bytes` is counted whether `raw` is built or not).
+//! of the lines without `raw`); every line is still parsed and checked in full, and the batches
+//! are cut at the same rows (their `raw_bytes` is counted whether `raw` is built or not).
+//!
+//! The columns are sized once for the bytes to come (`FrameColumns::reserve`, a file's size, or
+//! the bytes of one `feed`), from a sample of the first rows (`Rows::make_room`), rather than
+//! grown by doubling as the rows come.
 //!
 //! On several threads (`FrameColumns::new(.., threads)`), `feed` cuts the complete lines it is
 //! given into `threads` newline-aligned byte ranges of about equal size (`split_ranges`), builds
