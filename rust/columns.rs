@@ -11,9 +11,12 @@
 //! about `BATCH_BYTES` of `raw`, so that 32-bit offsets always suffice.
 //!
 //! Only some columns (`FrameColumns::select`, `Wanted`): the others are not filled at all (no copy
-//! of the lines without `raw`, no capture of `params.update`'s members without `status`); every
-//! line is still parsed and checked in full, and the batches are cut at the same rows (their
-//! `raw_bytes` is counted whether `raw` is built or not).
+//! of the lines without `raw`); every line is still parsed and checked in full, and the batches
+//! are cut at the same rows (their `raw_bytes` is counted whether `raw` is built or not).
+//!
+//! The columns are sized once for the bytes to come (`FrameColumns::reserve`, a file's size, or
+//! the bytes of one `feed`), from a sample of the first rows (`Rows::make_room`), rather than
+//! grown by doubling as the rows come.
 //!
 //! On several threads (`FrameColumns::new(.., threads)`), `feed` cuts the complete lines it is
 //! given into `threads` newline-aligned byte ranges of about equal size (`split_ranges`), builds
@@ -29,8 +32,8 @@
 
 use crate::error::DecodeError;
 use crate::framing::{Event, Framer};
-use crate::message::{parse_frame, parse_line_utf8, strip_line_ending, Captured, Frame, Span};
-use crate::scanner::{parse_i64, string_equals, unescape_into, Str};
+use crate::message::{parse_frame, parse_line_status, strip_line_ending, Frame, Span};
+use crate::scanner::{parse_i64, unescape_into, Str};
 
 /// The columns of a row, in order.
 pub const COLUMNS: [&str; 11] = [
@@ -83,7 +86,7 @@ pub fn default_threads() -> usize {
 }
 
 /// Which of `COLUMNS` a `FrameColumns` builds (`select`): the others are not filled at all (no
-/// `raw` copy of the lines without `raw`, no status capture without `status`).
+/// `raw` copy of the lines without `raw`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Wanted {
     pub line: bool,
@@ -445,16 +448,10 @@ fn write_id(data: &[u8], span: Span, out: &mut Vec<u8>, scratch: &mut Vec<u8>) {
     }
 }
 
-/// `params.update.status` when it is a string (the last duplicate, as everywhere).
-fn status_of(data: &[u8], cap: &Captured) -> Option<Str> {
-    let (_, value, _) = cap.members.iter().rev().find(|(key, _, _)| {
-        if key.escaped {
-            string_equals(data, *key, b"status")
-        } else {
-            &data[key.start..key.end] == b"status"
-        }
-    })?;
-    value.str()
+/// `params.update.status` when it is a string (the last duplicate, as everywhere), as the envelope
+/// walk found it (`parse_line_status`).
+fn status_of(status: Option<Span>) -> Option<Str> {
+    status.and_then(|s| s.str())
 }
 
 /// Rows being built: the open batch and the closed ones, of the `wanted` columns.
@@ -462,7 +459,6 @@ fn status_of(data: &[u8], cap: &Captured) -> Option<Str> {
 pub struct Rows {
     batch: Batch,
     done: Vec<Batch>,
-    cap: Captured,
     scratch: Vec<u8>,
     wanted: Wanted,
 }
@@ -479,7 +475,6 @@ impl Rows {
         Self {
             batch: Batch::default(),
             done: Vec::new(),
-            cap: Captured::default(),
             scratch: Vec::new(),
             wanted,
         }
@@ -487,7 +482,7 @@ impl Rows {
 
     /// One row for a line (`data` without its line ending) and what it parsed to.
     #[inline(always)]
-    fn push_parsed(&mut self, line: u64, data: &[u8], frame: &Result<Frame, DecodeError>) {
+    fn push_parsed(&mut self, line: u64, data: &[u8], frame: &Result<Frame, DecodeError>, status: Option<Span>) {
         let (b, w) = (&mut self.batch, &self.wanted);
         let (kind, error): (&[u8], Option<&[u8]>) = match frame {
             Ok(Frame::Single(env)) => {
@@ -513,11 +508,7 @@ impl Rows {
                     b.tool_call_id.push_span(data, env.tool_call_id);
                 }
                 if w.status {
-                    let status = match env.update {
-                        Some(u) if u.ty == crate::error::JsonType::Object => status_of(data, &self.cap),
-                        _ => None,
-                    };
-                    match status {
+                    match status_of(status) {
                         Some(s) => b.status.push_str(data, s),
                         None => b.status.push_null(),
                     }
@@ -537,30 +528,24 @@ impl Rows {
         self.cut();
     }
 
-    /// The capture `parse_line_utf8` fills: the members of `params.update`, read for `status`.
-    #[inline(always)]
-    fn capture(&mut self) -> Option<&mut Captured> {
-        self.wanted.status.then_some(&mut self.cap)
-    }
-
     /// A line of the stream, as the framer cut it (a `\r` it left is stripped, as `decode` does).
     #[inline]
     fn frame(&mut self, line: u64, data: &[u8], utf8: bool) {
         let data = strip_line_ending(data);
-        let frame = parse_line_utf8(data, self.capture(), utf8);
-        self.push_parsed(line, data, &frame);
+        let (frame, status) = parse_line_status(data, utf8);
+        self.push_parsed(line, data, &frame, status);
     }
 
     /// A line as `decode` reads it: its line ending (if any) stripped, then parsed.
     pub fn line(&mut self, line: u64, data: &[u8]) {
         let data = strip_line_ending(data);
-        // `parse_frame` refuses a newline, else parses as the framer's lines are (with capture).
-        let frame = if memchr::memchr(b'\n', data).is_some() {
-            parse_frame(data)
+        // `parse_frame` refuses a newline, else parses as the framer's lines are.
+        let (frame, status) = if memchr::memchr(b'\n', data).is_some() {
+            (parse_frame(data), None)
         } else {
-            parse_line_utf8(data, self.capture(), false)
+            parse_line_status(data, false)
         };
-        self.push_parsed(line, data, &frame);
+        self.push_parsed(line, data, &frame, status);
     }
 
     /// A line longer than the limit: `frame_too_large`, its length when known, no bytes.
@@ -574,6 +559,57 @@ impl Rows {
         b.no_message(w);
         b.push_common(w, line, b"invalid", bytes, Some(error.as_bytes()), raw);
         self.cut();
+    }
+
+    /// Make room at once for the rows of about `bytes` more bytes of stream, estimated from the
+    /// rows of the open batch (at least `SAMPLE_ROWS` of them, else nothing is done): growing
+    /// the columns as the rows come copies them again at every doubling, and touches fresh pages
+    /// each time.
+    fn make_room(&mut self, bytes: usize) {
+        let (b, w) = (&mut self.batch, &self.wanted);
+        if b.rows < SAMPLE_ROWS {
+            return;
+        }
+        // A row stands for its line and its newline; a slack of one eighth, never more rows than
+        // lines of `MIN_ROW_BYTES`, nor more bytes than the batch still takes. Room that cannot
+        // be had (a hint far too large) is left to grow as the rows come.
+        let bytes = bytes.min(BATCH_BYTES.saturating_sub(b.raw_bytes));
+        let per_row = b.raw_bytes / b.rows + 1;
+        let est = (bytes / per_row).min(bytes / MIN_ROW_BYTES);
+        let est = est + est / 8 + 16;
+        let rows = b.rows;
+        let var = |c: &mut VarColumn| {
+            let values = (est as u128 * c.values.len() as u128 / rows as u128) as usize;
+            let _ = c.offsets.try_reserve(est);
+            let _ = c.values.try_reserve(values);
+            let _ = c.validity.bits.try_reserve(est / 8 + 1);
+        };
+        for (wanted, c) in [
+            (w.kind, &mut b.kind),
+            (w.method, &mut b.method),
+            (w.id, &mut b.id),
+            (w.session_id, &mut b.session_id),
+            (w.update_kind, &mut b.update_kind),
+            (w.tool_call_id, &mut b.tool_call_id),
+            (w.status, &mut b.status),
+            (w.error, &mut b.error),
+        ] {
+            if wanted {
+                var(c);
+            }
+        }
+        if w.line {
+            let _ = b.line.try_reserve(est);
+        }
+        if w.bytes {
+            let _ = b.bytes.try_reserve(est);
+            let _ = b.bytes_validity.bits.try_reserve(est / 8 + 1);
+        }
+        if w.raw {
+            // (`raw`'s values are sized by `feed_here`, for the bytes fed.)
+            let _ = b.raw.offsets.try_reserve(est);
+            let _ = b.raw.validity.bits.try_reserve(est / 8 + 1);
+        }
     }
 
     /// Close the batch when its `raw` is full (counted when `raw` is not built too, so that the
@@ -611,6 +647,16 @@ impl Rows {
     }
 }
 
+/// Rows read before the columns are sized for the rest of a feed (`Rows::make_room`).
+const SAMPLE_ROWS: usize = 256;
+
+/// The bytes read first for that sample (a feed of fewer than twice this is read as it comes).
+const SAMPLE_BYTES: usize = 256 << 10;
+
+/// The fewest bytes a row is taken to stand for when sizing the columns (a shorter line costs
+/// a doubling more).
+const MIN_ROW_BYTES: usize = 16;
+
 /// Rows of a stream fed in pieces (the framer's lines, numbered from `first_line + 1`), or of
 /// lines given one by one (`line`, `too_large`, `invalid`: a recording's records).
 #[derive(Debug)]
@@ -620,6 +666,8 @@ pub struct FrameColumns {
     rows: Rows,
     threads: usize,
     wanted: Wanted,
+    /// Bytes of stream still expected (`reserve`), beyond those fed.
+    expected: usize,
 }
 
 impl FrameColumns {
@@ -632,6 +680,7 @@ impl FrameColumns {
             rows: Rows::default(),
             threads: threads.max(1),
             wanted: Wanted::ALL,
+            expected: 0,
         }
     }
 
@@ -647,6 +696,13 @@ impl FrameColumns {
             Event::Frame { line, data, utf8 } => rows.frame(first + line, data, utf8),
             Event::TooLarge { line } => rows.too_large(first + line, None),
         }
+    }
+
+    /// About `bytes` more bytes of stream are to come (a file's size): the columns are sized for
+    /// their rows at once, from the first rows read, instead of growing as the rows come. Only a
+    /// hint: the rows are the same without it.
+    pub fn reserve(&mut self, bytes: usize) {
+        self.expected = bytes;
     }
 
     /// Feed bytes of the stream: a row for every line they complete.
@@ -682,18 +738,37 @@ impl FrameColumns {
     /// The rows of `data` (complete lines), numbered from 1, and how many lines it held.
     fn range(data: &[u8], max_frame_bytes: usize, wanted: Wanted) -> (Vec<Batch>, u64) {
         let mut cols = Self::new(0, max_frame_bytes, 1).select(wanted);
+        cols.reserve(data.len());
         cols.feed_here(data);
         let lines = cols.framer.line();
         (cols.finish(), lines)
     }
 
     /// `feed` on the calling thread.
-    fn feed_here(&mut self, data: &[u8]) {
+    fn feed_here(&mut self, mut data: &[u8]) {
         // The lines' bytes are at most the data's: one allocation for `raw` instead of doublings.
         if self.wanted.raw {
             let raw = &mut self.rows.batch.raw.values;
             raw.reserve(data.len().min(BATCH_BYTES.saturating_sub(raw.len())));
         }
+        // The other columns are sized from a sample of rows, for the bytes still to come.
+        let ahead = self.expected.max(data.len());
+        self.expected = self.expected.saturating_sub(data.len());
+        if ahead >= 2 * SAMPLE_BYTES {
+            let mut sampled = 0;
+            if self.rows.batch.rows < SAMPLE_ROWS && data.len() >= 2 * SAMPLE_BYTES {
+                // The sample: the lines up to the first newline after `SAMPLE_BYTES`.
+                sampled = memchr::memchr(b'\n', &data[SAMPLE_BYTES..]).map_or(data.len(), |at| SAMPLE_BYTES + at + 1);
+                self.frame_lines(&data[..sampled]);
+                data = &data[sampled..];
+            }
+            self.rows.make_room(ahead - sampled);
+        }
+        self.frame_lines(data);
+    }
+
+    /// The framer's lines of `data`, each a row.
+    fn frame_lines(&mut self, data: &[u8]) {
         let (rows, first) = (&mut self.rows, self.first_line);
         self.framer.feed(data, |event| Self::event(rows, first, event));
     }

@@ -134,6 +134,8 @@ struct Members {
     update: Option<Span>,
     update_kind: Option<Span>,
     tool_call_id: Option<Span>,
+    /// `params.update.status`, read only by `parse_line_status` (`STATUS`).
+    status: Option<Span>,
     /// For error objects: `code` and `message`.
     error_code: Option<Span>,
     error_message: Option<Span>,
@@ -228,7 +230,9 @@ fn scan_items(sc: &mut Scanner<'_>, items: &mut Vec<Span>) -> Result<Span, Decod
     }
 }
 
-fn scan_members(
+/// `STATUS`: also read `params.update.status` (for `parse_line_status`; the other readers do
+/// without the compare).
+fn scan_members<const STATUS: bool>(
     sc: &mut Scanner<'_>,
     level: Level,
     m: &mut Members,
@@ -256,11 +260,14 @@ fn scan_members(
                 m.update = None;
                 m.update_kind = None;
                 m.tool_call_id = None;
+                if STATUS {
+                    m.status = None;
+                }
                 if sc.peek() == Some(b'{') {
                     if let Some(c) = cap.as_deref_mut() {
                         c.clear();
                     }
-                    scan_members(sc, Level::Params, m, cap.as_deref_mut())?;
+                    scan_members::<STATUS>(sc, Level::Params, m, cap.as_deref_mut())?;
                     m.params = Some(Span::new(JsonType::Object, value_start, sc.pos));
                 } else {
                     m.params = Some(scan_span(sc)?);
@@ -270,7 +277,7 @@ fn scan_members(
                 m.error_code = None;
                 m.error_message = None;
                 if sc.peek() == Some(b'{') {
-                    scan_members(sc, Level::ErrorObject, m, None)?;
+                    scan_members::<STATUS>(sc, Level::ErrorObject, m, None)?;
                     m.error = Some(Span::new(JsonType::Object, value_start, sc.pos));
                 } else {
                     m.error = Some(scan_span(sc)?);
@@ -280,7 +287,7 @@ fn scan_members(
                 // Read here (not again by the state engine): `result.protocolVersion`.
                 m.protocol_version = None;
                 if sc.peek() == Some(b'{') {
-                    scan_members(sc, Level::Result, m, None)?;
+                    scan_members::<STATUS>(sc, Level::Result, m, None)?;
                     m.result = Some(Span::new(JsonType::Object, value_start, sc.pos));
                 } else {
                     m.result = Some(scan_span(sc)?);
@@ -305,11 +312,14 @@ fn scan_members(
             Level::Params if key_is(data, key, b"update") => {
                 m.update_kind = None;
                 m.tool_call_id = None;
+                if STATUS {
+                    m.status = None;
+                }
                 if let Some(c) = cap.as_deref_mut() {
                     c.clear();
                 }
                 if sc.peek() == Some(b'{') {
-                    scan_members(sc, Level::Update, m, cap.as_deref_mut())?;
+                    scan_members::<STATUS>(sc, Level::Update, m, cap.as_deref_mut())?;
                     m.update = Some(Span::new(JsonType::Object, value_start, sc.pos));
                 } else {
                     m.update = Some(scan_span(sc)?);
@@ -341,6 +351,8 @@ fn scan_members(
                     m.update_kind = Some(span);
                 } else if key_is(data, key, b"toolCallId") {
                     m.tool_call_id = Some(span);
+                } else if STATUS && key_is(data, key, b"status") {
+                    m.status = Some(span);
                 }
             }
             Level::ErrorObject => {
@@ -581,7 +593,27 @@ pub fn parse_line_captured(data: &[u8], cap: Option<&mut Captured>) -> Result<Fr
 
 /// `parse_line_captured` for a line whose UTF-8 may already be known valid (`utf8`), as the
 /// framer reports it; false checks it here.
-pub fn parse_line_utf8(data: &[u8], mut cap: Option<&mut Captured>, utf8: bool) -> Result<Frame, DecodeError> {
+pub fn parse_line_utf8(data: &[u8], cap: Option<&mut Captured>, utf8: bool) -> Result<Frame, DecodeError> {
+    parse_line_with::<false>(data, cap, utf8, &mut None)
+}
+
+/// `parse_line_utf8` (without a capture) that also gives `params.update.status` (any type; the
+/// last duplicate) of a single message whose `params` and `params.update` are objects, read by
+/// the same walk (the `status` column, `columns.rs`).
+pub fn parse_line_status(data: &[u8], utf8: bool) -> (Result<Frame, DecodeError>, Option<Span>) {
+    let mut status = None;
+    let frame = parse_line_with::<true>(data, None, utf8, &mut status);
+    (frame, status)
+}
+
+/// `parse_line_utf8`, and with `STATUS` the status of `parse_line_status` in `status`.
+#[inline(always)]
+fn parse_line_with<const STATUS: bool>(
+    data: &[u8],
+    mut cap: Option<&mut Captured>,
+    utf8: bool,
+    status: &mut Option<Span>,
+) -> Result<Frame, DecodeError> {
     if let Some(c) = cap.as_deref_mut() {
         c.clear();
     }
@@ -607,9 +639,14 @@ pub fn parse_line_utf8(data: &[u8], mut cap: Option<&mut Captured>, utf8: bool) 
                 open: sc.pos,
                 ..Members::default()
             };
-            scan_members(&mut sc, Level::Top, &mut m, cap)?;
+            scan_members::<STATUS>(&mut sc, Level::Top, &mut m, cap)?;
             sc.finish()?;
-            Ok(Frame::Single(validate(data, &m)?))
+            let env = validate(data, &m)?;
+            // (`update` is only set when `params` is an object.)
+            if STATUS && env.update.is_some_and(|u| u.ty == JsonType::Object) {
+                *status = m.status;
+            }
+            Ok(Frame::Single(env))
         }
         Some(b'[') => parse_batch(&mut sc),
         _ => {
@@ -651,7 +688,7 @@ fn parse_batch(sc: &mut Scanner<'_>) -> Result<Frame, DecodeError> {
                 open: start,
                 ..Members::default()
             };
-            scan_members(sc, Level::Top, &mut m, None)?;
+            scan_members::<false>(sc, Level::Top, &mut m, None)?;
             raw_entries.push((start, sc.pos, Ok(m)));
         } else {
             let ty = sc.skip_value()?;

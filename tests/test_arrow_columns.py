@@ -15,7 +15,7 @@ import pytest
 from acp_fast import arrow, traffic
 from conftest import get_backend
 from test_arrow import make_recording
-from test_arrow_threads import INPUTS
+from test_arrow_threads import INPUTS, STREAM_TAIL
 
 ROUTING = ["method", "id", "session_id", "update_kind", "tool_call_id", "status"]
 
@@ -129,3 +129,26 @@ def test_backends_build_the_same_selected_tables() -> None:
             tables.append(arrow._table(pa, cols.finish()))
         assert tables[0].schema == tables[1].schema
         assert tables[0].equals(tables[1]), columns
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_reserve_is_only_a_hint(on_backend: Any, threads: int) -> None:
+    # Over 512 KB fed at once: Rust sizes its columns from a sample of the first rows, for the
+    # bytes `reserve` announced (none, too few, about right, far too many) or the feed holds.
+    data = (traffic.generate("mixed", 3000, seed=11) + STREAM_TAIL) * 2
+    assert len(data) > 1 << 20
+    for columns in (None, ROUTING, ["line", "error", "raw"]):
+        expected = arrow._table(pa, feed_in(on_backend, data, threads, columns, 4096, None))
+        for piece, hint in ((len(data), None), (len(data), 10), (700_000, len(data)), (len(data), 1 << 40)):
+            got = arrow._table(pa, feed_in(on_backend, data, threads, columns, piece, hint))
+            assert got.equals(expected), (columns, piece, hint)
+
+
+def feed_in(backend: Any, data: bytes, threads: int, columns: Any, piece: int, hint: Any) -> Any:
+    """``FrameColumns.finish`` of ``data`` fed in pieces of ``piece`` bytes after ``reserve(hint)``."""
+    cols = backend.FrameColumns(threads=threads, columns=columns)
+    if hint is not None:
+        cols.reserve(hint)
+    for i in range(0, len(data), piece):
+        cols.feed(data[i : i + piece])
+    return cols.finish()

@@ -370,6 +370,11 @@ ALLOWED: list[tuple[str, str | list[str], str]] = [
         "decode_frame / decode_batch here, on orjson's values; the rename waits for the engine rewrite",
     ),
     (
+        "rust/message.rs",
+        ["parse_line_status", "parse_line_with"],
+        "`params.update.status` read by the envelope walk for the columns; columns.py reads it from the message",
+    ),
+    (
         "rust/python/frames.rs",
         ["envelope", "raw_bytes", "value", "line_bytes", "concat_bytes", "locate", "text", "id_value", "new_message"]
         + ["frame_object", "object_in", "source_of", "surrogate_error", "PyMessage.raw", "PyMessage.line"],
@@ -402,11 +407,13 @@ ALLOWED: list[tuple[str, str | list[str], str]] = [
     ),
     (
         "rust/columns.rs",
-        ["Wanted.of", "capture", "select"],
-        (
-            "the columns built as flags (every column is filled in Python and the table selected in "
-            "`finish`), and the capture of `params.update` for `status`; the constructor takes `columns`"
-        ),
+        ["Wanted.of", "select"],
+        "the columns built as flags (every column is filled in Python and the table selected in `finish`)",
+    ),
+    (
+        "rust/columns.rs",
+        ["make_room", "frame_lines"],
+        "the Arrow buffers sized from a sample of rows for the bytes to come; Python lists grow as they come",
     ),
     (
         "rust/python/arrow.rs",

@@ -542,6 +542,10 @@ class FrameColumns:
         the complete lines are cut into that many newline-aligned byte ranges, parsed at once
         without the GIL; the rows, their order and their line numbers are those of one thread
         (only the table's record batches are cut differently)."""
+    def reserve(self, size: int) -> None:
+        """About ``size`` more bytes of stream are to come (a file's size): the columns are sized
+        for their rows at once instead of growing as they come. Only a hint: the rows are the
+        same without it."""
     def line(self, number: int, data: _Buffer) -> None:
         """One line (line ending optional, as ``decode`` takes it), numbered ``number``."""
     def too_large(self, number: int, length: Optional[int] = None) -> None:

@@ -87,6 +87,9 @@ CHUNK_BYTES = 256 << 20
 # piece: its pages are touched once (a fresh buffer as large as the file costs a page fault per
 # page, as much as the copy), and it stays small.
 PIECE_BYTES = 16 << 20
+# On one thread, pieces at most this large: the piece the read just copied is still in the core's
+# L2 cache when it is parsed (a larger one is read back from farther away).
+PIECE_BYTES_ONE_THREAD = 1 << 20
 Data = Union[bytes, bytearray, memoryview, str, "os.PathLike[str]"]
 PathArg = Union[str, "os.PathLike[str]"]
 Paths = Union[PathArg, Iterable[PathArg]]
@@ -172,6 +175,13 @@ def _read_at(fd: int, buf: memoryview, offset: int) -> int:
     return done
 
 
+def _piece_bytes(threads: int, raw: bool) -> int:
+    """The pieces a plain stream's file is read in by `_read_threads` (``raw``: the lines' bytes are kept)."""
+    if raw:
+        return CHUNK_BYTES
+    return PIECE_BYTES if threads > 1 else min(PIECE_BYTES, PIECE_BYTES_ONE_THREAD)
+
+
 def _read_threads(
     stream: IO[bytes], start: int, end: Optional[int], threads: int, chunk_bytes: Optional[int] = None
 ) -> Iterator[Any]:
@@ -195,7 +205,10 @@ def _read_threads(
                     parts = [(i * n // threads, (i + 1) * n // threads) for i in range(threads)]
                     views = [view[a:b] for a, b in parts]
                     try:
-                        got = list(pool.map(_read_at, [fd] * threads, views, [at + a for a, _ in parts]))
+                        if threads == 1:  # read here: no hand-off to the pool for each piece
+                            got = [_read_at(fd, views[0], at)]
+                        else:
+                            got = list(pool.map(_read_at, [fd] * threads, views, [at + a for a, _ in parts]))
                     finally:
                         for v in views:
                             v.release()
@@ -219,7 +232,8 @@ Wrap = Callable[[Iterable[bytes]], Iterator[bytes]]
 def _open(data: Data, wrap: Optional[Wrap] = None, threads: int = 1, raw: bool = True) -> _Input:
     """``data`` as chunks (``wrap``: a progress display's ``wrap``; ``threads``: the threads a
     plain stream's file is read on; ``raw``: whether the lines' bytes are kept: without, a plain
-    stream's file is read in pieces of ``PIECE_BYTES`` into one buffer, on any thread count)."""
+    stream's file is read in pieces of ``PIECE_BYTES`` into one buffer, on any thread count, smaller
+    on one thread, `_piece_bytes`)."""
     if isinstance(data, (bytes, bytearray, memoryview)):
         data = bytes(data)
         chunks: Iterator[bytes] = iter([data])
@@ -230,7 +244,7 @@ def _open(data: Data, wrap: Optional[Wrap] = None, threads: int = 1, raw: bool =
         if records or (threads < 2 and raw):
             chunks = _read(stream)
         else:
-            chunks = _read_threads(stream, 0, None, threads, CHUNK_BYTES if raw else PIECE_BYTES)
+            chunks = _read_threads(stream, 0, None, threads, _piece_bytes(threads, raw))
         return _Input(records, wrap(chunks) if wrap else chunks, stream)
     raise TypeError(f"expected bytes or a path, found {type(data).__name__}")
 
@@ -367,6 +381,8 @@ def _frames(
             if source is not None:
                 raise ValueError(NO_SOURCE)
             return _recording_frames(pa, inp.records, inp.chunks, cols, max_frame_bytes)
+        if inp.stream is not None:
+            cols.reserve(os.fstat(inp.stream.fileno()).st_size)  # only a hint: the columns sized at once
         for chunk in inp.chunks:
             cols.feed(chunk)
         table = _table(pa, cols.finish())
@@ -423,7 +439,9 @@ def range_frames(
         if count < 2 and raw:
             chunks: Iterable[Any] = _read(stream, start, end)
         else:
-            chunks = _read_threads(stream, start, end, count, CHUNK_BYTES if raw else PIECE_BYTES)
+            chunks = _read_threads(stream, start, end, count, _piece_bytes(count, raw))
+        size = os.fstat(stream.fileno()).st_size
+        cols.reserve(max(0, (size if end is None else min(end, size)) - start))  # only a hint
         for chunk in chunks:
             cols.feed(chunk)
     return _table(pa, cols.finish())

@@ -44,6 +44,33 @@ fn escaped_keys_and_duplicates() {
 }
 
 #[test]
+fn status_of_the_last_update_object() {
+    let status = |f: &str| {
+        let (frame, status) = parse_line_status(f.as_bytes(), false);
+        assert_eq!(frame, parse_frame(f.as_bytes()), "{f}");
+        status.map(|s| f[s.range()].to_owned())
+    };
+    let head = r#"{"jsonrpc":"2.0","method":"session/update","params":"#;
+    let cases: &[(&str, Option<&str>)] = &[
+        (r#"{"update":{"status":"a","st\u0061tus":"b"}}}"#, Some(r#""b""#)),
+        (r#"{"update":{"status":1}}}"#, Some("1")),
+        (r#"{"update":{"status":"a"},"update":{"x":1}}}"#, None),
+        (r#"{"update":{"status":"a"},"update":[1]}}"#, None),
+        (r#"{"update":{"status":"a"}},"params":{"sessionId":"s"}}"#, None),
+        (r#"{"update":{"status":"a"}},"params":null}"#, None),
+        (r#"{"update":{"content":{"status":"x"}}}}"#, None),
+    ];
+    for &(params, want) in cases {
+        let f = format!("{head}{params}");
+        assert_eq!(status(&f).as_deref(), want, "{f}");
+    }
+    let r = r#"{"jsonrpc":"2.0","id":1,"result":{"update":{"status":"a"}}}"#;
+    assert_eq!(status(r), None);
+    let batch = r#"[{"jsonrpc":"2.0","method":"m","params":{"update":{"status":"a"}}}]"#;
+    assert_eq!(status(batch), None);
+}
+
+#[test]
 fn invalid_requests() {
     let cases: &[(&str, &str, usize)] = &[
         (r#"{"method":"x"}"#, "missing_jsonrpc", 0),

@@ -193,6 +193,12 @@ impl PyFrameColumns {
         detached_bytes(py, data, |bytes| inner.feed(bytes))
     }
 
+    /// About `size` more bytes of stream are to come (a file's size): the columns are sized for
+    /// their rows at once instead of growing as they come. Only a hint: the rows are the same.
+    fn reserve(&mut self, size: u64) {
+        self.inner.reserve(usize::try_from(size).unwrap_or(usize::MAX));
+    }
+
     /// One line (line ending optional, as `decode` takes it), numbered `number`.
     fn line(&mut self, number: u64, data: &Bound<'_, PyAny>) -> PyResult<()> {
         let source = source_of(data)?;

@@ -282,6 +282,10 @@ class FrameColumns:
             else:
                 rows.frame(first + event[0], event[1])
 
+    def reserve(self, size: int) -> None:
+        """About ``size`` more bytes of stream are to come: only a hint, which Rust sizes its
+        columns by (the lists here grow as they come)."""
+
     def feed(self, data: Any) -> None:
         """Feed bytes of the stream: a row for every line they complete."""
         if self._threads > 1:
