@@ -48,7 +48,8 @@ class Contract:
 ACP_FAST = Contract(
     layers=(
         # What every layer shares: errors, schema problems, Batch, and the input and output files
-        # and argument types of the command line, the proxy, the analytics and the benchmark.
+        # and argument types of the command line, the proxy, the analytics and the benchmark, and the
+        # tool-calls table's columns (acp_fast.arrow and the fallback).
         (
             "shared types",
             (
@@ -58,6 +59,7 @@ ACP_FAST = Contract(
                 "acp_fast._inputs",
                 "acp_fast._outputs",
                 "acp_fast._terminal",
+                "acp_fast._tables",
             ),
         ),
         ("backends", ("acp_fast._native", "acp_fast._fallback")),

@@ -24,6 +24,7 @@ from typing import IO, TYPE_CHECKING, Any, Callable, Iterable, Iterator, List, O
 import acp_fast
 
 from . import _inputs, trace
+from ._tables import TIME_COLUMNS, TOOL_CALL_COLUMNS, tool_call_fields
 from ._inputs import open_file
 from .recording import SOURCES, RecordingError, is_recording, parse_lines, record_limit
 
@@ -58,24 +59,6 @@ FRAME_COLUMNS = (
     "error",
     "raw",
 )
-#: The columns of [`tool_calls`][acp_fast.arrow.tool_calls] (a recording adds the ``*_time`` columns of ``TIME_COLUMNS``).
-TOOL_CALL_COLUMNS = (
-    "session_id",
-    "tool_call_id",
-    "kind",
-    "title",
-    "status",
-    "first_line",
-    "last_line",
-    "updates",
-    "content_items",
-    "content_bytes",
-    "permission_outcome",
-    "permission_approved",
-    "permission_line",
-    "permission_resolved_line",
-)
-TIME_COLUMNS = ("first_time", "last_time", "permission_time", "permission_resolved_time")
 #: The columns ``columns=`` may name where many files are read ([`read_frames`][acp_fast.arrow.read_frames], ``acp_fast.dask``,
 #: ``acp_fast.ray``, ``acp-fast export``): ``file``, those of ``FRAME_COLUMNS``, ``time`` and ``side``.
 READ_FRAME_COLUMNS = ("file", *FRAME_COLUMNS, "time", "side")
@@ -489,18 +472,7 @@ def tool_calls_schema(*, recording: bool = False, file: bool = False) -> pa.Sche
     """The schema of [`tool_calls`][acp_fast.arrow.tool_calls] (``recording``: with the ``*_time`` columns; ``file``:
     with ``file`` first)."""
     pa = require_pyarrow()
-    types = {"updates": pa.int64(), "content_items": pa.int64(), "content_bytes": pa.int64()}
-    fields = []
-    for name in TOOL_CALL_COLUMNS + (TIME_COLUMNS if recording else ()):
-        if name.endswith("_line") or name in types:
-            ty = pa.int64()
-        elif name.endswith("_time"):
-            ty = pa.float64()
-        elif name == "permission_approved":
-            ty = pa.bool_()
-        else:
-            ty = pa.string()
-        fields.append(pa.field(name, ty, nullable=name not in ("session_id", "tool_call_id")))
+    fields = tool_call_fields(pa, recording)
     schema = pa.schema(fields)
     if file:
         schema = schema.insert(0, pa.field("file", pa.string(), nullable=False))

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
+from .._tables import TIME_COLUMNS, TOOL_CALL_COLUMNS, tool_call_fields
 from ..errors import DecodeError
 from .columns import check_threads
 from .decoder import FrameDecoder
@@ -27,26 +28,6 @@ from .framing import bytes_of
 from .state import ToolCallStore, _check_source
 
 __all__ = ["ToolCallColumns"]
-
-#: The columns of a row, in order (a recording adds ``TIME_COLUMNS``).
-COLUMNS = (
-    "session_id",
-    "tool_call_id",
-    "kind",
-    "title",
-    "status",
-    "first_line",
-    "last_line",
-    "updates",
-    "content_items",
-    "content_bytes",
-    "permission_outcome",
-    "permission_approved",
-    "permission_line",
-    "permission_resolved_line",
-)
-#: The columns of the times of a recording's lines.
-TIME_COLUMNS = ("first_time", "last_time", "permission_time", "permission_resolved_time")
 
 
 class _Tracker:
@@ -135,7 +116,7 @@ class ToolCallColumns:
 
         for item in self._decoder.finish():
             self._event(item)
-        columns: Dict[str, List[Any]] = {name: [] for name in COLUMNS + (TIME_COLUMNS if self._times else ())}
+        columns: Dict[str, List[Any]] = {name: [] for name in TOOL_CALL_COLUMNS + (TIME_COLUMNS if self._times else ())}
         store, tracker = self._store, self._tracker
         for sid, calls in store.snapshot().items():
             outcomes = {p["toolCallId"]: p for p in store.permissions(sid) if "toolCallId" in p}
@@ -178,19 +159,8 @@ def text(value: Any) -> Optional[str]:
 
 
 def schema(times: bool) -> Any:
-    """The schema of the rows (``times``: with ``TIME_COLUMNS``): ``session_id`` and
-    ``tool_call_id`` always set, the others nullable."""
+    """The schema of the rows (``times``: with ``TIME_COLUMNS``; the fields of
+    ``acp_fast._tables.tool_call_fields``)."""
     import pyarrow as pa
 
-    fields = []
-    for name in COLUMNS + (TIME_COLUMNS if times else ()):
-        if name.endswith("_line") or name in ("updates", "content_items", "content_bytes"):
-            ty = pa.int64()
-        elif name.endswith("_time"):
-            ty = pa.float64()
-        elif name == "permission_approved":
-            ty = pa.bool_()
-        else:
-            ty = pa.string()
-        fields.append(pa.field(name, ty, nullable=name not in ("session_id", "tool_call_id")))
-    return pa.schema(fields)
+    return pa.schema(tool_call_fields(pa, times))
