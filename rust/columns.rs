@@ -146,12 +146,19 @@ pub fn columns_not_names(type_name: &str) -> String {
 /// A caller's `columns`: names of `COLUMNS`, none twice, at least one, as indexes into `COLUMNS`
 /// in the caller's order; else why not.
 pub fn check_columns<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<Vec<usize>, String> {
+    check_names(names, &COLUMNS)
+}
+
+/// `check_columns` against the column names `known` (`acp_fast.arrow.read_frames` checks its
+/// `columns` so, against its own): names of `known`, none twice, at least one, as indexes into
+/// `known` in the caller's order; else why not.
+pub fn check_names<'a>(names: impl IntoIterator<Item = &'a str>, known: &[&str]) -> Result<Vec<usize>, String> {
     let mut out: Vec<usize> = Vec::new();
     for name in names {
-        let Some(i) = COLUMNS.iter().position(|c| *c == name) else {
+        let Some(i) = known.iter().position(|c| *c == name) else {
             return Err(format!(
                 "columns: unknown column '{name}', expected some of {}",
-                COLUMNS.join(", ")
+                known.join(", ")
             ));
         };
         if out.contains(&i) {

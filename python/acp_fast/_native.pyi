@@ -554,6 +554,11 @@ class FrameColumns:
         """An invalid row numbered ``number`` with the error kind ``error`` (and the line's bytes)."""
     def finish(self) -> _ArrowStream:
         """End of input (a last line without a newline becomes a row): the rows as an Arrow stream."""
+    @staticmethod
+    def check_names(columns: object, known: Sequence[str]) -> List[int]:
+        """``columns`` (a list or tuple of names of ``known``) as indexes into ``known``, in its
+        order, checked as ``columns=`` is (the same TypeError / ValueError and messages): the check
+        of a ``columns`` naming other columns (``acp_fast.arrow.read_frames``'s)."""
 
 @final
 class ToolCallColumns:

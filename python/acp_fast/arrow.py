@@ -77,7 +77,7 @@ Data = Union[bytes, bytearray, memoryview, str, "os.PathLike[str]"]
 PathArg = Union[str, "os.PathLike[str]"]
 Paths = Union[PathArg, Iterable[PathArg]]
 # The backend's API, typed here (the fallback's is untyped: its signatures are the native ones).
-_FrameColumns: Callable[..., Any] = acp_fast._backend.FrameColumns
+_FrameColumns: Any = acp_fast._backend.FrameColumns
 _FrameDecoder: Callable[..., Any] = acp_fast.FrameDecoder
 _ToolCallStore: Callable[..., Any] = acp_fast.ToolCallStore
 _ToolCallColumns: Callable[..., Any] = acp_fast._backend.ToolCallColumns
@@ -563,19 +563,11 @@ def check_read_columns(columns: Any, table: str = "frames") -> Optional[List[str
     if columns is None:
         return None
     if not isinstance(columns, (list, tuple)) or not all(isinstance(name, str) for name in columns):
-        _FrameColumns(columns=columns)  # the backend's TypeError
+        _FrameColumns.check_names(columns, READ_FRAME_COLUMNS)  # the backend's TypeError
     if table != "frames":
         raise ValueError(f"columns selects columns of the frames table, not of {table}")
-    names: List[str] = []
-    for name in columns:
-        if name not in READ_FRAME_COLUMNS:
-            raise ValueError(f"columns: unknown column '{name}', expected some of {', '.join(READ_FRAME_COLUMNS)}")
-        if name in names:
-            raise ValueError(f"columns: '{name}' is named twice")
-        names.append(name)
-    if not names:
-        raise ValueError("columns must name at least one column")
-    return names
+    # the backend's ValueError and message for an unknown name, a name twice, or none
+    return [READ_FRAME_COLUMNS[i] for i in _FrameColumns.check_names(columns, READ_FRAME_COLUMNS)]
 
 
 def schema_of(table: str, recording: bool, columns: Optional[Sequence[str]] = None) -> pa.Schema:

@@ -18,7 +18,7 @@ use pyo3::types::{PyBytes, PyCapsule, PyList, PyString, PyTuple};
 use super::args::{Arg, MaxFrameBytes, Threads};
 use super::frames::source_of;
 use crate::columns::{
-    check_columns, columns_not_names, Batch, FrameColumns, Validity, VarColumn, Wanted, COLUMNS, MAX_LINE_BYTES,
+    check_names, columns_not_names, Batch, FrameColumns, Validity, VarColumn, Wanted, COLUMNS, MAX_LINE_BYTES,
 };
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -103,11 +103,11 @@ fn record_batch(schema: &SchemaRef, order: &[usize], mut b: Batch) -> PyResult<R
     RecordBatch::try_new(Arc::clone(schema), columns).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
-/// A caller's `columns` (a list or tuple of names of `COLUMNS`; None: all) as indexes into
-/// `COLUMNS`, in the caller's order.
-fn columns_arg(columns: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<usize>> {
+/// A caller's `columns` (a list or tuple of names of `known`, `COLUMNS` for `FrameColumns`; None:
+/// all) as indexes into `known`, in the caller's order.
+fn columns_arg(columns: Option<&Bound<'_, PyAny>>, known: &[&str]) -> PyResult<Vec<usize>> {
     let Some(columns) = columns else {
-        return Ok((0..COLUMNS.len()).collect());
+        return Ok((0..known.len()).collect());
     };
     if !columns.is_instance_of::<PyList>() && !columns.is_instance_of::<PyTuple>() {
         return Err(PyTypeError::new_err(columns_not_names(
@@ -124,7 +124,7 @@ fn columns_arg(columns: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<usize>> {
         };
         names.push(name.to_str()?.to_owned());
     }
-    check_columns(names.iter().map(String::as_str)).map_err(PyValueError::new_err)
+    check_names(names.iter().map(String::as_str), known).map_err(PyValueError::new_err)
 }
 
 /// `f` of the bytes of `data`, run without the GIL: a read-only buffer (a `memoryview` of an
@@ -174,7 +174,7 @@ impl PyFrameColumns {
     ) -> PyResult<Self> {
         let max = MaxFrameBytes::or_default(max_frame_bytes)?;
         let threads = Threads::or_default(threads)?;
-        let order = columns_arg(columns)?;
+        let order = columns_arg(columns, &COLUMNS)?;
         if max > MAX_LINE_BYTES {
             return Err(PyValueError::new_err(format!(
                 "max_frame_bytes of FrameColumns must be at most {MAX_LINE_BYTES}, found {max}"
@@ -228,6 +228,15 @@ impl PyFrameColumns {
             .map(|b| record_batch(&schema, &self.order, b))
             .collect::<PyResult<Vec<_>>>()?;
         Ok(PyFrameStream { schema, batches })
+    }
+
+    /// `columns` (a list or tuple of names of `known`) as indexes into `known`, in its order,
+    /// checked as `columns=` is (the same TypeError / ValueError and messages): the check of a
+    /// `columns` naming other columns (`acp_fast.arrow.read_frames`'s).
+    #[staticmethod]
+    fn check_names(columns: &Bound<'_, PyAny>, known: Vec<String>) -> PyResult<Vec<usize>> {
+        let known: Vec<&str> = known.iter().map(String::as_str).collect();
+        columns_arg(Some(columns), &known)
     }
 }
 

@@ -16,7 +16,7 @@ GIL, so threads would not run at once). The rows are the same as with one range.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Dict, List, Optional, Tuple, TypeVar
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
 from ..batch import Batch
 from ..errors import DecodeError
@@ -90,11 +90,18 @@ def columns_not_names(type_name: str) -> str:
 def check_columns(names: Any) -> List[int]:
     """A caller's ``columns``: names of ``COLUMNS``, none twice, at least one, as indexes into
     ``COLUMNS`` in the caller's order; else ValueError saying why not."""
+    return check_names(names, COLUMNS)
+
+
+def check_names(names: Any, known: Sequence[str]) -> List[int]:
+    """``check_columns`` against the column names ``known`` (``acp_fast.arrow.read_frames`` checks
+    its ``columns`` so, against its own): names of ``known``, none twice, at least one, as indexes
+    into ``known`` in the caller's order; else ValueError saying why not."""
     out: List[int] = []
     for name in names:
-        if name not in COLUMNS:
-            raise ValueError(f"columns: unknown column '{name}', expected some of {', '.join(COLUMNS)}")
-        i = COLUMNS.index(name)
+        if name not in known:
+            raise ValueError(f"columns: unknown column '{name}', expected some of {', '.join(known)}")
+        i = list(known).index(name)
         if i in out:
             raise ValueError(f"columns: '{name}' is named twice")
         out.append(i)
@@ -347,6 +354,13 @@ class FrameColumns:
         batches = [pa.record_batch([batch[name] for name in names], schema=sch) for batch in self._rows.take()]
         return pa.Table.from_batches(batches, schema=sch)
 
+    @staticmethod
+    def check_names(columns: Any, known: Sequence[str]) -> List[int]:
+        """``columns`` (a list or tuple of names of ``known``) as indexes into ``known``, in its
+        order, checked as ``columns=`` is (the same TypeError / ValueError and messages): the check
+        of a ``columns`` naming other columns (``acp_fast.arrow.read_frames``'s)."""
+        return columns_arg(columns, list(known))
+
 
 def schema(order: Optional[List[int]] = None) -> Any:
     """The schema of the columns ``order`` (indexes into ``COLUMNS``; None: all): ``line`` and
@@ -358,14 +372,15 @@ def schema(order: Optional[List[int]] = None) -> Any:
     return pa.schema([pa.field(COLUMNS[i], types[i], nullable=i >= 2) for i in order])
 
 
-def columns_arg(columns: Any) -> List[int]:
-    """A caller's ``columns`` (a list or tuple of names of ``COLUMNS``; None: all) as indexes into
-    ``COLUMNS``, in the caller's order; TypeError / ValueError saying why not."""
+def columns_arg(columns: Any, known: Sequence[str] = COLUMNS) -> List[int]:
+    """A caller's ``columns`` (a list or tuple of names of ``known``, ``COLUMNS`` for
+    ``FrameColumns``; None: all) as indexes into ``known``, in the caller's order; TypeError /
+    ValueError saying why not."""
     if columns is None:
-        return list(range(len(COLUMNS)))
+        return list(range(len(known)))
     if not isinstance(columns, (list, tuple)):
         raise TypeError(columns_not_names(type(columns).__name__))
     for item in columns:
         if not isinstance(item, str):
             raise TypeError(columns_not_names(type(item).__name__))
-    return check_columns(columns)
+    return check_names(columns, known)
