@@ -13,7 +13,9 @@ and the other in alternating order, round after round, and prints the medians an
 Tasks: ``decode`` (FrameDecoder.feed + the five routing fields), ``to_dict``, ``loads`` (per
 line), ``dumps`` (fresh dicts from orjson each round; only the encoding is timed), ``state``
 (ToolCallStore.feed), ``state-quiet`` (``changes=False``), ``state-tools`` (``max_entities=0``: the
-entity rules off), ``passthrough`` (feed + encode).
+entity rules off), ``passthrough`` (feed + encode), ``tool_calls`` / ``tool_calls-2``
+(``ToolCallColumns(threads=1 / 2)``: the replay of ``acp_fast.arrow.tool_calls``, the second split
+by session; wall-clock only: on a busy machine compare CPU time too).
 Release builds only: a debug build is refused, as ``acp-fast bench`` does.
 """
 
@@ -51,6 +53,24 @@ def _state_tool_calls(module: ModuleType) -> Any:
     return make
 
 
+def _tool_calls(threads: int) -> Callable[[ModuleType], Any]:
+    """The replay of ``acp_fast.arrow.tool_calls`` on ``threads`` threads (``ToolCallColumns``),
+    the corpus fed at once, the rows built."""
+
+    def maker(module: ModuleType) -> Any:
+        def make(corpus: Any) -> Callable[[], Any]:
+            def run() -> Any:
+                cols = module.ToolCallColumns(threads=threads)
+                cols.feed(corpus.buffer)
+                return cols.finish()
+
+            return run
+
+        return make
+
+    return maker
+
+
 # The passes `acp-fast bench` times for the acp-fast backends, by task (the same makers, so an A/B
 # measures exactly what the benchmark reports; `state-tools` is `state` with `max_entities=0`).
 MAKERS: Dict[str, Callable[[ModuleType], Any]] = {
@@ -62,6 +82,8 @@ MAKERS: Dict[str, Callable[[ModuleType], Any]] = {
     "state-quiet": lambda m: C._backend_state(m, changes=False),
     "state-tools": _state_tool_calls,
     "passthrough": C._backend_passthrough,
+    "tool_calls": _tool_calls(1),
+    "tool_calls-2": _tool_calls(2),
 }
 TASKS = tuple(MAKERS)
 
