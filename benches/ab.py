@@ -14,8 +14,8 @@ Tasks: ``decode`` (FrameDecoder.feed + the five routing fields), ``to_dict``, ``
 line), ``dumps`` (fresh dicts from orjson each round; only the encoding is timed), ``state``
 (ToolCallStore.feed), ``state-quiet`` (``changes=False``), ``state-tools`` (``max_entities=0``: the
 entity rules off), ``passthrough`` (feed + encode), ``tool_calls`` / ``tool_calls-2``
-(``ToolCallColumns(threads=1 / 2)``: the replay of ``acp_fast.arrow.tool_calls``, the second split
-by session; wall-clock only: on a busy machine compare CPU time too).
+(``ToolCallColumns(threads=1 / 2)``: the replay of ``acp_fast.arrow.tool_calls``; wall-clock
+only: on a busy machine compare CPU time too).
 Release builds only: a debug build is refused, as ``acp-fast bench`` does.
 """
 

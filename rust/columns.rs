@@ -237,9 +237,14 @@ pub fn cut_lines(at_line_start: bool, data: &[u8]) -> Cut<'_> {
     Cut { head, lines, rest }
 }
 
-/// `f` of each of the `ranges` of `lines` (`split_ranges`), in order: the first on the calling
-/// thread, each other one on a thread of its own, all at once (a panic in one is raised here).
-pub fn in_ranges<T: Send>(lines: &[u8], ranges: &[std::ops::Range<usize>], f: impl Fn(&[u8]) -> T + Sync) -> Vec<T> {
+/// `f` of each of the `ranges` of `lines` (`split_ranges` for bytes), in order: the first on the
+/// calling thread, each other one on a thread of its own, all at once (a panic in one is raised
+/// here).
+pub fn in_ranges<E: Sync, T: Send>(
+    lines: &[E],
+    ranges: &[std::ops::Range<usize>],
+    f: impl Fn(&[E]) -> T + Sync,
+) -> Vec<T> {
     let Some((first, others)) = ranges.split_first() else {
         return Vec::new();
     };
