@@ -24,8 +24,9 @@ from typing import IO, TYPE_CHECKING, Any, Callable, Iterable, Iterator, List, O
 import acp_fast
 
 from . import _inputs, trace
-from ._tables import TIME_COLUMNS, TOOL_CALL_COLUMNS, tool_call_fields
 from ._inputs import open_file
+from ._tables import TIME_COLUMNS as TIME_COLUMNS  # acp_fast.arrow.TIME_COLUMNS, as before
+from ._tables import TOOL_CALL_COLUMNS, tool_call_fields
 from .recording import SOURCES, RecordingError, is_recording, parse_lines, record_limit
 
 if TYPE_CHECKING:
