@@ -26,9 +26,22 @@
 //! in the same order, cut into more batches. A partial line left from the previous `feed` is
 //! completed first on the calling thread, and the bytes after the last newline go to the framer.
 //!
+//! Files (`FrameColumns::feed_file`): a file's bytes are read here, not handed in. On several
+//! threads the file is cut as `split_ranges` cuts bytes, reading only around each cut; every
+//! thread reads its own range in pieces of `FILE_PIECE_BYTES` into a buffer of its own and parses
+//! each piece while it is still in its core's cache; the ranges' rows are appended as `feed`'s.
+//! The first range goes to this framer on the calling thread (it completes a partial line held
+//! from before), and the bytes after the last newline too. A file that ends early (it shrank
+//! while read) gives the rows of the bytes fed up to the first range cut short; the others are
+//! dropped, for the caller to read again from there.
+//!
 //! Mirror: `_fallback/columns.py`. Differences on purpose: the fallback fills Python lists from
 //! `decode` and builds the table with pyarrow; this fills the buffers from `parse_line` spans. The
-//! fallback cuts the same ranges but parses them one after the other, on the calling thread.
+//! fallback cuts the same ranges but parses them one after the other, on the calling thread, and
+//! reads a file in order on the calling thread, feeding its pieces as they come.
+
+use std::io;
+use std::os::unix::fs::FileExt;
 
 use crate::error::DecodeError;
 use crate::framing::{Event, Framer};
@@ -659,6 +672,74 @@ impl Rows {
     }
 }
 
+/// The bytes a thread reads from a file at a time (`FrameColumns::feed_file`): a piece is parsed
+/// while it is still in the core's L2 cache (the reads of larger pieces are slower to parse).
+pub const FILE_PIECE_BYTES: usize = 1 << 20;
+
+/// The bytes read at a time when looking for the newline a file's range is cut after.
+const CUT_WINDOW_BYTES: usize = 64 << 10;
+
+/// `buf.len()` bytes of `file` from `offset`: fewer only at its end (interrupted reads retried).
+fn read_full_at<F: FileExt>(file: &F, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    let mut done = 0;
+    while done < buf.len() {
+        match file.read_at(&mut buf[done..], offset + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(done)
+}
+
+/// `start..stop` of `file` cut as `split_ranges` cuts bytes, into at most `parts` ranges, as their
+/// bounds: `start`, the cuts (each just after the first newline at or after its target less one),
+/// then just after the last newline before `stop` when after the last cut (the bytes from the last
+/// bound to `stop` hold no newline). Only the bytes around the cuts are read, `window` at a time.
+fn file_ranges<F: FileExt>(file: &F, start: u64, stop: u64, parts: usize, window: usize) -> io::Result<Vec<u64>> {
+    let mut bounds = vec![start];
+    let mut buf = vec![0u8; window];
+    for i in 1..parts {
+        let target = start + ((stop - start) as u128 * i as u128 / parts as u128) as u64;
+        let last = bounds[bounds.len() - 1];
+        if target <= last {
+            continue;
+        }
+        // The first newline at or after `target - 1`.
+        let mut at = target - 1;
+        let cut = loop {
+            let want = window.min((stop - at) as usize);
+            let got = read_full_at(file, &mut buf[..want], at)?;
+            if let Some(nl) = memchr::memchr(b'\n', &buf[..got]) {
+                break at + nl as u64 + 1;
+            }
+            at += got as u64;
+            if got < want || at >= stop {
+                break stop;
+            }
+        };
+        if cut >= stop {
+            break;
+        }
+        bounds.push(cut);
+    }
+    // The last newline in `last..stop`.
+    let last = bounds[bounds.len() - 1];
+    let mut end = stop;
+    while end > last {
+        let begin = end.saturating_sub(window as u64).max(last);
+        let want = (end - begin) as usize;
+        let got = read_full_at(file, &mut buf[..want], begin)?;
+        if let Some(nl) = memchr::memrchr(b'\n', &buf[..got]) {
+            bounds.push(begin + nl as u64 + 1);
+            break;
+        }
+        end = begin;
+    }
+    Ok(bounds)
+}
+
 /// Rows read before the columns are sized for the rest of a feed (`Rows::make_room`).
 const SAMPLE_ROWS: usize = 256;
 
@@ -756,16 +837,115 @@ impl FrameColumns {
         (cols.finish(), lines)
     }
 
+    /// Feed the bytes `start..stop` of `file`, as `feed` of those bytes would, read in pieces of
+    /// `FILE_PIECE_BYTES` (module docs, "Files"): on several threads, each thread reads and parses
+    /// a newline-aligned range of its own. Returns the bytes fed, fewer than `stop - start` only
+    /// when the file ends before `stop` (it shrank): the rows are then those of the bytes fed, and
+    /// the framer is where they leave it. A failed read is returned as it is.
+    pub fn feed_file<F: FileExt + Sync>(&mut self, file: &F, start: u64, stop: u64) -> io::Result<u64> {
+        self.feed_file_in(file, start, stop, FILE_PIECE_BYTES)
+    }
+
+    /// `feed_file` reading pieces of `piece` bytes (and looking for cuts as many at a time, at
+    /// most `CUT_WINDOW_BYTES`), on threads when there are at least two pieces.
+    fn feed_file_in<F: FileExt + Sync>(&mut self, file: &F, start: u64, stop: u64, piece: usize) -> io::Result<u64> {
+        if stop <= start {
+            return Ok(0);
+        }
+        if self.threads < 2 || stop - start < 2 * piece as u64 {
+            return self.feed_file_here(file, start, stop, piece);
+        }
+        let bounds = file_ranges(file, start, stop, self.threads, piece.min(CUT_WINDOW_BYTES))?;
+        if bounds.len() < 3 {
+            return self.feed_file_here(file, start, stop, piece);
+        }
+        let (max, wanted) = (self.framer.max_frame_bytes(), self.wanted);
+        let (first, rest) = (bounds[0]..bounds[1], &bounds[1..]);
+        // The first range is this one's (its framer may hold a partial line), sized for itself.
+        let expected = std::mem::replace(&mut self.expected, (first.end - first.start) as usize);
+        let (fed, results) = std::thread::scope(|scope| {
+            let handles: Vec<_> = rest
+                .windows(2)
+                .map(|r| {
+                    let (a, b) = (r[0], r[1]);
+                    scope.spawn(move || Self::file_range(file, a, b, max, wanted, piece))
+                })
+                .collect();
+            let fed = self.feed_file_here(file, first.start, first.end, piece);
+            let results: Vec<_> = handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+                .collect();
+            (fed, results)
+        });
+        self.expected = expected.saturating_sub((stop - start) as usize);
+        let mut fed = fed?;
+        if fed < first.end - first.start {
+            return Ok(fed);
+        }
+        let mut before = self.first_line + self.framer.line();
+        let mut counted = 0;
+        for (r, result) in rest.windows(2).zip(results) {
+            let (batches, lines, got) = result?;
+            if got < r[1] - r[0] {
+                // The file shrank: the ranges from this one on are dropped, read again by the
+                // caller from where the bytes fed end (a line start).
+                self.framer.skip_lines(counted);
+                return Ok(fed);
+            }
+            self.rows.append(batches, before);
+            before += lines;
+            counted += lines;
+            fed += got;
+        }
+        self.framer.skip_lines(counted);
+        let tail = bounds[bounds.len() - 1];
+        Ok(fed + self.feed_file_here(file, tail, stop, piece)?)
+    }
+
+    /// `feed_file` on the calling thread.
+    fn feed_file_here<F: FileExt>(&mut self, file: &F, start: u64, stop: u64, piece: usize) -> io::Result<u64> {
+        let mut buf = vec![0u8; piece.min((stop - start) as usize)];
+        let mut at = start;
+        while at < stop {
+            let want = buf.len().min((stop - at) as usize);
+            let got = read_full_at(file, &mut buf[..want], at)?;
+            self.feed_here(&buf[..got]);
+            at += got as u64;
+            if got < want {
+                break;
+            }
+        }
+        Ok(at - start)
+    }
+
+    /// The rows of `start..stop` of `file` (complete lines), numbered from 1, how many lines it
+    /// held and how many bytes were read.
+    fn file_range<F: FileExt>(
+        file: &F,
+        start: u64,
+        stop: u64,
+        max: usize,
+        wanted: Wanted,
+        piece: usize,
+    ) -> io::Result<(Vec<Batch>, u64, u64)> {
+        let mut cols = Self::new(0, max, 1).select(wanted);
+        cols.reserve((stop - start) as usize);
+        let got = cols.feed_file_here(file, start, stop, piece)?;
+        let lines = cols.framer.line();
+        Ok((cols.finish(), lines, got))
+    }
+
     /// `feed` on the calling thread.
     fn feed_here(&mut self, mut data: &[u8]) {
-        // The lines' bytes are at most the data's: one allocation for `raw` instead of doublings.
-        if self.wanted.raw {
-            let raw = &mut self.rows.batch.raw.values;
-            raw.reserve(data.len().min(BATCH_BYTES.saturating_sub(raw.len())));
-        }
-        // The other columns are sized from a sample of rows, for the bytes still to come.
         let ahead = self.expected.max(data.len());
         self.expected = self.expected.saturating_sub(data.len());
+        // The lines' bytes are at most those to come: one allocation for `raw` instead of doublings.
+        if self.wanted.raw {
+            let raw = &mut self.rows.batch.raw.values;
+            let _ = raw.try_reserve(ahead.min(BATCH_BYTES.saturating_sub(raw.len())));
+        }
+        // The other columns are sized from a sample of rows, for the bytes still to come.
         if ahead >= 2 * SAMPLE_BYTES {
             let mut sampled = 0;
             if self.rows.batch.rows < SAMPLE_ROWS && data.len() >= 2 * SAMPLE_BYTES {

@@ -6,6 +6,8 @@ parses them one after the other).
 
 from __future__ import annotations
 
+import itertools
+import os
 from pathlib import Path
 from typing import Any, List
 
@@ -221,3 +223,54 @@ def test_feed_takes_any_buffer(on_backend: Any, tmp_path: Path) -> None:
                 cols = on_backend.FrameColumns(threads=threads)
                 cols.feed(buffer)
                 assert arrow._table(pa, cols.finish()).equals(one)
+
+
+def big_stream() -> bytes:
+    """Over twice the core's file pieces (1 MiB): the core reads and parses it range by range on
+    its threads. Every kind of line, CRLF, lines over a small limit, no newline at the end."""
+    one = INPUTS["mixed"] + INPUTS["crlf"] + b"\n" + INPUTS["oversized"] + b"\n" + INPUTS["line_longer_than_a_range"]
+    return one * (3 * (1 << 20) // len(one) + 1) + b'{"jsonrpc":"2.0","method":"last"}'
+
+
+@pytest.mark.parametrize("max_frame_bytes", [300, 1 << 26])
+def test_feed_file_gives_the_rows_of_feed(on_backend: Any, tmp_path: Path, max_frame_bytes: int) -> None:
+    data = big_stream()
+    path = tmp_path / "s.ndjson"
+    path.write_bytes(data)
+    n = len(data)
+    with open(path, "rb") as f:
+        for start, stop in ((0, n), (12345, n - 777), (n // 2, n // 2 + 1), (n - 40, n + 5000), (n, n + 1), (9, 9)):
+            one = table_of(on_backend, data[start:stop], 1, n, max_frame_bytes, first_line=5)
+            for threads in (1, 2, 3, 8):
+                cols = on_backend.FrameColumns(first_line=5, max_frame_bytes=max_frame_bytes, threads=threads)
+                assert cols.feed_file(f.fileno(), start, stop) == len(data[start:stop])
+                assert arrow._table(pa, cols.finish()).equals(one), (start, stop, threads)
+
+
+def test_files_fed_in_steps_that_cut_lines(on_backend: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = big_stream()
+    path = tmp_path / "s.ndjson"
+    path.write_bytes(data)
+    one = table_of(on_backend, data, 1, len(data), 1 << 26)
+    monkeypatch.setattr(arrow, "FILE_STEP_BYTES", (1 << 20) + 7)  # steps that end inside lines
+    for threads in (1, 2, 4):
+        assert arrow.frames(path, threads=threads).equals(one)
+        with open(path, "rb") as f:
+            cols = on_backend.FrameColumns(threads=threads)
+            steps = list(arrow._feed_file(cols, f))
+        assert [len(s) for s in steps[:-1]] == [(1 << 20) + 7] * (len(steps) - 1)
+        assert steps[0].start == 0 and steps[-1].stop == len(data)
+        assert all(a.stop == b.start for a, b in itertools.pairwise(steps))
+        assert arrow._table(pa, cols.finish()).equals(one)
+
+
+def test_feed_file_refuses_a_bad_descriptor(on_backend: Any, tmp_path: Path) -> None:
+    cols = on_backend.FrameColumns(threads=2)
+    with pytest.raises(ValueError, match="fd must be an open file descriptor, found -1"):
+        cols.feed_file(-1, 0, 10)
+    path = tmp_path / "s.ndjson"
+    path.write_bytes(b"{}\n")
+    fd = os.open(path, os.O_RDONLY)
+    os.close(fd)  # a descriptor no longer open
+    with pytest.raises(OSError):
+        cols.feed_file(fd, 0, 10)

@@ -412,6 +412,11 @@ ALLOWED: list[tuple[str, str | list[str], str]] = [
     ),
     (
         "rust/columns.rs",
+        ["read_full_at", "file_ranges", "feed_file_in", "feed_file_here", "file_range"],
+        "a file read and parsed range by range on threads; the fallback reads it in order and feeds it",
+    ),
+    (
+        "rust/columns.rs",
         ["make_room", "frame_lines"],
         "the Arrow buffers sized from a sample of rows for the bytes to come; Python lists grow as they come",
     ),

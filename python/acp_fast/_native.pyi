@@ -542,6 +542,12 @@ class FrameColumns:
         the complete lines are cut into that many newline-aligned byte ranges, parsed at once
         without the GIL; the rows, their order and their line numbers are those of one thread
         (only the table's record batches are cut differently)."""
+    def feed_file(self, fd: int, start: int, stop: int) -> int:
+        """Feed the bytes ``start`` to ``stop`` of the open file whose descriptor is ``fd`` (not
+        closed), as [`feed`][acp_fast.FrameColumns.feed] of those bytes would: read by the core in
+        pieces, with ``threads`` above 1 each thread reading and parsing a newline-aligned range
+        of its own, the GIL released. Returns the bytes fed, fewer than ``stop - start`` only when
+        the file ends before ``stop``; OSError when a read fails."""
     def reserve(self, size: int) -> None:
         """About ``size`` more bytes of stream are to come (a file's size): the columns are sized
         for their rows at once instead of growing as they come. Only a hint: the rows are the

@@ -19,7 +19,22 @@ from __future__ import annotations
 import mmap
 import os
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, Any, Callable, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import (
+    IO,
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Iterable,
+    Iterator,
+    List,
+    Optional,
+    Protocol,
+    Sequence,
+    Sized,
+    Tuple,
+    TypeVar,
+    Union,
+)
 
 import acp_fast
 
@@ -64,12 +79,15 @@ FRAME_COLUMNS = (
 #: ``acp_fast.ray``, ``acp-fast export``): ``file``, those of ``FRAME_COLUMNS``, ``time`` and ``side``.
 READ_FRAME_COLUMNS = ("file", *FRAME_COLUMNS, "time", "side")
 
-# Files are read in pieces this large: most in one piece, so the Rust builder reserves its `raw`
-# column once (smaller pieces make it grow by doubling, copying it each time).
+# Files read in Python are read in pieces this large (most in one piece).
 CHUNK_BYTES = 256 << 20
-# Without a `raw` column, files are read in pieces this large into one buffer used again for each
-# piece: its pages are touched once (a fresh buffer as large as the file costs a page fault per
-# page, as much as the copy), and it stays small.
+# A plain stream's file is fed to the core this many bytes at a time (`_feed_file`), each step
+# read and parsed on every thread (`FrameColumns.feed_file`); a progress display moves on after
+# each.
+FILE_STEP_BYTES = 256 << 20
+# For `tool_calls`, files are read in pieces this large into one buffer used again for each piece:
+# its pages are touched once (a fresh buffer as large as the file costs a page fault per page, as
+# much as the copy), and it stays small.
 PIECE_BYTES = 16 << 20
 # On one thread, pieces at most this large: the piece the read just copied is still in the core's
 # L2 cache when it is parsed (a larger one is read back from farther away).
@@ -159,11 +177,34 @@ def _read_at(fd: int, buf: memoryview, offset: int) -> int:
     return done
 
 
-def _piece_bytes(threads: int, raw: bool) -> int:
-    """The pieces a plain stream's file is read in by `_read_threads` (``raw``: the lines' bytes are kept)."""
-    if raw:
-        return CHUNK_BYTES
+def _piece_bytes(threads: int) -> int:
+    """The pieces a plain stream's file is read in by `_read_threads`."""
     return PIECE_BYTES if threads > 1 else min(PIECE_BYTES, PIECE_BYTES_ONE_THREAD)
+
+
+def _feed_file(cols: Any, stream: IO[bytes], start: int = 0, end: Optional[int] = None) -> Iterator[range]:
+    """Feed the bytes of the plain stream's file ``stream`` from ``start`` to ``end`` (EOF when
+    None) to ``cols`` (a ``FrameColumns``), read and parsed by the core on its threads
+    (``FrameColumns.feed_file``) ``FILE_STEP_BYTES`` at a time; yields each byte range fed (a
+    progress display counts them). Bytes added to the file after it was measured are read as
+    `_read` reads them; if it shrinks, the rows are those of the bytes there were."""
+    fd = stream.fileno()
+    size = os.fstat(fd).st_size
+    stop = size if end is None else min(end, size)
+    cols.reserve(max(0, stop - start))  # only a hint: the columns sized at once
+    at = start
+    while at < stop:
+        step = min(stop, at + FILE_STEP_BYTES)
+        fed = cols.feed_file(fd, at, step)
+        yield range(at, at + fed)
+        at += fed
+        if at < step:  # the file ended early
+            break
+    if end is None or at < end:
+        for chunk in _read(stream, at, end):
+            cols.feed(chunk)
+            yield range(at, at + len(chunk))
+            at += len(chunk)
 
 
 def _read_threads(
@@ -210,14 +251,21 @@ def _read_threads(
         yield from _read(stream, at, end)
 
 
-Wrap = Callable[[Iterable[bytes]], Iterator[bytes]]
+_Read = TypeVar("_Read", bound=Sized)
 
 
-def _open(data: Data, wrap: Optional[Wrap] = None, threads: int = 1, raw: bool = True) -> _Input:
+class Wrap(Protocol):
+    """A progress display's ``wrap``: it hands on what is read as it is read (byte chunks, or
+    the byte ranges `_feed_file` fed), counting them by their ``len``."""
+
+    def __call__(self, items: Iterable[_Read], /) -> Iterator[_Read]: ...
+
+
+def _open(data: Data, wrap: Optional[Wrap] = None, threads: int = 1) -> _Input:
     """``data`` as chunks (``wrap``: a progress display's ``wrap``; ``threads``: the threads a
-    plain stream's file is read on; ``raw``: whether the lines' bytes are kept: without, a plain
-    stream's file is read in pieces of ``PIECE_BYTES`` into one buffer, on any thread count, smaller
-    on one thread, `_piece_bytes`)."""
+    plain stream's file is read on, in pieces into one buffer, `_read_threads`). A plain
+    stream's file is left unread: ``stream`` is set and the chunks are only read if asked for
+    (`_frames` has the core read it, `_feed_file`)."""
     if isinstance(data, (bytes, bytearray, memoryview)):
         data = bytes(data)
         chunks: Iterator[bytes] = iter([data])
@@ -225,10 +273,10 @@ def _open(data: Data, wrap: Optional[Wrap] = None, threads: int = 1, raw: bool =
     if isinstance(data, (str, os.PathLike)):
         stream = open_file(os.fspath(data))  # closed by _Input.close
         records = _records_of(stream.read(64))
-        if records or (threads < 2 and raw):
+        if records:
             chunks = _read(stream)
         else:
-            chunks = _read_threads(stream, 0, None, threads, _piece_bytes(threads, raw))
+            chunks = _read_threads(stream, 0, None, threads, _piece_bytes(threads))
         return _Input(records, wrap(chunks) if wrap else chunks, stream)
     raise TypeError(f"expected bytes or a path, found {type(data).__name__}")
 
@@ -359,16 +407,19 @@ def _frames(
     _check_source(source)
     # the arguments are checked before any input is read
     cols = _FrameColumns(max_frame_bytes=max_frame_bytes, threads=threads, columns=columns)
-    inp = _open(data, wrap, _thread_count(threads), raw=columns is None or "raw" in columns)
+    inp = _open(data, wrap, _thread_count(threads))
     try:
         if inp.records is not None:
             if source is not None:
                 raise ValueError(NO_SOURCE)
             return _recording_frames(pa, inp.records, inp.chunks, cols, max_frame_bytes)
-        if inp.stream is not None:
-            cols.reserve(os.fstat(inp.stream.fileno()).st_size)  # only a hint: the columns sized at once
-        for chunk in inp.chunks:
-            cols.feed(chunk)
+        if inp.stream is not None:  # a plain stream's file: read by the core
+            steps = _feed_file(cols, inp.stream)
+            for _ in wrap(steps) if wrap else steps:
+                pass
+        else:
+            for chunk in inp.chunks:
+                cols.feed(chunk)
         table = _table(pa, cols.finish())
     finally:
         inp.close()
@@ -417,17 +468,9 @@ def range_frames(
     checks)."""
     pa = require_pyarrow()
     cols = _FrameColumns(first_line=first_line, max_frame_bytes=max_frame_bytes, threads=threads, columns=columns)
-    count = _thread_count(threads)
-    raw = columns is None or "raw" in columns
     with open_file(path) as stream:
-        if count < 2 and raw:
-            chunks: Iterable[Any] = _read(stream, start, end)
-        else:
-            chunks = _read_threads(stream, start, end, count, _piece_bytes(count, raw))
-        size = os.fstat(stream.fileno()).st_size
-        cols.reserve(max(0, (size if end is None else min(end, size)) - start))  # only a hint
-        for chunk in chunks:
-            cols.feed(chunk)
+        for _ in _feed_file(cols, stream, start, end):
+            pass
     return _table(pa, cols.finish())
 
 
@@ -509,7 +552,7 @@ def _tool_calls(data: Data, source: Optional[str], wrap: Optional[Wrap] = None, 
     pa = require_pyarrow()
     _check_source(source)
     check_threads(threads)
-    inp = _open(data, wrap, _thread_count(threads), raw=False)
+    inp = _open(data, wrap, _thread_count(threads))
     try:
         if inp.records is not None:
             if source is not None:

@@ -261,3 +261,134 @@ fn columns_are_checked() {
     assert!(check_columns(["id", "id"]).unwrap_err().contains("'id' is named twice"));
     assert!(check_columns([]).unwrap_err().contains("at least one"));
 }
+
+/// Bytes read as a file's are: at most `chunk` bytes a read, one `Interrupted` first; after
+/// `shrink_after` reads it holds only its first `shrink_to` bytes; a read at `fail_at` fails.
+struct FakeFile {
+    data: Vec<u8>,
+    chunk: usize,
+    reads: std::sync::atomic::AtomicUsize,
+    shrink_after: usize,
+    shrink_to: usize,
+    fail_at: Option<u64>,
+}
+
+impl FakeFile {
+    fn new(data: &[u8], chunk: usize) -> Self {
+        Self {
+            data: data.to_vec(),
+            chunk,
+            reads: Default::default(),
+            shrink_after: usize::MAX,
+            shrink_to: data.len(),
+            fail_at: None,
+        }
+    }
+}
+
+impl FileExt for FakeFile {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        let n = self.reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if n == 0 {
+            return Err(io::ErrorKind::Interrupted.into());
+        }
+        if self
+            .fail_at
+            .is_some_and(|at| (offset..offset + buf.len() as u64).contains(&at))
+        {
+            return Err(io::Error::other("bad sector"));
+        }
+        let len = if n > self.shrink_after {
+            self.shrink_to
+        } else {
+            self.data.len()
+        } as u64;
+        if offset >= len {
+            return Ok(0);
+        }
+        let k = buf.len().min((len - offset) as usize).min(self.chunk);
+        buf[..k].copy_from_slice(&self.data[offset as usize..offset as usize + k]);
+        Ok(k)
+    }
+
+    fn write_at(&self, _: &[u8], _: u64) -> io::Result<usize> {
+        unreachable!("never written")
+    }
+}
+
+/// The rows of `file` fed by `feed_file_in` in steps of `step` bytes from `start` to `stop`,
+/// with the bytes fed.
+fn parse_file(
+    file: &FakeFile,
+    range: (u64, u64),
+    max: usize,
+    threads: usize,
+    piece: usize,
+    step: u64,
+) -> (Vec<Batch>, u64) {
+    let mut cols = FrameColumns::new(3, max, threads);
+    let (mut at, stop) = range;
+    while at < stop {
+        let end = stop.min(at + step);
+        let fed = cols.feed_file_in(file, at, end, piece).unwrap();
+        at += fed;
+        if at < end {
+            break;
+        }
+    }
+    (cols.finish(), at - range.0)
+}
+
+#[test]
+fn files_fed_on_threads_give_the_rows_of_feed() {
+    let mut data = mixed_stream(400);
+    data.extend_from_slice(b"0123456789012345678901234567890123456789012345\n\n{}");
+    let len = data.len() as u64;
+    for max in [40, 1 << 20] {
+        for (start, stop) in [(0, len), (17, len - 5), (1000, 1001), (0, len + 100), (len, len + 9)] {
+            let (a, b) = (start as usize, (stop.min(len)) as usize);
+            let one = rows_of(&parse(&data[a..b], 3, max, 1, data.len()));
+            for threads in [1, 2, 3, 8] {
+                for piece in [7, 300, 4096, data.len()] {
+                    for step in [999, u64::MAX / 2] {
+                        let file = FakeFile::new(&data, 1000);
+                        let (batches, fed) = parse_file(&file, (start, stop), max, threads, piece, step);
+                        assert_eq!(fed, (b - a) as u64);
+                        assert_eq!(rows_of(&batches), one, "{start} {stop} {threads} {piece} {step} {max}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_file_that_shrinks_gives_the_rows_of_the_bytes_fed() {
+    let data = mixed_stream(300);
+    for threads in [1, 2, 4] {
+        for shrink_after in [1, 2, 5, 20, 60] {
+            for shrink_to in [0, 10, data.len() / 3, data.len() - 1] {
+                let mut file = FakeFile::new(&data, 500);
+                (file.shrink_after, file.shrink_to) = (shrink_after, shrink_to);
+                let (batches, fed) = parse_file(&file, (0, data.len() as u64), 1 << 20, threads, 64, u64::MAX / 2);
+                assert!(fed as usize <= data.len());
+                let one = rows_of(&parse(&data[..fed as usize], 3, 1 << 20, 1, data.len()));
+                assert_eq!(rows_of(&batches), one, "{threads} {shrink_after} {shrink_to}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_failed_read_is_returned() {
+    let data = mixed_stream(300);
+    for threads in [1, 2, 4] {
+        for at in [0, 5, data.len() as u64 / 2, data.len() as u64 - 1] {
+            let mut file = FakeFile::new(&data, 500);
+            file.fail_at = Some(at);
+            let mut cols = FrameColumns::new(0, 1 << 20, threads);
+            let err = cols.feed_file_in(&file, 0, data.len() as u64, 64).unwrap_err();
+            assert_eq!(err.to_string(), "bad sector");
+        }
+    }
+}

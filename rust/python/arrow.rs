@@ -193,6 +193,23 @@ impl PyFrameColumns {
         detached_bytes(py, data, |bytes| inner.feed(bytes))
     }
 
+    /// Feed the bytes `start..stop` of the open file whose descriptor is `fd` (not closed), as
+    /// `feed` of those bytes would: read by the core in pieces, on `threads` threads each reading
+    /// and parsing a newline-aligned range of its own, the GIL released. Returns the bytes fed,
+    /// fewer than `stop - start` only when the file ends before `stop`; OSError when a read fails.
+    fn feed_file(&mut self, py: Python<'_>, fd: i32, start: u64, stop: u64) -> PyResult<u64> {
+        if fd < 0 {
+            return Err(PyValueError::new_err(format!(
+                "fd must be an open file descriptor, found {fd}"
+            )));
+        }
+        // SAFETY: a descriptor the caller holds open for this call; never closed here
+        // (`ManuallyDrop`). A closed one fails the reads with EBADF.
+        let file = std::mem::ManuallyDrop::new(unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fd) });
+        let inner = &mut self.inner;
+        Ok(py.detach(|| inner.feed_file(&*file, start, stop))?)
+    }
+
     /// About `size` more bytes of stream are to come (a file's size): the columns are sized for
     /// their rows at once instead of growing as they come. Only a hint: the rows are the same.
     fn reserve(&mut self, size: u64) {

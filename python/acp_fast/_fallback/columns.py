@@ -10,7 +10,9 @@ too). pyarrow is imported only by ``finish``.
 ``threads``: ``feed`` cuts the complete lines it is given into the same newline-aligned ranges as
 Rust (``split_ranges``) and numbers each range's rows after the lines of the ranges before it, but
 parses the ranges one after the other on the calling thread (on purpose: decoding here holds the
-GIL, so threads would not run at once). The rows are the same as with one range.
+GIL, so threads would not run at once). The rows are the same as with one range. ``feed_file``
+likewise reads the file in order on the calling thread and feeds its pieces (Rust reads and
+parses a range of the file on each thread).
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ COLUMNS = (
 BATCH_BYTES = 1 << 30
 #: The largest ``max_frame_bytes`` of a ``FrameColumns``.
 MAX_LINE_BYTES = 1 << 30
+#: The bytes read from a file at a time by ``feed_file``.
+FILE_PIECE_BYTES = 1 << 20
 #: The most threads a ``FrameColumns`` takes.
 MAX_THREADS = 1024
 
@@ -327,6 +331,22 @@ class FrameColumns:
         lines = cols._framer.line
         cols._events(cols._framer.finish())
         return cols._rows.take(), lines
+
+    def feed_file(self, fd: int, start: int, stop: int) -> int:
+        """Feed the bytes ``start`` to ``stop`` of the open file ``fd``, as ``feed`` of those bytes
+        would; returns the bytes fed (fewer only when the file ends before ``stop``). On purpose
+        unlike Rust: the pieces are read in order on the calling thread and fed (``feed`` cuts
+        them into the same ranges), not read and parsed range by range on threads."""
+        if fd < 0:
+            raise ValueError(f"fd must be an open file descriptor, found {fd}")
+        at = start
+        while at < stop:
+            piece = os.pread(fd, min(FILE_PIECE_BYTES, stop - at), at)
+            if not piece:
+                break
+            self.feed(piece)
+            at += len(piece)
+        return max(0, at - start)
 
     def _feed_here(self, data: Any) -> None:
         """``feed`` on one range."""

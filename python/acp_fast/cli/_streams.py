@@ -16,11 +16,13 @@ import os
 import re
 import sys
 import time
-from typing import Any, BinaryIO, Iterable, Iterator, List, Optional, TextIO, Tuple
+from typing import Any, BinaryIO, Iterable, Iterator, List, Optional, Sized, TextIO, Tuple, TypeVar
 
 from .._inputs import open_file
 from ..recording import MAGIC
 from ..trace import STARTS, is_trace
+
+_Read = TypeVar("_Read", bound=Sized)
 
 __all__ = ["CHUNK_BYTES", "Progress", "chunks_of", "open_input", "read_chunks", "sniff", "string_offset"]
 
@@ -140,7 +142,8 @@ class Progress:
         except (AttributeError, ValueError):
             return False
 
-    def wrap(self, chunks: Iterable[bytes]) -> Iterator[bytes]:
+    def wrap(self, chunks: Iterable[_Read]) -> Iterator[_Read]:
+        """``chunks`` handed on, each counted by its ``len`` (bytes, or a range of them) once done."""
         for chunk in chunks:
             yield chunk
             self.advance(len(chunk))
