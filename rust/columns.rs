@@ -27,9 +27,11 @@
 //! completed first on the calling thread, and the bytes after the last newline go to the framer.
 //!
 //! Files (`FrameColumns::feed_file`): a file's bytes are read here, not handed in. On several
-//! threads the file is cut as `split_ranges` cuts bytes, reading only around each cut; every
-//! thread reads its own range in pieces of `FILE_PIECE_BYTES` into a buffer of its own and parses
-//! each piece while it is still in its core's cache; the ranges' rows are appended as `feed`'s.
+//! threads the file is cut as `split_ranges` cuts bytes, into `RANGES_PER_THREAD` ranges a thread
+//! (each of two pieces at least), reading only around each cut; the threads take the ranges in
+//! turn (a thread slowed by other work on its core holds the others up less), each reading its
+//! range in pieces of `FILE_PIECE_BYTES` into a buffer of its own and parsing each piece while it
+//! is still in its core's cache; the ranges' rows are appended in order, as `feed`'s are.
 //! The first range goes to this framer on the calling thread (it completes a partial line held
 //! from before), and the bytes after the last newline too. A file that ends early (it shrank
 //! while read) gives the rows of the bytes fed up to the first range cut short; the others are
@@ -676,6 +678,9 @@ impl Rows {
 /// while it is still in the core's L2 cache (the reads of larger pieces are slower to parse).
 pub const FILE_PIECE_BYTES: usize = 1 << 20;
 
+/// The ranges a file's bytes are cut into for each thread (`FrameColumns::feed_file`).
+const RANGES_PER_THREAD: usize = 4;
+
 /// The bytes read at a time when looking for the newline a file's range is cut after.
 const CUT_WINDOW_BYTES: usize = 64 << 10;
 
@@ -855,27 +860,39 @@ impl FrameColumns {
         if self.threads < 2 || stop - start < 2 * piece as u64 {
             return self.feed_file_here(file, start, stop, piece);
         }
-        let bounds = file_ranges(file, start, stop, self.threads, piece.min(CUT_WINDOW_BYTES))?;
+        // More ranges than threads, each of at least two pieces, taken in turn by whichever
+        // thread is free: a thread slowed by other work on its core holds the others up less.
+        let parts = (self.threads * RANGES_PER_THREAD).min(((stop - start) / (2 * piece as u64)) as usize);
+        let bounds = file_ranges(file, start, stop, parts, piece.min(CUT_WINDOW_BYTES))?;
         if bounds.len() < 3 {
             return self.feed_file_here(file, start, stop, piece);
         }
         let (max, wanted) = (self.framer.max_frame_bytes(), self.wanted);
         let (first, rest) = (bounds[0]..bounds[1], &bounds[1..]);
+        let ranges = rest.len() - 1;
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        // The ranges after the first, taken in turn until none is left: (index, rows).
+        let take = || {
+            let mut done = Vec::new();
+            loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if i >= ranges {
+                    return done;
+                }
+                done.push((i, Self::file_range(file, rest[i], rest[i + 1], max, wanted, piece)));
+            }
+        };
         // The first range is this one's (its framer may hold a partial line), sized for itself.
         let expected = std::mem::replace(&mut self.expected, (first.end - first.start) as usize);
         let (fed, results) = std::thread::scope(|scope| {
-            let handles: Vec<_> = rest
-                .windows(2)
-                .map(|r| {
-                    let (a, b) = (r[0], r[1]);
-                    scope.spawn(move || Self::file_range(file, a, b, max, wanted, piece))
-                })
-                .collect();
+            let take = &take;
+            let handles: Vec<_> = (1..self.threads.min(ranges + 1)).map(|_| scope.spawn(take)).collect();
             let fed = self.feed_file_here(file, first.start, first.end, piece);
-            let results: Vec<_> = handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-                .collect();
+            let mut results: Vec<_> = take();
+            for h in handles {
+                results.extend(h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
+            }
+            results.sort_unstable_by_key(|(i, _)| *i);
             (fed, results)
         });
         self.expected = expected.saturating_sub((stop - start) as usize);
@@ -885,7 +902,7 @@ impl FrameColumns {
         }
         let mut before = self.first_line + self.framer.line();
         let mut counted = 0;
-        for (r, result) in rest.windows(2).zip(results) {
+        for (r, (_, result)) in rest.windows(2).zip(results) {
             let (batches, lines, got) = result?;
             if got < r[1] - r[0] {
                 // The file shrank: the ranges from this one on are dropped, read again by the

@@ -226,10 +226,11 @@ def test_feed_takes_any_buffer(on_backend: Any, tmp_path: Path) -> None:
 
 
 def big_stream() -> bytes:
-    """Over twice the core's file pieces (1 MiB): the core reads and parses it range by range on
-    its threads. Every kind of line, CRLF, lines over a small limit, no newline at the end."""
+    """Over four times the core's file pieces (1 MiB; a range is two pieces at least): the core
+    reads and parses it range by range on its threads. Every kind of line, CRLF, lines over a
+    small limit, no newline at the end."""
     one = INPUTS["mixed"] + INPUTS["crlf"] + b"\n" + INPUTS["oversized"] + b"\n" + INPUTS["line_longer_than_a_range"]
-    return one * (3 * (1 << 20) // len(one) + 1) + b'{"jsonrpc":"2.0","method":"last"}'
+    return one * (5 * (1 << 20) // len(one) + 1) + b'{"jsonrpc":"2.0","method":"last"}'
 
 
 @pytest.mark.parametrize("max_frame_bytes", [300, 1 << 26])
