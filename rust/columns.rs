@@ -47,7 +47,7 @@ use std::os::unix::fs::FileExt;
 
 use crate::error::DecodeError;
 use crate::framing::{Event, Framer};
-use crate::message::{parse_frame, parse_line_status, strip_line_ending, Frame, Span};
+use crate::message::{parse_frame, parse_line_status, parse_line_utf8, strip_line_ending, Frame, Span};
 use crate::scanner::{parse_i64, unescape_into, Str};
 
 /// The columns of a row, in order.
@@ -559,8 +559,18 @@ impl Rows {
     #[inline]
     fn frame(&mut self, line: u64, data: &[u8], utf8: bool) {
         let data = strip_line_ending(data);
-        let (frame, status) = parse_line_status(data, utf8);
+        let (frame, status) = self.parse(data, utf8);
         self.push_parsed(line, data, &frame, status);
+    }
+
+    /// A line parsed, with `params.update.status` only when the `status` column is built.
+    #[inline(always)]
+    fn parse(&self, data: &[u8], utf8: bool) -> (Result<Frame, DecodeError>, Option<Span>) {
+        if self.wanted.status {
+            parse_line_status(data, utf8)
+        } else {
+            (parse_line_utf8(data, None, utf8), None)
+        }
     }
 
     /// A line as `decode` reads it: its line ending (if any) stripped, then parsed.
@@ -570,7 +580,7 @@ impl Rows {
         let (frame, status) = if memchr::memchr(b'\n', data).is_some() {
             (parse_frame(data), None)
         } else {
-            parse_line_status(data, false)
+            self.parse(data, false)
         };
         self.push_parsed(line, data, &frame, status);
     }
