@@ -417,9 +417,13 @@ ALLOWED: list[tuple[str, str | list[str], str]] = [
     ),
     (
         "rust/columns.rs",
-        ["make_room", "frame_lines", "Rows.parse"],
-        "the Arrow buffers sized from a sample of rows for the bytes to come (Python lists grow as they"
-        " come); `params.update.status` read by the walk only for its column (the fallback decodes whole)",
+        ["make_room", "frame_lines"],
+        "the Arrow buffers sized from a sample of rows for the bytes to come; Python lists grow as they come",
+    ),
+    (
+        "rust/columns.rs",
+        ["Rows.parse"],
+        "`params.update.status` read by the envelope walk only for its column; the fallback decodes whole",
     ),
     (
         "rust/python/arrow.rs",
