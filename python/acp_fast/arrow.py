@@ -213,8 +213,8 @@ def _read_threads(
     """`_read` in chunks of ``chunk_bytes`` (None: ``CHUNK_BYTES``) with ``threads`` threads reading each chunk at once
     (``os.preadv`` releases the GIL; the reads and the page faults of the buffer share out over
     the cores), into one anonymous map used again for every chunk, handed out as a read-only
-    ``memoryview``, valid until the next chunk is asked for: ``FrameColumns.feed`` reads it in
-    place. Bytes added to the file after it was measured are read as `_read` reads them."""
+    ``memoryview``, valid until the next chunk is asked for: ``ToolCallColumns.feed`` reads it in
+    place (`tool_calls`; `frames` has the core read the file, `_feed_file`). Bytes added to the file after it was measured are read as `_read` reads them."""
     from concurrent.futures import ThreadPoolExecutor
 
     chunk_bytes = CHUNK_BYTES if chunk_bytes is None else chunk_bytes
