@@ -708,6 +708,29 @@ fn read_full_at<F: FileExt>(file: &F, buf: &mut [u8], offset: u64) -> io::Result
     Ok(done)
 }
 
+/// `f` of each piece of at most `piece` bytes of `start..stop` of `file`, read in order into one
+/// buffer; returns the bytes read, fewer than `stop - start` only when the file ends first.
+pub fn read_pieces<F: FileExt>(
+    file: &F,
+    start: u64,
+    stop: u64,
+    piece: usize,
+    mut f: impl FnMut(&[u8]),
+) -> io::Result<u64> {
+    let mut buf = vec![0u8; piece.min(stop.saturating_sub(start) as usize)];
+    let mut at = start;
+    while at < stop {
+        let want = buf.len().min((stop - at) as usize);
+        let got = read_full_at(file, &mut buf[..want], at)?;
+        f(&buf[..got]);
+        at += got as u64;
+        if got < want {
+            break;
+        }
+    }
+    Ok(at - start)
+}
+
 /// `start..stop` of `file` cut as `split_ranges` cuts bytes, into at most `parts` ranges, as their
 /// bounds: `start`, the cuts (each just after the first newline at or after its target less one),
 /// then just after the last newline before `stop` when after the last cut (the bytes from the last
@@ -932,18 +955,7 @@ impl FrameColumns {
 
     /// `feed_file` on the calling thread.
     fn feed_file_here<F: FileExt>(&mut self, file: &F, start: u64, stop: u64, piece: usize) -> io::Result<u64> {
-        let mut buf = vec![0u8; piece.min((stop - start) as usize)];
-        let mut at = start;
-        while at < stop {
-            let want = buf.len().min((stop - at) as usize);
-            let got = read_full_at(file, &mut buf[..want], at)?;
-            self.feed_here(&buf[..got]);
-            at += got as u64;
-            if got < want {
-                break;
-            }
-        }
-        Ok(at - start)
+        read_pieces(file, start, stop, piece, |data| self.feed_here(data))
     }
 
     /// The rows of `start..stop` of `file` (complete lines), numbered from 1, how many lines it

@@ -70,21 +70,16 @@ def test_columns_from_a_path_a_recording_and_a_source(on_backend: Any, tmp_path:
         assert got.equals(arrow.frames(recording).select([*columns, "time", "side"])), columns
 
 
-def test_columns_without_raw_read_files_in_pieces_of_one_buffer(
-    on_backend: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_columns_of_files_read_in_steps(on_backend: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     data = INPUTS["mixed"] + INPUTS["crlf"] + INPUTS["oversized"]
     path = tmp_path / "s.ndjson"
     path.write_bytes(data)
     full = arrow.frames(path, threads=1, max_frame_bytes=100)
-    monkeypatch.setattr(arrow, "PIECE_BYTES", 777)  # many pieces through one buffer, lines cut by their ends
+    monkeypatch.setattr(arrow, "FILE_STEP_BYTES", 777)  # many steps read by the core, lines cut by their ends
     for threads in (1, 2, 3):
         for columns in (ROUTING, ["line", "bytes", "error"]):
             got = arrow.frames(path, threads=threads, max_frame_bytes=100, columns=columns)
             assert got.equals(full.select(columns)), (threads, columns)
-    with open(path, "rb") as stream:
-        chunks = [bytes(c) for c in arrow._read_threads(stream, 3, None, 2, 777)]
-    assert b"".join(chunks) == data[3:] and max(map(len, chunks)) == 777
 
 
 def test_columns_empty_input_keeps_the_schema(on_backend: Any) -> None:

@@ -186,20 +186,12 @@ def test_any_stream_any_threads(
     assert table_of(backend, data, threads, piece, max_frame_bytes).equals(one)
 
 
-def test_files_read_on_threads_in_small_chunks(
-    on_backend: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_files_read_on_threads_in_small_steps(on_backend: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     data = INPUTS["mixed"] + INPUTS["crlf"]
     path = tmp_path / "s.ndjson"
     path.write_bytes(data)
     one = arrow.frames(path, threads=1)
-    monkeypatch.setattr(arrow, "CHUNK_BYTES", 1000)  # many chunks, lines cut by their ends
-    with open(path, "rb") as stream:
-        for start, end in ((0, None), (5, 7777), (100, len(data) + 50), (0, 0)):
-            for threads in (2, 3, 8):
-                chunks = [bytes(c) for c in arrow._read_threads(stream, start, end, threads)]
-                assert b"".join(chunks) == data[start:end], (start, end, threads)
-                assert all(len(c) <= 1000 for c in chunks)
+    monkeypatch.setattr(arrow, "FILE_STEP_BYTES", 1000)  # many steps, lines cut by their ends
     for threads in (2, 3, 8):
         assert arrow.frames(path, threads=threads).equals(one)
         parts, before = [], 0
@@ -265,8 +257,9 @@ def test_files_fed_in_steps_that_cut_lines(on_backend: Any, tmp_path: Path, monk
         assert arrow._table(pa, cols.finish()).equals(one)
 
 
-def test_feed_file_refuses_a_bad_descriptor(on_backend: Any, tmp_path: Path) -> None:
-    cols = on_backend.FrameColumns(threads=2)
+@pytest.mark.parametrize("kind", ["FrameColumns", "ToolCallColumns"])
+def test_feed_file_refuses_a_bad_descriptor(on_backend: Any, tmp_path: Path, kind: str) -> None:
+    cols = getattr(on_backend, kind)(threads=2)
     with pytest.raises(ValueError, match="fd must be an open file descriptor, found -1"):
         cols.feed_file(-1, 0, 10)
     path = tmp_path / "s.ndjson"
@@ -275,3 +268,18 @@ def test_feed_file_refuses_a_bad_descriptor(on_backend: Any, tmp_path: Path) -> 
     os.close(fd)  # a descriptor no longer open
     with pytest.raises(OSError):
         cols.feed_file(fd, 0, 10)
+
+
+def test_tool_calls_feed_file_is_feed(on_backend: Any, tmp_path: Path) -> None:
+    data = big_stream() + b"\n" + many_sessions()
+    path = tmp_path / "s.ndjson"
+    path.write_bytes(data)
+    n = len(data)
+    with open(path, "rb") as f:
+        for start, stop in ((0, n), (0, n + 99), (4321, n - 5)):
+            for threads in (1, 2, 3):
+                one = on_backend.ToolCallColumns(threads=1)
+                one.feed(data[start:stop])
+                cols = on_backend.ToolCallColumns(threads=threads)
+                assert cols.feed_file(f.fileno(), start, stop) == len(data[start:stop])
+                assert arrow._table(pa, cols.finish()).equals(arrow._table(pa, one.finish())), (start, stop)

@@ -170,7 +170,7 @@ def test_a_file_and_its_pieces(on_backend: Any, tmp_path: Path, monkeypatch: pyt
     path = tmp_path / "stream.ndjson"
     path.write_bytes(data)
     want = reference(on_backend, data)
-    monkeypatch.setattr(arrow, "PIECE_BYTES", 777)  # many pieces through one buffer, lines cut by their ends
+    monkeypatch.setattr(arrow, "FILE_STEP_BYTES", 777)  # many steps read by the core, lines cut by their ends
     for threads in THREADS:
         same(arrow.tool_calls(path, threads=threads), want)
         same(arrow.read_tool_calls(path, threads=threads).drop_columns(["file"]), want)

@@ -432,6 +432,11 @@ ALLOWED: list[tuple[str, str | list[str], str]] = [
     ),
     ("columns.py", ["events"], "the framer's events come as a list"),
     ("rust/python/arrow.rs", ["detached_bytes"], "a buffer read in place without the GIL; `bytes_of` here"),
+    (
+        "rust/python/arrow.rs",
+        ["borrowed_file"],
+        "a descriptor borrowed as a `File` for the core's reads; `read_pieces` here checks it and uses os.pread",
+    ),
     ("rust/toolcalls.rs", ["entry"], "nested maps looked up without copying the keys; dicts keyed by tuples here"),
     (
         "rust/toolcalls.rs",

@@ -544,7 +544,7 @@ class FrameColumns:
         (only the table's record batches are cut differently)."""
     def feed_file(self, fd: int, start: int, stop: int) -> int:
         """Feed the bytes ``start`` to ``stop`` of the open file whose descriptor is ``fd`` (not
-        closed), as [`feed`][acp_fast.FrameColumns.feed] of those bytes would: read by the core in
+        closed), as ``feed`` of those bytes would: read by the core in
         pieces, with ``threads`` above 1 each thread reading and parsing a newline-aligned range
         of its own, the GIL released. Returns the bytes fed, fewer than ``stop - start`` only when
         the file ends before ``stop``; OSError when a read fails."""
@@ -584,6 +584,11 @@ class ToolCallColumns:
         the complete lines are cut into newline-aligned byte ranges parsed on ``threads - 1``
         threads without the GIL, while the calling thread applies them in stream order: the table
         is that of one thread."""
+    def feed_file(self, fd: int, start: int, stop: int) -> int:
+        """Feed the bytes ``start`` to ``stop`` of the open file whose descriptor is ``fd`` (not
+        closed), as ``feed`` of those bytes would, read by the
+        core, the GIL released. Returns the bytes fed, fewer than ``stop - start`` only when the
+        file ends before ``stop``; OSError when a read fails."""
     def line(self, number: int, data: _Buffer, time: Optional[float] = None, source: Optional[str] = None) -> None:
         """A recording's line ``number`` (its bytes, line ending optional), sent at ``time`` by
         ``source``: applied as [`ToolCallStore.apply`][acp_fast.ToolCallStore.apply] applies bytes."""

@@ -16,7 +16,6 @@ pyarrow is imported only when one of these runs; without it they raise ImportErr
 
 from __future__ import annotations
 
-import mmap
 import os
 from dataclasses import dataclass
 from typing import (
@@ -79,19 +78,12 @@ FRAME_COLUMNS = (
 #: ``acp_fast.ray``, ``acp-fast export``): ``file``, those of ``FRAME_COLUMNS``, ``time`` and ``side``.
 READ_FRAME_COLUMNS = ("file", *FRAME_COLUMNS, "time", "side")
 
-# Files read in Python are read in pieces this large (most in one piece).
+# Files read in Python (recordings, traces) are read in pieces this large.
 CHUNK_BYTES = 256 << 20
 # A plain stream's file is fed to the core this many bytes at a time (`_feed_file`), each step
-# read and parsed on every thread (`FrameColumns.feed_file`); a progress display moves on after
-# each.
+# read by the core (`FrameColumns.feed_file`: on every thread; `ToolCallColumns.feed_file`); a
+# progress display moves on after each.
 FILE_STEP_BYTES = 256 << 20
-# For `tool_calls`, files are read in pieces this large into one buffer used again for each piece:
-# its pages are touched once (a fresh buffer as large as the file costs a page fault per page, as
-# much as the copy), and it stays small.
-PIECE_BYTES = 16 << 20
-# On one thread, pieces at most this large: the piece the read just copied is still in the core's
-# L2 cache when it is parsed (a larger one is read back from farther away).
-PIECE_BYTES_ONE_THREAD = 1 << 20
 Data = Union[bytes, bytearray, memoryview, str, "os.PathLike[str]"]
 PathArg = Union[str, "os.PathLike[str]"]
 Paths = Union[PathArg, Iterable[PathArg]]
@@ -165,33 +157,20 @@ def _read(stream: IO[bytes], start: int = 0, end: Optional[int] = None) -> Itera
         yield chunk
 
 
-def _read_at(fd: int, buf: memoryview, offset: int) -> int:
-    """Bytes read into ``buf`` from ``offset`` of the file ``fd`` (fewer than its length only at
-    the end of the file)."""
-    done = 0
-    while done < len(buf):
-        n = os.preadv(fd, [buf[done:]], offset + done)
-        if n == 0:
-            break
-        done += n
-    return done
-
-
-def _piece_bytes(threads: int) -> int:
-    """The pieces a plain stream's file is read in by `_read_threads`."""
-    return PIECE_BYTES if threads > 1 else min(PIECE_BYTES, PIECE_BYTES_ONE_THREAD)
-
-
-def _feed_file(cols: Any, stream: IO[bytes], start: int = 0, end: Optional[int] = None) -> Iterator[range]:
+def _feed_file(
+    cols: Any, stream: IO[bytes], start: int = 0, end: Optional[int] = None, *, reserve: bool = False
+) -> Iterator[range]:
     """Feed the bytes of the plain stream's file ``stream`` from ``start`` to ``end`` (EOF when
-    None) to ``cols`` (a ``FrameColumns``), read and parsed by the core on its threads
-    (``FrameColumns.feed_file``) ``FILE_STEP_BYTES`` at a time; yields each byte range fed (a
-    progress display counts them). Bytes added to the file after it was measured are read as
-    `_read` reads them; if it shrinks, the rows are those of the bytes there were."""
+    None) to ``cols`` (a ``FrameColumns`` or a ``ToolCallColumns``; ``reserve``: tell it how
+    many bytes are to come), read by the core (``feed_file``) ``FILE_STEP_BYTES`` at a time;
+    yields each byte range fed (a progress display counts them). Bytes added to the file after it
+    was measured are read as `_read` reads them; if it shrinks, the rows are those of the bytes
+    there were."""
     fd = stream.fileno()
     size = os.fstat(fd).st_size
     stop = size if end is None else min(end, size)
-    cols.reserve(max(0, stop - start))  # only a hint: the columns sized at once
+    if reserve:
+        cols.reserve(max(0, stop - start))  # only a hint: the columns sized at once
     at = start
     while at < stop:
         step = min(stop, at + FILE_STEP_BYTES)
@@ -207,50 +186,6 @@ def _feed_file(cols: Any, stream: IO[bytes], start: int = 0, end: Optional[int] 
             at += len(chunk)
 
 
-def _read_threads(
-    stream: IO[bytes], start: int, end: Optional[int], threads: int, chunk_bytes: Optional[int] = None
-) -> Iterator[Any]:
-    """`_read` in chunks of ``chunk_bytes`` (None: ``CHUNK_BYTES``) with ``threads`` threads reading each chunk at once
-    (``os.preadv`` releases the GIL; the reads and the page faults of the buffer share out over
-    the cores), into one anonymous map used again for every chunk, handed out as a read-only
-    ``memoryview``, valid until the next chunk is asked for: ``ToolCallColumns.feed`` reads it in
-    place (`tool_calls`; `frames` has the core read the file, `_feed_file`). Bytes added to the file after it was measured are read as `_read` reads them."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    chunk_bytes = CHUNK_BYTES if chunk_bytes is None else chunk_bytes
-    fd = stream.fileno()
-    size = os.fstat(fd).st_size
-    stop = size if end is None else min(end, size)
-    at = start
-    if at < stop:
-        with ThreadPoolExecutor(max_workers=threads) as pool, mmap.mmap(-1, min(chunk_bytes, stop - at)) as buf:
-            while at < stop:
-                n = min(chunk_bytes, stop - at)
-                with memoryview(buf) as whole, whole[:n] as view:
-                    parts = [(i * n // threads, (i + 1) * n // threads) for i in range(threads)]
-                    views = [view[a:b] for a, b in parts]
-                    try:
-                        if threads == 1:  # read here: no hand-off to the pool for each piece
-                            got = [_read_at(fd, views[0], at)]
-                        else:
-                            got = list(pool.map(_read_at, [fd] * threads, views, [at + a for a, _ in parts]))
-                    finally:
-                        for v in views:
-                            v.release()
-                    filled = 0  # the bytes read up to the first part cut short (the file shrank)
-                    for (a, b), g in zip(parts, got):
-                        filled = a + g
-                        if g < b - a:
-                            break
-                    with view[:filled] as piece, piece.toreadonly() as chunk:
-                        yield chunk
-                at += filled
-                if filled < n:
-                    return
-    if end is None or at < end:
-        yield from _read(stream, at, end)
-
-
 _Read = TypeVar("_Read", bound=Sized)
 
 
@@ -261,11 +196,9 @@ class Wrap(Protocol):
     def __call__(self, items: Iterable[_Read], /) -> Iterator[_Read]: ...
 
 
-def _open(data: Data, wrap: Optional[Wrap] = None, threads: int = 1) -> _Input:
-    """``data`` as chunks (``wrap``: a progress display's ``wrap``; ``threads``: the threads a
-    plain stream's file is read on, in pieces into one buffer, `_read_threads`). A plain
-    stream's file is left unread: ``stream`` is set and the chunks are only read if asked for
-    (`_frames` has the core read it, `_feed_file`)."""
+def _open(data: Data, wrap: Optional[Wrap] = None) -> _Input:
+    """``data`` as chunks (``wrap``: a progress display's ``wrap``). For a plain stream's file
+    ``stream`` is set, and the core reads it (`_feed_file`): its chunks are not read."""
     if isinstance(data, (bytes, bytearray, memoryview)):
         data = bytes(data)
         chunks: Iterator[bytes] = iter([data])
@@ -273,10 +206,7 @@ def _open(data: Data, wrap: Optional[Wrap] = None, threads: int = 1) -> _Input:
     if isinstance(data, (str, os.PathLike)):
         stream = open_file(os.fspath(data))  # closed by _Input.close
         records = _records_of(stream.read(64))
-        if records:
-            chunks = _read(stream)
-        else:
-            chunks = _read_threads(stream, 0, None, threads, _piece_bytes(threads))
+        chunks = _read(stream)
         return _Input(records, wrap(chunks) if wrap else chunks, stream)
     raise TypeError(f"expected bytes or a path, found {type(data).__name__}")
 
@@ -407,14 +337,14 @@ def _frames(
     _check_source(source)
     # the arguments are checked before any input is read
     cols = _FrameColumns(max_frame_bytes=max_frame_bytes, threads=threads, columns=columns)
-    inp = _open(data, wrap, _thread_count(threads))
+    inp = _open(data, wrap)
     try:
         if inp.records is not None:
             if source is not None:
                 raise ValueError(NO_SOURCE)
             return _recording_frames(pa, inp.records, inp.chunks, cols, max_frame_bytes)
         if inp.stream is not None:  # a plain stream's file: read by the core
-            steps = _feed_file(cols, inp.stream)
+            steps = _feed_file(cols, inp.stream, reserve=True)
             for _ in wrap(steps) if wrap else steps:
                 pass
         else:
@@ -469,7 +399,7 @@ def range_frames(
     pa = require_pyarrow()
     cols = _FrameColumns(first_line=first_line, max_frame_bytes=max_frame_bytes, threads=threads, columns=columns)
     with open_file(path) as stream:
-        for _ in _feed_file(cols, stream, start, end):
+        for _ in _feed_file(cols, stream, start, end, reserve=True):
             pass
     return _table(pa, cols.finish())
 
@@ -552,7 +482,7 @@ def _tool_calls(data: Data, source: Optional[str], wrap: Optional[Wrap] = None, 
     pa = require_pyarrow()
     _check_source(source)
     check_threads(threads)
-    inp = _open(data, wrap, _thread_count(threads))
+    inp = _open(data, wrap)
     try:
         if inp.records is not None:
             if source is not None:
@@ -565,8 +495,13 @@ def _tool_calls(data: Data, source: Optional[str], wrap: Optional[Wrap] = None, 
                     cols.line(number, record.data, float(record.value["t"]), record.source)
         else:
             cols = _ToolCallColumns(threads=threads, source=source)
-            for chunk in inp.chunks:
-                cols.feed(chunk)
+            if inp.stream is not None:  # a plain stream's file: read by the core
+                steps = _feed_file(cols, inp.stream)
+                for _ in wrap(steps) if wrap else steps:
+                    pass
+            else:
+                for chunk in inp.chunks:
+                    cols.feed(chunk)
     finally:
         inp.close()
     return _table(pa, cols.finish())

@@ -149,6 +149,20 @@ pub(crate) fn detached_bytes(py: Python<'_>, data: &Bound<'_, PyAny>, f: impl Fn
     Ok(())
 }
 
+/// The open file whose descriptor is `fd`, borrowed for a call: never closed here.
+pub(crate) fn borrowed_file(fd: i32) -> PyResult<std::mem::ManuallyDrop<std::fs::File>> {
+    if fd < 0 {
+        return Err(PyValueError::new_err(format!(
+            "fd must be an open file descriptor, found {fd}"
+        )));
+    }
+    // SAFETY: a descriptor the caller holds open for the call; never closed (`ManuallyDrop`).
+    // A closed one fails the reads with EBADF.
+    Ok(std::mem::ManuallyDrop::new(unsafe {
+        <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fd)
+    }))
+}
+
 /// Rows of frames built in Arrow's layout: `feed` a stream's bytes (rows numbered from
 /// `first_line + 1`; its complete lines parsed in ranges on `threads` threads, the GIL released,
 /// None: every core), or give lines one by one (`line`, `too_large`, `invalid`); `finish` returns
@@ -198,14 +212,7 @@ impl PyFrameColumns {
     /// and parsing a newline-aligned range of its own, the GIL released. Returns the bytes fed,
     /// fewer than `stop - start` only when the file ends before `stop`; OSError when a read fails.
     fn feed_file(&mut self, py: Python<'_>, fd: i32, start: u64, stop: u64) -> PyResult<u64> {
-        if fd < 0 {
-            return Err(PyValueError::new_err(format!(
-                "fd must be an open file descriptor, found {fd}"
-            )));
-        }
-        // SAFETY: a descriptor the caller holds open for this call; never closed here
-        // (`ManuallyDrop`). A closed one fails the reads with EBADF.
-        let file = std::mem::ManuallyDrop::new(unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fd) });
+        let file = borrowed_file(fd)?;
         let inner = &mut self.inner;
         Ok(py.detach(|| inner.feed_file(&*file, start, stop))?)
     }

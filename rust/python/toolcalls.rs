@@ -12,7 +12,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 use super::args::{Arg, SourceArg, Threads};
-use super::arrow::{detached_bytes, PyFrameStream};
+use super::arrow::{borrowed_file, detached_bytes, PyFrameStream};
 use super::frames::source_of;
 use crate::toolcalls::{Row, ToolCallColumns, COLUMNS, TIME_COLUMNS};
 
@@ -125,6 +125,15 @@ impl PyToolCallColumns {
     fn feed(&mut self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
         let inner = &mut self.inner;
         detached_bytes(py, data, |bytes| inner.feed(bytes))
+    }
+
+    /// Feed the bytes `start..stop` of the open file whose descriptor is `fd` (not closed), as
+    /// `feed` of those bytes would, read by the core, the GIL released. Returns the bytes fed,
+    /// fewer than `stop - start` only when the file ends before `stop`; OSError when a read fails.
+    fn feed_file(&mut self, py: Python<'_>, fd: i32, start: u64, stop: u64) -> PyResult<u64> {
+        let file = borrowed_file(fd)?;
+        let inner = &mut self.inner;
+        Ok(py.detach(|| inner.feed_file(&*file, start, stop))?)
     }
 
     /// A recording's line `number` (its bytes, line ending optional), sent at `time` by `source`.

@@ -259,6 +259,22 @@ class _Rows:
         return out
 
 
+def read_pieces(fd: int, start: int, stop: int, piece: int, f: Callable[[bytes], None]) -> int:
+    """``f`` of each piece of at most ``piece`` bytes of ``start`` to ``stop`` of the open file
+    ``fd``, read in order; returns the bytes read, fewer than ``stop - start`` only when the file
+    ends first. ValueError for a negative ``fd``, OSError when a read fails."""
+    if fd < 0:
+        raise ValueError(f"fd must be an open file descriptor, found {fd}")
+    at = start
+    while at < stop:
+        data = os.pread(fd, min(piece, stop - at), at)
+        if not data:
+            break
+        f(data)
+        at += len(data)
+    return max(0, at - start)
+
+
 class FrameColumns:
     """Rows of frames: ``feed`` a stream's bytes (rows numbered from ``first_line + 1``), or give
     lines one by one (``line``, ``too_large``, ``invalid``); ``finish`` returns the rows as a
@@ -337,16 +353,7 @@ class FrameColumns:
         would; returns the bytes fed (fewer only when the file ends before ``stop``). On purpose
         unlike Rust: the pieces are read in order on the calling thread and fed (``feed`` cuts
         them into the same ranges), not read and parsed range by range on threads."""
-        if fd < 0:
-            raise ValueError(f"fd must be an open file descriptor, found {fd}")
-        at = start
-        while at < stop:
-            piece = os.pread(fd, min(FILE_PIECE_BYTES, stop - at), at)
-            if not piece:
-                break
-            self.feed(piece)
-            at += len(piece)
-        return max(0, at - start)
+        return read_pieces(fd, start, stop, FILE_PIECE_BYTES, self.feed)
 
     def _feed_here(self, data: Any) -> None:
         """``feed`` on one range."""

@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from .._tables import TIME_COLUMNS, TOOL_CALL_COLUMNS, tool_call_fields
 from ..errors import DecodeError
-from .columns import check_threads
+from .columns import FILE_PIECE_BYTES, check_threads, read_pieces
 from .decoder import FrameDecoder
 from .encoder import dumps
 from .framing import bytes_of
@@ -86,6 +86,11 @@ class ToolCallColumns:
         """Feed bytes of the stream: every line they complete is applied."""
         for item in self._decoder.feed(bytes_of(data)):
             self._event(item)
+
+    def feed_file(self, fd: int, start: int, stop: int) -> int:
+        """Feed the bytes ``start`` to ``stop`` of the open file ``fd``, as ``feed`` of those bytes
+        would; returns the bytes fed (fewer only when the file ends before ``stop``)."""
+        return read_pieces(fd, start, stop, FILE_PIECE_BYTES, self.feed)
 
     def _event(self, item: Any) -> None:
         if not isinstance(item, DecodeError):
