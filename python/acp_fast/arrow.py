@@ -254,16 +254,6 @@ def check_threads(threads: Any) -> None:
     _FrameColumns(threads=threads)
 
 
-def _thread_count(threads: Optional[int]) -> int:
-    """The number ``threads`` (checked) stands for: None is every core the process may use."""
-    if threads is not None:
-        return int(threads)
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
 def _check_source(source: Any) -> None:
     """ValueError for a ``source`` that is not ``"agent"``, ``"client"`` or None: the backend's own
     check and message (a fresh store's ``finish`` reads ``source`` and does nothing else)."""
