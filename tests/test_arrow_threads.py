@@ -262,6 +262,8 @@ def test_feed_file_refuses_a_bad_descriptor(on_backend: Any, tmp_path: Path, kin
     cols = getattr(on_backend, kind)(threads=2)
     with pytest.raises(ValueError, match="fd must be an open file descriptor, found -1"):
         cols.feed_file(-1, 0, 10)
+    with pytest.raises(OverflowError):
+        cols.feed_file(0, -1, 10)
     path = tmp_path / "s.ndjson"
     path.write_bytes(b"{}\n")
     fd = os.open(path, os.O_RDONLY)

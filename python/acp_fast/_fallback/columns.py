@@ -263,6 +263,8 @@ def read_pieces(fd: int, start: int, stop: int, piece: int, f: Callable[[bytes],
     """``f`` of each piece of at most ``piece`` bytes of ``start`` to ``stop`` of the open file
     ``fd``, read in order; returns the bytes read, fewer than ``stop - start`` only when the file
     ends first. ValueError for a negative ``fd``, OSError when a read fails."""
+    if start < 0 or stop < 0:  # unsigned in the binding: PyO3's conversion refuses them so
+        raise OverflowError("can't convert negative int to unsigned")
     if fd < 0:
         raise ValueError(f"fd must be an open file descriptor, found {fd}")
     at = start
